@@ -1,0 +1,148 @@
+//! `read`: a file's lines with numbers, a window at a time.
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::{confine, display_path, str_arg};
+use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+
+/// Lines returned when no `limit` is given.
+pub const DEFAULT_LIMIT: usize = 2000;
+/// Longer lines are cut to this many characters.
+pub const MAX_LINE_CHARS: usize = 2000;
+
+pub(crate) struct Read;
+
+#[async_trait]
+impl Tool for Read {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "read",
+            "Read a text file. Returns its lines numbered from 1, like `cat -n`. By default up to \
+             2000 lines from the start; use `offset` (1-based line to start at) and `limit` to read \
+             a window of a long file. Lines longer than 2000 characters are cut. Binary files are \
+             refused. Jupyter notebooks (.ipynb) are shown as cells with their ids.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, relative to the working directory or absolute inside it."},
+                    "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start at."},
+                    "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)."}
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        )
+        .with_hints(Hints::read_only())
+    }
+
+    fn source(&self) -> Source {
+        Source::Builtin
+    }
+
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let given = str_arg(&args, "path")?;
+        let path = confine(ctx.root(), given)?;
+        let shown = display_path(ctx.root(), &path);
+        let meta = tokio::fs::metadata(&path)
+            .await
+            .map_err(|e| format!("cannot read {shown}: {e}"))?;
+        if meta.is_dir() {
+            return Err(format!("{shown} is a directory, not a file").into());
+        }
+        let bytes = tokio::fs::read(&path)
+            .await
+            .map_err(|e| format!("cannot read {shown}: {e}"))?;
+        if bytes.is_empty() {
+            return Ok(
+                ToolOutput::text(format!("({shown} is empty)")).with_metadata(json!({"total": 0}))
+            );
+        }
+        let probe = &bytes[..bytes.len().min(8192)];
+        if probe.contains(&0) {
+            return Err(format!(
+                "{shown} is a binary file ({} bytes); read only reads text",
+                bytes.len()
+            )
+            .into());
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let offset = args
+            .get("offset")
+            .and_then(Value::as_u64)
+            .unwrap_or(1)
+            .max(1) as usize;
+        let limit = args
+            .get("limit")
+            .and_then(Value::as_u64)
+            .map(|l| l as usize)
+            .unwrap_or(DEFAULT_LIMIT)
+            .max(1);
+        Ok(number_lines(&text, offset, limit, &shown)?)
+    }
+}
+
+/// The numbered window `offset..offset+limit` of `text`, with metadata when it is cut.
+pub(crate) fn number_lines(
+    text: &str,
+    offset: usize,
+    limit: usize,
+    shown: &str,
+) -> Result<ToolOutput, ToolError> {
+    let total = text.lines().count();
+    if offset > total {
+        return Err(
+            format!("offset {offset} is past the end of {shown}, which has {total} lines").into(),
+        );
+    }
+    let mut out = String::with_capacity(text.len().min(1 << 20));
+    let mut last = offset - 1;
+    let mut cut_lines = 0;
+    for (i, line) in text.lines().enumerate().skip(offset - 1).take(limit) {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let shown_line = match line.char_indices().nth(MAX_LINE_CHARS) {
+            Some((end, _)) => {
+                cut_lines += 1;
+                &line[..end]
+            }
+            None => line,
+        };
+        out.push_str(&format!("{:>6}\t{}\n", i + 1, shown_line));
+        last = i + 1;
+    }
+    let mut output = ToolOutput::text(out);
+    if last < total || offset > 1 || cut_lines > 0 {
+        let mut meta = json!({"total": total, "truncated": last < total || cut_lines > 0});
+        if last < total {
+            meta["nextOffset"] = json!(last + 1);
+        }
+        if cut_lines > 0 {
+            meta["linesCut"] = json!(cut_lines);
+        }
+        output = output.with_metadata(meta);
+    }
+    Ok(output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_and_metadata() {
+        let text = "a\nb\nc\nd\n";
+        let out = number_lines(text, 2, 2, "f").unwrap();
+        assert_eq!(out.content_text(), "     2\tb\n     3\tc\n");
+        let meta = out.metadata.unwrap();
+        assert_eq!(meta["nextOffset"], 4);
+        assert_eq!(meta["total"], 4);
+        assert_eq!(meta["truncated"], true);
+        let all = number_lines(text, 1, 10, "f").unwrap();
+        assert!(all.metadata.is_none());
+        assert!(number_lines(text, 9, 1, "f").is_err());
+        let long = "x".repeat(MAX_LINE_CHARS + 5);
+        let out = number_lines(&long, 1, 10, "f").unwrap();
+        assert_eq!(out.content_text().len(), 6 + 1 + MAX_LINE_CHARS + 1);
+        assert_eq!(out.metadata.unwrap()["linesCut"], 1);
+    }
+}

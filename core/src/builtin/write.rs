@@ -1,0 +1,54 @@
+//! `write`: create or overwrite a file, atomically.
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::{atomic_write, confine, display_path, str_arg};
+use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+
+pub(crate) struct Write;
+
+#[async_trait]
+impl Tool for Write {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "write",
+            "Create a file, or overwrite it, with the given content. Parent directories are \
+             created. The write is atomic: the file holds either the old or the new content. \
+             Prefer `edit` for changing part of an existing file.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, relative to the working directory or absolute inside it."},
+                    "content": {"type": "string", "description": "The whole new content of the file."}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+        )
+        .with_hints(Hints::destructive())
+    }
+
+    fn source(&self) -> Source {
+        Source::Builtin
+    }
+
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let given = str_arg(&args, "path")?;
+        let content = str_arg(&args, "content")?.to_string();
+        let path = confine(ctx.root(), given)?;
+        let shown = display_path(ctx.root(), &path);
+        if path.is_dir() {
+            return Err(format!("{shown} is a directory").into());
+        }
+        let existed = path.exists();
+        let bytes = content.len();
+        let target = path.clone();
+        tokio::task::spawn_blocking(move || atomic_write(&target, content.as_bytes()))
+            .await
+            .map_err(|e| format!("write of {shown} failed: {e}"))?
+            .map_err(|e| format!("cannot write {shown}: {e}"))?;
+        let verb = if existed { "Overwrote" } else { "Created" };
+        Ok(ToolOutput::text(format!("{verb} {shown} ({bytes} bytes)")))
+    }
+}

@@ -1,0 +1,225 @@
+//! The client's options: one serde struct that every binding passes through unchanged.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::model::ScriptEntry;
+
+/// The wire style of the model server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Style {
+    /// OpenAI Chat Completions (and every OpenAI-compatible server: vLLM, llama.cpp, LM Studio,
+    /// Ollama's `/v1`).
+    #[default]
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Ollama's native `/api/chat`.
+    Ollama,
+    /// A fixed list of responses replayed in-process; no network.
+    Scripted,
+}
+
+impl Style {
+    /// The default base URL, as that style's official SDK takes it.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Style::Openai => "https://api.openai.com/v1",
+            Style::Anthropic => "https://api.anthropic.com",
+            Style::Ollama => "http://127.0.0.1:11434",
+            Style::Scripted => "",
+        }
+    }
+
+    /// The environment variable read when no `api_key` is given.
+    pub fn api_key_env(self) -> Option<&'static str> {
+        match self {
+            Style::Openai => Some("OPENAI_API_KEY"),
+            Style::Anthropic => Some("ANTHROPIC_API_KEY"),
+            Style::Ollama => Some("OLLAMA_API_KEY"),
+            Style::Scripted => None,
+        }
+    }
+
+    /// The environment variable read for the base URL when none is given.
+    pub fn base_url_env(self) -> Option<&'static str> {
+        match self {
+            Style::Openai => Some("OPENAI_BASE_URL"),
+            Style::Anthropic => Some("ANTHROPIC_BASE_URL"),
+            Style::Ollama => Some("OLLAMA_HOST"),
+            Style::Scripted => None,
+        }
+    }
+}
+
+/// How failed model requests are retried: on 429, 5xx and broken connections, only when no byte
+/// of the response body arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// The first wait; it doubles with every retry (with ±20% jitter).
+    pub initial_backoff_ms: u64,
+    /// The longest wait between attempts (a Retry-After header may ask for more, up to
+    /// `max_retry_after_ms`).
+    pub max_backoff_ms: u64,
+    /// The longest Retry-After the engine honours.
+    pub max_retry_after_ms: u64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 3,
+            initial_backoff_ms: 250,
+            max_backoff_ms: 8_000,
+            max_retry_after_ms: 60_000,
+        }
+    }
+}
+
+/// Every option of a client. The same names in every binding (spelled per language).
+///
+/// ```
+/// let config: contenox::Config = serde_json::from_value(serde_json::json!({
+///     "style": "anthropic",
+///     "model": "claude-sonnet-4-5",
+///     "builtins": ["read", "edit"],
+///     "allow": ["*", "!edit"],
+///     "max_turns": 8
+/// })).unwrap();
+/// assert_eq!(config.max_turns, 8);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The wire style.
+    pub style: Style,
+    /// Base URL as the style's official SDK takes it: openai `…/v1`, anthropic and ollama the
+    /// host root. Default: the style's public endpoint, or its environment variable.
+    pub base_url: Option<String>,
+    /// The model name (required for every style but `scripted`).
+    pub model: Option<String>,
+    /// The API key. Default: the style's usual environment variable.
+    pub api_key: Option<String>,
+    /// Extra HTTP headers sent with every model request.
+    pub headers: BTreeMap<String, String>,
+    /// The system prompt.
+    pub system: Option<String>,
+    /// The root directory file tools are confined to. Default: the current directory.
+    pub root: Option<PathBuf>,
+    /// Which builtins to offer; `None` = the defaults.
+    pub builtins: Option<Vec<String>>,
+    /// The allowlist; `None` = `["*"]`.
+    pub allow: Option<Vec<String>>,
+    /// Model responses per turn before the turn ends with `max_turns`.
+    pub max_turns: u32,
+    /// The `max_tokens` of each model request.
+    pub max_tokens: u32,
+    /// How failed requests are retried.
+    pub retry: RetryPolicy,
+    /// The responses of the `scripted` style.
+    pub script: Option<Vec<ScriptEntry>>,
+    /// Opt-in background shells (bash `run_in_background`, `bash_output`, `kill_shell`).
+    pub background: bool,
+    /// Opt-in `notebook_edit`.
+    pub notebook_edit: bool,
+    /// Environment variables the host marks secret: never passed to processes tools start (the
+    /// style's API key variable is always withheld).
+    pub secret_env: Vec<String>,
+    /// Connect timeout for model requests, in milliseconds.
+    pub connect_timeout_ms: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            style: Style::Openai,
+            base_url: None,
+            model: None,
+            api_key: None,
+            headers: BTreeMap::new(),
+            system: None,
+            root: None,
+            builtins: None,
+            allow: None,
+            max_turns: 50,
+            max_tokens: 4096,
+            retry: RetryPolicy::default(),
+            script: None,
+            background: false,
+            notebook_edit: false,
+            secret_env: Vec::new(),
+            connect_timeout_ms: 10_000,
+        }
+    }
+}
+
+impl Config {
+    /// Parse a config from JSON (what the bindings do with the options they are given).
+    pub fn from_json(json: &str) -> Result<Self> {
+        serde_json::from_str(json).map_err(|e| Error::Config(e.to_string()))
+    }
+
+    /// The base URL in use, without a trailing slash.
+    pub fn resolved_base_url(&self) -> String {
+        let from_env = || {
+            self.style
+                .base_url_env()
+                .and_then(|k| std::env::var(k).ok())
+                .filter(|v| !v.is_empty())
+        };
+        let url = self
+            .base_url
+            .clone()
+            .or_else(from_env)
+            .unwrap_or_else(|| self.style.default_base_url().to_string());
+        let url = if self.style == Style::Ollama && !url.contains("://") {
+            format!("http://{url}")
+        } else {
+            url
+        };
+        url.trim_end_matches('/').to_string()
+    }
+
+    /// The API key in use, if any.
+    pub fn resolved_api_key(&self) -> Option<String> {
+        self.api_key.clone().or_else(|| {
+            self.style
+                .api_key_env()
+                .and_then(|k| std::env::var(k).ok())
+                .filter(|v| !v.is_empty())
+        })
+    }
+
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.max_turns == 0 {
+            return Err(Error::Config("max_turns must be at least 1".into()));
+        }
+        match self.style {
+            Style::Scripted => {
+                if self.script.is_none() {
+                    return Err(Error::Config(
+                        "style `scripted` needs a `script` (a list of responses)".into(),
+                    ));
+                }
+            }
+            _ => {
+                if self.model.as_deref().unwrap_or("").is_empty() {
+                    return Err(Error::Config(format!(
+                        "style `{}` needs a `model`",
+                        serde_json::to_value(self.style)?
+                            .as_str()
+                            .unwrap_or_default()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}

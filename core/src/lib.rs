@@ -1,0 +1,68 @@
+//! # contenox
+//!
+//! An embeddable agent SDK: one Rust engine runs the agent loop (model request, tool calls
+//! through a gate, results, next request) and owns every behaviour; Python, Node and
+//! Kotlin/Swift reach the same engine through thin bindings.
+//!
+//! ```
+//! use contenox::{Client, ScriptEntry};
+//! use serde_json::json;
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let dir = tempfile::tempdir().unwrap();
+//! std::fs::write(dir.path().join("notes.txt"), "hello\n").unwrap();
+//!
+//! // The scripted model replays fixed responses: no network, same engine.
+//! let client = Client::builder()
+//!     .script(vec![
+//!         ScriptEntry::tool_call("call_1", "read", json!({"path": "notes.txt"})),
+//!         ScriptEntry::text("The file says hello."),
+//!     ])
+//!     .root(dir.path())
+//!     .builtins(["read"])
+//!     .build()
+//!     .unwrap();
+//!
+//! let result = client.run("What does notes.txt say?").await.unwrap();
+//! assert_eq!(result.outcome, contenox::Outcome::Done);
+//! assert_eq!(result.final_text, "The file says hello.");
+//! # });
+//! ```
+//!
+//! The pieces:
+//! - [`Client`] / [`ClientBuilder`] / [`Config`]: style, model, tools, gate, conversation.
+//! - [`Run`]: a running turn's [`Event`]s, its cancel, its [`TurnResult`].
+//! - [`Tool`], [`ToolSpec`], [`Hints`]: what the model can call.
+//! - [`Hooks`] (`before_tool` / `after_tool`) and [`WaitFor`]: the gate every call passes.
+//! - [`Transcript`]: the conversation, saved and restored as JSON.
+
+#![warn(missing_docs)]
+
+pub mod builtin;
+mod client;
+mod config;
+mod error;
+mod event;
+mod gate;
+mod model;
+pub mod tool;
+mod transcript;
+mod turn;
+
+pub use async_trait::async_trait;
+pub use client::{Client, ClientBuilder};
+pub use config::{Config, RetryPolicy, Style};
+pub use error::{Error, Result};
+pub use event::{Event, GateVerdict, Outcome, TurnResult, Usage};
+pub use gate::{
+    Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
+    DEFAULT_DENIAL,
+};
+pub use model::{list_models, ModelInfo, ScriptCall, ScriptEntry, ScriptError};
+pub use tokio_util::sync::CancellationToken;
+pub use tool::{
+    tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,
+    ToolError, ToolOutput, ToolSpec, Toolkit,
+};
+pub use transcript::{Message, ToolCall, Transcript};
+pub use turn::{Run, RunOptions, CANCELLED_RESULT, MAX_TURNS_RESULT};

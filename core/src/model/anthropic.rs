@@ -1,0 +1,298 @@
+//! Anthropic Messages over SSE.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use super::http::{body_failure, chain, tracked_bytes, Http};
+use super::{wire_call, Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall};
+use crate::config::Config;
+use crate::event::Usage;
+use crate::transcript::Message;
+
+/// The API version header every request carries.
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+pub(crate) struct Anthropic {
+    http: Http,
+    model: String,
+    max_tokens: u32,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl Anthropic {
+    pub fn new(http: Http, config: &Config) -> Self {
+        Anthropic {
+            http,
+            model: config.model.clone().unwrap_or_default(),
+            max_tokens: config.max_tokens,
+            headers: auth_headers(config),
+        }
+    }
+}
+
+pub(crate) fn auth_headers(config: &Config) -> Vec<(&'static str, String)> {
+    let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_string())];
+    if let Some(key) = config.resolved_api_key() {
+        headers.push(("x-api-key", key));
+    }
+    headers
+}
+
+/// The request body. Adjacent messages of one role are merged, as the API requires alternation:
+/// tool results travel as `tool_result` blocks in a user message.
+pub(crate) fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Value {
+    let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::with_capacity(req.messages.len());
+    let mut push = |role: &'static str, block: Value| match messages.last_mut() {
+        Some((r, blocks)) if *r == role => blocks.push(block),
+        _ => messages.push((role, vec![block])),
+    };
+    for m in req.messages {
+        match m {
+            Message::User { content } => push("user", json!({"type": "text", "text": content})),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                if !content.is_empty() || tool_calls.is_empty() {
+                    push("assistant", json!({"type": "text", "text": content}));
+                }
+                for c in tool_calls {
+                    let (name, args) = wire_call(c);
+                    let input = if c.raw_arguments || !args.is_object() {
+                        json!({})
+                    } else {
+                        args
+                    };
+                    push(
+                        "assistant",
+                        json!({"type": "tool_use", "id": c.id, "name": name, "input": input}),
+                    );
+                }
+            }
+            Message::Tool {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => push(
+                "user",
+                json!({"type": "tool_result", "tool_use_id": call_id,
+                       "content": content, "is_error": is_error}),
+            ),
+        }
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    let mut body = json!({
+        "model": model,
+        "max_tokens": max_tokens,
+        "messages": messages,
+        "stream": true,
+    });
+    if let Some(system) = req.system {
+        body["system"] = Value::String(system.to_string());
+    }
+    if !req.tools.is_empty() {
+        body["tools"] = Value::Array(
+            req.tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+                .collect(),
+        );
+    }
+    body
+}
+
+/// One content block being streamed.
+enum Block {
+    Text,
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+    Other,
+}
+
+#[derive(Default)]
+struct Assembler {
+    text: String,
+    blocks: Vec<(u64, Block)>,
+    calls: Vec<RawCall>,
+    usage: Usage,
+    stopped: bool,
+}
+
+impl Assembler {
+    fn event(&mut self, kind: &str, data: &Value, deltas: DeltaSink<'_>) -> Result<(), Failure> {
+        match kind {
+            "message_start" => {
+                let u = &data["message"]["usage"];
+                self.usage.input_tokens = u["input_tokens"].as_u64().unwrap_or(0);
+                self.usage.output_tokens = u["output_tokens"].as_u64().unwrap_or(0);
+            }
+            "content_block_start" => {
+                let index = data["index"].as_u64().unwrap_or(self.blocks.len() as u64);
+                let cb = &data["content_block"];
+                let block = match cb["type"].as_str() {
+                    Some("text") => {
+                        if let Some(t) = cb["text"].as_str().filter(|t| !t.is_empty()) {
+                            self.text.push_str(t);
+                            deltas(t);
+                        }
+                        Block::Text
+                    }
+                    Some("tool_use") => {
+                        // `input` at start is `{}`; the real input streams as partial_json.
+                        Block::ToolUse {
+                            id: cb["id"].as_str().unwrap_or_default().to_string(),
+                            name: cb["name"].as_str().unwrap_or_default().to_string(),
+                            json: String::new(),
+                        }
+                    }
+                    _ => Block::Other,
+                };
+                self.blocks.push((index, block));
+            }
+            "content_block_delta" => {
+                let index = data["index"].as_u64().unwrap_or(0);
+                let d = &data["delta"];
+                let block = self.blocks.iter_mut().find(|(i, _)| *i == index);
+                match (d["type"].as_str(), block) {
+                    (Some("text_delta"), _) => {
+                        if let Some(t) = d["text"].as_str() {
+                            self.text.push_str(t);
+                            deltas(t);
+                        }
+                    }
+                    (Some("input_json_delta"), Some((_, Block::ToolUse { json, .. }))) => {
+                        json.push_str(d["partial_json"].as_str().unwrap_or_default());
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                let index = data["index"].as_u64().unwrap_or(0);
+                if let Some(pos) = self.blocks.iter().position(|(i, _)| *i == index) {
+                    if let (_, Block::ToolUse { id, name, json }) = self.blocks.remove(pos) {
+                        self.calls.push(RawCall {
+                            id: Some(id),
+                            name,
+                            arguments: json,
+                        });
+                    }
+                }
+            }
+            "message_delta" => {
+                if let Some(out) = data["usage"]["output_tokens"].as_u64() {
+                    self.usage.output_tokens = out;
+                }
+                if let Some(inp) = data["usage"]["input_tokens"].as_u64() {
+                    self.usage.input_tokens = inp;
+                }
+            }
+            "message_stop" => self.stopped = true,
+            "error" => {
+                return Err(Failure::Fatal(format!(
+                    "the model server sent an error: {}",
+                    data["error"]
+                )))
+            }
+            _ => {} // ping and future event types
+        }
+        Ok(())
+    }
+
+    /// Read a whole (non-streamed) message.
+    fn whole(&mut self, msg: &Value, deltas: DeltaSink<'_>) {
+        for block in msg["content"].as_array().into_iter().flatten() {
+            match block["type"].as_str() {
+                Some("text") => {
+                    let t = block["text"].as_str().unwrap_or_default();
+                    self.text.push_str(t);
+                    deltas(t);
+                }
+                Some("tool_use") => self.calls.push(RawCall {
+                    id: block["id"].as_str().map(str::to_string),
+                    name: block["name"].as_str().unwrap_or_default().to_string(),
+                    arguments: block["input"].to_string(),
+                }),
+                _ => {}
+            }
+        }
+        self.usage = Usage {
+            input_tokens: msg["usage"]["input_tokens"].as_u64().unwrap_or(0),
+            output_tokens: msg["usage"]["output_tokens"].as_u64().unwrap_or(0),
+        };
+        self.stopped = true;
+    }
+
+    fn finish(self) -> ModelResponse {
+        ModelResponse {
+            text: self.text,
+            calls: self.calls,
+            usage: self.usage,
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for Anthropic {
+    fn body(&self, req: &ModelRequest<'_>) -> Value {
+        body(&self.model, self.max_tokens, req)
+    }
+
+    async fn send(&self, body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {
+        let resp = self.http.post("/v1/messages", &self.headers, body).await?;
+        let mut asm = Assembler::default();
+        let is_sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/event-stream"));
+        if !is_sse {
+            let bytes = resp
+                .bytes()
+                .await
+                .map_err(|e| body_failure(false, chain(&e)))?;
+            let whole: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                Failure::Fatal(format!("the model server's answer is not JSON: {e}"))
+            })?;
+            asm.whole(&whole, deltas);
+            return Ok(asm.finish());
+        }
+        let got_data = Arc::new(AtomicBool::new(false));
+        let mut events = tracked_bytes(resp, got_data.clone()).eventsource();
+        while let Some(ev) = events.next().await {
+            let ev = ev.map_err(|e| body_failure(got_data.load(Ordering::Relaxed), chain(&e)))?;
+            if ev.data.trim().is_empty() {
+                continue;
+            }
+            let data: Value = serde_json::from_str(&ev.data).map_err(|e| {
+                Failure::Fatal(format!("malformed stream event ({e}): {:.200}", ev.data))
+            })?;
+            let kind = if ev.event.is_empty() || ev.event == "message" {
+                data["type"].as_str().unwrap_or_default().to_string()
+            } else {
+                ev.event
+            };
+            asm.event(&kind, &data, deltas)?;
+            if asm.stopped {
+                break;
+            }
+        }
+        if !asm.stopped {
+            return Err(Failure::Fatal(
+                "the model's answer broke off: the stream ended before message_stop".into(),
+            ));
+        }
+        Ok(asm.finish())
+    }
+}

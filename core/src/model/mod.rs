@@ -1,0 +1,147 @@
+//! Model wire styles. One file per style; each renders the wire-neutral conversation into its
+//! request body and reads its streamed answer back into a [`ModelResponse`].
+
+mod anthropic;
+mod http;
+mod list_models;
+mod ollama;
+mod openai;
+mod retry;
+mod scripted;
+
+pub use list_models::{list_models, ModelInfo};
+pub use scripted::{ScriptCall, ScriptEntry, ScriptError};
+
+pub(crate) use retry::complete_with_retry;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::config::{Config, Style};
+use crate::error::Result;
+use crate::event::Usage;
+use crate::tool::ToolSpec;
+use crate::transcript::Message;
+
+/// One model request, in wire-neutral terms.
+pub(crate) struct ModelRequest<'a> {
+    pub system: Option<&'a str>,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolSpec],
+}
+
+/// A call as it came off the wire, before the engine parses its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RawCall {
+    pub id: Option<String>,
+    pub name: String,
+    /// The arguments' text (objects from ollama are serialized back to text).
+    pub arguments: String,
+}
+
+/// One complete model response.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ModelResponse {
+    pub text: String,
+    pub calls: Vec<RawCall>,
+    pub usage: Usage,
+}
+
+/// Why a model request failed.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Failure {
+    /// Nothing of the response body arrived, so the request may be sent again when `retryable`.
+    BeforeData {
+        status: Option<u16>,
+        message: String,
+        retry_after: Option<Duration>,
+        retryable: bool,
+    },
+    /// Part of the answer arrived, or the answer cannot be used: the turn ends with `error`.
+    Fatal(String),
+}
+
+impl Failure {
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::BeforeData { message, .. } | Failure::Fatal(message) => message,
+        }
+    }
+}
+
+/// Receives streamed text as it arrives.
+pub(crate) type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+/// A model server of one wire style. The body is rendered once per model request (under the
+/// conversation's lock, without copying it) and sent again unchanged by retries.
+#[async_trait]
+pub(crate) trait Backend: Send + Sync {
+    /// The request body for this style.
+    fn body(&self, req: &ModelRequest<'_>) -> serde_json::Value;
+
+    /// Send one body and read the whole (streamed) answer.
+    async fn send(
+        &self,
+        body: &serde_json::Value,
+        deltas: DeltaSink<'_>,
+    ) -> Result<ModelResponse, Failure>;
+}
+
+/// The backend a config asks for.
+pub(crate) fn backend_for(config: &Config) -> Result<Arc<dyn Backend>> {
+    Ok(match config.style {
+        Style::Scripted => Arc::new(scripted::Scripted::new(
+            config.script.clone().unwrap_or_default(),
+        )),
+        Style::Openai => Arc::new(openai::OpenAi::new(http::Http::new(config)?, config)),
+        Style::Anthropic => Arc::new(anthropic::Anthropic::new(http::Http::new(config)?, config)),
+        Style::Ollama => Arc::new(ollama::Ollama::new(http::Http::new(config)?, config)),
+    })
+}
+
+/// Split text the way a server streams it: a few words at a time.
+pub(crate) fn text_pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut end = rest.len();
+        let mut spaces = 0;
+        for (i, c) in rest.char_indices() {
+            if c == ' ' {
+                spaces += 1;
+                if spaces == 3 {
+                    end = i + 1;
+                    break;
+                }
+            }
+        }
+        let (piece, tail) = rest.split_at(end);
+        rest = tail;
+        Some(piece)
+    })
+}
+
+/// The engine's content for an error result on styles without an error flag.
+pub(crate) fn error_prefixed(content: &str, is_error: bool) -> String {
+    if is_error {
+        format!("Error: {content}")
+    } else {
+        content.to_string()
+    }
+}
+
+/// The arguments of a call as the wire shows them: the raw text when they were not JSON,
+/// `call_tool {name, arguments}` when the model went through it.
+pub(crate) fn wire_call(call: &crate::transcript::ToolCall) -> (String, serde_json::Value) {
+    match &call.via {
+        Some(via) => (
+            via.clone(),
+            serde_json::json!({"name": call.name, "arguments": call.arguments}),
+        ),
+        None => (call.name.clone(), call.arguments.clone()),
+    }
+}

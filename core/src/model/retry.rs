@@ -1,0 +1,74 @@
+//! Sending a model request with retries: 429, 5xx and broken connections, with exponential
+//! backoff and jitter, honouring Retry-After, and only while no byte of the answer had arrived.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use serde_json::Value;
+
+use super::{Backend, Failure, ModelResponse};
+use crate::config::RetryPolicy;
+use crate::event::Event;
+use crate::tool::EventSink;
+
+/// The wait before retry number `attempt` (0-based): exponential, capped, ±20% jitter.
+pub(crate) fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
+    let base = policy
+        .initial_backoff_ms
+        .saturating_mul(1u64 << attempt.min(20))
+        .min(policy.max_backoff_ms);
+    let jitter = rand::rng().random_range(0.8..=1.2);
+    Duration::from_millis((base as f64 * jitter) as u64)
+}
+
+/// Send `body` until it succeeds, fails for good, or the retries run out. Emits `request` before
+/// each attempt and `retry` before each wait. `Err` carries the message the turn ends with.
+pub(crate) async fn complete_with_retry(
+    backend: &dyn Backend,
+    body: &Value,
+    policy: &RetryPolicy,
+    sink: &EventSink,
+    index: u32,
+) -> Result<ModelResponse, String> {
+    let deltas = |text: &str| {
+        sink.emit(Event::TextDelta {
+            text: text.to_string(),
+        })
+    };
+    let mut attempt = 0u32;
+    loop {
+        sink.emit(Event::Request { index, attempt });
+        match backend.send(body, &deltas).await {
+            Ok(resp) => return Ok(resp),
+            Err(Failure::BeforeData {
+                status,
+                message,
+                retry_after,
+                retryable: true,
+            }) if attempt < policy.max_retries => {
+                let wait = match retry_after {
+                    Some(ra) => ra.min(Duration::from_millis(policy.max_retry_after_ms)),
+                    None => backoff(policy, attempt),
+                };
+                sink.emit(Event::Retry {
+                    attempt,
+                    status,
+                    error: message,
+                    wait_ms: wait.as_millis() as u64,
+                });
+                tokio::time::sleep(wait).await;
+                attempt += 1;
+            }
+            Err(f) => {
+                let tries = attempt + 1;
+                let msg = f.message().to_string();
+                return Err(if tries > 1 {
+                    format!("{msg} (after {tries} attempts)")
+                } else {
+                    msg
+                });
+            }
+        }
+    }
+}

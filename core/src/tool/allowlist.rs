@@ -1,0 +1,83 @@
+//! Allowlists: which tools a client (and a run) may offer.
+//!
+//! Grammar: `*` allows all, an exact name allows that tool, a glob (`mcp_*`, `re?d`) allows the
+//! names it matches, and `!pattern` excludes (exclusions win over everything). An empty list
+//! allows nothing. A run's allowlist is intersected with the client's, so a run can only narrow.
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use crate::error::{Error, Result};
+
+/// A compiled allowlist.
+#[derive(Debug, Clone)]
+pub struct Allowlist {
+    allow: GlobSet,
+    deny: GlobSet,
+    patterns: Vec<String>,
+}
+
+impl Allowlist {
+    /// Compile an allowlist from its patterns.
+    pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self> {
+        let mut allow = GlobSetBuilder::new();
+        let mut deny = GlobSetBuilder::new();
+        for p in patterns {
+            let p = p.as_ref().trim();
+            let (set, pat) = match p.strip_prefix('!') {
+                Some(rest) => (&mut deny, rest),
+                None => (&mut allow, p),
+            };
+            if pat.is_empty() {
+                return Err(Error::Config(format!("empty allowlist pattern {p:?}")));
+            }
+            let glob = Glob::new(pat)
+                .map_err(|e| Error::Config(format!("bad allowlist pattern {p:?}: {e}")))?;
+            set.add(glob);
+        }
+        let build = |b: GlobSetBuilder| {
+            b.build()
+                .map_err(|e| Error::Config(format!("bad allowlist: {e}")))
+        };
+        Ok(Allowlist {
+            allow: build(allow)?,
+            deny: build(deny)?,
+            patterns: patterns.iter().map(|p| p.as_ref().to_string()).collect(),
+        })
+    }
+
+    /// The allowlist that allows everything (`["*"]`).
+    pub fn all() -> Self {
+        Allowlist::new(&["*"]).expect("`*` is a valid pattern")
+    }
+
+    /// Whether `name` is allowed.
+    pub fn allows(&self, name: &str) -> bool {
+        self.allow.is_match(name) && !self.deny.is_match(name)
+    }
+
+    /// The patterns it was made from.
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grammar() {
+        let a = Allowlist::new(&["*", "!write"]).unwrap();
+        assert!(a.allows("read"));
+        assert!(!a.allows("write"));
+        let a = Allowlist::new(&["read", "mcp__*", "!mcp__fs__delete"]).unwrap();
+        assert!(a.allows("read"));
+        assert!(!a.allows("edit"));
+        assert!(a.allows("mcp__fs__list"));
+        assert!(!a.allows("mcp__fs__delete"));
+        let none = Allowlist::new::<&str>(&[]).unwrap();
+        assert!(!none.allows("read"));
+        assert!(Allowlist::new(&["!"]).is_err());
+        assert!(Allowlist::new(&["[oops"]).is_err());
+    }
+}

@@ -1,0 +1,516 @@
+//! One turn: model request, tool calls through the gate, results, next request, until the model
+//! answers, the turn is cancelled, it fails, or it reaches `max_turns`.
+
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::{FutureExt, Stream};
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::Inner;
+use crate::error::{Error, Result};
+use crate::event::{Event, GateVerdict, Outcome, TurnResult, Usage};
+use crate::gate::{Answer, Decision, ToolCallEvent, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL};
+use crate::model::{complete_with_retry, ModelRequest, RawCall};
+use crate::tool::{
+    allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, CALL_TOOL,
+};
+use crate::transcript::{Message, ToolCall};
+
+/// The result text of a call cut off by a cancel.
+pub const CANCELLED_RESULT: &str = "cancelled";
+/// The result text of a call left unexecuted at `max_turns`.
+pub const MAX_TURNS_RESULT: &str = "max_turns reached";
+
+/// Options of one run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// An allowlist for this run only, intersected with the client's: it can only narrow.
+    pub allow: Option<Allowlist>,
+    /// An outside token that cancels the run.
+    pub cancel: Option<CancellationToken>,
+}
+
+impl RunOptions {
+    /// Narrow this run to the tools `patterns` allow (allowlist grammar).
+    pub fn allow<S: AsRef<str>>(mut self, patterns: &[S]) -> Result<Self> {
+        self.allow = Some(Allowlist::new(patterns)?);
+        Ok(self)
+    }
+
+    /// Cancel the run when `token` is cancelled.
+    pub fn cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+}
+
+/// A running turn: its events, its cancel, its result. Dropping it before the turn ended cancels
+/// the turn.
+pub struct Run {
+    events: UnboundedReceiver<Event>,
+    cancel: CancellationToken,
+    handle: Option<JoinHandle<TurnResult>>,
+}
+
+impl Run {
+    pub(crate) fn new(
+        events: UnboundedReceiver<Event>,
+        cancel: CancellationToken,
+        handle: JoinHandle<TurnResult>,
+    ) -> Self {
+        Run {
+            events,
+            cancel,
+            handle: Some(handle),
+        }
+    }
+
+    /// The next event; `None` after `turn_end`.
+    pub async fn next_event(&mut self) -> Option<Event> {
+        self.events.recv().await
+    }
+
+    /// Cancel the turn. It ends with outcome `cancelled` and a valid transcript.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The turn's cancel token.
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Wait for the turn to end (events not read are dropped).
+    pub async fn result(mut self) -> Result<TurnResult> {
+        let handle = self.handle.take().expect("result is taken once");
+        handle
+            .await
+            .map_err(|e| Error::Transport(format!("the turn's task failed: {e}")))
+    }
+}
+
+impl Stream for Run {
+    type Item = Event;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        self.events.poll_recv(cx)
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if let Some(h) = &self.handle {
+            if !h.is_finished() {
+                self.cancel.cancel();
+            }
+        }
+    }
+}
+
+/// Run one turn on `inner`'s conversation.
+pub(crate) async fn run_turn(
+    inner: Arc<Inner>,
+    prompt: String,
+    run_allow: Option<Allowlist>,
+    cancel: CancellationToken,
+    sink: EventSink,
+) -> TurnResult {
+    let _one_at_a_time = inner.turn_lock.lock().await;
+    let turn = Turn {
+        inner: &inner,
+        run_allow: run_allow.as_ref(),
+        cancel: &cancel,
+        sink: &sink,
+    };
+    sink.emit(Event::TurnStart {
+        prompt: prompt.clone(),
+    });
+    inner.append([Message::User { content: prompt }]);
+    let (outcome, final_text, usage, error) = turn.steps().await;
+    sink.emit(Event::TurnEnd {
+        outcome,
+        final_text: final_text.clone(),
+        usage,
+        error: error.clone(),
+    });
+    TurnResult {
+        outcome,
+        final_text,
+        usage,
+        error,
+        transcript: inner
+            .conversation
+            .lock()
+            .expect("conversation lock")
+            .clone(),
+    }
+}
+
+struct Turn<'a> {
+    inner: &'a Inner,
+    run_allow: Option<&'a Allowlist>,
+    cancel: &'a CancellationToken,
+    sink: &'a EventSink,
+}
+
+impl Turn<'_> {
+    fn allowed(&self, name: &str) -> bool {
+        allowed_by(&self.inner.allow, self.run_allow, name)
+    }
+
+    async fn steps(&self) -> (Outcome, String, Usage, Option<String>) {
+        let inner = self.inner;
+        let allowed = |n: &str| self.allowed(n);
+        let mut usage = Usage::default();
+        let mut final_text = String::new();
+        let mut index = 0u32;
+        loop {
+            let tools = inner.toolkit.offered(&allowed);
+            let body = {
+                let conv = inner.conversation.lock().expect("conversation lock");
+                inner.backend.body(&ModelRequest {
+                    system: inner.config.system.as_deref(),
+                    messages: &conv.messages,
+                    tools: &tools,
+                })
+            };
+            let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
+            drop(tools);
+            let response = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => {
+                    return (Outcome::Cancelled, final_text, usage, None);
+                }
+                r = complete_with_retry(&*inner.backend, &body, &inner.config.retry, self.sink, index) => r,
+            };
+            let response = match response {
+                Ok(r) => r,
+                Err(message) => return (Outcome::Error, final_text, usage, Some(message)),
+            };
+            index += 1;
+            usage.add(response.usage);
+            self.sink.emit(Event::Usage {
+                usage: response.usage,
+            });
+            if !response.text.is_empty() {
+                self.sink.emit(Event::Text {
+                    text: response.text.clone(),
+                });
+            }
+            final_text = response.text.clone();
+            let calls = self.parse_calls(response.calls, call_tool_offered);
+            for c in &calls {
+                self.sink.emit(Event::ToolCall {
+                    call_id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                });
+            }
+            let mut step = Vec::with_capacity(calls.len() + 1);
+            step.push(Message::Assistant {
+                content: response.text,
+                tool_calls: calls.clone(),
+            });
+            if calls.is_empty() {
+                inner.append(step);
+                return (Outcome::Done, final_text, usage, None);
+            }
+            let at_limit = index >= inner.config.max_turns;
+            for c in &calls {
+                let out = if at_limit {
+                    ToolOutput::error(MAX_TURNS_RESULT)
+                } else if self.cancel.is_cancelled() {
+                    ToolOutput::error(CANCELLED_RESULT)
+                } else {
+                    self.handle_call(c).await
+                };
+                step.push(self.result_message(c, out));
+            }
+            inner.append(step);
+            if at_limit {
+                return (Outcome::MaxTurns, final_text, usage, None);
+            }
+            if self.cancel.is_cancelled() {
+                return (Outcome::Cancelled, final_text, usage, None);
+            }
+        }
+    }
+
+    /// Give every call an id, parse its arguments, and unwrap `call_tool`.
+    fn parse_calls(&self, raw: Vec<RawCall>, call_tool_offered: bool) -> Vec<ToolCall> {
+        let mut calls: Vec<ToolCall> = Vec::with_capacity(raw.len());
+        for r in raw {
+            let id = match r.id.filter(|id| !id.is_empty()) {
+                Some(id) if !calls.iter().any(|c| c.id == id) => id,
+                _ => format!(
+                    "call_cx{}",
+                    self.inner.next_id.fetch_add(1, Ordering::Relaxed) + 1
+                ),
+            };
+            let text = r.arguments.trim();
+            let (arguments, raw_arguments) = if text.is_empty() {
+                (Value::Object(Default::default()), false)
+            } else {
+                match serde_json::from_str::<Value>(text) {
+                    Ok(v) => (v, false),
+                    Err(_) => (Value::String(r.arguments.clone()), true),
+                }
+            };
+            let mut call = ToolCall {
+                id,
+                name: r.name,
+                arguments,
+                raw_arguments,
+                via: None,
+            };
+            if call_tool_offered && call.name == CALL_TOOL && !call.raw_arguments {
+                if let Some((name, args)) = CallTool::unwrap(&call.arguments) {
+                    call.raw_arguments = args.is_string();
+                    call.name = name;
+                    call.arguments = args;
+                    call.via = Some(CALL_TOOL.to_string());
+                }
+            }
+            calls.push(call);
+        }
+        calls
+    }
+
+    fn result_message(&self, call: &ToolCall, out: ToolOutput) -> Message {
+        let content = out.model_text();
+        self.sink.emit(Event::ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: content.clone(),
+            is_error: out.is_error,
+            metadata: out.metadata,
+        });
+        Message::Tool {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content,
+            is_error: out.is_error,
+        }
+    }
+
+    /// Check one call, pass it through the gate, and run it.
+    async fn handle_call(&self, call: &ToolCall) -> ToolOutput {
+        let allowed = |n: &str| self.allowed(n);
+        if call.name == CALL_TOOL && call.via.is_none() {
+            return self.call_tool_search(call);
+        }
+        let Some(entry) = self.inner.toolkit.lookup(&call.name, &allowed) else {
+            return ToolOutput::error(self.unknown_tool(&call.name));
+        };
+        if call.raw_arguments {
+            let raw = call.arguments.as_str().unwrap_or_default();
+            let why = serde_json::from_str::<Value>(raw)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            return ToolOutput::error(format!(
+                "the arguments of {} are not valid JSON ({why}); send a JSON object",
+                call.name
+            ));
+        }
+        if !call.arguments.is_object() {
+            return ToolOutput::error(format!(
+                "the arguments of {} must be a JSON object, got {}",
+                call.name, call.arguments
+            ));
+        }
+        if let Err(problems) = entry.validate(&call.arguments) {
+            return ToolOutput::error(format!(
+                "the arguments of {} do not match its input schema: {problems}",
+                call.name
+            ));
+        }
+        let event = ToolCallEvent {
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            call_id: call.id.clone(),
+            hints: entry.spec.hints,
+            source: entry.source,
+            server: entry.server.clone(),
+        };
+        let decision = match &self.inner.hooks {
+            None => Ok(Decision::Allow),
+            Some(hooks) => {
+                let hook = AssertUnwindSafe(hooks.before_tool(&event)).catch_unwind();
+                tokio::select! {
+                    biased;
+                    _ = self.cancel.cancelled() => return ToolOutput::error(CANCELLED_RESULT),
+                    d = hook => d.unwrap_or_else(|_| Err("before_tool panicked".into())),
+                }
+            }
+        };
+        let gate = |decision: GateVerdict, message: Option<String>| {
+            self.sink.emit(Event::Gate {
+                call_id: event.call_id.clone(),
+                name: event.name.clone(),
+                decision,
+                message,
+                hints: event.hints,
+                source: event.source,
+            })
+        };
+        match decision {
+            Err(e) => {
+                let message = format!("before_tool hook failed: {e}");
+                gate(GateVerdict::Deny, Some(message.clone()));
+                ToolOutput::error(message)
+            }
+            Ok(Decision::Allow) => {
+                gate(GateVerdict::Allow, None);
+                self.execute(&entry, &event).await
+            }
+            Ok(Decision::Deny(message)) => {
+                let message = message.unwrap_or_else(|| DEFAULT_DENIAL.to_string());
+                gate(GateVerdict::Deny, Some(message.clone()));
+                ToolOutput::error(message)
+            }
+            Ok(Decision::Ask(mut request)) => {
+                gate(GateVerdict::Ask, None);
+                request.call_id = event.call_id.clone();
+                request.name = event.name.clone();
+                request.arguments = event.arguments.clone();
+                let Some(answer) = self.ask(request).await else {
+                    return ToolOutput::error(CANCELLED_RESULT);
+                };
+                self.sink.emit(Event::Answer {
+                    call_id: event.call_id.clone(),
+                    name: event.name.clone(),
+                    answer: answer.clone(),
+                });
+                match answer {
+                    Answer::Approve => self.execute(&entry, &event).await,
+                    Answer::Deny(message) => {
+                        ToolOutput::error(message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()))
+                    }
+                    Answer::Result(value) => ToolOutput::json(value),
+                }
+            }
+        }
+    }
+
+    /// Wait for the host's answer; `None` when the turn was cancelled meanwhile.
+    async fn ask(&self, request: crate::gate::PendingRequest) -> Option<Answer> {
+        self.sink.emit(Event::Pending {
+            call_id: request.call_id.clone(),
+            name: request.name.clone(),
+            request: request.clone(),
+        });
+        let Some(wait_for) = &self.inner.wait_for else {
+            return Some(Answer::deny(
+                "The operation needs approval, but the host has no wait_for to ask; it was denied.",
+            ));
+        };
+        let wait_token = self.cancel.child_token();
+        let timeout = request.timeout_ms.map(Duration::from_millis);
+        let wait = AssertUnwindSafe(wait_for.wait_for(request, wait_token.clone())).catch_unwind();
+        let timer = async {
+            match timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        let answer = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => None,
+            _ = timer => Some(Answer::deny(ASK_TIMEOUT_DENIAL)),
+            a = wait => Some(match a {
+                Ok(Ok(answer)) => answer,
+                Ok(Err(e)) => Answer::deny(format!("wait_for failed: {e}")),
+                Err(_) => Answer::deny("wait_for panicked"),
+            }),
+        };
+        // The wait is over either way: tell a host still waiting to stop.
+        wait_token.cancel();
+        answer
+    }
+
+    /// Run an allowed call, then `after_tool`.
+    async fn execute(&self, entry: &Entry, event: &ToolCallEvent) -> ToolOutput {
+        self.sink.emit(Event::ToolStart {
+            call_id: event.call_id.clone(),
+            name: event.name.clone(),
+        });
+        let ctx = ToolContext {
+            call_id: event.call_id.clone(),
+            name: event.name.clone(),
+            cancel: self.cancel.clone(),
+            root: self.inner.root.clone(),
+            events: self.sink.clone(),
+            secret_env: self.inner.secret_env.clone(),
+        };
+        let call = AssertUnwindSafe(entry.tool.call(event.arguments.clone(), ctx)).catch_unwind();
+        let output = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return ToolOutput::error(CANCELLED_RESULT),
+            r = call => match r {
+                Ok(Ok(out)) => out,
+                Ok(Err(e)) => ToolOutput::error(e.message),
+                Err(_) => ToolOutput::error(format!("the tool {} panicked", event.name)),
+            },
+        };
+        let Some(hooks) = &self.inner.hooks else {
+            return output;
+        };
+        let after = AssertUnwindSafe(hooks.after_tool(event, &output)).catch_unwind();
+        let replaced = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return ToolOutput::error(CANCELLED_RESULT),
+            r = after => r.unwrap_or_else(|_| Err("after_tool panicked".into())),
+        };
+        match replaced {
+            Ok(Some(new)) => new,
+            Ok(None) => output,
+            Err(e) => ToolOutput::error(format!("after_tool hook failed: {e}")),
+        }
+    }
+
+    /// `call_tool` with only `query`: the matching deferred tools and their schemas.
+    fn call_tool_search(&self, call: &ToolCall) -> ToolOutput {
+        let allowed = |n: &str| self.allowed(n);
+        match call.arguments.get("query").and_then(Value::as_str) {
+            Some(q) if !call.raw_arguments => {
+                let found = self.inner.toolkit.search_deferred(q, &allowed);
+                if found.is_empty() {
+                    ToolOutput::text(format!("No tool matches {q:?}."))
+                } else {
+                    ToolOutput::json(CallTool::search_result(&found))
+                }
+            }
+            _ => ToolOutput::error(
+                "call_tool needs `name` and `arguments` to call a tool, or `query` to search",
+            ),
+        }
+    }
+
+    fn unknown_tool(&self, name: &str) -> String {
+        let allowed = |n: &str| self.allowed(n);
+        let names: Vec<String> = self
+            .inner
+            .toolkit
+            .offered(&allowed)
+            .into_iter()
+            .map(|s| s.name)
+            .take(30)
+            .collect();
+        if names.is_empty() {
+            format!("unknown tool {name:?}: no tools are available")
+        } else {
+            format!(
+                "unknown tool {name:?}; the available tools are: {}",
+                names.join(", ")
+            )
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! `fake-model-server --scenario FILE [--style openai|anthropic|ollama]`
+//!
+//! Binds 127.0.0.1:0, prints the port alone on the first stdout line, then serves the
+//! scenario's `model` script. Exits when its stdin reaches EOF, so it never outlives the
+//! process that started it (start it with a piped stdin; close the pipe to stop it).
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use contenox_conformance::fake;
+use contenox_conformance::scenario::{Scenario, Style};
+
+const USAGE: &str = "usage: fake-model-server --scenario FILE [--style openai|anthropic|ollama]";
+
+fn parse_args() -> Result<(String, Option<Style>), String> {
+    let mut scenario = None;
+    let mut style = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let (key, inline) = match arg.split_once('=') {
+            Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            None => (arg.clone(), None),
+        };
+        let mut value = |name: &str| {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match key.as_str() {
+            "--scenario" => scenario = Some(value("--scenario")?),
+            "--style" => style = Some(value("--style")?.parse::<Style>()?),
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    let scenario = scenario.ok_or("--scenario is required")?;
+    Ok((scenario, style))
+}
+
+fn main() -> ExitCode {
+    let (path, style) = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("fake-model-server: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let scenario = match Scenario::load(&path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("fake-model-server: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let style = style.unwrap_or(scenario.style);
+
+    // Stdin EOF (or a read error) ends the process, whatever the server is doing.
+    std::thread::spawn(|| {
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = [0u8; 256];
+        while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+        std::process::exit(0);
+    });
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("fake-model-server: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(async move {
+        let server = match fake::serve(scenario.model, style).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("fake-model-server: bind: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let mut out = std::io::stdout().lock();
+        if writeln!(out, "{}", server.addr.port())
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            return ExitCode::from(1);
+        }
+        drop(out);
+        // Serve until stdin closes (the thread above exits the process).
+        std::future::pending::<()>().await;
+        ExitCode::SUCCESS
+    })
+}

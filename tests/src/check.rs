@@ -1,0 +1,892 @@
+//! The one checker every binding uses: compares a run's trace with the scenario's `expect`.
+//!
+//! Tools offered and tool results sent are read out of the raw request bodies that the fake
+//! server recorded, per style, so a binding cannot report what it did not send.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::scenario::{split_event_pattern, Expect, Scenario, Style, Texts, Usage};
+
+/// What a runner writes after running one scenario.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Trace {
+    #[serde(default)]
+    pub scenario: String,
+    #[serde(default)]
+    pub binding: String,
+    #[serde(default)]
+    pub outcome: Option<String>,
+    #[serde(default)]
+    pub final_text: Option<String>,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    /// `{"type": ..., "name"?: <tool name>, ...}` in the order the host saw them.
+    #[serde(default)]
+    pub events: Vec<Value>,
+    /// Raw request bodies as the fake server received them (`GET /_fake/requests`).
+    #[serde(default)]
+    pub requests: Vec<Value>,
+    /// Every file under the root after the run: relative path (`/`-separated) -> content.
+    #[serde(default)]
+    pub workspace: BTreeMap<String, Option<String>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Trace {
+    pub fn load(path: impl AsRef<Path>) -> Result<Trace, String> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// A tool result as found on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WireToolResult {
+    /// `tool_call_id` (openai), `tool_use_id` (anthropic); ollama has none.
+    pub id: Option<String>,
+    pub is_error: bool,
+    /// The text content (text parts joined).
+    pub content: String,
+}
+
+/// The text of a content that is a string or a list of parts with `text`.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Value::String(s) => Some(s.as_str()),
+                other => other.get("text").and_then(Value::as_str),
+            })
+            .collect::<Vec<_>>()
+            .join(""),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn messages(body: &Value) -> &[Value] {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+fn str_field(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// The tool results in one request body, in order, read per style.
+pub fn tool_results(style: Style, body: &Value) -> Vec<WireToolResult> {
+    let mut out = Vec::new();
+    for m in messages(body) {
+        let role = m.get("role").and_then(Value::as_str);
+        match style {
+            Style::Openai | Style::Ollama => {
+                if role == Some("tool") {
+                    let content = content_text(m.get("content").unwrap_or(&Value::Null));
+                    out.push(WireToolResult {
+                        id: str_field(m, "tool_call_id"),
+                        is_error: content.starts_with("Error: "),
+                        content,
+                    });
+                }
+            }
+            Style::Anthropic => {
+                if role != Some("user") {
+                    continue;
+                }
+                let Some(blocks) = m.get("content").and_then(Value::as_array) else {
+                    continue;
+                };
+                for b in blocks {
+                    if b.get("type").and_then(Value::as_str) == Some("tool_result") {
+                        out.push(WireToolResult {
+                            id: str_field(b, "tool_use_id"),
+                            is_error: b.get("is_error").and_then(Value::as_bool) == Some(true),
+                            content: content_text(b.get("content").unwrap_or(&Value::Null)),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The names of the tools offered in one request body, read per style: openai and ollama
+/// `tools[].function.name`, anthropic `tools[].name`.
+pub fn offered_tools(style: Style, body: &Value) -> Vec<String> {
+    let Some(tools) = body.get("tools").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    tools
+        .iter()
+        .filter_map(|t| match style {
+            Style::Openai | Style::Ollama => t.pointer("/function/name"),
+            Style::Anthropic => t.get("name"),
+        })
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether `needle` is in the compact JSON serialization of `body` (keys sorted), or in any
+/// string (key or value) inside it, so JSON escapes cannot hide a match.
+pub fn body_contains(body: &Value, needle: &str) -> bool {
+    fn any_string(v: &Value, needle: &str) -> bool {
+        match v {
+            Value::String(s) => s.contains(needle),
+            Value::Array(items) => items.iter().any(|i| any_string(i, needle)),
+            Value::Object(m) => m
+                .iter()
+                .any(|(k, v)| k.contains(needle) || any_string(v, needle)),
+            _ => false,
+        }
+    }
+    body.to_string().contains(needle) || any_string(body, needle)
+}
+
+/// Whether an event matches `"type"` or `"type:name"`.
+pub fn event_matches(event: &Value, pattern: &str) -> bool {
+    let (kind, name) = split_event_pattern(pattern);
+    if event.get("type").and_then(Value::as_str) != Some(kind) {
+        return false;
+    }
+    match name {
+        None => true,
+        Some(n) => event.get("name").and_then(Value::as_str) == Some(n),
+    }
+}
+
+/// Compact rendering of a value for failure messages.
+struct Show<'a, T: Serialize>(&'a T);
+
+impl<T: Serialize> fmt::Display for Show<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match serde_json::to_string(self.0) {
+            Ok(s) => f.write_str(&s),
+            Err(_) => f.write_str("?"),
+        }
+    }
+}
+
+fn texts(t: &Option<Texts>) -> &[String] {
+    t.as_ref().map(|t| t.0.as_slice()).unwrap_or(&[])
+}
+
+/// Checks `trace` against `scenario.expect`; returns one line per failure (empty = pass).
+pub fn check(scenario: &Scenario, trace: &Trace) -> Vec<String> {
+    let mut fails = Vec::new();
+    if !trace.scenario.is_empty() && trace.scenario != scenario.name {
+        fails.push(format!(
+            "scenario: the trace is of {}, not {}",
+            Show(&trace.scenario),
+            Show(&scenario.name)
+        ));
+    }
+    check_expect(&scenario.expect, scenario.style, trace, &mut fails);
+    fails
+}
+
+fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>) {
+    if let Some(want) = e.outcome {
+        if trace.outcome.as_deref() != Some(want.as_str()) {
+            fails.push(format!(
+                "outcome: expected {}, got {}",
+                Show(&want),
+                Show(&trace.outcome)
+            ));
+        }
+    }
+    if let Some(want) = &e.final_text {
+        if trace.final_text.as_ref() != Some(want) {
+            fails.push(format!(
+                "final_text: expected {}, got {}",
+                Show(want),
+                Show(&trace.final_text)
+            ));
+        }
+    }
+    for want in texts(&e.final_contains) {
+        let got = trace.final_text.as_deref().unwrap_or("");
+        if !got.contains(want.as_str()) {
+            fails.push(format!(
+                "final_contains: {} is not in the final text {}",
+                Show(want),
+                Show(&trace.final_text)
+            ));
+        }
+    }
+    if let Some(want) = &e.tool_results {
+        check_tool_results(want, style, trace, fails);
+    }
+    if let Some(want) = &e.events {
+        check_event_order(want, &trace.events, fails);
+    }
+    for pattern in e.no_events.iter().flatten() {
+        let n = count_events(&trace.events, pattern);
+        if n > 0 {
+            fails.push(format!("no_events: {} appears {n} time(s)", Show(pattern)));
+        }
+    }
+    for (pattern, min) in e.min_events.iter().flatten() {
+        let n = count_events(&trace.events, pattern);
+        if n < *min {
+            fails.push(format!(
+                "min_events: {} appears {n} time(s), expected at least {min}",
+                Show(pattern)
+            ));
+        }
+    }
+    for (pattern, max) in e.max_events.iter().flatten() {
+        let n = count_events(&trace.events, pattern);
+        if n > *max {
+            fails.push(format!(
+                "max_events: {} appears {n} time(s), expected at most {max}",
+                Show(pattern)
+            ));
+        }
+    }
+    for (i, want) in e.requests.iter().flatten().enumerate() {
+        let Some(body) = trace.requests.get(want.index) else {
+            fails.push(format!(
+                "requests[{i}]: no request at index {} (the server received {})",
+                want.index,
+                trace.requests.len()
+            ));
+            continue;
+        };
+        let offered = offered_tools(style, body);
+        for t in &want.tools {
+            if !offered.contains(t) {
+                fails.push(format!(
+                    "requests[{i}]: tool {} is not offered in request {} (offered: {})",
+                    Show(t),
+                    want.index,
+                    Show(&offered)
+                ));
+            }
+        }
+        for t in &want.not_tools {
+            if offered.contains(t) {
+                fails.push(format!(
+                    "requests[{i}]: tool {} is offered in request {}",
+                    Show(t),
+                    want.index
+                ));
+            }
+        }
+        for s in texts(&want.contains) {
+            if !body_contains(body, s) {
+                fails.push(format!(
+                    "requests[{i}]: request {} does not contain {}",
+                    want.index,
+                    Show(s)
+                ));
+            }
+        }
+        for s in texts(&want.not_contains) {
+            if body_contains(body, s) {
+                fails.push(format!(
+                    "requests[{i}]: request {} contains {}",
+                    want.index,
+                    Show(s)
+                ));
+            }
+        }
+    }
+    if let Some(want) = e.request_count {
+        if trace.requests.len() != want {
+            fails.push(format!(
+                "request_count: expected {want}, got {}",
+                trace.requests.len()
+            ));
+        }
+    }
+    for (path, want) in e.workspace.iter().flatten() {
+        let got = trace.workspace.get(path).and_then(Option::as_ref);
+        match (want, got) {
+            (Some(w), Some(g)) if w == g => {}
+            (Some(w), Some(g)) => fails.push(format!(
+                "workspace[{}]: expected {}, got {}",
+                Show(path),
+                Show(w),
+                Show(g)
+            )),
+            (Some(w), None) => fails.push(format!(
+                "workspace[{}]: expected {}, but the file does not exist",
+                Show(path),
+                Show(w)
+            )),
+            (None, Some(g)) => fails.push(format!(
+                "workspace[{}]: must not exist, but has {}",
+                Show(path),
+                Show(g)
+            )),
+            (None, None) => {}
+        }
+    }
+    if let Some(want) = e.usage {
+        if trace.usage != Some(want) {
+            fails.push(format!(
+                "usage: expected {}, got {}",
+                Show(&want),
+                Show(&trace.usage)
+            ));
+        }
+    }
+}
+
+fn count_events(events: &[Value], pattern: &str) -> usize {
+    events.iter().filter(|e| event_matches(e, pattern)).count()
+}
+
+fn check_event_order(want: &[String], events: &[Value], fails: &mut Vec<String>) {
+    let mut pos = 0;
+    for (i, pattern) in want.iter().enumerate() {
+        match events[pos..].iter().position(|e| event_matches(e, pattern)) {
+            Some(p) => pos += p + 1,
+            None => {
+                let seen: Vec<String> = events
+                    .iter()
+                    .map(|e| {
+                        let t = e.get("type").and_then(Value::as_str).unwrap_or("?");
+                        match e.get("name").and_then(Value::as_str) {
+                            Some(n) => format!("{t}:{n}"),
+                            None => t.to_string(),
+                        }
+                    })
+                    .collect();
+                fails.push(format!(
+                    "events: {} (events[{i}]) not found in order after event #{pos}; events were {}",
+                    Show(pattern),
+                    Show(&seen)
+                ));
+                return;
+            }
+        }
+    }
+}
+
+fn check_tool_results(
+    want: &[crate::scenario::ExpectToolResult],
+    style: Style,
+    trace: &Trace,
+    fails: &mut Vec<String>,
+) {
+    let got = trace
+        .requests
+        .last()
+        .map(|b| tool_results(style, b))
+        .unwrap_or_default();
+    if got.len() != want.len() {
+        fails.push(format!(
+            "tool_results: expected {} result(s), the last request carries {}: {}",
+            want.len(),
+            got.len(),
+            Show(&got)
+        ));
+    }
+    for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+        if let Some(id) = &w.id {
+            if g.id.as_ref() != Some(id) {
+                fails.push(format!(
+                    "tool_results[{i}]: expected id {}, got {}",
+                    Show(id),
+                    Show(&g.id)
+                ));
+            }
+        }
+        if let Some(is_error) = w.is_error {
+            if g.is_error != is_error {
+                fails.push(format!(
+                    "tool_results[{i}]: expected is_error {is_error}, got {} (content {})",
+                    g.is_error,
+                    Show(&g.content)
+                ));
+            }
+        }
+        for s in texts(&w.contains) {
+            if !g.content.contains(s.as_str()) {
+                fails.push(format!(
+                    "tool_results[{i}]: {} is not in {}",
+                    Show(s),
+                    Show(&g.content)
+                ));
+            }
+        }
+        for s in texts(&w.not_contains) {
+            if g.content.contains(s.as_str()) {
+                fails.push(format!(
+                    "tool_results[{i}]: {} is in {}",
+                    Show(s),
+                    Show(&g.content)
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn scenario(style: &str, expect: Value) -> Scenario {
+        serde_json::from_value(json!({
+            "name": "s", "style": style, "prompt": "p", "model": [{"text": "x"}], "expect": expect
+        }))
+        .unwrap()
+    }
+
+    fn trace(v: Value) -> Trace {
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// Asserts the check passes on `good` and fails on `bad` with a line containing `needle`.
+    fn pass_fail(style: &str, expect: Value, good: Value, bad: Value, needle: &str) {
+        let s = scenario(style, expect);
+        let ok = check(&s, &trace(good));
+        assert!(ok.is_empty(), "expected a pass, got {ok:?}");
+        let fails = check(&s, &trace(bad));
+        assert!(
+            fails.iter().any(|f| f.contains(needle)),
+            "expected a failure containing {needle:?}, got {fails:?}"
+        );
+    }
+
+    fn openai_body(tools: &[&str], messages: Value) -> Value {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t, "parameters": {"type": "object"}}}))
+            .collect();
+        json!({"model": "fake", "messages": messages, "tools": tools, "stream": true})
+    }
+
+    #[test]
+    fn empty_expect_passes() {
+        assert!(check(&scenario("openai", json!({})), &Trace::default()).is_empty());
+    }
+
+    #[test]
+    fn scenario_name_mismatch_fails() {
+        pass_fail(
+            "openai",
+            json!({}),
+            json!({"scenario": "s"}),
+            json!({"scenario": "other"}),
+            "scenario: the trace is of",
+        );
+    }
+
+    #[test]
+    fn outcome() {
+        pass_fail(
+            "openai",
+            json!({"outcome": "max_turns"}),
+            json!({"outcome": "max_turns"}),
+            json!({"outcome": "done"}),
+            "outcome: expected \"max_turns\", got \"done\"",
+        );
+        let s = scenario("openai", json!({"outcome": "done"}));
+        assert_eq!(check(&s, &Trace::default()).len(), 1);
+    }
+
+    #[test]
+    fn final_text_and_contains() {
+        pass_fail(
+            "openai",
+            json!({"final_text": "done"}),
+            json!({"final_text": "done"}),
+            json!({"final_text": "done!"}),
+            "final_text: expected \"done\"",
+        );
+        pass_fail(
+            "openai",
+            json!({"final_text": "done"}),
+            json!({"final_text": "done"}),
+            json!({}),
+            "got null",
+        );
+        pass_fail(
+            "openai",
+            json!({"final_contains": "lo th"}),
+            json!({"final_text": "Hello there"}),
+            json!({"final_text": "Hello"}),
+            "final_contains",
+        );
+        pass_fail(
+            "openai",
+            json!({"final_contains": ["a", "b"]}),
+            json!({"final_text": "ab"}),
+            json!({"final_text": "a"}),
+            "\"b\" is not in",
+        );
+    }
+
+    #[test]
+    fn tool_results_openai() {
+        let good = openai_body(
+            &["echo"],
+            json!([
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function",
+                    "function": {"name": "echo", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "{\"text\":\"hi from model\"}"},
+                {"role": "tool", "tool_call_id": "call_2",
+                 "content": [{"type": "text", "text": "Error: "}, {"type": "text", "text": "boom"}]}
+            ]),
+        );
+        let expect = json!({"tool_results": [
+            {"id": "call_1", "is_error": false, "contains": "hi from model", "not_contains": "Error"},
+            {"id": "call_2", "is_error": true, "contains": "boom"}
+        ]});
+        let ok = json!({"requests": [{"messages": []}, good.clone()]});
+        // Wrong id.
+        let mut bad = good.clone();
+        bad["messages"][2]["tool_call_id"] = json!("call_9");
+        pass_fail(
+            "openai",
+            expect.clone(),
+            ok.clone(),
+            json!({"requests": [bad]}),
+            "expected id \"call_1\", got \"call_9\"",
+        );
+        // Not an error any more.
+        let mut bad = good.clone();
+        bad["messages"][3]["content"] = json!("boom");
+        pass_fail(
+            "openai",
+            expect.clone(),
+            ok.clone(),
+            json!({"requests": [bad]}),
+            "tool_results[1]: expected is_error true, got false",
+        );
+        // contains / not_contains.
+        let mut bad = good.clone();
+        bad["messages"][2]["content"] = json!("Error-free but wrong");
+        let fails = check(
+            &scenario("openai", expect.clone()),
+            &trace(json!({"requests": [bad]})),
+        );
+        assert!(fails
+            .iter()
+            .any(|f| f.contains("\"hi from model\" is not in")));
+        assert!(fails.iter().any(|f| f.contains("\"Error\" is in")));
+        // Only the LAST request counts.
+        pass_fail(
+            "openai",
+            expect.clone(),
+            ok,
+            json!({"requests": [good, {"messages": []}]}),
+            "expected 2 result(s), the last request carries 0",
+        );
+        // No request at all compares against an empty list.
+        pass_fail(
+            "openai",
+            json!({"tool_results": []}),
+            json!({}),
+            json!({"requests": [openai_body(&[], json!([{"role": "tool", "tool_call_id": "x", "content": "r"}]))]}),
+            "expected 0 result(s)",
+        );
+        pass_fail(
+            "openai",
+            json!({"tool_results": [{"is_error": false}]}),
+            json!({"requests": [openai_body(&[], json!([{"role": "tool", "tool_call_id": "x", "content": "r"}]))]}),
+            json!({}),
+            "expected 1 result(s), the last request carries 0",
+        );
+    }
+
+    #[test]
+    fn tool_results_anthropic() {
+        let body = |is_error: Value, content: Value| {
+            json!({"model": "fake", "max_tokens": 10, "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "w", "input": {}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": is_error, "content": content}
+                ]}
+            ]})
+        };
+        let expect =
+            json!({"tool_results": [{"id": "toolu_1", "is_error": true, "contains": "not today"}]});
+        pass_fail(
+            "anthropic",
+            expect.clone(),
+            json!({"requests": [body(json!(true), json!("denied: not today"))]}),
+            json!({"requests": [body(json!(false), json!("denied: not today"))]}),
+            "expected is_error true, got false",
+        );
+        // A content of text blocks; `Error: ` means nothing for anthropic.
+        pass_fail(
+            "anthropic",
+            json!({"tool_results": [{"is_error": false, "contains": "ok"}]}),
+            json!({"requests": [body(Value::Null, json!([{"type": "text", "text": "Error: ok"}]))]}),
+            json!({"requests": [body(Value::Null, json!([{"type": "text", "text": "nope"}]))]}),
+            "\"ok\" is not in \"nope\"",
+        );
+        // openai-shaped results are not read for anthropic.
+        let openai_shaped = openai_body(
+            &[],
+            json!([{"role": "tool", "tool_call_id": "toolu_1", "content": "Error: not today"}]),
+        );
+        pass_fail(
+            "anthropic",
+            expect,
+            json!({"requests": [body(json!(true), json!("not today"))]}),
+            json!({"requests": [openai_shaped]}),
+            "the last request carries 0",
+        );
+    }
+
+    #[test]
+    fn tool_results_ollama() {
+        let body = |content: &str| {
+            json!({"model": "fake", "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "echo", "arguments": {}}}]},
+                {"role": "tool", "tool_name": "echo", "content": content}
+            ]})
+        };
+        pass_fail(
+            "ollama",
+            json!({"tool_results": [{"is_error": false, "contains": "hi from model"}]}),
+            json!({"requests": [body("{\"text\":\"hi from model\"}")]}),
+            json!({"requests": [body("Error: hi from model")]}),
+            "expected is_error false, got true",
+        );
+        // ollama carries no ids: an expected id cannot match.
+        pass_fail(
+            "ollama",
+            json!({"tool_results": [{"is_error": false}]}),
+            json!({"requests": [body("x")]}),
+            json!({"requests": [body("Error: x")]}),
+            "is_error",
+        );
+        let s = scenario("ollama", json!({"tool_results": [{"id": "call_1"}]}));
+        let fails = check(&s, &trace(json!({"requests": [body("x")]})));
+        assert_eq!(
+            fails,
+            vec!["tool_results[0]: expected id \"call_1\", got null"]
+        );
+    }
+
+    #[test]
+    fn events_in_order() {
+        let events = json!([
+            {"type": "turn_start"},
+            {"type": "tool_call", "name": "echo"},
+            {"type": "gate", "name": "echo", "decision": "allow"},
+            {"type": "tool_result", "name": "echo"},
+            {"type": "turn_end", "outcome": "done"}
+        ]);
+        let expect = json!({"events": ["turn_start", "tool_call:echo", "gate", "tool_result:echo", "turn_end"]});
+        pass_fail(
+            "openai",
+            expect.clone(),
+            json!({ "events": events }),
+            json!({"events": [{"type": "turn_start"}, {"type": "tool_result", "name": "echo"},
+                              {"type": "tool_call", "name": "echo"}, {"type": "gate"}, {"type": "turn_end"}]}),
+            "\"tool_result:echo\" (events[3]) not found",
+        );
+        // The name must match too.
+        pass_fail(
+            "openai",
+            json!({"events": ["tool_call:echo"]}),
+            json!({ "events": events }),
+            json!({"events": [{"type": "tool_call", "name": "other"}]}),
+            "\"tool_call:echo\" (events[0]) not found",
+        );
+        // Repeated patterns need repeated events.
+        pass_fail(
+            "openai",
+            json!({"events": ["text_delta", "text_delta"]}),
+            json!({"events": [{"type": "text_delta"}, {"type": "usage"}, {"type": "text_delta"}]}),
+            json!({"events": [{"type": "text_delta"}]}),
+            "events[1]",
+        );
+    }
+
+    #[test]
+    fn no_min_max_events() {
+        let ev = |types: &[&str]| -> Value {
+            json!({"events": types.iter().map(|t| json!({"type": t})).collect::<Vec<_>>()})
+        };
+        pass_fail(
+            "openai",
+            json!({"no_events": ["pending"]}),
+            ev(&["gate", "turn_end"]),
+            ev(&["gate", "pending", "turn_end"]),
+            "no_events: \"pending\" appears 1 time(s)",
+        );
+        pass_fail(
+            "openai",
+            json!({"no_events": ["tool_result:write"]}),
+            json!({"events": [{"type": "tool_result", "name": "read"}]}),
+            json!({"events": [{"type": "tool_result", "name": "write"}]}),
+            "no_events",
+        );
+        pass_fail(
+            "openai",
+            json!({"min_events": {"text_delta": 2}}),
+            ev(&["text_delta", "text_delta", "text"]),
+            ev(&["text_delta", "text"]),
+            "min_events: \"text_delta\" appears 1 time(s), expected at least 2",
+        );
+        pass_fail(
+            "openai",
+            json!({"max_events": {"retry": 1}}),
+            ev(&["retry", "request"]),
+            ev(&["retry", "retry"]),
+            "max_events: \"retry\" appears 2 time(s), expected at most 1",
+        );
+    }
+
+    #[test]
+    fn requests_tools_and_contains() {
+        let expect = json!({"requests": [
+            {"index": 0, "tools": ["read", "edit"], "not_tools": ["write"]},
+            {"index": 1, "contains": "My name is Ada.", "not_contains": "readOnly"}
+        ]});
+        let r1 = openai_body(
+            &["read"],
+            json!([{"role": "user", "content": "My name is Ada."}]),
+        );
+        pass_fail(
+            "openai",
+            expect.clone(),
+            json!({"requests": [openai_body(&["read", "edit", "bash"], json!([])), r1.clone()]}),
+            json!({"requests": [openai_body(&["read", "write"], json!([])), r1.clone()]}),
+            "requests[0]: tool \"edit\" is not offered in request 0",
+        );
+        let fails = check(
+            &scenario("openai", expect.clone()),
+            &trace(json!({"requests": [openai_body(&["read", "edit", "write"], json!([]))]})),
+        );
+        assert!(fails
+            .iter()
+            .any(|f| f.contains("requests[0]: tool \"write\" is offered")));
+        assert!(fails
+            .iter()
+            .any(|f| f.contains("requests[1]: no request at index 1 (the server received 1)")));
+        let mut hinted = r1.clone();
+        hinted["tools"][0]["function"]["readOnly"] = json!(true);
+        pass_fail(
+            "openai",
+            expect,
+            json!({"requests": [openai_body(&["read", "edit"], json!([])), r1]}),
+            json!({"requests": [openai_body(&["read", "edit"], json!([])), hinted]}),
+            "requests[1]: request 1 contains \"readOnly\"",
+        );
+        // anthropic tools are tools[].name; an openai-shaped list offers nothing there.
+        pass_fail(
+            "anthropic",
+            json!({"requests": [{"index": 0, "tools": ["echo"]}]}),
+            json!({"requests": [{"tools": [{"name": "echo", "input_schema": {"type": "object"}}]}]}),
+            json!({"requests": [openai_body(&["echo"], json!([]))]}),
+            "tool \"echo\" is not offered",
+        );
+        pass_fail(
+            "ollama",
+            json!({"requests": [{"index": 0, "tools": ["echo"]}]}),
+            json!({"requests": [{"tools": [{"type": "function", "function": {"name": "echo"}}]}]}),
+            json!({"requests": [{"tools": [{"name": "echo"}]}]}),
+            "tool \"echo\" is not offered",
+        );
+    }
+
+    #[test]
+    fn contains_sees_through_escapes() {
+        // The tool result content is a JSON text inside a string: its quotes are escaped in the
+        // compact body, but the raw string still matches.
+        let body = json!({"messages": [{"role": "tool", "content": "{\"text\":\"hi\"}"}]});
+        assert!(body_contains(&body, "{\"text\":\"hi\"}"));
+        assert!(body_contains(&body, "\"role\":\"tool\""));
+        assert!(!body_contains(&body, "bye"));
+        pass_fail(
+            "openai",
+            json!({"requests": [{"index": 0, "contains": "line 1\nline 2"}]}),
+            json!({"requests": [{"messages": [{"content": "line 1\nline 2"}]}]}),
+            json!({"requests": [{"messages": [{"content": "line 1 line 2"}]}]}),
+            "does not contain",
+        );
+    }
+
+    #[test]
+    fn request_count() {
+        pass_fail(
+            "openai",
+            json!({"request_count": 2}),
+            json!({"requests": [{}, {}]}),
+            json!({"requests": [{}, {}, {}]}),
+            "request_count: expected 2, got 3",
+        );
+    }
+
+    #[test]
+    fn workspace() {
+        let expect = json!({"workspace": {"out.txt": "x", "gone.txt": null}});
+        pass_fail(
+            "openai",
+            expect.clone(),
+            json!({"workspace": {"out.txt": "x", "other.txt": "y"}}),
+            json!({"workspace": {"out.txt": "x\n"}}),
+            "workspace[\"out.txt\"]: expected \"x\", got \"x\\n\"",
+        );
+        pass_fail(
+            "openai",
+            expect.clone(),
+            json!({"workspace": {"out.txt": "x", "gone.txt": null}}),
+            json!({"workspace": {"out.txt": "x", "gone.txt": ""}}),
+            "workspace[\"gone.txt\"]: must not exist",
+        );
+        pass_fail(
+            "openai",
+            expect,
+            json!({"workspace": {"out.txt": "x"}}),
+            json!({"workspace": {}}),
+            "the file does not exist",
+        );
+    }
+
+    #[test]
+    fn usage() {
+        pass_fail(
+            "openai",
+            json!({"usage": {"input_tokens": 10, "output_tokens": 5}}),
+            json!({"usage": {"input_tokens": 10, "output_tokens": 5}}),
+            json!({"usage": {"input_tokens": 10, "output_tokens": 4}}),
+            "usage: expected {\"input_tokens\":10,\"output_tokens\":5}",
+        );
+        pass_fail(
+            "openai",
+            json!({"usage": {"input_tokens": 0, "output_tokens": 0}}),
+            json!({"usage": {"input_tokens": 0, "output_tokens": 0}}),
+            json!({}),
+            "got null",
+        );
+    }
+
+    #[test]
+    fn several_failures_are_all_reported() {
+        let s = scenario(
+            "openai",
+            json!({"outcome": "done", "final_text": "a", "request_count": 1, "no_events": ["retry"]}),
+        );
+        let fails = check(
+            &s,
+            &trace(json!({"outcome": "error", "final_text": "b", "events": [{"type": "retry"}]})),
+        );
+        assert_eq!(fails.len(), 4, "{fails:?}");
+    }
+}

@@ -1,0 +1,137 @@
+//! Anthropic Messages: `POST /v1/messages` (SSE with named events when `stream` is true) and
+//! `GET /v1/models`.
+
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::wire::{split_fragments, split_words, sse_event};
+use super::{Ctx, Reply};
+use crate::scenario::{ToolCall, Usage};
+
+/// `partial_json` is streamed in this many fragments (fewer when shorter).
+const ARG_FRAGMENTS: usize = 3;
+
+pub async fn models() -> Json<Value> {
+    Json(json!({
+        "data": [{"type": "model", "id": "fake", "display_name": "Fake",
+                  "created_at": "2025-01-01T00:00:00Z"}],
+        "has_more": false,
+        "first_id": "fake",
+        "last_id": "fake",
+    }))
+}
+
+fn call_id(ctx: &Ctx, i: usize, call: &ToolCall) -> String {
+    call.id
+        .clone()
+        .unwrap_or_else(|| format!("toolu_fake_{}_{i}", ctx.n))
+}
+
+pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -> Reply {
+    let stream = ctx.request.get("stream").and_then(Value::as_bool) == Some(true);
+    let stop_reason = if calls.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    };
+    let id = format!("msg_fake_{}", ctx.n);
+    let text = text.unwrap_or("");
+    if !stream {
+        let mut content = Vec::new();
+        if !text.is_empty() {
+            content.push(json!({"type": "text", "text": text}));
+        }
+        for (i, call) in calls.iter().enumerate() {
+            content.push(json!({
+                "type": "tool_use",
+                "id": call_id(ctx, i, call),
+                "name": call.name,
+                "input": call.arguments.to_wire_value(),
+            }));
+        }
+        let body = json!({
+            "id": id,
+            "type": "message",
+            "role": "assistant",
+            "model": ctx.model,
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": null,
+            "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        });
+        return Reply::json(StatusCode::OK, &body);
+    }
+
+    let mut chunks = vec![
+        sse_event(
+            "message_start",
+            &json!({"type": "message_start", "message": {
+                "id": id,
+                "type": "message",
+                "role": "assistant",
+                "model": ctx.model,
+                "content": [],
+                "stop_reason": null,
+                "stop_sequence": null,
+                "usage": {"input_tokens": usage.input_tokens, "output_tokens": 0},
+            }}),
+        ),
+        sse_event("ping", &json!({"type": "ping"})),
+    ];
+    let mut index = 0;
+    if !text.is_empty() {
+        chunks.push(sse_event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index,
+                    "content_block": {"type": "text", "text": ""}}),
+        ));
+        for piece in split_words(text) {
+            chunks.push(sse_event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "text_delta", "text": piece}}),
+            ));
+        }
+        chunks.push(sse_event(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    for (i, call) in calls.iter().enumerate() {
+        chunks.push(sse_event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index,
+                    "content_block": {"type": "tool_use", "id": call_id(ctx, i, call),
+                                      "name": call.name, "input": {}}}),
+        ));
+        let args = call.arguments.to_wire_string();
+        for fragment in split_fragments(&args, ARG_FRAGMENTS) {
+            chunks.push(sse_event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": fragment}}),
+            ));
+        }
+        chunks.push(sse_event(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    chunks.push(sse_event(
+        "message_delta",
+        &json!({"type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+                "usage": {"output_tokens": usage.output_tokens}}),
+    ));
+    chunks.push(sse_event("message_stop", &json!({"type": "message_stop"})));
+    Reply {
+        status: StatusCode::OK,
+        content_type: "text/event-stream; charset=utf-8",
+        headers: Vec::new(),
+        chunks,
+        streaming: true,
+    }
+}

@@ -1,0 +1,143 @@
+//! OpenAI Chat Completions: `POST /v1/chat/completions` (SSE when `stream` is true) and
+//! `GET /v1/models`.
+
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::wire::{split_fragments, split_words, sse_data};
+use super::{Ctx, Reply};
+use crate::scenario::{ToolCall, Usage};
+
+/// Argument strings are streamed in this many fragments (fewer when shorter).
+const ARG_FRAGMENTS: usize = 3;
+
+pub async fn models() -> Json<Value> {
+    Json(json!({
+        "object": "list",
+        "data": [{"id": "fake", "object": "model", "created": 0, "owned_by": "contenox"}]
+    }))
+}
+
+fn call_id(ctx: &Ctx, i: usize, call: &ToolCall) -> String {
+    call.id
+        .clone()
+        .unwrap_or_else(|| format!("call_fake_{}_{i}", ctx.n))
+}
+
+fn usage_json(u: Usage) -> Value {
+    json!({
+        "prompt_tokens": u.input_tokens,
+        "completion_tokens": u.output_tokens,
+        "total_tokens": u.input_tokens + u.output_tokens,
+    })
+}
+
+pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -> Reply {
+    let stream = ctx.request.get("stream").and_then(Value::as_bool) == Some(true);
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    let id = format!("chatcmpl-fake-{}", ctx.n);
+    let text = text.unwrap_or("");
+    if !stream {
+        let mut message = json!({
+            "role": "assistant",
+            "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { Value::from(text) },
+            "refusal": null,
+        });
+        if !calls.is_empty() {
+            message["tool_calls"] = calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    json!({
+                        "id": call_id(ctx, i, c),
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments.to_wire_string()},
+                    })
+                })
+                .collect();
+        }
+        let body = json!({
+            "id": id,
+            "object": "chat.completion",
+            "created": 0,
+            "model": ctx.model,
+            "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
+            "usage": usage_json(usage),
+        });
+        return Reply::json(StatusCode::OK, &body);
+    }
+
+    let include_usage = ctx
+        .request
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        == Some(true);
+    let chunk = |delta: Value, finish_reason: Value| {
+        let mut c = json!({
+            "id": id,
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": ctx.model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason}],
+        });
+        if include_usage {
+            c["usage"] = Value::Null;
+        }
+        sse_data(&c)
+    };
+    let mut chunks = Vec::new();
+    let first_content = if text.is_empty() {
+        Value::Null
+    } else {
+        Value::from("")
+    };
+    chunks.push(chunk(
+        json!({"role": "assistant", "content": first_content}),
+        Value::Null,
+    ));
+    for piece in split_words(text) {
+        chunks.push(chunk(json!({ "content": piece }), Value::Null));
+    }
+    for (i, call) in calls.iter().enumerate() {
+        chunks.push(chunk(
+            json!({"tool_calls": [{
+                "index": i,
+                "id": call_id(ctx, i, call),
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }]}),
+            Value::Null,
+        ));
+        let args = call.arguments.to_wire_string();
+        for fragment in split_fragments(&args, ARG_FRAGMENTS) {
+            chunks.push(chunk(
+                json!({"tool_calls": [{"index": i, "function": {"arguments": fragment}}]}),
+                Value::Null,
+            ));
+        }
+    }
+    chunks.push(chunk(json!({}), Value::from(finish)));
+    if include_usage {
+        chunks.push(sse_data(&json!({
+            "id": id,
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": ctx.model,
+            "choices": [],
+            "usage": usage_json(usage),
+        })));
+    }
+    chunks.push("data: [DONE]\n\n".into());
+    Reply {
+        status: StatusCode::OK,
+        content_type: "text/event-stream; charset=utf-8",
+        headers: Vec::new(),
+        chunks,
+        streaming: true,
+    }
+}

@@ -1,0 +1,875 @@
+//! Serde types for a conformance scenario (see `tests/conformance/README.md` and the shared
+//! `SPEC.md`). Unknown keys are tolerated everywhere: on the structs that are likely to grow they
+//! are kept in an `extra` map, elsewhere they are ignored.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The wire style the fake model server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Style {
+    Openai,
+    Anthropic,
+    Ollama,
+}
+
+impl Style {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Style::Openai => "openai",
+            Style::Anthropic => "anthropic",
+            Style::Ollama => "ollama",
+        }
+    }
+
+    /// The `base_url` a client gets for a server at `root` (e.g. `http://127.0.0.1:1234`):
+    /// `root/v1` for openai, the root itself for anthropic and ollama.
+    pub fn base_url(self, root: &str) -> String {
+        let root = root.trim_end_matches('/');
+        match self {
+            Style::Openai => format!("{root}/v1"),
+            Style::Anthropic | Style::Ollama => root.to_string(),
+        }
+    }
+
+    /// The path of the chat endpoint of this style.
+    pub fn chat_path(self) -> &'static str {
+        match self {
+            Style::Openai => "/v1/chat/completions",
+            Style::Anthropic => "/v1/messages",
+            Style::Ollama => "/api/chat",
+        }
+    }
+}
+
+impl fmt::Display for Style {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Style {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "openai" => Ok(Style::Openai),
+            "anthropic" => Ok(Style::Anthropic),
+            "ollama" => Ok(Style::Ollama),
+            other => Err(format!(
+                "unknown style {other:?} (expected openai, anthropic or ollama)"
+            )),
+        }
+    }
+}
+
+/// One scenario file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub about: String,
+    pub style: Style,
+    #[serde(default)]
+    pub config: Config,
+    #[serde(default)]
+    pub workspace: BTreeMap<String, String>,
+    #[serde(default)]
+    pub host_tools: Vec<HostTool>,
+    #[serde(default)]
+    pub before_tool: Vec<BeforeRule>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_tool: Option<Vec<AfterRule>>,
+    #[serde(default)]
+    pub wait_for: Vec<WaitAnswer>,
+    #[serde(default)]
+    pub actions: Vec<Action>,
+    #[serde(default)]
+    pub model: Vec<ModelEntry>,
+    pub prompt: String,
+    #[serde(default)]
+    pub more_prompts: Vec<String>,
+    #[serde(default)]
+    pub expect: Expect,
+    /// Keys this version does not know.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Error of [`Scenario::load`].
+#[derive(Debug)]
+pub struct LoadError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.message)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+impl Scenario {
+    /// Reads, parses and validates a scenario file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Scenario, LoadError> {
+        let path = path.as_ref();
+        let err = |message: String| LoadError {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let scenario = Scenario::from_json(&text).map_err(err)?;
+        Ok(scenario)
+    }
+
+    /// Parses and validates a scenario from JSON text.
+    pub fn from_json(text: &str) -> Result<Scenario, String> {
+        let scenario: Scenario = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        scenario.validate()?;
+        Ok(scenario)
+    }
+
+    /// Checks what serde cannot: model entries are of exactly one kind, ollama has no string
+    /// arguments, error statuses are HTTP error statuses.
+    pub fn validate(&self) -> Result<(), String> {
+        for (i, entry) in self.model.iter().enumerate() {
+            entry
+                .validate(self.style)
+                .map_err(|e| format!("model[{i}]: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Client options, in the SDK's own vocabulary.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Config {
+    /// Which builtins; `None` = the defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub builtins: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notebook_edit: Option<bool>,
+    /// `false` in the starter scenarios; kept as JSON so a provider description can be added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websearch: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostToolKind {
+    Echo,
+    Fail,
+    Sleep,
+    Register,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    Core,
+    Deferred,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hints {
+    #[serde(rename = "readOnly", default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    #[serde(rename = "openWorld", default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HostTool {
+    pub name: String,
+    pub kind: HostToolKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hints: Option<Hints>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<Tier>,
+    /// Input schema; `None` means `{"type":"object"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl HostTool {
+    /// The input schema, with the default `{"type":"object"}`.
+    pub fn input_schema(&self) -> Value {
+        self.schema
+            .clone()
+            .unwrap_or_else(|| serde_json::json!({"type": "object"}))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Hint {
+    #[serde(rename = "readOnly")]
+    ReadOnly,
+    #[serde(rename = "destructive")]
+    Destructive,
+    #[serde(rename = "openWorld")]
+    OpenWorld,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Builtin,
+    Host,
+    Mcp,
+    Remote,
+    Subagent,
+}
+
+/// `match` of a before_tool / after_tool rule: all keys given must hold.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Match {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<Hint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_hints: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BeforeRule {
+    #[serde(rename = "match", default)]
+    pub matches: Match,
+    pub decision: Decision,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AfterRule {
+    #[serde(rename = "match", default)]
+    pub matches: Match,
+    pub replace: Value,
+}
+
+/// `"allow"`, `{"deny": "message"}`, `{"deny": null}` or `{"ask": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Value", into = "Value")]
+pub enum Decision {
+    Allow,
+    /// `None` = deny with the default text.
+    Deny(Option<String>),
+    Ask(AskSpec),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AskSpec {
+    /// Defaults to `"approval"` when absent.
+    #[serde(default = "default_ask_kind")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn default_ask_kind() -> String {
+    "approval".to_string()
+}
+
+impl TryFrom<Value> for Decision {
+    type Error = String;
+    fn try_from(v: Value) -> Result<Self, String> {
+        match v {
+            Value::String(s) if s == "allow" => Ok(Decision::Allow),
+            Value::Object(mut m) => {
+                if let Some(d) = m.remove("deny") {
+                    match d {
+                        Value::Null => Ok(Decision::Deny(None)),
+                        Value::String(s) => Ok(Decision::Deny(Some(s))),
+                        other => Err(format!("deny must be a string or null, got {other}")),
+                    }
+                } else if let Some(a) = m.remove("ask") {
+                    serde_json::from_value(a)
+                        .map(Decision::Ask)
+                        .map_err(|e| format!("ask: {e}"))
+                } else {
+                    Err("a decision object needs \"deny\" or \"ask\"".into())
+                }
+            }
+            other => Err(format!(
+                "a decision is \"allow\", {{\"deny\": ...}} or {{\"ask\": ...}}, got {other}"
+            )),
+        }
+    }
+}
+
+impl From<Decision> for Value {
+    fn from(d: Decision) -> Value {
+        match d {
+            Decision::Allow => Value::from("allow"),
+            Decision::Deny(m) => serde_json::json!({ "deny": m }),
+            Decision::Ask(a) => serde_json::json!({ "ask": a }),
+        }
+    }
+}
+
+/// One scripted answer of wait_for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Value", into = "Value")]
+pub enum WaitAnswer {
+    /// Never answers: the wait holds until cancel or timeout.
+    Never,
+    Approve {
+        approve: bool,
+        message: Option<String>,
+    },
+    /// This value becomes the tool result.
+    Result(Value),
+}
+
+impl TryFrom<Value> for WaitAnswer {
+    type Error = String;
+    fn try_from(v: Value) -> Result<Self, String> {
+        match v {
+            Value::String(s) if s == "never" => Ok(WaitAnswer::Never),
+            Value::Object(mut m) => {
+                if let Some(r) = m.remove("result") {
+                    Ok(WaitAnswer::Result(r))
+                } else if let Some(a) = m.remove("approve") {
+                    let approve = a
+                        .as_bool()
+                        .ok_or_else(|| format!("approve must be a boolean, got {a}"))?;
+                    let message = match m.remove("message") {
+                        None | Some(Value::Null) => None,
+                        Some(Value::String(s)) => Some(s),
+                        Some(other) => {
+                            return Err(format!("message must be a string, got {other}"))
+                        }
+                    };
+                    Ok(WaitAnswer::Approve { approve, message })
+                } else {
+                    Err("an answer object needs \"approve\" or \"result\"".into())
+                }
+            }
+            other => Err(format!(
+                "an answer is \"never\", {{\"approve\": ...}} or {{\"result\": ...}}, got {other}"
+            )),
+        }
+    }
+}
+
+impl From<WaitAnswer> for Value {
+    fn from(a: WaitAnswer) -> Value {
+        match a {
+            WaitAnswer::Never => Value::from("never"),
+            WaitAnswer::Approve {
+                approve,
+                message: None,
+            } => serde_json::json!({ "approve": approve }),
+            WaitAnswer::Approve {
+                approve,
+                message: Some(m),
+            } => serde_json::json!({ "approve": approve, "message": m }),
+            WaitAnswer::Result(r) => serde_json::json!({ "result": r }),
+        }
+    }
+}
+
+/// `{"on": "<event type>[:<tool name>]", "do": ...}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Action {
+    pub on: String,
+    #[serde(rename = "do")]
+    pub action: ActionDo,
+}
+
+impl Action {
+    /// The event type and optional tool name of `on`.
+    pub fn on_pattern(&self) -> (&str, Option<&str>) {
+        split_event_pattern(&self.on)
+    }
+}
+
+/// Splits `"type"` / `"type:name"`.
+pub fn split_event_pattern(p: &str) -> (&str, Option<&str>) {
+    match p.split_once(':') {
+        Some((t, n)) => (t, Some(n)),
+        None => (p, None),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Value", into = "Value")]
+pub enum ActionDo {
+    Cancel,
+    /// Registers an echo tool with this name.
+    Register {
+        name: String,
+    },
+}
+
+impl TryFrom<Value> for ActionDo {
+    type Error = String;
+    fn try_from(v: Value) -> Result<Self, String> {
+        match &v {
+            Value::String(s) if s == "cancel" => Ok(ActionDo::Cancel),
+            Value::Object(m) => match m.get("register").and_then(|r| r.get("name")) {
+                Some(Value::String(name)) => Ok(ActionDo::Register { name: name.clone() }),
+                _ => Err(format!(
+                    "an action object is {{\"register\": {{\"name\": ...}}}}, got {v}"
+                )),
+            },
+            _ => Err(format!(
+                "an action is \"cancel\" or {{\"register\": ...}}, got {v}"
+            )),
+        }
+    }
+}
+
+impl From<ActionDo> for Value {
+    fn from(a: ActionDo) -> Value {
+        match a {
+            ActionDo::Cancel => Value::from("cancel"),
+            ActionDo::Register { name } => serde_json::json!({ "register": { "name": name } }),
+        }
+    }
+}
+
+/// Token counts, in a model entry and in `expect.usage`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+}
+
+/// One model response of the script.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ModelEntry {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCall>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorSpec>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stall: bool,
+    /// Reported in the style's own usage fields; absent = 0 and 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The server sends this many bytes of the body, then aborts the connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub break_after_bytes: Option<usize>,
+    /// Extension: the server waits this long before each body chunk (streaming pacing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_delay_ms: Option<u64>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// What a [`ModelEntry`] asks the server to do.
+#[derive(Debug, Clone, Copy)]
+pub enum EntryKind<'a> {
+    Error(&'a ErrorSpec),
+    Stall,
+    Response {
+        text: Option<&'a str>,
+        tool_calls: &'a [ToolCall],
+    },
+}
+
+impl ModelEntry {
+    pub fn kind(&self) -> EntryKind<'_> {
+        if let Some(e) = &self.error {
+            EntryKind::Error(e)
+        } else if self.stall {
+            EntryKind::Stall
+        } else {
+            EntryKind::Response {
+                text: self.text.as_deref(),
+                tool_calls: self.tool_calls.as_deref().unwrap_or(&[]),
+            }
+        }
+    }
+
+    pub fn usage(&self) -> Usage {
+        self.usage.unwrap_or_default()
+    }
+
+    pub fn validate(&self, style: Style) -> Result<(), String> {
+        let response = self.text.is_some() || self.tool_calls.is_some();
+        let kinds = [response, self.error.is_some(), self.stall]
+            .iter()
+            .filter(|k| **k)
+            .count();
+        if kinds == 0 {
+            return Err("an entry needs text, tool_calls, error or stall".into());
+        }
+        if kinds > 1 {
+            return Err("text/tool_calls, error and stall exclude each other".into());
+        }
+        if let Some(e) = &self.error {
+            if !(400..=599).contains(&e.status) {
+                return Err(format!("error.status {} is not 400..=599", e.status));
+            }
+        }
+        if style == Style::Ollama {
+            for call in self.tool_calls.iter().flatten() {
+                if matches!(call.arguments, Arguments::Raw(_)) {
+                    return Err(format!(
+                        "tool call {:?}: string arguments are not allowed for ollama",
+                        call.name
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Ignored for ollama; generated (`call_fake_<n>_<i>` / `toolu_fake_<n>_<i>`) when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Arguments,
+}
+
+/// A JSON object, or a raw string sent as-is (which may be invalid JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Arguments {
+    Object(Map<String, Value>),
+    Raw(String),
+}
+
+impl Default for Arguments {
+    fn default() -> Self {
+        Arguments::Object(Map::new())
+    }
+}
+
+impl Arguments {
+    /// The text sent on a wire that carries arguments as a string: compact JSON for an object,
+    /// the raw string as-is.
+    pub fn to_wire_string(&self) -> String {
+        match self {
+            Arguments::Object(m) => Value::Object(m.clone()).to_string(),
+            Arguments::Raw(s) => s.clone(),
+        }
+    }
+
+    /// The value sent on a wire that carries arguments as JSON: the object, or the raw string
+    /// parsed when it is valid JSON, else the raw string as a JSON string.
+    pub fn to_wire_value(&self) -> Value {
+        match self {
+            Arguments::Object(m) => Value::Object(m.clone()),
+            Arguments::Raw(s) => {
+                serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorSpec {
+    pub status: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<u64>,
+    /// A string is sent as-is; any other JSON is sent compact; absent = the style's error object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+}
+
+/// One or several strings: `"x"` or `["x", "y"]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Value", into = "Value")]
+pub struct Texts(pub Vec<String>);
+
+impl TryFrom<Value> for Texts {
+    type Error = String;
+    fn try_from(v: Value) -> Result<Self, String> {
+        match v {
+            Value::String(s) => Ok(Texts(vec![s])),
+            Value::Array(items) => items
+                .into_iter()
+                .map(|i| match i {
+                    Value::String(s) => Ok(s),
+                    other => Err(format!("expected a string, got {other}")),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Texts),
+            other => Err(format!(
+                "expected a string or a list of strings, got {other}"
+            )),
+        }
+    }
+}
+
+impl From<Texts> for Value {
+    fn from(t: Texts) -> Value {
+        if t.0.len() == 1 {
+            Value::String(t.0.into_iter().next().unwrap_or_default())
+        } else {
+            Value::from(t.0)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Done,
+    Cancelled,
+    MaxTurns,
+    Error,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::Cancelled => "cancelled",
+            Outcome::MaxTurns => "max_turns",
+            Outcome::Error => "error",
+        }
+    }
+}
+
+/// `expect`: every key given must hold.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Expect {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_contains: Option<Texts>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_results: Option<Vec<ExpectToolResult>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_events: Option<Vec<String>>,
+    /// Extension: at least N events matching each pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_events: Option<BTreeMap<String, usize>>,
+    /// Extension: at most N events matching each pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_events: Option<BTreeMap<String, usize>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<Vec<ExpectRequest>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_count: Option<usize>,
+    /// `path -> Some(content)` must exist with that content, `None` (JSON null) must not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<BTreeMap<String, Option<String>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ExpectToolResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Absent = not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contains: Option<Texts>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_contains: Option<Texts>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ExpectRequest {
+    pub index: usize,
+    #[serde(default)]
+    pub tools: Vec<String>,
+    #[serde(default)]
+    pub not_tools: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contains: Option<Texts>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_contains: Option<Texts>,
+}
+
+/// The scenario directories of a run: `CONTENOX_SCENARIOS` (colon-separated) when set, else
+/// `default`.
+pub fn scenario_dirs(default: &[PathBuf]) -> Vec<PathBuf> {
+    match std::env::var_os("CONTENOX_SCENARIOS") {
+        Some(v) if !v.is_empty() => std::env::split_paths(&v).collect(),
+        _ => default.to_vec(),
+    }
+}
+
+/// Every `*.json` in `dirs`, sorted by path; a missing directory is skipped.
+pub fn scenario_files(dirs: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for dir in dirs {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Scenario, String> {
+        Scenario::from_json(text)
+    }
+
+    #[test]
+    fn parses_every_key() {
+        let s = parse(
+            r#"{
+              "name": "n", "about": "a", "style": "anthropic",
+              "config": {"builtins": ["read"], "max_turns": 3, "background": false,
+                         "notebook_edit": false, "websearch": false, "system": "sys",
+                         "allow": ["*", "!bash"], "future_option": 1},
+              "workspace": {"a.txt": "x"},
+              "host_tools": [{"name": "e", "kind": "echo", "hints": {"readOnly": true},
+                              "tier": "deferred", "schema": {"type": "object"}},
+                             {"name": "f", "kind": "fail"}],
+              "before_tool": [
+                {"match": {"name": "write"}, "decision": {"ask": {"kind": "approval", "prompt": "p", "timeout_ms": 5}}},
+                {"match": {"hint": "readOnly", "source": "host"}, "decision": "allow"},
+                {"match": {"no_hints": true}, "decision": {"deny": null}},
+                {"match": {}, "decision": {"deny": "no"}}
+              ],
+              "after_tool": [{"match": {"name": "e"}, "replace": {"x": 1}}],
+              "wait_for": [{"approve": true}, {"approve": false, "message": "m"}, {"result": null}, "never"],
+              "actions": [{"on": "pending", "do": "cancel"}, {"on": "tool_call:e", "do": {"register": {"name": "late"}}}],
+              "model": [
+                {"tool_calls": [{"id": "c1", "name": "e", "arguments": {"a": 1}},
+                                {"name": "e", "arguments": "{bad"}], "text": "before",
+                 "usage": {"input_tokens": 3, "output_tokens": 4}},
+                {"error": {"status": 429, "retry_after_s": 0, "body": "slow down"}},
+                {"stall": true},
+                {"text": "t", "break_after_bytes": 10, "chunk_delay_ms": 5}
+              ],
+              "prompt": "p", "more_prompts": ["q"],
+              "expect": {"outcome": "max_turns", "final_text": "t", "final_contains": ["a", "b"],
+                         "tool_results": [{"id": "c1", "is_error": false, "contains": "x", "not_contains": "y"}],
+                         "events": ["turn_start"], "no_events": ["retry"],
+                         "min_events": {"text_delta": 2}, "max_events": {"retry": 0},
+                         "requests": [{"index": 0, "tools": ["e"], "not_tools": ["f"], "contains": "p"}],
+                         "request_count": 2, "workspace": {"a.txt": "x", "b.txt": null},
+                         "usage": {"input_tokens": 1, "output_tokens": 2}},
+              "unknown_top_level": true
+            }"#,
+        )
+        .unwrap();
+        assert_eq!(s.style, Style::Anthropic);
+        assert_eq!(s.config.max_turns, Some(3));
+        assert!(s.config.extra.contains_key("future_option"));
+        assert!(s.extra.contains_key("unknown_top_level"));
+        assert_eq!(s.host_tools[0].tier, Some(Tier::Deferred));
+        assert_eq!(
+            s.host_tools[1].input_schema(),
+            serde_json::json!({"type": "object"})
+        );
+        assert!(
+            matches!(s.before_tool[0].decision, Decision::Ask(ref a) if a.timeout_ms == Some(5))
+        );
+        assert_eq!(s.before_tool[1].decision, Decision::Allow);
+        assert_eq!(s.before_tool[2].decision, Decision::Deny(None));
+        assert_eq!(s.before_tool[3].decision, Decision::Deny(Some("no".into())));
+        assert_eq!(s.wait_for[2], WaitAnswer::Result(Value::Null));
+        assert_eq!(s.wait_for[3], WaitAnswer::Never);
+        assert_eq!(
+            s.actions[1].action,
+            ActionDo::Register {
+                name: "late".into()
+            }
+        );
+        assert_eq!(s.actions[1].on_pattern(), ("tool_call", Some("e")));
+        let calls = s.model[0].tool_calls.as_ref().unwrap();
+        assert_eq!(calls[0].arguments.to_wire_string(), r#"{"a":1}"#);
+        assert_eq!(calls[1].arguments, Arguments::Raw("{bad".into()));
+        assert_eq!(calls[1].arguments.to_wire_value(), Value::from("{bad"));
+        assert!(matches!(s.model[1].kind(), EntryKind::Error(e) if e.status == 429));
+        assert!(matches!(s.model[2].kind(), EntryKind::Stall));
+        assert_eq!(s.model[3].break_after_bytes, Some(10));
+        assert_eq!(s.expect.outcome, Some(Outcome::MaxTurns));
+        assert_eq!(
+            s.expect.final_contains,
+            Some(Texts(vec!["a".into(), "b".into()]))
+        );
+        assert_eq!(s.expect.workspace.as_ref().unwrap()["b.txt"], None);
+        // Round trip keeps the meaning.
+        let again: Scenario = serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
+        assert_eq!(again.wait_for, s.wait_for);
+        assert_eq!(again.before_tool[2].decision, Decision::Deny(None));
+    }
+
+    #[test]
+    fn rejects_invalid_entries() {
+        let base = |model: &str, style: &str| {
+            format!(r#"{{"name":"n","style":"{style}","prompt":"p","model":[{model}]}}"#)
+        };
+        assert!(parse(&base(r#"{"text":"a"}"#, "openai")).is_ok());
+        assert!(parse(&base(r#"{}"#, "openai"))
+            .unwrap_err()
+            .contains("needs text"));
+        assert!(parse(&base(r#"{"text":"a","stall":true}"#, "openai"))
+            .unwrap_err()
+            .contains("exclude"));
+        assert!(parse(&base(r#"{"error":{"status":200}}"#, "openai"))
+            .unwrap_err()
+            .contains("400..=599"));
+        let raw = r#"{"tool_calls":[{"name":"e","arguments":"{x"}]}"#;
+        assert!(parse(&base(raw, "openai")).is_ok());
+        assert!(parse(&base(raw, "ollama"))
+            .unwrap_err()
+            .contains("not allowed for ollama"));
+        assert!(parse(&base(r#"{"text":"a"}"#, "gemini")).is_err());
+        let bad_decision = r#"{"name":"n","style":"openai","prompt":"p","model":[],
+            "before_tool":[{"match":{},"decision":{"maybe":1}}]}"#;
+        assert!(parse(bad_decision).is_err());
+        let bad_args = base(r#"{"tool_calls":[{"name":"e","arguments":[1]}]}"#, "openai");
+        assert!(parse(&bad_args).is_err());
+    }
+}
