@@ -253,20 +253,6 @@ def test_openai_script_exhausted_and_models(fake):
     assert [m.id for m in client.models.list()] == ["fake"]
 
 
-def test_openai_broken_stream_is_an_error(fake):
-    server = fake([{"text": "one two three four five six seven eight", "break_after_bytes": 400}], "openai")
-    stream = oai(server).chat.completions.create(model="fake", messages=MESSAGES, stream=True)
-    pieces = []
-    with pytest.raises(Exception) as e:
-        for chunk in stream:
-            for choice in chunk.choices:
-                pieces.append(choice.delta.content or "")
-    assert not isinstance(e.value, AssertionError)
-    text = "".join(pieces)
-    assert text and "one two three four five six seven eight".startswith(text)
-    assert text != "one two three four five six seven eight"
-
-
 def test_openai_stall_times_out(fake):
     server = fake([{"stall": True}, TEXT], "openai")
     with pytest.raises(openai.APITimeoutError):
@@ -423,6 +409,42 @@ def test_ollama_error_and_list(fake):
     assert e.value.status_code == 429
     assert "scripted error 429" in e.value.error
     assert [m.model for m in client.list().models] == ["fake"]
+
+
+# ---------------------------------------------------------------------------------------------
+# all styles
+
+
+def _broken_connection(exc: BaseException | None) -> bool:
+    """Whether the exception (or one it was raised from) is the transport's broken-body error."""
+    while exc is not None:
+        if type(exc).__name__ == "RemoteProtocolError":
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+LONG = "one two three four five six seven eight nine ten"
+
+
+@pytest.mark.parametrize("style", ["openai", "anthropic", "ollama"])
+def test_break_after_bytes_is_a_broken_stream(fake, style):
+    server = fake([{"text": LONG, "break_after_bytes": 700}], style)
+    pieces: list[str] = []
+    with pytest.raises(Exception) as e:
+        if style == "openai":
+            for chunk in oai(server).chat.completions.create(model="fake", messages=MESSAGES, stream=True):
+                pieces.extend(c.delta.content or "" for c in chunk.choices)
+        elif style == "anthropic":
+            for ev in anth(server).messages.create(model="fake", max_tokens=9, messages=MESSAGES, stream=True):
+                if ev.type == "content_block_delta":
+                    pieces.append(ev.delta.text)
+        else:
+            for part in oll(server).chat(model="fake", messages=MESSAGES, stream=True):
+                pieces.append(part.message.content or "")
+    assert _broken_connection(e.value), repr(e.value)
+    text = "".join(pieces)
+    assert text and LONG.startswith(text) and text != LONG, text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+//! placeholder: the binding crate is being written.
