@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use contenox::{
@@ -49,25 +49,32 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         .map_err(|e| format!("fake server: {e}"))?;
 
     let config = client_config(scenario, &server.base_url(), root.path())?;
-    let client_cell: Arc<OnceLock<Client>> = Arc::new(OnceLock::new());
-    let mut builder = ClientBuilder::from_config(config)
-        .hooks(Arc::new(RuleHooks {
-            before: scenario.before_tool.clone(),
-            after: scenario.after_tool.clone().unwrap_or_default(),
-        }))
-        .wait_for(Arc::new(ScriptedAnswers {
-            answers: Mutex::new(scenario.wait_for.iter().cloned().collect()),
-        }));
-    for t in &scenario.host_tools {
-        builder = builder.tool(Arc::new(host_tool(t, client_cell.clone())));
-    }
-    let client = builder.build().map_err(|e| e.to_string())?;
-    let _ = client_cell.set(client.clone());
+    let answers = Arc::new(ScriptedAnswers {
+        answers: Mutex::new(scenario.wait_for.iter().cloned().collect()),
+    });
+    let restart = scenario
+        .extra
+        .get("restart_between_prompts")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let current: ClientCell = Arc::new(Mutex::new(None));
+    let mut client = build_client(scenario, &config, &answers, &current)?;
 
     let mut events = Vec::new();
     let mut fired = vec![false; scenario.actions.len()];
     let mut last = None;
-    for prompt in std::iter::once(&scenario.prompt).chain(&scenario.more_prompts) {
+    for (i, prompt) in std::iter::once(&scenario.prompt)
+        .chain(&scenario.more_prompts)
+        .enumerate()
+    {
+        if restart && i > 0 {
+            // Save the transcript as JSON, drop the client, and continue in a new one.
+            let saved = client.transcript().to_json();
+            client.close();
+            client = build_client(scenario, &config, &answers, &current)?;
+            let restored = contenox::Transcript::from_json(&saved).map_err(|e| e.to_string())?;
+            client.set_transcript(restored).map_err(|e| e.to_string())?;
+        }
         let mut run = client.stream(prompt.clone()).map_err(|e| e.to_string())?;
         while let Some(event) = run.next_event().await {
             for (i, action) in scenario.actions.iter().enumerate() {
@@ -104,6 +111,29 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         workspace: snapshot(root.path()),
         extra: Default::default(),
     })
+}
+
+/// The client a `register` tool registers on (replaced when the runner restarts the client).
+type ClientCell = Arc<Mutex<Option<Client>>>;
+
+fn build_client(
+    scenario: &Scenario,
+    config: &Config,
+    answers: &Arc<ScriptedAnswers>,
+    current: &ClientCell,
+) -> Result<Client, String> {
+    let mut builder = ClientBuilder::from_config(config.clone())
+        .hooks(Arc::new(RuleHooks {
+            before: scenario.before_tool.clone(),
+            after: scenario.after_tool.clone().unwrap_or_default(),
+        }))
+        .wait_for(answers.clone());
+    for t in &scenario.host_tools {
+        builder = builder.tool(Arc::new(host_tool(t, current.clone())));
+    }
+    let client = builder.build().map_err(|e| e.to_string())?;
+    *current.lock().expect("client cell") = Some(client.clone());
+    Ok(client)
 }
 
 /// The client config of a scenario: its `config` plus the fake server's address.
@@ -188,7 +218,7 @@ fn echo_tool(name: &str, spec: Option<ToolSpec>) -> FnTool {
     })
 }
 
-fn host_tool(t: &HostTool, client: Arc<OnceLock<Client>>) -> FnTool {
+fn host_tool(t: &HostTool, client: ClientCell) -> FnTool {
     let spec = spec_of(t);
     match t.kind {
         HostToolKind::Echo => echo_tool(&t.name, Some(spec)),
@@ -211,7 +241,11 @@ fn host_tool(t: &HostTool, client: Arc<OnceLock<Client>>) -> FnTool {
                     .as_str()
                     .ok_or_else(|| HostError::new("register needs `name`"))?
                     .to_string();
-                let client = client.get().ok_or("the client is not built yet")?;
+                let client = client
+                    .lock()
+                    .expect("client cell")
+                    .clone()
+                    .ok_or("the client is not built yet")?;
                 client
                     .register(Arc::new(echo_tool(&name, None)))
                     .map_err(|e| HostError::new(e.to_string()))?;

@@ -5,13 +5,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use contenox_conformance::suite::{dirs_from_env, run_file, scenario_files};
+use contenox_conformance::scenario::{scenario_dirs, scenario_files};
+use contenox_conformance::suite::run_file;
 use futures::StreamExt;
 
 fn main() -> ExitCode {
     let mut dirs: Vec<PathBuf> = std::env::args().skip(1).map(PathBuf::from).collect();
     if dirs.is_empty() {
-        dirs = dirs_from_env();
+        dirs = scenario_dirs(&[]);
     }
     if dirs.is_empty() {
         eprintln!("usage: conformance DIR... (or set CONTENOX_SCENARIOS)");
