@@ -10,6 +10,7 @@ Environment:
 """
 
 import asyncio
+import hashlib
 import os
 import sys
 
@@ -55,6 +56,19 @@ def plain(text: str) -> str:
 def whoami(user: str, tenant: str, api_key: str = "") -> str:
     """Who is asking, for which tenant."""
     return f"user={user} tenant={tenant} key={api_key}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def secrets_check(user: str, tenant: str, ctx: Context) -> str:
+    """Proves what arrived without repeating it: digests of `tenant` and of the X-Api-Key header."""
+    request = getattr(ctx.request_context, "request", None)
+    headers = getattr(request, "headers", None)
+    header = headers.get("x-api-key", "") if headers is not None else ""
+    return f"user={user} tenant_sha={_digest(tenant)} header_sha={_digest(header)}"
 
 
 @server.tool()
