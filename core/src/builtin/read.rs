@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use super::notebook::{render, Notebook};
 use super::{confine, display_path, str_arg};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
@@ -21,7 +22,8 @@ impl Tool for Read {
             "Read a text file. Returns its lines numbered from 1, like `cat -n`. By default up to \
              2000 lines from the start; use `offset` (1-based line to start at) and `limit` to read \
              a window of a long file. Lines longer than 2000 characters are cut. Binary files are \
-             refused. Jupyter notebooks (.ipynb) are shown as cells with their ids.",
+             refused. Jupyter notebooks (.ipynb) are shown as cells with their ids and outputs \
+             (there `offset` and `limit` count cells).",
             json!({
                 "type": "object",
                 "properties": {
@@ -78,6 +80,11 @@ impl Tool for Read {
             .map(|l| l as usize)
             .unwrap_or(DEFAULT_LIMIT)
             .max(1);
+        if path.extension().and_then(|e| e.to_str()) == Some("ipynb") {
+            let nb = Notebook::parse(&text, &shown)?;
+            let (rendered, meta) = render(&nb, offset, limit, &shown)?;
+            return Ok(ToolOutput::text(rendered).with_metadata(meta));
+        }
         Ok(number_lines(&text, offset, limit, &shown)?)
     }
 }
