@@ -1,6 +1,8 @@
-//! Conformance harness of contenox: scenario types, the fake model server and the checker.
-//! See `tests/conformance/README.md`.
+//! Conformance harness of contenox: scenario types, the fake model server, the checker and the
+//! Rust runner. See `tests/conformance/README.md`.
 
 pub mod check;
 pub mod fake;
+pub mod runner;
 pub mod scenario;
+pub mod suite;

@@ -1,4 +1,7 @@
-//! `fake-model-server --scenario FILE [--style openai|anthropic|ollama]`
+//! `fake-model-server --scenario FILE [--style openai|anthropic|ollama] [--repeat]`
+//!
+//! `--repeat` cycles through the script forever and records no bodies: a zero-latency model
+//! for benchmarks.
 //!
 //! Binds 127.0.0.1:0, prints the port alone on the first stdout line, then serves the
 //! scenario's `model` script. Exits when its stdin reaches EOF, so it never outlives the
@@ -10,10 +13,12 @@ use std::process::ExitCode;
 use contenox_conformance::fake;
 use contenox_conformance::scenario::{Scenario, Style};
 
-const USAGE: &str = "usage: fake-model-server --scenario FILE [--style openai|anthropic|ollama]";
+const USAGE: &str =
+    "usage: fake-model-server --scenario FILE [--style openai|anthropic|ollama] [--repeat]";
 
-fn parse_args() -> Result<(String, Option<Style>), String> {
+fn parse_args() -> Result<(String, Option<Style>, bool), String> {
     let mut scenario = None;
+    let mut repeat = false;
     let mut style = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -30,16 +35,17 @@ fn parse_args() -> Result<(String, Option<Style>), String> {
         match key.as_str() {
             "--scenario" => scenario = Some(value("--scenario")?),
             "--style" => style = Some(value("--style")?.parse::<Style>()?),
+            "--repeat" => repeat = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
     let scenario = scenario.ok_or("--scenario is required")?;
-    Ok((scenario, style))
+    Ok((scenario, style, repeat))
 }
 
 fn main() -> ExitCode {
-    let (path, style) = match parse_args() {
+    let (path, style, repeat) = match parse_args() {
         Ok(a) => a,
         Err(e) => {
             if !e.is_empty() {
@@ -78,7 +84,12 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(async move {
-        let server = match fake::serve(scenario.model, style).await {
+        let started = if repeat {
+            fake::serve_repeating(scenario.model, style).await
+        } else {
+            fake::serve(scenario.model, style).await
+        };
+        let server = match started {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("fake-model-server: bind: {e}");

@@ -87,6 +87,8 @@ struct Log {
 struct Shared {
     style: Style,
     script: Vec<ModelEntry>,
+    /// Cycle through the script forever and keep no bodies (for benchmarks).
+    repeat: bool,
     log: Mutex<Log>,
     cancel: CancellationToken,
 }
@@ -171,18 +173,37 @@ pub async fn serve(script: Vec<ModelEntry>, style: Style) -> io::Result<FakeServ
     serve_on(script, style, SocketAddr::from(([127, 0, 0, 1], 0))).await
 }
 
+/// Starts a fake server on `127.0.0.1:0` that cycles through `script` forever and records no
+/// request bodies (only their count stays bounded: nothing is kept). For benchmarks.
+pub async fn serve_repeating(script: Vec<ModelEntry>, style: Style) -> io::Result<FakeServer> {
+    start(script, style, SocketAddr::from(([127, 0, 0, 1], 0)), true).await
+}
+
 /// Starts a fake server on `addr`.
 pub async fn serve_on(
     script: Vec<ModelEntry>,
     style: Style,
     addr: SocketAddr,
 ) -> io::Result<FakeServer> {
+    start(script, style, addr, false).await
+}
+
+async fn start(
+    script: Vec<ModelEntry>,
+    style: Style,
+    addr: SocketAddr,
+    repeat: bool,
+) -> io::Result<FakeServer> {
+    if repeat && script.is_empty() {
+        return Err(io::Error::other("--repeat needs a non-empty script"));
+    }
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
     let cancel = CancellationToken::new();
     let shared = Arc::new(Shared {
         style,
         script,
+        repeat,
         log: Mutex::new(Log {
             requests: Vec::new(),
             next: 0,
@@ -231,9 +252,14 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&body).into_owned()));
     let index = {
         let mut log = shared.log();
-        log.requests.push(recorded);
+        if !shared.repeat {
+            log.requests.push(recorded);
+        }
         if parsed.is_none() {
             None
+        } else if shared.repeat {
+            log.next += 1;
+            Some((log.next - 1) % shared.script.len())
         } else if log.next < shared.script.len() {
             log.next += 1;
             Some(log.next - 1)

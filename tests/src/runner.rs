@@ -1,0 +1,355 @@
+//! The Rust runner: runs one scenario through contenox's public Rust API and writes its trace.
+//! Every binding has a runner like this one in its own language; one checker judges them all.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use contenox::{
+    async_trait, tool_fn, Answer, CancellationToken, Client, ClientBuilder, Config, Decision,
+    Event, FnTool, Hooks, HostError, Outcome, PendingRequest, ToolCallEvent, ToolOutput, ToolSpec,
+    WaitFor,
+};
+use serde_json::{json, Value};
+
+use crate::check::Trace;
+use crate::fake;
+use crate::scenario::{
+    ActionDo, AfterRule, BeforeRule, Decision as RuleDecision, Hint, HostTool, HostToolKind, Match,
+    Scenario, Tier, Usage, WaitAnswer,
+};
+
+/// How long one scenario may run.
+pub const SCENARIO_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Run `scenario` end to end and return its trace. `Err` is a failure of the harness or of the
+/// client's construction, reported as the scenario's failure.
+pub async fn run_scenario(scenario: &Scenario) -> Result<Trace, String> {
+    match tokio::time::timeout(SCENARIO_TIMEOUT, run_inner(scenario)).await {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "still running after {} s",
+            SCENARIO_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    for (path, content) in &scenario.workspace {
+        let p = root.path().join(path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(&p, content).map_err(|e| e.to_string())?;
+    }
+    let server = fake::serve(scenario.model.clone(), scenario.style)
+        .await
+        .map_err(|e| format!("fake server: {e}"))?;
+
+    let config = client_config(scenario, &server.base_url(), root.path())?;
+    let answers = Arc::new(ScriptedAnswers {
+        answers: Mutex::new(scenario.wait_for.iter().cloned().collect()),
+    });
+    let restart = scenario
+        .extra
+        .get("restart_between_prompts")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let current: ClientCell = Arc::new(Mutex::new(None));
+    let mut client = build_client(scenario, &config, &answers, &current)?;
+
+    let mut events = Vec::new();
+    let mut fired = vec![false; scenario.actions.len()];
+    let mut last = None;
+    for (i, prompt) in std::iter::once(&scenario.prompt)
+        .chain(&scenario.more_prompts)
+        .enumerate()
+    {
+        if restart && i > 0 {
+            // Save the transcript as JSON, drop the client, and continue in a new one.
+            let saved = client.transcript().to_json();
+            client.close();
+            client = build_client(scenario, &config, &answers, &current)?;
+            let restored = contenox::Transcript::from_json(&saved).map_err(|e| e.to_string())?;
+            client.set_transcript(restored).map_err(|e| e.to_string())?;
+        }
+        let mut run = client.stream(prompt.clone()).map_err(|e| e.to_string())?;
+        while let Some(event) = run.next_event().await {
+            for (i, action) in scenario.actions.iter().enumerate() {
+                if fired[i] || !event_matches(&event, &action.on) {
+                    continue;
+                }
+                fired[i] = true;
+                match &action.action {
+                    ActionDo::Cancel => run.cancel(),
+                    ActionDo::Register { name } => client
+                        .register(Arc::new(echo_tool(name, None)))
+                        .map_err(|e| e.to_string())?,
+                }
+            }
+            events.push(serde_json::to_value(&event).map_err(|e| e.to_string())?);
+        }
+        last = Some(run.result().await.map_err(|e| e.to_string())?);
+    }
+    let last = last.expect("a scenario has a prompt");
+    let requests = server.requests.get();
+    server.shutdown().await;
+    client.close();
+    Ok(Trace {
+        scenario: scenario.name.clone(),
+        binding: "rust".into(),
+        outcome: Some(outcome_name(last.outcome).into()),
+        final_text: Some(last.final_text),
+        usage: Some(Usage {
+            input_tokens: last.usage.input_tokens,
+            output_tokens: last.usage.output_tokens,
+        }),
+        events,
+        requests,
+        workspace: snapshot(root.path()),
+        extra: Default::default(),
+    })
+}
+
+/// The client a `register` tool registers on (replaced when the runner restarts the client).
+type ClientCell = Arc<Mutex<Option<Client>>>;
+
+fn build_client(
+    scenario: &Scenario,
+    config: &Config,
+    answers: &Arc<ScriptedAnswers>,
+    current: &ClientCell,
+) -> Result<Client, String> {
+    let mut builder = ClientBuilder::from_config(config.clone())
+        .hooks(Arc::new(RuleHooks {
+            before: scenario.before_tool.clone(),
+            after: scenario.after_tool.clone().unwrap_or_default(),
+        }))
+        .wait_for(answers.clone());
+    for t in &scenario.host_tools {
+        builder = builder.tool(Arc::new(host_tool(t, current.clone())));
+    }
+    let client = builder.build().map_err(|e| e.to_string())?;
+    *current.lock().expect("client cell") = Some(client.clone());
+    Ok(client)
+}
+
+/// The client config of a scenario: its `config` plus the fake server's address.
+pub fn client_config(scenario: &Scenario, base_url: &str, root: &Path) -> Result<Config, String> {
+    let mut cfg = serde_json::to_value(&scenario.config).map_err(|e| e.to_string())?;
+    let obj = cfg.as_object_mut().ok_or("config must be an object")?;
+    match obj.remove("websearch") {
+        None | Some(Value::Bool(false)) | Some(Value::Null) => {}
+        Some(other) => return Err(format!("websearch {other} is not supported by this runner")),
+    }
+    obj.insert("style".into(), json!(scenario.style.as_str()));
+    obj.insert("base_url".into(), json!(base_url));
+    obj.insert("model".into(), json!("fake"));
+    obj.insert("api_key".into(), json!("test"));
+    obj.insert("root".into(), json!(root));
+    serde_json::from_value(cfg).map_err(|e| format!("invalid config: {e}"))
+}
+
+fn outcome_name(o: Outcome) -> &'static str {
+    o.as_str()
+}
+
+fn event_matches(event: &Event, pattern: &str) -> bool {
+    let (kind, name) = crate::scenario::split_event_pattern(pattern);
+    event.kind() == kind && name.is_none_or(|n| event.tool_name() == Some(n))
+}
+
+/// Every file under `root`, relative path -> content.
+fn snapshot(root: &Path) -> BTreeMap<String, Option<String>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(path),
+                Ok(t) if t.is_file() => {
+                    let rel = path
+                        .strip_prefix(root)
+                        .expect("under root")
+                        .to_string_lossy()
+                        .replace('\\', "/");
+                    let bytes = std::fs::read(&path).unwrap_or_default();
+                    out.insert(rel, Some(String::from_utf8_lossy(&bytes).into_owned()));
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+fn spec_of(t: &HostTool) -> ToolSpec {
+    let mut spec = ToolSpec::new(
+        t.name.clone(),
+        t.description
+            .clone()
+            .unwrap_or_else(|| format!("Host tool {} ({:?}).", t.name, t.kind)),
+        t.input_schema(),
+    );
+    if let Some(h) = &t.hints {
+        spec.hints = contenox::Hints {
+            read_only: h.read_only,
+            destructive: h.destructive,
+            open_world: h.open_world,
+        };
+    }
+    if t.tier == Some(Tier::Deferred) {
+        spec.tier = contenox::Tier::Deferred;
+    }
+    spec
+}
+
+fn echo_tool(name: &str, spec: Option<ToolSpec>) -> FnTool {
+    let spec = spec
+        .unwrap_or_else(|| ToolSpec::new(name, "Echo the arguments.", json!({"type": "object"})));
+    tool_fn(spec, |args, _ctx| async move {
+        Ok(ToolOutput::text(args.to_string()))
+    })
+}
+
+fn host_tool(t: &HostTool, client: ClientCell) -> FnTool {
+    let spec = spec_of(t);
+    match t.kind {
+        HostToolKind::Echo => echo_tool(&t.name, Some(spec)),
+        HostToolKind::Fail => tool_fn(spec, |args, _ctx| async move {
+            let msg = args["message"].as_str().unwrap_or("failed").to_string();
+            Err(HostError::new(msg))
+        }),
+        HostToolKind::Sleep => tool_fn(spec, |args, ctx| async move {
+            let ms = args["ms"].as_u64().unwrap_or(0);
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                _ = ctx.cancel.cancelled() => {}
+            }
+            Ok(ToolOutput::text("slept"))
+        }),
+        HostToolKind::Register => tool_fn(spec, move |args, _ctx| {
+            let client = client.clone();
+            async move {
+                let name = args["name"]
+                    .as_str()
+                    .ok_or_else(|| HostError::new("register needs `name`"))?
+                    .to_string();
+                let client = client
+                    .lock()
+                    .expect("client cell")
+                    .clone()
+                    .ok_or("the client is not built yet")?;
+                client
+                    .register(Arc::new(echo_tool(&name, None)))
+                    .map_err(|e| HostError::new(e.to_string()))?;
+                Ok(ToolOutput::text("registered"))
+            }
+        }),
+    }
+}
+
+fn rule_matches(m: &Match, call: &ToolCallEvent) -> bool {
+    if m.name.as_ref().is_some_and(|n| *n != call.name) {
+        return false;
+    }
+    if let Some(h) = m.hint {
+        let v = match h {
+            Hint::ReadOnly => call.hints.read_only,
+            Hint::Destructive => call.hints.destructive,
+            Hint::OpenWorld => call.hints.open_world,
+        };
+        if v != Some(true) {
+            return false;
+        }
+    }
+    if let Some(no) = m.no_hints {
+        if call.hints.is_empty() != no {
+            return false;
+        }
+    }
+    if let Some(s) = m.source {
+        let wanted = serde_json::to_value(s).unwrap_or_default();
+        if wanted.as_str() != Some(call.source.as_str()) {
+            return false;
+        }
+    }
+    true
+}
+
+struct RuleHooks {
+    before: Vec<BeforeRule>,
+    after: Vec<AfterRule>,
+}
+
+#[async_trait]
+impl Hooks for RuleHooks {
+    async fn before_tool(&self, call: &ToolCallEvent) -> Result<Decision, HostError> {
+        let Some(rule) = self.before.iter().find(|r| rule_matches(&r.matches, call)) else {
+            return Ok(Decision::Allow);
+        };
+        Ok(match &rule.decision {
+            RuleDecision::Allow => Decision::Allow,
+            RuleDecision::Deny(m) => Decision::Deny(m.clone()),
+            RuleDecision::Ask(a) => Decision::Ask(PendingRequest {
+                kind: a.kind.clone(),
+                prompt: a.prompt.clone(),
+                timeout_ms: a.timeout_ms,
+                ..Default::default()
+            }),
+        })
+    }
+
+    async fn after_tool(
+        &self,
+        call: &ToolCallEvent,
+        _result: &ToolOutput,
+    ) -> Result<Option<ToolOutput>, HostError> {
+        Ok(self
+            .after
+            .iter()
+            .find(|r| rule_matches(&r.matches, call))
+            .map(|r| ToolOutput::json(r.replace.clone())))
+    }
+}
+
+struct ScriptedAnswers {
+    answers: Mutex<VecDeque<WaitAnswer>>,
+}
+
+#[async_trait]
+impl WaitFor for ScriptedAnswers {
+    async fn wait_for(
+        &self,
+        _request: PendingRequest,
+        cancel: CancellationToken,
+    ) -> Result<Answer, HostError> {
+        let next = self
+            .answers
+            .lock()
+            .expect("answers lock")
+            .pop_front()
+            .unwrap_or(WaitAnswer::Never);
+        match next {
+            WaitAnswer::Never => {
+                cancel.cancelled().await;
+                Err(HostError::new("cancelled"))
+            }
+            WaitAnswer::Approve {
+                approve: true,
+                message: _,
+            } => Ok(Answer::Approve),
+            WaitAnswer::Approve {
+                approve: false,
+                message,
+            } => Ok(Answer::Deny(message)),
+            WaitAnswer::Result(v) => Ok(Answer::Result(v)),
+        }
+    }
+}
