@@ -6,8 +6,8 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
-use globset::GlobBuilder;
-use ignore::WalkState;
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -28,7 +28,8 @@ impl Tool for Glob {
             "Find files by name with a glob pattern, e.g. `**/*.rs`, `src/**/*.{ts,tsx}` or \
              `*.md` (`*` stays within one directory, `**` crosses directories). Returns matching \
              file paths relative to the working directory, most recently modified first. Hidden \
-             files and files ignored by .gitignore are skipped. At most `limit` paths (default \
+             files (unless the pattern names a hidden part, like `**/.env`) and files ignored by \
+             .gitignore are skipped. At most `limit` paths (default \
              100, 0 for no limit); when there are more, the metadata gives `total` and \
              `nextOffset`.",
             json!({
@@ -110,41 +111,36 @@ pub(crate) fn glob(
     } else {
         confine(root, &dir.join(&prefix).to_string_lossy())?
     };
-    let matcher = GlobBuilder::new(&rest)
+    let glob = GlobBuilder::new(&rest)
         .literal_separator(true)
         .backslash_escape(true)
         .build()
-        .map_err(|e| format!("bad glob pattern {pattern:?}: {e}"))?
-        .compile_matcher();
+        .map_err(|e| format!("bad glob pattern {pattern:?}: {e}"))?;
+    // A set of one glob: globset then matches `**/*.rs` by extension, `**/name` by file name,
+    // without running a regex on every path.
+    let matcher = GlobSetBuilder::new()
+        .add(glob)
+        .build()
+        .map_err(|e| format!("bad glob pattern {pattern:?}: {e}"))?;
     let found: Mutex<Vec<(PathBuf, SystemTime)>> = Mutex::new(Vec::new());
     if start.is_dir() {
-        let w = walker(&start);
-        w.build_parallel().run(|| {
-            let (matcher, found, start) = (&matcher, &found, &start);
-            Box::new(move |entry| {
-                if cancel.is_cancelled() {
-                    return WalkState::Quit;
-                }
-                let Ok(entry) = entry else {
-                    return WalkState::Continue;
-                };
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    return WalkState::Continue;
-                }
-                let path = entry.path();
-                let rel = path.strip_prefix(start).unwrap_or(path);
-                if matcher.is_match(rel) {
-                    let mtime = entry
-                        .metadata()
-                        .ok()
-                        .and_then(|m| m.modified().ok())
-                        .unwrap_or(SystemTime::UNIX_EPOCH);
-                    let shown = path.strip_prefix(root).unwrap_or(path).to_path_buf();
-                    found.lock().expect("glob lock").push((shown, mtime));
-                }
-                WalkState::Continue
-            })
-        });
+        let mut w = walker(&start);
+        // A pattern that names a hidden part (`**/.env`, `.github/**`) looks into hidden
+        // directories; others skip them, as fd does.
+        if rest
+            .split('/')
+            .any(|p| p.starts_with('.') && p != "." && p != "..")
+        {
+            w.hidden(false);
+        }
+        let mut builder = Collectors {
+            root,
+            start: &start,
+            matcher: &matcher,
+            cancel,
+            found: &found,
+        };
+        w.build_parallel().visit(&mut builder);
     }
     if cancel.is_cancelled() {
         return Err("cancelled".into());
@@ -180,6 +176,72 @@ pub(crate) fn glob(
         out = out.with_metadata(meta);
     }
     Ok(out)
+}
+
+/// Makes one [`Collector`] per walker thread.
+struct Collectors<'s> {
+    root: &'s Path,
+    start: &'s Path,
+    matcher: &'s GlobSet,
+    cancel: &'s CancellationToken,
+    found: &'s Mutex<Vec<(PathBuf, SystemTime)>>,
+}
+
+impl<'s> ParallelVisitorBuilder<'s> for Collectors<'s> {
+    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+        Box::new(Collector {
+            root: self.root,
+            start: self.start,
+            matcher: self.matcher,
+            cancel: self.cancel,
+            found: self.found,
+            local: Vec::new(),
+        })
+    }
+}
+
+/// Collects one thread's matches, and hands them over when the thread is done.
+struct Collector<'s> {
+    root: &'s Path,
+    start: &'s Path,
+    matcher: &'s GlobSet,
+    cancel: &'s CancellationToken,
+    found: &'s Mutex<Vec<(PathBuf, SystemTime)>>,
+    local: Vec<(PathBuf, SystemTime)>,
+}
+
+impl ParallelVisitor for Collector<'_> {
+    fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
+        if self.cancel.is_cancelled() {
+            return WalkState::Quit;
+        }
+        let Ok(entry) = entry else {
+            return WalkState::Continue;
+        };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            return WalkState::Continue;
+        }
+        let path = entry.path();
+        let rel = path.strip_prefix(self.start).unwrap_or(path);
+        if self.matcher.is_match(rel) {
+            let mtime = entry
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            let shown = path.strip_prefix(self.root).unwrap_or(path).to_path_buf();
+            self.local.push((shown, mtime));
+        }
+        WalkState::Continue
+    }
+}
+
+impl Drop for Collector<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut found) = self.found.lock() {
+            found.append(&mut self.local);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -240,6 +302,15 @@ mod tests {
             ["docs/e.md", "src/d.txt"]
         );
         assert_eq!(sorted(&run(&root, "*.rs", "src", 0, None)), ["src/b.rs"]);
+        // Hidden files only when the pattern names them.
+        assert_eq!(
+            sorted(&run(&root, "**/.hidden/*.rs", ".", 0, None)),
+            [".hidden/f.rs"]
+        );
+        assert_eq!(
+            sorted(&run(&root, ".hidden/*.rs", ".", 0, None)),
+            [".hidden/f.rs"]
+        );
         assert!(run(&root, "**/*.py", ".", 0, None)
             .content_text()
             .starts_with("No files matched"));
