@@ -11,7 +11,7 @@ use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::walk::walker;
+use super::walk::{walker, Mtimes};
 use super::{confine, display_path, opt_str, opt_u64, str_arg};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
@@ -196,6 +196,7 @@ impl<'s> ParallelVisitorBuilder<'s> for Collectors<'s> {
             cancel: self.cancel,
             found: self.found,
             local: Vec::new(),
+            mtimes: Mtimes::default(),
         })
     }
 }
@@ -208,6 +209,7 @@ struct Collector<'s> {
     cancel: &'s CancellationToken,
     found: &'s Mutex<Vec<(PathBuf, SystemTime)>>,
     local: Vec<(PathBuf, SystemTime)>,
+    mtimes: Mtimes,
 }
 
 impl ParallelVisitor for Collector<'_> {
@@ -224,11 +226,7 @@ impl ParallelVisitor for Collector<'_> {
         let path = entry.path();
         let rel = path.strip_prefix(self.start).unwrap_or(path);
         if self.matcher.is_match(rel) {
-            let mtime = entry
-                .metadata()
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .unwrap_or(SystemTime::UNIX_EPOCH);
+            let mtime = self.mtimes.of(&entry);
             let shown = path.strip_prefix(self.root).unwrap_or(path).to_path_buf();
             self.local.push((shown, mtime));
         }

@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::read::MAX_LINE_CHARS;
-use super::walk::{overrides, types, walker};
+use super::walk::{overrides, types, walker, Mtimes};
 use super::{confine, display_path, opt_bool, opt_str, opt_u64, str_arg};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
@@ -202,6 +202,7 @@ pub(crate) fn grep(
     w.build_parallel().run(|| {
         let matcher = matcher.clone();
         let mut searcher = searcher(a);
+        let mut mtimes = Mtimes::default();
         let (files, counts, content) = (&files, &counts, &content);
         Box::new(move |entry| {
             if cancel.is_cancelled() {
@@ -219,11 +220,7 @@ pub(crate) fn grep(
                 Mode::Files => {
                     let mut sink = FirstMatch(false);
                     if searcher.search_path(&matcher, path, &mut sink).is_ok() && sink.0 {
-                        let mtime = entry
-                            .metadata()
-                            .ok()
-                            .and_then(|m| m.modified().ok())
-                            .unwrap_or(SystemTime::UNIX_EPOCH);
+                        let mtime = mtimes.of(&entry);
                         files.lock().expect("grep lock").push((rel, mtime));
                     }
                 }

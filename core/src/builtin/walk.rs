@@ -63,3 +63,44 @@ pub(crate) fn types(name: &str) -> Result<Types, ToolError> {
     b.build()
         .map_err(|e| format!("file type {name:?}: {e}").into())
 }
+
+/// Modification times of walked files, looked up relative to their directory: a walker thread
+/// visits one directory's entries together, so each directory is opened once and each file
+/// costs one `fstatat` of its bare name instead of a lookup of its whole path.
+#[derive(Default)]
+pub(crate) struct Mtimes {
+    dir: Option<(std::path::PathBuf, std::os::fd::OwnedFd)>,
+}
+
+impl Mtimes {
+    /// The entry's modification time (the epoch when it cannot be read).
+    pub fn of(&mut self, entry: &ignore::DirEntry) -> std::time::SystemTime {
+        self.fast(entry.path()).unwrap_or_else(|| {
+            entry
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .unwrap_or(std::time::SystemTime::UNIX_EPOCH)
+        })
+    }
+
+    fn fast(&mut self, path: &Path) -> Option<std::time::SystemTime> {
+        use nix::fcntl::{open, AtFlags, OFlag};
+        use nix::sys::stat::{fstatat, Mode};
+        let (parent, name) = (path.parent()?, path.file_name()?);
+        if self.dir.as_ref().is_none_or(|(p, _)| p != parent) {
+            let fd = open(
+                parent,
+                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            )
+            .ok()?;
+            self.dir = Some((parent.to_path_buf(), fd));
+        }
+        let (_, fd) = self.dir.as_ref()?;
+        let st = fstatat(fd, name, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+        let secs = u64::try_from(st.st_mtime).ok()?;
+        let nanos = u32::try_from(st.st_mtime_nsec).ok()?;
+        Some(std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos))
+    }
+}
