@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
-use crate::builtin::builtins_for;
+use crate::builtin::{builtins_for, BackgroundShells, OptIns, WebSearchProvider};
 use crate::config::{Config, RetryPolicy, Style};
 use crate::error::{Error, Result};
 use crate::event::TurnResult;
@@ -39,6 +39,17 @@ pub(crate) struct Inner {
     pub secret_env: Arc<Vec<String>>,
     pub next_id: AtomicU64,
     pub shutdown: CancellationToken,
+    /// The opt-in background shells (config `background`).
+    pub shells: Option<BackgroundShells>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // A dropped client leaves no background process behind.
+        if let Some(shells) = &self.shells {
+            shells.close_all();
+        }
+    }
 }
 
 impl Inner {
@@ -158,9 +169,18 @@ impl Client {
         &self.inner.config
     }
 
-    /// Cancel every running turn and refuse new ones. Idempotent.
+    /// Cancel every running turn, kill every background shell, and refuse new turns.
+    /// Idempotent.
     pub fn close(&self) {
         self.inner.shutdown.cancel();
+        if let Some(shells) = &self.inner.shells {
+            shells.close_all();
+        }
+    }
+
+    /// The background shells, when config `background` is on.
+    pub fn background_shells(&self) -> Option<&BackgroundShells> {
+        self.inner.shells.as_ref()
     }
 
     /// Whether [`Client::close`] was called.
@@ -202,6 +222,7 @@ pub struct ClientBuilder {
     tools: Vec<Arc<dyn Tool>>,
     hooks: Option<Arc<dyn Hooks>>,
     wait_for: Option<Arc<dyn WaitFor>>,
+    opt_ins: OptIns,
 }
 
 impl ClientBuilder {
@@ -302,6 +323,17 @@ impl ClientBuilder {
         self.wait_for = Some(wait_for);
         self
     }
+    /// Turn on background shells with these (the host keeps a handle, e.g. to `close_all`).
+    pub fn background_shells(mut self, shells: BackgroundShells) -> Self {
+        self.config.background = true;
+        self.opt_ins.shells = Some(shells);
+        self
+    }
+    /// Turn on the `websearch` builtin with the host's provider.
+    pub fn websearch(mut self, provider: Arc<dyn WebSearchProvider>) -> Self {
+        self.opt_ins.websearch = Some(provider);
+        self
+    }
 
     /// Check the config and build the client. Needs no runtime.
     pub fn build(self) -> Result<Client> {
@@ -325,7 +357,12 @@ impl ClientBuilder {
         };
         let backend = backend_for(&config)?;
         let toolkit = Toolkit::default();
-        for tool in builtins_for(config.builtins.as_deref())? {
+        let mut opt_ins = self.opt_ins;
+        opt_ins.shells = match (config.background, opt_ins.shells) {
+            (false, _) => None,
+            (true, shells) => Some(shells.unwrap_or_default()),
+        };
+        for tool in builtins_for(&config, &opt_ins)? {
             toolkit.register(tool)?;
         }
         for tool in self.tools {
@@ -350,6 +387,7 @@ impl ClientBuilder {
                 secret_env: Arc::new(secret_env),
                 next_id: AtomicU64::new(0),
                 shutdown: CancellationToken::new(),
+                shells: opt_ins.shells,
                 config,
             }),
         })

@@ -52,6 +52,7 @@ mod transcript;
 mod turn;
 
 pub use async_trait::async_trait;
+pub use builtin::{BackgroundShells, SearchRequest, SearchResult, WebSearchProvider};
 pub use client::{Client, ClientBuilder};
 pub use config::{Config, RetryPolicy, Style};
 pub use error::{Error, Result};

@@ -111,4 +111,58 @@ mod tests {
         assert!(apply_edit("a", "a", "a", false, "f").is_err());
         assert!(apply_edit("a", "", "b", false, "f").is_err());
     }
+
+    #[tokio::test]
+    async fn edits_in_place_and_refuses_escapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("o.txt"), "old").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("o.txt"), root.join("link.txt")).unwrap();
+        std::fs::write(root.join("f.txt"), "old old\n").unwrap();
+        let ctx = || ToolContext::detached(&root, "edit");
+        let o = outside.path().join("o.txt").display().to_string();
+        for p in ["../o.txt", o.as_str(), "link.txt"] {
+            let err = Edit
+                .call(
+                    json!({"path": p, "old_string": "old", "new_string": "new"}),
+                    ctx(),
+                )
+                .await
+                .unwrap_err();
+            assert!(
+                err.message.contains("outside the root"),
+                "{p}: {}",
+                err.message
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("o.txt")).unwrap(),
+            "old"
+        );
+        let err = Edit
+            .call(
+                json!({"path": "f.txt", "old_string": "old", "new_string": "new"}),
+                ctx(),
+            )
+            .await
+            .unwrap_err();
+        assert!(err.message.contains("2 times"));
+        assert_eq!(
+            std::fs::read_to_string(root.join("f.txt")).unwrap(),
+            "old old\n"
+        );
+        let out = Edit
+            .call(
+                json!({"path": "f.txt", "old_string": "old", "new_string": "new", "replace_all": true}),
+                ctx(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.content_text(), "Edited f.txt: replaced 2 occurrences");
+        assert_eq!(
+            std::fs::read_to_string(root.join("f.txt")).unwrap(),
+            "new new\n"
+        );
+    }
 }

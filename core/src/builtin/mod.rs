@@ -1,22 +1,60 @@
-//! The builtin tools. Each file holds one builtin; `path.rs` confines paths to the root and
-//! `atomic.rs` writes files atomically.
+//! The builtin tools. Each file holds one builtin; `path.rs` confines paths to the root,
+//! `atomic.rs` writes files atomically, `walk.rs` walks directories the way ripgrep does,
+//! `process.rs` runs shell commands in their own process group and `shells.rs` keeps the
+//! opt-in background shells.
+//!
+//! Every builtin can also be run by hand, outside a turn:
+//!
+//! ```
+//! use contenox::{builtin, ToolContext};
+//! use serde_json::json;
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let dir = tempfile::tempdir().unwrap();
+//! let root = std::fs::canonicalize(dir.path()).unwrap();
+//! std::fs::write(root.join("a.txt"), "hello\n").unwrap();
+//! let grep = builtin::builtin("grep").unwrap();
+//! let out = grep
+//!     .call(json!({"pattern": "hel+o"}), ToolContext::detached(&root, "grep"))
+//!     .await
+//!     .unwrap();
+//! assert_eq!(out.content_text(), "a.txt");
+//! # });
+//! ```
 
 mod atomic;
+mod bash;
 mod edit;
+mod glob;
+mod grep;
+mod list;
+mod multi_edit;
+mod notebook;
+mod notebook_edit;
 mod path;
+mod process;
 mod read;
+mod shells;
+mod todo_write;
+mod walk;
+mod web_fetch;
+mod websearch;
 mod write;
 
 pub use atomic::atomic_write;
 pub use path::{confine, display_path};
+pub use shells::BackgroundShells;
+pub use websearch::{SearchRequest, SearchResult, WebSearchProvider};
 
 use std::sync::Arc;
 
+use serde_json::Value;
+
+use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::tool::Tool;
+use crate::tool::{Tool, ToolError};
 
 /// The builtins offered when the config does not name any, in the order the model sees them.
-/// (Builtins of this list that are not implemented yet are skipped.)
 pub const DEFAULT_BUILTINS: &[&str] = &[
     "read",
     "write",
@@ -30,43 +68,122 @@ pub const DEFAULT_BUILTINS: &[&str] = &[
     "todo_write",
 ];
 
-/// The builtins this build implements.
-pub const IMPLEMENTED_BUILTINS: &[&str] = &["read", "write", "edit"];
+/// The builtins [`builtin`] makes: the ten defaults and the opt-in `notebook_edit`. The other
+/// opt-ins need state the client owns: `bash_output` and `kill_shell` come with
+/// [`BackgroundShells`] (config `background`), `websearch` with a [`WebSearchProvider`].
+pub const IMPLEMENTED_BUILTINS: &[&str] = &[
+    "read",
+    "write",
+    "edit",
+    "multi_edit",
+    "glob",
+    "grep",
+    "list",
+    "bash",
+    "web_fetch",
+    "todo_write",
+    "notebook_edit",
+];
 
-/// The builtin of that name.
+/// The builtin of that name (bash without background shells).
 pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
     Some(match name {
         "read" => Arc::new(read::Read),
         "write" => Arc::new(write::Write),
         "edit" => Arc::new(edit::Edit),
+        "multi_edit" => Arc::new(multi_edit::MultiEdit),
+        "glob" => Arc::new(glob::Glob),
+        "grep" => Arc::new(grep::Grep),
+        "list" => Arc::new(list::List),
+        "bash" => Arc::new(bash::Bash::new(None)),
+        "web_fetch" => Arc::new(web_fetch::WebFetch::new()),
+        "todo_write" => Arc::new(todo_write::TodoWrite),
+        "notebook_edit" => Arc::new(notebook_edit::NotebookEdit),
         _ => return None,
     })
 }
 
-/// The builtins a config asks for (`None` = the defaults).
-pub(crate) fn builtins_for(names: Option<&[String]>) -> Result<Vec<Arc<dyn Tool>>> {
-    match names {
-        None => Ok(DEFAULT_BUILTINS.iter().filter_map(|n| builtin(n)).collect()),
-        Some(names) => names
-            .iter()
-            .map(|n| {
-                builtin(n).ok_or_else(|| {
-                    Error::Config(format!(
-                        "unknown builtin {n:?} (available: {})",
-                        IMPLEMENTED_BUILTINS.join(", ")
-                    ))
-                })
-            })
-            .collect(),
+/// What the client holds for the opt-in builtins that need state.
+#[derive(Default, Clone)]
+pub(crate) struct OptIns {
+    pub shells: Option<BackgroundShells>,
+    pub websearch: Option<Arc<dyn WebSearchProvider>>,
+}
+
+/// The builtins a config asks for: `builtins` (`None` = the defaults), then the opt-ins that are
+/// on (`notebook_edit`; with background shells, bash gains `run_in_background` and
+/// `bash_output` / `kill_shell` come along; `websearch` when the host gave a provider).
+pub(crate) fn builtins_for(config: &Config, opt_ins: &OptIns) -> Result<Vec<Arc<dyn Tool>>> {
+    let mut names: Vec<String> = match &config.builtins {
+        None => DEFAULT_BUILTINS.iter().map(|n| n.to_string()).collect(),
+        Some(names) => names.clone(),
+    };
+    if config.notebook_edit && !names.iter().any(|n| n == "notebook_edit") {
+        names.push("notebook_edit".into());
     }
+    let mut tools = Vec::with_capacity(names.len() + 3);
+    for name in &names {
+        let tool: Arc<dyn Tool> = match (name.as_str(), &opt_ins.shells) {
+            ("bash", Some(shells)) => Arc::new(bash::Bash::new(Some(shells.clone()))),
+            ("bash_output" | "kill_shell", Some(_)) => continue, // added below
+            ("bash_output" | "kill_shell", None) => {
+                return Err(Error::Config(format!(
+                    "builtin {name:?} needs background shells (config `background: true`)"
+                )))
+            }
+            ("websearch", _) if opt_ins.websearch.is_some() => continue, // added below
+            ("websearch", _) => {
+                return Err(Error::Config(
+                    "builtin \"websearch\" needs a web search provider from the host".into(),
+                ))
+            }
+            _ => builtin(name).ok_or_else(|| {
+                Error::Config(format!(
+                    "unknown builtin {name:?} (available: {})",
+                    IMPLEMENTED_BUILTINS.join(", ")
+                ))
+            })?,
+        };
+        tools.push(tool);
+    }
+    if let Some(shells) = &opt_ins.shells {
+        tools.push(Arc::new(shells::BashOutput(shells.clone())));
+        tools.push(Arc::new(shells::KillShell(shells.clone())));
+    }
+    if let Some(provider) = &opt_ins.websearch {
+        tools.push(Arc::new(websearch::WebSearch::new(provider.clone())));
+    }
+    Ok(tools)
 }
 
 /// Read a required string argument.
-pub(crate) fn str_arg<'a>(
-    args: &'a serde_json::Value,
-    key: &str,
-) -> std::result::Result<&'a str, crate::tool::ToolError> {
+pub(crate) fn str_arg<'a>(args: &'a Value, key: &str) -> std::result::Result<&'a str, ToolError> {
     args.get(key)
         .and_then(|v| v.as_str())
         .ok_or_else(|| format!("missing string argument `{key}`").into())
+}
+
+/// Read an optional string argument (absent, null or empty = `None`).
+pub(crate) fn opt_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// Read an optional boolean argument.
+pub(crate) fn opt_bool(args: &Value, key: &str) -> bool {
+    args.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// Read an optional non-negative integer argument.
+pub(crate) fn opt_u64(args: &Value, key: &str) -> Option<u64> {
+    args.get(key).and_then(Value::as_u64)
+}
+
+/// The first `max` characters of `s` (the whole of it when shorter), and whether it was cut.
+pub(crate) fn cut_chars(s: &str, max: usize) -> (&str, bool) {
+    match s.char_indices().nth(max) {
+        Some((end, _)) => (&s[..end], true),
+        None => (s, false),
+    }
 }

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use super::notebook::{render, Notebook};
 use super::{confine, display_path, str_arg};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
@@ -21,7 +22,8 @@ impl Tool for Read {
             "Read a text file. Returns its lines numbered from 1, like `cat -n`. By default up to \
              2000 lines from the start; use `offset` (1-based line to start at) and `limit` to read \
              a window of a long file. Lines longer than 2000 characters are cut. Binary files are \
-             refused. Jupyter notebooks (.ipynb) are shown as cells with their ids.",
+             refused. Jupyter notebooks (.ipynb) are shown as cells with their ids and outputs \
+             (there `offset` and `limit` count cells).",
             json!({
                 "type": "object",
                 "properties": {
@@ -78,6 +80,11 @@ impl Tool for Read {
             .map(|l| l as usize)
             .unwrap_or(DEFAULT_LIMIT)
             .max(1);
+        if path.extension().and_then(|e| e.to_str()) == Some("ipynb") {
+            let nb = Notebook::parse(&text, &shown)?;
+            let (rendered, meta) = render(&nb, offset, limit, &shown)?;
+            return Ok(ToolOutput::text(rendered).with_metadata(meta));
+        }
         Ok(number_lines(&text, offset, limit, &shown)?)
     }
 }
@@ -144,5 +151,69 @@ mod tests {
         let out = number_lines(&long, 1, 10, "f").unwrap();
         assert_eq!(out.content_text().len(), 6 + 1 + MAX_LINE_CHARS + 1);
         assert_eq!(out.metadata.unwrap()["linesCut"], 1);
+    }
+
+    async fn read(root: &std::path::Path, args: Value) -> Result<ToolOutput, ToolError> {
+        Read.call(args, ToolContext::detached(root, "read")).await
+    }
+
+    #[tokio::test]
+    async fn edge_cases_and_escapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.txt"), "secret\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("link.txt"))
+            .unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("linkdir")).unwrap();
+        std::fs::write(root.join("empty.txt"), "").unwrap();
+        std::fs::write(root.join("crlf.txt"), "a\r\nb\r\n").unwrap();
+        std::fs::write(root.join("bin.dat"), b"\x7fELF\x00\x01").unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        let secret = outside.path().join("secret.txt").display().to_string();
+        for p in [
+            "../x",
+            "sub/../../x",
+            secret.as_str(),
+            "link.txt",
+            "linkdir/secret.txt",
+        ] {
+            let err = read(&root, json!({"path": p})).await.unwrap_err();
+            assert!(
+                err.message.contains("outside the root"),
+                "{p}: {}",
+                err.message
+            );
+        }
+        let out = read(&root, json!({"path": "empty.txt"})).await.unwrap();
+        assert_eq!(out.content_text(), "(empty.txt is empty)");
+        let out = read(&root, json!({"path": "crlf.txt"})).await.unwrap();
+        assert_eq!(out.content_text(), "     1\ta\n     2\tb\n");
+        let err = read(&root, json!({"path": "crlf.txt", "offset": 3}))
+            .await
+            .unwrap_err();
+        assert!(err.message.contains("past the end"), "{}", err.message);
+        let err = read(&root, json!({"path": "bin.dat"})).await.unwrap_err();
+        assert!(err.message.contains("binary"), "{}", err.message);
+        let err = read(&root, json!({"path": "sub"})).await.unwrap_err();
+        assert!(err.message.contains("directory"), "{}", err.message);
+        assert!(read(&root, json!({"path": "missing.txt"})).await.is_err());
+        // Absolute inside the root is fine.
+        let abs = root.join("crlf.txt").display().to_string();
+        assert!(read(&root, json!({"path": abs})).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn notebooks_render_as_cells() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join("nb.ipynb"), super::super::notebook::tests::NB).unwrap();
+        let out = read(&root, json!({"path": "nb.ipynb"})).await.unwrap();
+        assert!(out
+            .content_text()
+            .starts_with("<cell id=\"intro\" cell_type=\"markdown\">\n"));
+        assert_eq!(out.metadata.unwrap()["cells"], 2);
+        std::fs::write(root.join("bad.ipynb"), "{not json").unwrap();
+        assert!(read(&root, json!({"path": "bad.ipynb"})).await.is_err());
     }
 }

@@ -52,3 +52,60 @@ impl Tool for Write {
         Ok(ToolOutput::text(format!("{verb} {shown} ({bytes} bytes)")))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn write(root: &std::path::Path, args: Value) -> Result<ToolOutput, ToolError> {
+        Write.call(args, ToolContext::detached(root, "write")).await
+    }
+
+    #[tokio::test]
+    async fn creates_overwrites_and_refuses_escapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("o.txt"), "outside").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("o.txt"), root.join("link.txt")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("linkdir")).unwrap();
+        let out = write(&root, json!({"path": "a/b/c.txt", "content": "hi"}))
+            .await
+            .unwrap();
+        assert_eq!(out.content_text(), "Created a/b/c.txt (2 bytes)");
+        let out = write(&root, json!({"path": "a/b/c.txt", "content": "bye"}))
+            .await
+            .unwrap();
+        assert_eq!(out.content_text(), "Overwrote a/b/c.txt (3 bytes)");
+        assert_eq!(
+            std::fs::read_to_string(root.join("a/b/c.txt")).unwrap(),
+            "bye"
+        );
+        let o = outside.path().join("new.txt").display().to_string();
+        for p in [
+            "../new.txt",
+            "a/../../new.txt",
+            o.as_str(),
+            "link.txt",
+            "linkdir/new.txt",
+        ] {
+            let err = write(&root, json!({"path": p, "content": "x"}))
+                .await
+                .unwrap_err();
+            assert!(
+                err.message.contains("outside the root"),
+                "{p}: {}",
+                err.message
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("o.txt")).unwrap(),
+            "outside"
+        );
+        assert!(!outside.path().join("new.txt").exists());
+        assert!(write(&root, json!({"path": "a", "content": "x"}))
+            .await
+            .is_err());
+        assert!(write(&root, json!({"path": "x"})).await.is_err());
+    }
+}
