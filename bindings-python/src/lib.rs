@@ -1,1 +1,57 @@
-//! placeholder: the binding crate is being written.
+//! contenox-python: the Python binding of the contenox engine, built by maturin into the
+//! package `contenox` as its native module `contenox._native`.
+//!
+//! Thin by design: the engine decides, this crate translates. Python kwargs arrive as a config
+//! JSON (core's `Config` parses and checks it), host callables become the engine's `Tool`,
+//! `Hooks` and `WaitFor` trait objects, events and results leave as plain dicts that
+//! `contenox/_types.py` turns into typed objects, and `contenox::Error` becomes
+//! `contenox.ContenoxError` and its subclasses.
+
+mod adapters;
+mod callback;
+mod client;
+mod convert;
+mod errors;
+mod mcp;
+mod runtime;
+
+use pyo3::prelude::*;
+
+/// The pid that built the tokio runtime in use (0 before the first use): after a fork, the
+/// child's first use builds its own.
+#[pyfunction]
+fn runtime_pid() -> u32 {
+    runtime::runtime_pid()
+}
+
+/// Make sure the runtime of this process exists; returns the pid that built it.
+#[pyfunction]
+fn ensure_runtime() -> u32 {
+    let _ = runtime::runtime();
+    runtime::runtime_pid()
+}
+
+/// The version of the engine crate this binding was built with.
+#[pyfunction]
+fn engine_version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<client::PyClient>()?;
+    m.add_class::<client::PyRun>()?;
+    m.add_class::<callback::CancelSignal>()?;
+    m.add_class::<callback::PyToolContext>()?;
+    m.add_class::<callback::Done>()?;
+    m.add_class::<runtime::OnDone>()?;
+    m.add_function(wrap_pyfunction!(runtime::shutdown, m)?)?;
+    m.add_function(wrap_pyfunction!(client::list_models, m)?)?;
+    m.add_class::<mcp::PyMcpSource>()?;
+    m.add_class::<mcp::PyNativeTool>()?;
+    m.add_function(wrap_pyfunction!(mcp::load_mcp, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime_pid, m)?)?;
+    m.add_function(wrap_pyfunction!(ensure_runtime, m)?)?;
+    m.add_function(wrap_pyfunction!(engine_version, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,115 @@
+"""contenox: an embeddable agent SDK. One Rust engine runs the agent loop; this package is its
+thin, asyncio-native Python binding.
+
+>>> import contenox
+>>> client = contenox.create_client(style="scripted", script=[{"text": "hi"}])
+>>> client.run_sync("hello").final_text
+'hi'
+
+- :func:`create_client` -> :class:`Client`: ``await client.run(prompt)``,
+  ``client.run_sync(prompt)``, ``run = client.stream(prompt)`` (a :class:`Run`:
+  ``async for event in run``, ``run.cancel()``, ``await run.result()``).
+- Tools: ``@client.tool`` on a typed function (schema from the type hints and docstring), or
+  :class:`Tool`; ``client.register`` / ``client.unregister`` at any time.
+- The gate: ``hooks={"before_tool": fn, "after_tool": fn}`` returning None, :func:`deny` or
+  :func:`pending`; ``wait_for=fn(request, cancel)`` answering asks.
+- Events: :mod:`contenox.events`; results: :class:`TurnResult`; errors: :class:`ContenoxError`.
+"""
+
+from __future__ import annotations
+
+import atexit as _atexit
+
+from . import _native, events
+from ._client import (
+    AfterTool,
+    BeforeTool,
+    Client,
+    Hooks,
+    Run,
+    WaitFor,
+    create_client,
+    list_models,
+)
+from ._errors import (
+    CancelledError,
+    ConfigurationError,
+    ContenoxError,
+    ContenoxIOError,
+    HttpError,
+    ModelError,
+    SerializationError,
+    ToolDefinitionError,
+    TransportError,
+)
+from ._mcp import McpSource, load_mcp
+from ._native import CancelSignal, NativeTool, ToolContext
+from ._tools import HintsLike, Tool, tool
+from ._types import (
+    JSON,
+    Ask,
+    Deny,
+    Hints,
+    Outcome,
+    PendingRequest,
+    Source,
+    Tier,
+    ToolCallEvent,
+    ToolOutput,
+    Transcript,
+    TurnResult,
+    Usage,
+    deny,
+    pending,
+)
+from .events import Event
+
+__version__ = "0.1.0"
+
+# At interpreter exit, engine threads stop entering Python and the ones inside it are awaited.
+_atexit.register(_native.shutdown)
+
+__all__ = [
+    "JSON",
+    "McpSource",
+    "NativeTool",
+    "load_mcp",
+    "AfterTool",
+    "Ask",
+    "BeforeTool",
+    "CancelSignal",
+    "CancelledError",
+    "Client",
+    "ConfigurationError",
+    "ContenoxError",
+    "ContenoxIOError",
+    "Deny",
+    "Event",
+    "Hints",
+    "HintsLike",
+    "Hooks",
+    "HttpError",
+    "ModelError",
+    "Outcome",
+    "PendingRequest",
+    "Run",
+    "SerializationError",
+    "Source",
+    "Tier",
+    "Tool",
+    "ToolCallEvent",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolOutput",
+    "Transcript",
+    "TransportError",
+    "TurnResult",
+    "Usage",
+    "WaitFor",
+    "create_client",
+    "deny",
+    "events",
+    "list_models",
+    "pending",
+    "tool",
+]

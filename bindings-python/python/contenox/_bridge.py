@@ -1,0 +1,117 @@
+"""The Python half of the native bridge: called from Rust, not part of the public API.
+
+- :class:`Call` runs one async host callback as an asyncio task on the caller's loop and
+  reports its outcome to Rust; Rust cancels it (``cancel_threadsafe``) when the engine stops
+  waiting.
+- The ``*_wire`` functions turn what host code returned into the engine's wire shapes; the
+  other functions turn the engine's dicts into the typed objects host code receives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ._types import Ask, Deny, PendingRequest, ToolCallEvent, ToolOutput
+
+
+class Call:
+    """One async callback call, living on its event loop."""
+
+    __slots__ = ("_cancelled", "_done", "_loop", "_task")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, done: Callable[[Any, Any], None]) -> None:
+        self._loop = loop
+        self._done = done
+        self._task: asyncio.Future[Any] | None = None
+        self._cancelled = False
+
+    def start(self, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        """On the loop: call ``func(*args)`` and run the awaitable it returns as a task."""
+        if self._cancelled:
+            self._done(None, asyncio.CancelledError())
+            return
+        try:
+            self._task = asyncio.ensure_future(func(*args))
+        except BaseException as e:
+            self._done(None, e)
+            return
+        self._task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Future[Any]) -> None:
+        if task.cancelled():
+            self._done(None, asyncio.CancelledError("cancelled"))
+            return
+        exc = task.exception()
+        if exc is not None:
+            self._done(None, exc)
+        else:
+            self._done(task.result(), None)
+
+    def cancel(self) -> None:
+        """On the loop: cancel the task (or keep it from starting)."""
+        self._cancelled = True
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    def cancel_threadsafe(self) -> None:
+        """From any thread: schedule :meth:`cancel` on the loop."""
+        try:
+            self._loop.call_soon_threadsafe(self.cancel)
+        except RuntimeError:
+            pass  # the loop is closed: nothing runs there any more
+
+
+def set_future(fut: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    """On the loop: complete a future the engine finished (unless it was cancelled)."""
+    if fut.done():
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(value)
+
+
+def is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives an awaitable to run on the loop (``async def``, also
+    through ``functools.partial`` and callable objects with an ``async def __call__``)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004
+    return call is not None and not inspect.isfunction(fn) and inspect.iscoroutinefunction(call)
+
+
+def decision_wire(value: Any) -> tuple[str, Any]:
+    """``before_tool``'s return value (not None) as ``("deny", message)`` / ``("ask", request)``."""
+    if isinstance(value, Deny):
+        return ("deny", value.message)
+    if isinstance(value, Ask):
+        return ("ask", value.request)
+    raise TypeError(
+        f"before_tool returned {value!r}; return None (allow), contenox.deny(message) "
+        "or contenox.pending(request)"
+    )
+
+
+def output_wire(value: Any) -> dict[str, Any]:
+    """A tool's (or after_tool's) return value as the engine's ToolOutput."""
+    if isinstance(value, ToolOutput):
+        return value.to_dict()
+    return {"content": value, "is_error": False}
+
+
+def tool_call_event(d: dict[str, Any]) -> ToolCallEvent:
+    return ToolCallEvent.from_dict(d)
+
+
+def tool_output(d: dict[str, Any]) -> ToolOutput:
+    return ToolOutput.from_dict(d)
+
+
+def pending_request(d: dict[str, Any]) -> PendingRequest:
+    return PendingRequest.from_dict(d)

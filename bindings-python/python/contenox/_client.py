@@ -1,0 +1,435 @@
+"""The client, its run handle, and ``create_client``."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import html
+import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
+from typing import Any, TypeVar, Union, overload
+
+from . import _native
+from ._bridge import is_async
+from ._errors import ConfigurationError
+from ._tools import HintsLike, Tool
+from ._types import (
+    Ask,
+    Deny,
+    PendingRequest,
+    Tier,
+    ToolCallEvent,
+    ToolOutput,
+    Transcript,
+    TurnResult,
+)
+from .events import Answer, Event, Gate, ToolCall, ToolResult, TurnEnd, event_from_dict
+
+__all__ = [
+    "AfterTool",
+    "BeforeTool",
+    "Client",
+    "Hooks",
+    "Run",
+    "WaitFor",
+    "create_client",
+    "list_models",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+BeforeTool = Callable[[ToolCallEvent], Union[Deny, Ask, Awaitable[Union[Deny, Ask, None]], None]]
+"""``before_tool(event)``: return None (allow), ``contenox.deny(...)`` or
+``contenox.pending(...)``; sync or async."""
+
+AfterTool = Callable[[ToolCallEvent, ToolOutput], Any]
+"""``after_tool(event, result)``: return None (keep the result) or a replacement (any JSON value
+or a ``ToolOutput``); sync or async."""
+
+Hooks = Mapping[str, Union[BeforeTool, AfterTool, None]]
+"""``{"before_tool": fn, "after_tool": fn}``."""
+
+WaitFor = Callable[[PendingRequest, _native.CancelSignal], Any]
+"""``wait_for(request, cancel)``: return ``{"approve": True}``,
+``{"approve": False, "message": ...}`` or ``{"result": value}``; sync or async. A sync one runs
+in a worker thread and can watch ``cancel``; an async one is cancelled with its turn."""
+
+ToolLike = Union[Tool, _native.NativeTool, Callable[..., Any]]
+"""A :class:`Tool`, an engine tool (``NativeTool``: MCP tools), or a typed function."""
+
+
+def _as_tool(t: ToolLike) -> Tool | _native.NativeTool:
+    if isinstance(t, (Tool, _native.NativeTool)):
+        return t
+    if callable(t):
+        return Tool.from_function(t)
+    raise TypeError(f"a tool is a contenox.Tool or a typed function, got {type(t).__name__}")
+
+
+def _list(v: Sequence[str] | None) -> list[str] | None:
+    return None if v is None else list(v)
+
+
+def _native_parts(t: Tool | _native.NativeTool) -> Any:
+    return t if isinstance(t, _native.NativeTool) else t._native_parts()
+
+
+def _config_json(options: Mapping[str, Any]) -> str:
+    config: dict[str, Any] = {}
+    for key, value in options.items():
+        if value is None:
+            continue
+        if key == "root":
+            value = os.fspath(value)
+        config[key] = value
+    try:
+        return json.dumps(config)
+    except (TypeError, ValueError) as e:
+        raise ConfigurationError(f"the options are not JSON: {e}") from e
+
+
+class Run:
+    """A running turn: ``async for event in run``, ``run.cancel()``, ``await run.result()``
+    (or ``await run``).
+
+    Cancelling the asyncio task that awaits the run (its result or its next event) cancels the
+    turn in the engine too. In a notebook a run renders as a table of its calls, the gate's
+    decisions and the results."""
+
+    def __init__(self, native: _native.Run, prompt: str) -> None:
+        self._native = native
+        self.prompt = prompt
+        self.events: list[Event] = []
+        """Every event received so far, in order."""
+        self._pos = 0
+        self._ended = False
+        self._result: TurnResult | None = None
+
+    def _take(self, batch: list[dict[str, Any]]) -> None:
+        if not batch:
+            self._ended = True
+        self.events.extend(event_from_dict(d) for d in batch)
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._pos >= len(self.events) and not self._ended:
+            batch = self._native.try_batch()
+            if batch is None:
+                try:
+                    batch = await self._native.next_batch()
+                except asyncio.CancelledError:
+                    self.cancel()
+                    raise
+            self._take(batch)
+        if self._pos < len(self.events):
+            self._pos += 1
+            return self.events[self._pos - 1]
+        raise StopAsyncIteration
+
+    def cancel(self) -> None:
+        """Cancel the turn: it ends with outcome ``cancelled``, its transcript kept."""
+        self._native.cancel()
+
+    @property
+    def done(self) -> bool:
+        """True once the turn ended."""
+        return self._native.done
+
+    async def result(self) -> TurnResult:
+        """Wait for the turn to end and return its result (events not yet iterated stay
+        available to ``async for`` and in ``run.events``)."""
+        if self._result is None:
+            try:
+                d = await self._native.result()
+            except asyncio.CancelledError:
+                self.cancel()
+                raise
+            while not self._ended:
+                batch = self._native.try_batch()
+                if batch is None:
+                    batch = await self._native.next_batch()
+                self._take(batch)
+            self._result = TurnResult.from_native(d)
+        return self._result
+
+    def __await__(self) -> Generator[Any, None, TurnResult]:
+        return self.result().__await__()
+
+    def __repr__(self) -> str:
+        state = self._result.outcome if self._result else ("ended" if self._ended else "running")
+        return f"<Run {self.prompt[:40]!r} {state}, {len(self.events)} events>"
+
+    def _repr_html_(self) -> str:
+        calls: dict[str, dict[str, Any]] = {}
+        order: list[str] = []
+        end: TurnEnd | None = None
+        for e in self.events:
+            if isinstance(e, ToolCall):
+                calls[e.call_id] = {"name": e.name, "args": e.arguments}
+                order.append(e.call_id)
+            elif isinstance(e, Gate):
+                c = calls.setdefault(e.call_id, {"name": e.name})
+                c["gate"] = e.decision + (f": {e.message}" if e.message else "")
+            elif isinstance(e, Answer):
+                c = calls.setdefault(e.call_id, {"name": e.name})
+                c["answer"] = json.dumps(e.answer)
+            elif isinstance(e, ToolResult):
+                c = calls.setdefault(e.call_id, {"name": e.name})
+                c["result"] = e.content
+                c["error"] = e.is_error
+            elif isinstance(e, TurnEnd):
+                end = e
+
+        def cell(v: Any, limit: int = 200) -> str:
+            text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+            if len(text) > limit:
+                text = text[:limit] + "…"
+            return html.escape(text)
+
+        rows = []
+        for cid in order:
+            c = calls[cid]
+            style = ' style="color:#b00"' if c.get("error") else ""
+            rows.append(
+                f"<tr><td><code>{cell(c['name'])}</code></td><td><code>{cell(c.get('args', ''))}"
+                f"</code></td><td>{cell(c.get('gate', ''))}</td><td>{cell(c.get('answer', ''))}"
+                f"</td><td{style}>{cell(c.get('result', ''))}</td></tr>"
+            )
+        head = "<tr><th>tool</th><th>arguments</th><th>gate</th><th>answer</th><th>result</th></tr>"
+        table = f"<table>{head}{''.join(rows)}</table>" if rows else "<i>no tool calls</i>"
+        if end is not None:
+            status = (
+                f"<b>{html.escape(end.outcome)}</b>: {cell(end.final_text, 500)} "
+                f"<small>({end.usage.input_tokens} in / {end.usage.output_tokens} out tokens)"
+                "</small>"
+            )
+        else:
+            status = "<b>running</b>"
+        return f"<div><div>▶ {cell(self.prompt, 200)}</div>{table}<div>{status}</div></div>"
+
+
+class Client:
+    """An agent client: one conversation, its tools, its gate and its model. Make one with
+    :func:`create_client`."""
+
+    def __init__(self, native: _native.Client) -> None:
+        self._native = native
+
+    async def run(self, prompt: str, *, allow: Sequence[str] | None = None) -> TurnResult:
+        """Run one turn to its end. Resolves with outcome ``done``, ``cancelled``,
+        ``max_turns`` or ``error`` (the transcript kept in each case). Cancelling the awaiting
+        task cancels the turn and raises ``asyncio.CancelledError``.
+
+        ``allow``: an allowlist for this turn only (``*``, names, ``!name``), intersected with
+        the client's: it can only narrow."""
+        return TurnResult.from_native(await self._native.run(prompt, _list(allow)))
+
+    def run_sync(self, prompt: str, *, allow: Sequence[str] | None = None) -> TurnResult:
+        """:meth:`run` for scripts: blocks until the turn ends. Inside a running event loop
+        (Jupyter) the turn runs on a helper thread with its own loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(prompt, allow=allow))
+        with concurrent.futures.ThreadPoolExecutor(1, "contenox-run-sync") as pool:
+            return pool.submit(asyncio.run, self.run(prompt, allow=allow)).result()
+
+    def stream(self, prompt: str, *, allow: Sequence[str] | None = None) -> Run:
+        """Start a turn and return its :class:`Run` handle (``allow`` as in :meth:`run`)."""
+        return Run(self._native.stream(prompt, _list(allow)), prompt)
+
+    @overload
+    def tool(self, fn: F) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        hints: HintsLike = None,
+        tier: Tier = "core",
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        fn: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        hints: HintsLike = None,
+        tier: Tier = "core",
+    ) -> Any:
+        """Register a typed function as a tool; the function is returned unchanged.
+
+        ``@client.tool`` or ``@client.tool(hints={"read_only": True}, tier="deferred")``."""
+
+        def register(f: F) -> F:
+            self.register(
+                Tool.from_function(f, name=name, description=description, hints=hints, tier=tier)
+            )
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def register(self, tool: ToolLike) -> Tool | _native.NativeTool:
+        """Add a tool (a :class:`Tool`, an MCP tool, or a typed function), replacing one of
+        the same name. Works at any time: registered during a turn, it is offered from that
+        turn's next model request."""
+        t = _as_tool(tool)
+        self._native.register(_native_parts(t))
+        return t
+
+    def unregister(self, name: str) -> bool:
+        """Remove a tool; True when it was there."""
+        return self._native.unregister(name)
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The specs of every registered tool (builtins and host tools)."""
+        return self._native.tools()
+
+    @property
+    def transcript(self) -> Transcript:
+        """The conversation so far. Assign a :class:`Transcript` to restore one."""
+        return Transcript.from_json(self._native.transcript_json())
+
+    @transcript.setter
+    def transcript(self, value: Transcript) -> None:
+        self._native.set_transcript_json(value.to_json())
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The engine's config of this client (defaults filled in)."""
+        result: dict[str, Any] = self._native.config()
+        return result
+
+    async def list_models(self) -> list[dict[str, Any]]:
+        """The models the configured server offers."""
+        return await self._native.list_models()
+
+    def close(self) -> None:
+        """Cancel every running turn and refuse new ones."""
+        self._native.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        c = self.config
+        return f"<contenox.Client style={c.get('style')} model={c.get('model')!r}>"
+
+
+def _callable(fn: Any, what: str) -> tuple[Any, bool] | None:
+    if fn is None:
+        return None
+    if not callable(fn):
+        raise ConfigurationError(f"{what} must be callable, got {type(fn).__name__}")
+    return (fn, is_async(fn))
+
+
+def create_client(
+    *,
+    style: str | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    system: str | None = None,
+    root: str | os.PathLike[str] | None = None,
+    builtins: Sequence[str] | None = None,
+    allow: Sequence[str] | None = None,
+    max_turns: int | None = None,
+    max_tokens: int | None = None,
+    retry: Mapping[str, Any] | None = None,
+    script: Sequence[Mapping[str, Any]] | None = None,
+    background: bool | None = None,
+    notebook_edit: bool | None = None,
+    secret_env: Sequence[str] | None = None,
+    connect_timeout_ms: int | None = None,
+    hooks: Hooks | None = None,
+    wait_for: WaitFor | None = None,
+    tools: Sequence[ToolLike] = (),
+    **options: Any,
+) -> Client:
+    """Create a client. The options are the engine's (``Config``), with the same names and
+    defaults in every binding; an option left out (or None) takes the engine's default, and
+    an unknown one is a :class:`ConfigurationError` with the engine's message.
+
+    ``hooks={"before_tool": fn, "after_tool": fn}``, ``wait_for=fn(request, cancel)`` and
+    ``tools=[...]`` take Python callables, sync or async."""
+    config = _config_json(
+        {
+            "style": style,
+            "base_url": base_url,
+            "model": model,
+            "api_key": api_key,
+            "headers": dict(headers) if headers is not None else None,
+            "system": system,
+            "root": root,
+            "builtins": list(builtins) if builtins is not None else None,
+            "allow": list(allow) if allow is not None else None,
+            "max_turns": max_turns,
+            "max_tokens": max_tokens,
+            "retry": dict(retry) if retry is not None else None,
+            "script": [dict(e) for e in script] if script is not None else None,
+            "background": background,
+            "notebook_edit": notebook_edit,
+            "secret_env": list(secret_env) if secret_env is not None else None,
+            "connect_timeout_ms": connect_timeout_ms,
+            **options,
+        }
+    )
+    hooks = dict(hooks or {})
+    unknown = sorted(set(hooks) - {"before_tool", "after_tool"})
+    if unknown:
+        raise ConfigurationError(
+            f"unknown hook {', '.join(unknown)}; hooks are before_tool and after_tool"
+        )
+    native = _native.Client.create(
+        config,
+        [_native_parts(_as_tool(t)) for t in tools],
+        _callable(hooks.get("before_tool"), "before_tool"),
+        _callable(hooks.get("after_tool"), "after_tool"),
+        _callable(wait_for, "wait_for"),
+    )
+    return Client(native)
+
+
+async def list_models(
+    *,
+    style: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    model: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **options: Any,
+) -> list[dict[str, Any]]:
+    """The models a server offers (``[{"id": ..., "display_name": ...}]``)."""
+    config = _config_json(
+        {
+            "style": style,
+            "base_url": base_url,
+            "api_key": api_key,
+            "model": model,
+            "headers": dict(headers) if headers is not None else None,
+            **options,
+        }
+    )
+    return await _native.list_models(config)

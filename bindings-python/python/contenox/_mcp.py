@@ -1,0 +1,84 @@
+"""MCP servers as tool sources."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Union
+
+from . import _native
+from ._errors import ConfigurationError
+
+__all__ = ["McpSource", "load_mcp"]
+
+OnServer = Callable[[str, dict[str, Any]], Any]
+"""``on_server(name, state)``: state is ``{"state": "ready", "tools": n}`` or
+``{"state": "failed", "error": ...}``; sync or async, called on the caller's loop."""
+
+
+class McpSource:
+    """The servers of an MCP config. Register their tools with ``client.register(tool)`` for
+    each of :meth:`tools` (and :meth:`resource_tools`), or :meth:`register_into`."""
+
+    def __init__(self, native: _native.McpSource) -> None:
+        self._native = native
+
+    def tools(self) -> list[_native.NativeTool]:
+        """The tools of every server that came up (named ``<server>__<tool>``)."""
+        return self._native.tools()
+
+    def resource_tools(self) -> list[_native.NativeTool]:
+        """``list_mcp_resources`` and ``read_mcp_resource`` over these servers."""
+        return self._native.resource_tools()
+
+    @property
+    def servers(self) -> list[tuple[str, dict[str, Any]]]:
+        """Each server's name and state."""
+        return self._native.servers()
+
+    def register_into(self, client: Any, *, resource_tools: bool = False) -> None:
+        """Register every tool (and the resource tools, when asked) into ``client``."""
+        for t in self.tools() + (self.resource_tools() if resource_tools else []):
+            client.register(t)
+
+    async def close(self) -> None:
+        """Stop the servers."""
+        await self._native.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    def __repr__(self) -> str:
+        states = ", ".join(f"{n}: {s.get('state')}" for n, s in self.servers)
+        return f"<McpSource {states}>"
+
+
+async def load_mcp(
+    config: Union[Mapping[str, Any], str], *, on_server: OnServer | None = None
+) -> McpSource:
+    """Start the servers of an ``mcpServers`` config (a dict, or its JSON text), as Claude
+    Desktop and Claude Code read it, and list their tools. Servers that fail are reported
+    (``on_server``, ``source.servers``) and left out."""
+    if isinstance(config, str):
+        text = config
+    else:
+        try:
+            text = json.dumps(dict(config))
+        except (TypeError, ValueError) as e:
+            raise ConfigurationError(f"the MCP config is not JSON: {e}") from e
+    callback: Callable[[str, dict[str, Any]], None] | None = None
+    pending: set[asyncio.Future[Any]] = set()
+    if on_server is not None:
+        user = on_server
+
+        def callback(name: str, state: dict[str, Any]) -> None:
+            result = user(name, state)
+            if inspect.isawaitable(result):
+                task = asyncio.ensure_future(result)
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+
+    return McpSource(await _native.load_mcp(text, callback))

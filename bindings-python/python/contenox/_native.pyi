@@ -1,0 +1,109 @@
+"""Type stubs of the native module ``contenox._native`` (Rust, PyO3). Not a public API: use
+the ``contenox`` package, which wraps it."""
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+class CancelSignal:
+    """A cancel signal handed to host code: ``wait_for``'s second argument and ``ctx.cancel``."""
+
+    @property
+    def cancelled(self) -> bool: ...
+    def is_cancelled(self) -> bool:
+        """True once the turn (or the wait) was cancelled."""
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block, without the GIL, until cancelled or ``timeout`` seconds passed; True when
+        cancelled. For sync callbacks (they run in a worker thread)."""
+    def __bool__(self) -> bool: ...
+
+class ToolContext:
+    """The context of one tool call, passed as ``ctx`` to a tool that asks for it."""
+
+    @property
+    def call_id(self) -> str:
+        """The call id the model gave (or the engine made)."""
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+    @property
+    def root(self) -> str:
+        """The client's root directory."""
+    @property
+    def cancel(self) -> CancelSignal:
+        """The turn's cancel signal."""
+    def progress(self, data: Any) -> None:
+        """Report progress: a ``progress`` event carrying this JSON data."""
+
+class Done:
+    def __call__(self, value: Any, error: BaseException | None) -> None: ...
+
+_NativeTool = tuple[dict[str, Any], Callable[..., Any], bool]
+_NativeCallable = tuple[Callable[..., Any], bool]
+
+class Run:
+    def try_batch(self) -> list[dict[str, Any]] | None: ...
+    def next_batch(self) -> Awaitable[list[dict[str, Any]]]: ...
+    def cancel(self) -> None: ...
+    @property
+    def done(self) -> bool: ...
+    def result(self) -> Awaitable[dict[str, Any]]: ...
+
+class Client:
+    @staticmethod
+    def create(
+        config_json: str,
+        tools: list[_NativeTool | NativeTool],
+        before_tool: _NativeCallable | None = None,
+        after_tool: _NativeCallable | None = None,
+        wait_for: _NativeCallable | None = None,
+    ) -> Client: ...
+    def run(self, prompt: str, allow: list[str] | None = None) -> Awaitable[dict[str, Any]]: ...
+    def stream(self, prompt: str, allow: list[str] | None = None) -> Run: ...
+    def register(self, tool: _NativeTool | NativeTool) -> None: ...
+    def unregister(self, name: str) -> bool: ...
+    def tools(self) -> list[dict[str, Any]]: ...
+    def transcript_json(self) -> str: ...
+    def set_transcript_json(self, json: str) -> None: ...
+    def list_models(self) -> Awaitable[list[dict[str, Any]]]: ...
+    def config(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+
+class NativeTool:
+    """A tool that lives in the engine (an MCP server's tool, a resource tool)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def server(self) -> str | None: ...
+    def spec(self) -> dict[str, Any]: ...
+
+class McpSource:
+    def tools(self) -> list[NativeTool]: ...
+    def resource_tools(self) -> list[NativeTool]: ...
+    def servers(self) -> list[tuple[str, dict[str, Any]]]: ...
+    def close(self) -> Awaitable[None]: ...
+    @property
+    def closed(self) -> bool: ...
+
+def load_mcp(
+    config_json: str, on_server: Callable[[str, dict[str, Any]], None] | None = None
+) -> Awaitable[McpSource]: ...
+
+class OnDone:
+    def __call__(self, fut: Any) -> None: ...
+
+def shutdown() -> None:
+    """At interpreter exit: engine threads stop entering Python; wait for those inside it."""
+
+def list_models(config_json: str) -> Awaitable[list[dict[str, Any]]]: ...
+def runtime_pid() -> int:
+    """The pid that built the tokio runtime in use (0 before the first use)."""
+
+def ensure_runtime() -> int:
+    """Make sure this process has its runtime; the pid that built it."""
+
+def engine_version() -> str: ...

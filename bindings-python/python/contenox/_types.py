@@ -1,0 +1,350 @@
+"""Typed views of what the engine sends: hints, gate requests, tool outputs, usage, results,
+the transcript. Events live in :mod:`contenox.events`."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+__all__ = [
+    "Deny",
+    "Hints",
+    "JSON",
+    "Outcome",
+    "Ask",
+    "PendingRequest",
+    "Source",
+    "Tier",
+    "ToolCallEvent",
+    "ToolOutput",
+    "Transcript",
+    "TurnResult",
+    "Usage",
+    "deny",
+    "pending",
+]
+
+JSON = Union[dict[str, Any], list[Any], str, int, float, bool, None]
+"""A JSON value as Python objects."""
+
+Outcome = Literal["done", "cancelled", "max_turns", "error"]
+"""How a turn ended."""
+
+Source = Literal["builtin", "host", "mcp", "remote", "subagent"]
+"""Where a tool comes from."""
+
+Tier = Literal["core", "deferred"]
+"""``core`` tools are sent to the model; ``deferred`` ones are reached through ``call_tool``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hints:
+    """Advisory hints about a tool; each is ``None`` when unknown (treat unknown as mutating)."""
+
+    read_only: bool | None = None
+    destructive: bool | None = None
+    open_world: bool | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> Hints:
+        """Read the wire form (camelCase; snake_case is accepted too)."""
+        d = d or {}
+        return cls(
+            read_only=d.get("readOnly", d.get("read_only")),
+            destructive=d.get("destructive"),
+            open_world=d.get("openWorld", d.get("open_world")),
+        )
+
+    def to_dict(self) -> dict[str, bool]:
+        """The wire form: camelCase, unknown hints left out."""
+        out: dict[str, bool] = {}
+        if self.read_only is not None:
+            out["readOnly"] = self.read_only
+        if self.destructive is not None:
+            out["destructive"] = self.destructive
+        if self.open_world is not None:
+            out["openWorld"] = self.open_world
+        return out
+
+    @property
+    def empty(self) -> bool:
+        """True when all three are unknown."""
+        return self.read_only is None and self.destructive is None and self.open_world is None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    """A tool call as the gate sees it (the argument of ``before_tool`` and ``after_tool``)."""
+
+    name: str
+    arguments: Any
+    call_id: str
+    hints: Hints
+    source: Source
+    server: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ToolCallEvent:
+        return cls(
+            name=d["name"],
+            arguments=d.get("arguments"),
+            call_id=d["call_id"],
+            hints=Hints.from_dict(d.get("hints")),
+            source=d.get("source", "host"),
+            server=d.get("server"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "arguments": self.arguments,
+            "call_id": self.call_id,
+            "hints": self.hints.to_dict(),
+            "source": self.source,
+        }
+        if self.server is not None:
+            out["server"] = self.server
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRequest:
+    """A request the host answers through ``wait_for``. The hook sets ``kind``, ``prompt``,
+    ``timeout_ms`` and ``data``; the engine fills in the call (``call_id``, ``name``,
+    ``arguments``)."""
+
+    kind: str = ""
+    prompt: str | None = None
+    timeout_ms: int | None = None
+    data: Any = None
+    call_id: str = ""
+    name: str = ""
+    arguments: Any = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PendingRequest:
+        return cls(
+            kind=d.get("kind", ""),
+            prompt=d.get("prompt"),
+            timeout_ms=d.get("timeout_ms"),
+            data=d.get("data"),
+            call_id=d.get("call_id", ""),
+            name=d.get("name", ""),
+            arguments=d.get("arguments"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        for key in ("prompt", "timeout_ms", "data"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        out.update(call_id=self.call_id, name=self.name, arguments=self.arguments)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A tool's result. Return one from a tool or ``after_tool`` to set ``is_error`` or
+    ``metadata``; any other return value is the content (a str as is, other JSON compact)."""
+
+    content: Any
+    is_error: bool = False
+    metadata: dict[str, Any] | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ToolOutput:
+        return cls(
+            content=d.get("content"), is_error=bool(d.get("is_error")), metadata=d.get("metadata")
+        )
+
+    @classmethod
+    def error(cls, message: str) -> ToolOutput:
+        """An error result with this message."""
+        return cls(content=message, is_error=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"content": self.content, "is_error": self.is_error}
+        if self.metadata is not None:
+            out["metadata"] = self.metadata
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage of a response or of a whole turn."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> Usage:
+        d = d or {}
+        return cls(int(d.get("input_tokens", 0)), int(d.get("output_tokens", 0)))
+
+    def to_dict(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+
+class Transcript:
+    """The conversation a client keeps across turns: read it, save it, restore it.
+
+    ``client.transcript`` returns one; ``client.transcript = Transcript.load(path)`` restores
+    one (the engine checks that it is valid)."""
+
+    __slots__ = ("_json", "_messages")
+
+    def __init__(self, messages: list[dict[str, Any]] | None = None) -> None:
+        self._messages: list[dict[str, Any]] | None = list(messages or [])
+        self._json: str | None = None
+
+    @classmethod
+    def from_json(cls, text: str) -> Transcript:
+        """A transcript from its JSON text (as written by :meth:`to_json` or :meth:`save`)."""
+        t = cls.__new__(cls)
+        t._json = text
+        t._messages = None
+        return t
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Transcript:
+        """Read a transcript saved with :meth:`save`."""
+        with open(path, encoding="utf-8") as f:
+            return cls.from_json(f.read())
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The messages, oldest first: ``{"role": "user" | "assistant" | "tool", ...}``."""
+        if self._messages is None:
+            data = json.loads(self._json or "{}")
+            self._messages = list(data.get("messages", []))
+        return self._messages
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"messages": self.messages}
+
+    def to_json(self) -> str:
+        """The transcript as JSON text."""
+        if self._json is not None and self._messages is None:
+            return self._json
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the transcript as JSON to ``path``."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.to_json())
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Transcript) and self.messages == other.messages
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        roles = [m.get("role", "?") for m in self.messages]
+        tail = ", ".join(roles[-6:])
+        more = "…, " if len(roles) > 6 else ""
+        return f"Transcript({len(roles)} messages: {more}{tail})"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """What a finished turn returns."""
+
+    outcome: Outcome
+    final_text: str
+    usage: Usage
+    transcript: Transcript = field(repr=False, compare=False)
+    error: str | None = None
+
+    @classmethod
+    def from_native(cls, d: dict[str, Any]) -> TurnResult:
+        return cls(
+            outcome=d["outcome"],
+            final_text=d["final_text"],
+            usage=Usage.from_dict(d.get("usage")),
+            error=d.get("error"),
+            transcript=Transcript.from_json(d["transcript"]),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "outcome": self.outcome,
+            "final_text": self.final_text,
+            "usage": self.usage.to_dict(),
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        out["transcript"] = self.transcript.to_dict()
+        return out
+
+    def _repr_html_(self) -> str:
+        err = f" — {html.escape(self.error)}" if self.error else ""
+        return (
+            f"<div><b>{html.escape(self.outcome)}</b>{err}: "
+            f"{html.escape(self.final_text)} <small>({self.usage.input_tokens} in / "
+            f"{self.usage.output_tokens} out tokens)</small></div>"
+        )
+
+
+# The gate's decisions -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """``before_tool`` refuses the call; the model sees an error result with ``message`` (or
+    the engine's default denial text when it is ``None``). Make one with :func:`deny`."""
+
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """``before_tool`` asks the host's ``wait_for``. Make one with :func:`pending`."""
+
+    request: dict[str, Any]
+
+
+def deny(message: str | None = None) -> Deny:
+    """Return this from ``before_tool`` to refuse a call (the turn goes on)."""
+    return Deny(message)
+
+
+def pending(
+    request: PendingRequest | dict[str, Any] | None = None,
+    *,
+    kind: str | None = None,
+    prompt: str | None = None,
+    timeout_ms: int | None = None,
+    data: Any = None,
+) -> Ask:
+    """Return this from ``before_tool`` to ask ``wait_for`` first.
+
+    ``request`` is a dict (``kind``, ``prompt``, ``timeout_ms``, ``data``) or a
+    :class:`PendingRequest`; keyword arguments set the same fields."""
+    if isinstance(request, PendingRequest):
+        req: dict[str, Any] = {
+            k: v
+            for k, v in request.to_dict().items()
+            if k in ("kind", "prompt", "timeout_ms", "data") and v is not None
+        }
+    elif request is None:
+        req = {}
+    elif isinstance(request, dict):
+        req = dict(request)
+    else:
+        raise TypeError(f"pending() takes a dict or a PendingRequest, got {type(request).__name__}")
+    for key, value in (
+        ("kind", kind),
+        ("prompt", prompt),
+        ("timeout_ms", timeout_ms),
+        ("data", data),
+    ):
+        if value is not None:
+            req[key] = value
+    return Ask(req)

@@ -1,0 +1,283 @@
+"""The events of a turn, one class per ``type``, the same events every binding sees.
+
+Every event has ``type`` (the engine's snake_case tag), readable ``repr``, and ``to_dict()``
+returning exactly what the engine serialized. ``Event`` is the union of them all; an event type
+this version does not know arrives as :class:`UnknownEvent`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, Union
+
+from ._types import Hints, Outcome, PendingRequest, Source, Usage
+
+__all__ = [
+    "Answer",
+    "Compact",
+    "Event",
+    "Gate",
+    "Pending",
+    "Progress",
+    "Request",
+    "Retry",
+    "Text",
+    "TextDelta",
+    "Todos",
+    "ToolCall",
+    "ToolResult",
+    "ToolStart",
+    "TurnEnd",
+    "TurnStart",
+    "UnknownEvent",
+    "UsageEvent",
+    "event_from_dict",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Base:
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The event as the engine serialized it."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as the engine serialized it (``type`` included)."""
+        if self.raw:
+            return dict(self.raw)
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "raw":
+                continue
+            v = getattr(self, f.name)
+            if hasattr(v, "to_dict"):
+                v = v.to_dict()
+            if v is None and f.name in ("message", "metadata", "status", "error"):
+                continue
+            out[f.name] = v
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStart(_Base):
+    """The turn began."""
+
+    type: Literal["turn_start"] = field(default="turn_start", repr=False)
+    prompt: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request(_Base):
+    """A model request is about to be sent (once per HTTP attempt)."""
+
+    type: Literal["request"] = field(default="request", repr=False)
+    index: int
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDelta(_Base):
+    """A piece of streamed text."""
+
+    type: Literal["text_delta"] = field(default="text_delta", repr=False)
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Text(_Base):
+    """The whole text of one model response."""
+
+    type: Literal["text"] = field(default="text", repr=False)
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall(_Base):
+    """The model asked for a tool call."""
+
+    type: Literal["tool_call"] = field(default="tool_call", repr=False)
+    call_id: str
+    name: str
+    arguments: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gate(_Base):
+    """The gate's decision for a call: ``allow``, ``deny`` or ``ask``."""
+
+    type: Literal["gate"] = field(default="gate", repr=False)
+    call_id: str
+    name: str
+    decision: Literal["allow", "deny", "ask"]
+    message: str | None = None
+    hints: Hints = field(default_factory=Hints)
+    source: Source = "host"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pending(_Base):
+    """A call waits for the host's ``wait_for``."""
+
+    type: Literal["pending"] = field(default="pending", repr=False)
+    call_id: str
+    name: str
+    request: PendingRequest
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answer(_Base):
+    """The host answered a pending request (or the ask timed out, which denies)."""
+
+    type: Literal["answer"] = field(default="answer", repr=False)
+    call_id: str
+    name: str
+    answer: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolStart(_Base):
+    """A tool is about to execute."""
+
+    type: Literal["tool_start"] = field(default="tool_start", repr=False)
+    call_id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult(_Base):
+    """A call's result, as the model will see it."""
+
+    type: Literal["tool_result"] = field(default="tool_result", repr=False)
+    call_id: str
+    name: str
+    content: str
+    is_error: bool
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Progress(_Base):
+    """Progress reported by a running tool (``ctx.progress(data)``)."""
+
+    type: Literal["progress"] = field(default="progress", repr=False)
+    call_id: str
+    name: str
+    data: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Todos(_Base):
+    """The turn's task list, replaced whole by ``todo_write``."""
+
+    type: Literal["todos"] = field(default="todos", repr=False)
+    todos: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageEvent(_Base):
+    """Usage of one model response."""
+
+    type: Literal["usage"] = field(default="usage", repr=False)
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compact(_Base):
+    """The conversation was compacted."""
+
+    type: Literal["compact"] = field(default="compact", repr=False)
+    before: int
+    after: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Retry(_Base):
+    """A model request failed and will be retried."""
+
+    type: Literal["retry"] = field(default="retry", repr=False)
+    attempt: int
+    error: str
+    wait_ms: int
+    status: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnEnd(_Base):
+    """The turn ended; every stream ends with exactly one."""
+
+    type: Literal["turn_end"] = field(default="turn_end", repr=False)
+    outcome: Outcome
+    final_text: str
+    usage: Usage
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnknownEvent(_Base):
+    """An event type this version of the binding does not know (a newer engine)."""
+
+    type: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+Event = Union[
+    TurnStart,
+    Request,
+    TextDelta,
+    Text,
+    ToolCall,
+    Gate,
+    Pending,
+    Answer,
+    ToolStart,
+    ToolResult,
+    Progress,
+    Todos,
+    UsageEvent,
+    Compact,
+    Retry,
+    TurnEnd,
+    UnknownEvent,
+]
+"""Any event of a turn; narrow on ``event.type`` or with ``isinstance``."""
+
+_CLASSES: dict[str, type[_Base]] = {
+    "turn_start": TurnStart,
+    "request": Request,
+    "text_delta": TextDelta,
+    "text": Text,
+    "tool_call": ToolCall,
+    "gate": Gate,
+    "pending": Pending,
+    "answer": Answer,
+    "tool_start": ToolStart,
+    "tool_result": ToolResult,
+    "progress": Progress,
+    "todos": Todos,
+    "usage": UsageEvent,
+    "compact": Compact,
+    "retry": Retry,
+    "turn_end": TurnEnd,
+}
+
+_FIELDS: dict[str, frozenset[str]] = {
+    k: frozenset(f.name for f in fields(c) if f.name not in ("raw", "type"))
+    for k, c in _CLASSES.items()
+}
+
+
+def event_from_dict(d: dict[str, Any]) -> Event:
+    """An event object from the engine's serialized form."""
+    kind = d.get("type", "")
+    cls = _CLASSES.get(kind)
+    if cls is None:
+        return UnknownEvent(type=str(kind), data={k: v for k, v in d.items() if k != "type"}, raw=d)
+    names = _FIELDS[kind]
+    kwargs: dict[str, Any] = {k: v for k, v in d.items() if k in names}
+    if "hints" in kwargs:
+        kwargs["hints"] = Hints.from_dict(kwargs["hints"])
+    if "usage" in kwargs:
+        kwargs["usage"] = Usage.from_dict(kwargs["usage"])
+    if kind == "pending":
+        kwargs["request"] = PendingRequest.from_dict(kwargs.get("request") or {})
+    event: Event = cls(raw=d, **kwargs)  # type: ignore[assignment]
+    return event

@@ -1,0 +1,408 @@
+"""The Python conformance runner: one scenario through contenox's public Python API -> a trace
+-> ``conformance-check``. The contract is ``shared/conformance/SPEC.md`` and
+``tests/conformance/README.md``."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import subprocess
+import tempfile
+import threading
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import contenox
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIO_TIMEOUT_S = 30.0
+
+
+def _binary(env: str, name: str) -> str:
+    return os.environ.get(env) or str(REPO / "target" / "debug" / name)
+
+
+FAKE_MODEL_SERVER = _binary("FAKE_MODEL_SERVER", "fake-model-server")
+CONFORMANCE_CHECK = _binary("CONFORMANCE_CHECK", "conformance-check")
+
+
+def scenario_dirs() -> list[Path]:
+    dirs = [REPO / "tests" / "conformance" / "scenarios"]
+    extra = os.environ.get("CONTENOX_SCENARIOS")
+    if extra:
+        dirs += [Path(d) for d in extra.split(":") if d]
+    else:
+        shared = REPO.parent / "shared" / "conformance" / "scenarios"
+        if shared.is_dir():
+            dirs.append(shared)
+    return dirs
+
+
+def scenario_files() -> list[Path]:
+    seen: set[Path] = set()
+    out: list[Path] = []
+    for d in scenario_dirs():
+        if not d.is_dir():
+            continue
+        for f in sorted(d.glob("*.json")):
+            if f.resolve() not in seen:
+                seen.add(f.resolve())
+                out.append(f)
+    return out
+
+
+class FakeServer:
+    """``fake-model-server --scenario FILE``: started with a piped stdin, stopped by closing it."""
+
+    def __init__(self, scenario_file: Path) -> None:
+        self.proc = subprocess.Popen(
+            [FAKE_MODEL_SERVER, "--scenario", str(scenario_file)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        if not line.isdigit():
+            self.stop()
+            raise RuntimeError(f"fake-model-server printed {line!r} instead of a port")
+        self.port = int(line)
+        # Keep reading stdout so the server can never block on a full pipe.
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+
+    def base_url(self, style: str) -> str:
+        root = f"http://127.0.0.1:{self.port}"
+        return root + "/v1" if style == "openai" else root
+
+    def requests(self) -> list[Any]:
+        url = f"http://127.0.0.1:{self.port}/_fake/requests"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            result: list[Any] = json.load(r)
+            return result
+
+    def stop(self) -> None:
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _pattern(p: str) -> tuple[str, str | None]:
+    kind, _, name = p.partition(":")
+    return kind, (name or None)
+
+
+def _event_matches(event: contenox.Event, pattern: str) -> bool:
+    kind, name = _pattern(pattern)
+    return event.type == kind and (name is None or getattr(event, "name", None) == name)
+
+
+def _rule_matches(m: dict[str, Any], call: contenox.ToolCallEvent) -> bool:
+    if "name" in m and m["name"] != call.name:
+        return False
+    if "hint" in m:
+        attr = {"readOnly": "read_only", "destructive": "destructive", "openWorld": "open_world"}
+        if getattr(call.hints, attr[m["hint"]]) is not True:
+            return False
+    if "no_hints" in m and call.hints.empty != bool(m["no_hints"]):
+        return False
+    return not ("source" in m and m["source"] != call.source)
+
+
+def _echo(name: str, spec: dict[str, Any] | None = None) -> contenox.Tool:
+    spec = spec or {}
+    return contenox.Tool(
+        name,
+        lambda args: json.dumps(args, separators=(",", ":"), ensure_ascii=False),
+        description=spec.get("description") or "Echo the arguments.",
+        input_schema=spec.get("schema") or {"type": "object"},
+        hints=spec.get("hints"),
+        tier=spec.get("tier") or "core",
+    )
+
+
+def _host_tool(t: dict[str, Any], current: list[contenox.Client]) -> contenox.Tool:
+    kind = t["kind"]
+    common: dict[str, Any] = {
+        "description": t.get("description") or f"Host tool {t['name']} ({kind}).",
+        "input_schema": t.get("schema") or {"type": "object"},
+        "hints": t.get("hints"),
+        "tier": t.get("tier") or "core",
+    }
+    if kind == "echo":
+        return _echo(t["name"], t)
+    if kind == "fail":
+
+        def fail(args: dict[str, Any]) -> str:  # sync: runs in a worker thread
+            raise RuntimeError(args.get("message", "failed"))
+
+        return contenox.Tool(t["name"], fail, **common)
+    if kind == "sleep":
+
+        async def sleep(args: dict[str, Any], ctx: contenox.ToolContext) -> str:  # async
+            await asyncio.sleep(float(args.get("ms", 0)) / 1000)
+            return "slept"
+
+        return contenox.Tool(t["name"], sleep, **common)
+    if kind == "register":
+
+        def register(args: dict[str, Any]) -> str:
+            current[0].register(_echo(args["name"]))
+            return "registered"
+
+        return contenox.Tool(t["name"], register, **common)
+    raise ValueError(f"unknown host tool kind {kind!r}")
+
+
+def _hooks(scenario: dict[str, Any]) -> dict[str, Any]:
+    before_rules: list[dict[str, Any]] = scenario.get("before_tool") or []
+    after_rules: list[dict[str, Any]] | None = scenario.get("after_tool")
+
+    def before_tool(call: contenox.ToolCallEvent) -> contenox.Deny | contenox.Ask | None:
+        for rule in before_rules:
+            if not _rule_matches(rule.get("match") or {}, call):
+                continue
+            d = rule["decision"]
+            if d == "allow":
+                return None
+            if "deny" in d:
+                return contenox.deny(d["deny"])
+            ask = dict(d["ask"])
+            ask.setdefault("kind", "approval")
+            return contenox.pending(ask)
+        return None
+
+    hooks: dict[str, Any] = {"before_tool": before_tool}
+    if after_rules is not None:
+
+        async def after_tool(
+            call: contenox.ToolCallEvent, result: contenox.ToolOutput
+        ) -> contenox.ToolOutput | None:
+            for rule in after_rules:
+                if _rule_matches(rule.get("match") or {}, call):
+                    return contenox.ToolOutput(rule["replace"])
+            return None
+
+        hooks["after_tool"] = after_tool
+    return hooks
+
+
+def _wait_for(answers: collections.deque[Any]) -> Any:
+    async def wait_for(request: contenox.PendingRequest, cancel: contenox.CancelSignal) -> Any:
+        answer = answers.popleft() if answers else "never"
+        if answer == "never":
+            await asyncio.Event().wait()  # until the turn cancels this task
+        return answer
+
+    return wait_for
+
+
+MCP_DIR = REPO / "tests" / "mcp"
+
+
+def _installed(path: Path, what: str) -> str:
+    if not path.exists():
+        raise RuntimeError(f"{what} not found at {path}: run tests/mcp/install.sh")
+    return str(path)
+
+
+def _mcp_command(server: str, http_port: int | None) -> tuple[str, list[str]]:
+    """tests/src/mcp_support.rs's test servers: "fast" (Python SDK) and "everything" (npm)."""
+    if server == "fast":
+        python = os.environ.get("CONTENOX_MCP_PYTHON") or _installed(
+            MCP_DIR / ".venv" / "bin" / "python", "the MCP venv"
+        )
+        args = [_installed(MCP_DIR / "fast_server.py", "fast_server.py")]
+        if http_port is not None:
+            args += ["http", str(http_port)]
+        return python, args
+    if server == "everything":
+        modules = Path(os.environ.get("CONTENOX_MCP_NODE_MODULES") or MCP_DIR / "node_modules")
+        js = _installed(
+            modules / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js",
+            "@modelcontextprotocol/server-everything",
+        )
+        return "node", [js, "streamableHttp" if http_port is not None else "stdio"]
+    raise ValueError(f"mcp: unknown test server {server!r}")
+
+
+class McpSetup:
+    """The scenario key ``mcp``: test servers loaded with ``contenox.load_mcp``."""
+
+    def __init__(self) -> None:
+        self.source: contenox.McpSource | None = None
+        self.resource_tools = False
+        self.http: list[subprocess.Popen[bytes]] = []
+
+    async def start(self, spec: dict[str, Any]) -> None:
+        self.resource_tools = bool(spec.get("resource_tools"))
+        entries: dict[str, Any] = {}
+        for name, s in spec["servers"].items():
+            transport = s.get("transport", "stdio")
+            if transport == "stdio":
+                command, args = _mcp_command(s["server"], None)
+                entry: dict[str, Any] = {"command": command, "args": args}
+            elif transport == "http":
+                entry = {"type": "http", "url": await self._start_http(s["server"])}
+            else:
+                raise ValueError(f"mcp: unknown transport {transport!r}")
+            for key in ("inject", "headers", "timeout_ms", "env"):
+                if key in s:
+                    entry[key] = s[key]
+            entries[name] = entry
+        self.source = await contenox.load_mcp({"mcpServers": entries})
+        failed = [
+            f"{n}: {st.get('error')}" for n, st in self.source.servers if st.get("state") != "ready"
+        ]
+        if failed:
+            raise RuntimeError("mcp servers failed: " + "; ".join(failed))
+
+    async def _start_http(self, server: str) -> str:
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        command, args = _mcp_command(server, port)
+        proc = subprocess.Popen(
+            [command, *args],
+            env={**os.environ, "PORT": str(port)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.http.append(proc)
+        for _ in range(400):
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                return f"http://127.0.0.1:{port}/mcp"
+            except OSError:
+                await asyncio.sleep(0.05)
+        raise RuntimeError(f"mcp: {server} over HTTP did not listen on {port}")
+
+    def register_into(self, client: contenox.Client) -> None:
+        if self.source is not None:
+            self.source.register_into(client, resource_tools=self.resource_tools)
+
+    async def close(self) -> None:
+        if self.source is not None:
+            await self.source.close()
+        for proc in self.http:
+            proc.kill()
+            proc.wait()
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            out[p.relative_to(root).as_posix()] = p.read_bytes().decode("utf-8", "replace")
+    return out
+
+
+async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
+    """Run one scenario; return its trace."""
+    scenario = json.loads(path.read_text())
+    style = scenario.get("style", "openai")
+    root = work / "root"
+    root.mkdir()
+    for rel, content in (scenario.get("workspace") or {}).items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(content)
+    config = dict(scenario.get("config") or {})
+    if config.get("websearch") in (False, None):
+        config.pop("websearch", None)
+
+    server = FakeServer(path)
+    mcp = McpSetup()
+    try:
+        if "mcp" in scenario:
+            await mcp.start(scenario["mcp"])
+        answers = collections.deque(scenario.get("wait_for") or [])
+        current: list[contenox.Client] = []
+
+        def build() -> contenox.Client:
+            client = contenox.create_client(
+                **config,
+                style=style,
+                base_url=server.base_url(style),
+                model="fake",
+                api_key="test",
+                root=root,
+                tools=[_host_tool(t, current) for t in scenario.get("host_tools") or []],
+                hooks=_hooks(scenario),
+                wait_for=_wait_for(answers),
+            )
+            mcp.register_into(client)
+            current[:] = [client]
+            return client
+
+        client = build()
+        actions = scenario.get("actions") or []
+        fired = [False] * len(actions)
+        events: list[dict[str, Any]] = []
+        result: contenox.TurnResult | None = None
+        prompts = [scenario["prompt"], *(scenario.get("more_prompts") or [])]
+        for i, prompt in enumerate(prompts):
+            if i > 0 and scenario.get("restart_between_prompts"):
+                saved = work / "transcript.json"
+                client.transcript.save(saved)
+                client.close()
+                client = build()
+                client.transcript = contenox.Transcript.load(saved)
+            run = client.stream(prompt)
+            async for event in run:
+                for j, action in enumerate(actions):
+                    if fired[j] or not _event_matches(event, action["on"]):
+                        continue
+                    fired[j] = True
+                    todo = action["do"]
+                    if todo == "cancel":
+                        run.cancel()
+                    else:
+                        client.register(_echo(todo["register"]["name"]))
+                events.append(event.to_dict())
+            result = await run.result()
+        assert result is not None
+        requests = server.requests()
+        client.close()
+    finally:
+        await mcp.close()
+        server.stop()
+    return {
+        "scenario": scenario["name"],
+        "binding": "python",
+        "outcome": result.outcome,
+        "final_text": result.final_text,
+        "usage": result.usage.to_dict(),
+        "events": events,
+        "requests": requests,
+        "workspace": _snapshot(root),
+    }
+
+
+async def check_scenario(path: Path) -> None:
+    """Run a scenario and judge its trace with ``conformance-check``; AssertionError on
+    failure."""
+    with tempfile.TemporaryDirectory(prefix="contenox-py-") as tmp:
+        work = Path(tmp)
+        trace = await asyncio.wait_for(run_scenario(path, work), SCENARIO_TIMEOUT_S)
+        trace_file = work / "trace.json"
+        trace_file.write_text(json.dumps(trace, indent=1))
+        done = subprocess.run(
+            [CONFORMANCE_CHECK, str(path), str(trace_file)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert done.returncode == 0, (
+            f"conformance-check failed ({done.returncode}):\n{done.stdout}{done.stderr}"
+        )
