@@ -1,0 +1,754 @@
+/**
+ * contenox for Node.js: an embeddable agent SDK. One Rust engine runs the agent loop (model
+ * request, tool calls through a gate, results, next request); this package gives it a
+ * JavaScript shape and decides nothing itself.
+ *
+ * ```ts
+ * import { createClient, tool, deny } from 'contenox'
+ *
+ * const client = createClient({
+ *   style: 'openai', baseUrl: 'http://127.0.0.1:8080/v1', model: 'local', apiKey: 'none',
+ *   tools: [tool({
+ *     name: 'weather', description: 'Weather of a city.',
+ *     inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+ *     hints: { readOnly: true },
+ *     execute: async ({ city }) => `sunny in ${city}`,
+ *   })],
+ *   hooks: { beforeTool: (e) => (e.hints.readOnly ? undefined : deny('read-only session')) },
+ * })
+ * const result = await client.run('Weather in Oslo?', { signal: AbortSignal.timeout(30_000) })
+ * console.log(result.outcome, result.finalText)
+ * client.close()
+ * ```
+ *
+ * Spelling: options, events and results use camelCase keys for what core spells in snake_case
+ * (`base_url` -> `baseUrl`, `call_id` -> `callId`, `final_text` -> `finalText`, `is_error` ->
+ * `isError`, `timeout_ms` -> `timeoutMs`, `input_tokens` -> `inputTokens`), and `args` for
+ * core's `arguments`. Values the host or the model own (tool arguments, results, metadata,
+ * headers) are passed through unchanged. Event `type`s, outcomes and gate decisions keep core's
+ * snake_case values (`tool_call`, `max_turns`). A saved transcript is core's own JSON document,
+ * the same in every language.
+ *
+ * @packageDocumentation
+ */
+
+import * as native from './native'
+
+// ---------------------------------------------------------------------------------------------
+// Types
+
+/** Any JSON value. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
+/** A JSON object (a tool's input schema, for example). */
+export type JsonObject = { [key: string]: JsonValue }
+
+/** The wire style of the model server. `scripted` replays a fixed list of responses in-process. */
+export type Style = 'openai' | 'anthropic' | 'ollama' | 'scripted'
+
+/** How a turn ended. */
+export type Outcome = 'done' | 'cancelled' | 'max_turns' | 'error'
+
+/** Where a tool comes from. */
+export type Source = 'builtin' | 'host' | 'mcp' | 'remote' | 'subagent'
+
+/** Whether a tool is sent to the model (`core`) or reached through `call_tool` (`deferred`). */
+export type Tier = 'core' | 'deferred'
+
+/**
+ * Advisory hints about what a tool does, never sent to the model. A hint that is `undefined`
+ * is unknown, which a gate should treat as mutating.
+ */
+export interface Hints {
+  readOnly?: boolean
+  destructive?: boolean
+  openWorld?: boolean
+}
+
+/** Token usage (core: `input_tokens`, `output_tokens`). */
+export interface Usage {
+  inputTokens: number
+  outputTokens: number
+}
+
+/** How failed model requests are retried (core: `retry`, keys in snake_case there). */
+export interface RetryPolicy {
+  maxRetries?: number
+  initialBackoffMs?: number
+  maxBackoffMs?: number
+  maxRetryAfterMs?: number
+}
+
+/** One response of the `scripted` style (core: `ScriptEntry`; `toolCalls` = `tool_calls`). */
+export interface ScriptEntry {
+  text?: string
+  /** `args`: a JSON object, or a string sent as is (which may be invalid JSON). */
+  toolCalls?: { id?: string; name: string; args?: unknown }[]
+  error?: { status: number; retryAfterS?: number; body?: string }
+  stall?: boolean
+  usage?: Usage
+  breakAfterBytes?: number
+}
+
+/** What a tool's `execute` gets besides its arguments. */
+export interface ToolContext {
+  /** The id of this call, as the model gave it (or the engine made it). */
+  callId: string
+  /** Aborts when the engine stops waiting for this call (the turn was cancelled or ended). */
+  signal: AbortSignal
+}
+
+/** A host tool: what `tool()` takes and `client.register()` accepts. */
+export interface ToolDefinition<Args = any> {
+  /** Matches `^[A-Za-z0-9_-]{1,64}$`. */
+  name: string
+  /** Written for the model. */
+  description: string
+  /** A JSON Schema (an object schema) the arguments are checked against before `execute`. */
+  inputSchema: JsonObject
+  hints?: Hints
+  tier?: Tier
+  /**
+   * Run the call, sync or async. The value is the result the model sees (a string as is, any
+   * other JSON value as JSON text). A throw or a rejection becomes an error result with the
+   * error's message; the turn goes on.
+   */
+  execute(args: Args, ctx: ToolContext): unknown
+}
+
+/** A call as the gate sees it (core: `ToolCallEvent`). */
+export interface ToolCallEvent {
+  /** The tool's name (unwrapped from `call_tool`). */
+  name: string
+  /** The arguments, checked against the tool's schema (core: `arguments`). */
+  args: any
+  /** The call id (core: `call_id`). */
+  callId: string
+  /** The tool's hints; each one `undefined` when unknown. */
+  hints: Hints
+  source: Source
+  /** The MCP server or remote service the tool belongs to. */
+  server?: string
+}
+
+/** A tool's result as `afterTool` sees it and may replace it (core: `ToolOutput`). */
+export interface ToolResult {
+  /** A string is sent as is; any other JSON value as JSON text. */
+  content: unknown
+  /** Core: `is_error`. */
+  isError?: boolean
+  /** Facts about the result that are not the result (`truncated`, `nextOffset`, `total`). */
+  metadata?: unknown
+}
+
+/** What `pending(request)` takes: the hook's part of a request. */
+export interface PendingRequestInit {
+  /** Free text: `approval`, `input`, ... */
+  kind: string
+  /** What to show the person. */
+  prompt?: string
+  /** Deny automatically after this many milliseconds without an answer (core: `timeout_ms`). */
+  timeoutMs?: number
+  /** Anything else the host should have. */
+  data?: unknown
+}
+
+/** A request as `waitFor` sees it: the hook's part plus the call it is about. */
+export interface PendingRequest extends PendingRequestInit {
+  callId: string
+  name: string
+  args: any
+}
+
+/** The host's answer to a pending request (the same objects in every binding). */
+export type Answer = { approve: true } | { approve: false; message?: string } | { result: unknown }
+
+/** Let the call run. Returning nothing from `beforeTool` means the same. */
+export interface Allow {
+  readonly decision: 'allow'
+}
+/** Refuse the call: the model gets an error result with the message (or core's default text). */
+export interface Deny {
+  readonly decision: 'deny'
+  readonly message?: string
+}
+/** Ask the host's `waitFor`. */
+export interface Pending {
+  readonly decision: 'ask'
+  readonly request: PendingRequestInit
+}
+/** What `beforeTool` may return: nothing (allow), `deny()`, `pending()`, or `{ result: d }`. */
+export type GateDecision = void | undefined | null | Allow | Deny | Pending
+export type BeforeToolResult = GateDecision | { result: GateDecision }
+
+/** The gate every call passes, from every source. Sync or async; a throw denies that call. */
+export interface Hooks {
+  beforeTool?(e: ToolCallEvent): BeforeToolResult | Promise<BeforeToolResult>
+  /**
+   * After a call ran (also after an approved ask; not for denied calls): return nothing to keep
+   * the result, or a replacement.
+   */
+  afterTool?(e: ToolCallEvent, result: ToolResult): ToolResult | void | undefined | Promise<ToolResult | void | undefined>
+}
+
+/**
+ * Answers asks. `signal` aborts when the engine stops waiting: the turn was cancelled or ended,
+ * or the ask timed out. Sync or async; a throw denies the call.
+ */
+export type WaitFor = (request: PendingRequest, options: { signal: AbortSignal }) => Answer | Promise<Answer>
+
+/** Everything `createClient` takes. Every key but the last three maps to core's `Config`. */
+export interface ClientOptions {
+  /** Default `openai`. */
+  style?: Style
+  /** As that style's official SDK takes it: openai `…/v1`, anthropic and ollama the host root. */
+  baseUrl?: string
+  model?: string
+  /** Default: the style's usual environment variable. */
+  apiKey?: string
+  /** Extra HTTP headers for every model request (passed through as they are). */
+  headers?: Record<string, string>
+  system?: string
+  /** The directory file tools are confined to. Default: the current directory. */
+  root?: string
+  /** Which builtins to offer; default the ten builtins. */
+  builtins?: string[]
+  /** The allowlist: `*`, exact names, `!name` excludes. */
+  allow?: string[]
+  /** Model responses per turn (default 50). */
+  maxTurns?: number
+  maxTokens?: number
+  retry?: RetryPolicy
+  /** The `scripted` style's responses. */
+  script?: ScriptEntry[]
+  /** Opt-in background shells. */
+  background?: boolean
+  /** Opt-in `notebook_edit`. */
+  notebookEdit?: boolean
+  /** Environment variables never passed to processes that tools start. */
+  secretEnv?: string[]
+  connectTimeoutMs?: number
+  /** The gate. */
+  hooks?: Hooks
+  /** What answers `pending(...)` asks. */
+  waitFor?: WaitFor
+  /** Host tools. */
+  tools?: ToolDefinition[]
+}
+
+/** Options of one run. */
+export interface RunOptions {
+  /** Aborting it cancels the turn, which then ends with outcome `cancelled` (no rejection). */
+  signal?: AbortSignal
+  /** Narrow this run to these tools (allowlist grammar); it can only narrow the client's. */
+  allow?: string[]
+}
+
+/** A model a server offers. */
+export interface ModelInfo {
+  id: string
+  displayName?: string
+}
+
+/** One message of a conversation (camelCase view of core's `Message`). */
+export type Message =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls: TranscriptToolCall[] }
+  | { role: 'tool'; callId: string; name: string; content: string; isError: boolean }
+
+/** A tool call in a transcript. */
+export interface TranscriptToolCall {
+  id: string
+  name: string
+  /** Parsed JSON, or the raw text when `rawArguments` is true. */
+  args: unknown
+  rawArguments: boolean
+  /** Set when the model reached the tool through `call_tool`. */
+  via?: string
+}
+
+/**
+ * Events of a turn, in order. Keys as in core with camelCase spelling; `type` values as in core.
+ * Every stream ends with exactly one `turn_end`.
+ */
+export type Event =
+  | { type: 'turn_start'; prompt: string }
+  /** Before each HTTP attempt: `index` = model response of the turn, `attempt` 0 = first. */
+  | { type: 'request'; index: number; attempt: number }
+  | { type: 'text_delta'; text: string }
+  /** The whole text of one model response. */
+  | { type: 'text'; text: string }
+  /** The model's call is complete (core: `call_id`, `arguments`). */
+  | { type: 'tool_call'; callId: string; name: string; args: unknown }
+  /** The gate's decision, for every call that reaches it. */
+  | { type: 'gate'; callId: string; name: string; decision: 'allow' | 'deny' | 'ask'; message?: string; hints: Hints; source: Source }
+  | { type: 'pending'; callId: string; name: string; request: PendingRequest }
+  | { type: 'answer'; callId: string; name: string; answer: Answer }
+  | { type: 'tool_start'; callId: string; name: string }
+  /** The result as the model will see it (core: `is_error`). */
+  | { type: 'tool_result'; callId: string; name: string; content: string; isError: boolean; metadata?: unknown }
+  | { type: 'progress'; callId: string; name: string; data: unknown }
+  | { type: 'todos'; todos: unknown }
+  | { type: 'usage'; usage: Usage }
+  | { type: 'compact'; before: number; after: number }
+  /** A failed request that will be retried (core: `wait_ms`). */
+  | { type: 'retry'; attempt: number; status?: number; error: string; waitMs: number }
+  /** Core: `final_text`. */
+  | { type: 'turn_end'; outcome: Outcome; finalText: string; usage: Usage; error?: string }
+
+/** What a finished turn returns. */
+export interface TurnResult {
+  outcome: Outcome
+  /** The text of the turn's last model response (core: `final_text`). */
+  finalText: string
+  /** Usage summed over the turn. */
+  usage: Usage
+  /** What went wrong, for outcome `error`. */
+  error?: string
+  /** The whole conversation after the turn. */
+  transcript: Transcript
+}
+
+/** Core's transcript document, as saved (snake_case keys, the same in every binding). */
+export interface TranscriptData {
+  messages: Record<string, unknown>[]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers a host calls
+
+/** Make a host tool. `execute` may be sync or async; `ctx.callId` is the call's id. */
+export function tool<Args = any>(definition: ToolDefinition<Args>): ToolDefinition<Args> {
+  return definition
+}
+
+/** `beforeTool`: let the call run (the same as returning nothing). */
+export function allow(): Allow {
+  return { decision: 'allow' }
+}
+
+/** `beforeTool`: refuse the call; without a message the model gets core's default denial. */
+export function deny(message?: string): Deny {
+  return message === undefined ? { decision: 'deny' } : { decision: 'deny', message }
+}
+
+/** `beforeTool`: ask the host's `waitFor` (`{ kind: 'approval', prompt: 'Run x?' }`). */
+export function pending(request: PendingRequestInit): Pending {
+  return { decision: 'ask', request }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Translation
+
+function snake(key: string): string {
+  return key === 'args' ? 'arguments' : key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+}
+
+function camel(key: string): string {
+  return key === 'arguments' ? 'args' : key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
+}
+
+/** Rename the keys of one object level; values stay as they are. */
+function renameKeys(value: unknown, f: (key: string) => string): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(value)) out[f(k)] = v
+  return out
+}
+
+function scriptEntry(entry: unknown): unknown {
+  const e = renameKeys(entry, snake) as Record<string, unknown>
+  if (e === null || typeof e !== 'object') return e
+  if (Array.isArray(e.tool_calls)) e.tool_calls = e.tool_calls.map((c) => renameKeys(c, snake))
+  if ('error' in e) e.error = renameKeys(e.error, snake)
+  if ('usage' in e) e.usage = renameKeys(e.usage, snake)
+  return e
+}
+
+const HOST_ONLY = new Set(['hooks', 'waitFor', 'tools'])
+
+/** The options in core's `Config` vocabulary, as JSON text (core checks them). */
+function coreConfig(options: ClientOptions): string {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(options)) {
+    if (HOST_ONLY.has(k)) continue
+    const key = snake(k)
+    if (key === 'retry') out[key] = renameKeys(v, snake)
+    else if (key === 'script' && Array.isArray(v)) out[key] = v.map(scriptEntry)
+    else out[key] = v
+  }
+  return JSON.stringify(out)
+}
+
+function errorMessage(e: unknown): string {
+  if (e instanceof Error) return e.message
+  if (typeof e === 'string') return e
+  try {
+    return JSON.stringify(e) ?? String(e)
+  } catch {
+    return String(e)
+  }
+}
+
+/**
+ * Run a host function (sync or async) and answer the engine with JSON text: `{"value": v}`, or
+ * `{"error": message}` when it threw or rejected. Never rejects.
+ */
+async function envelope(f: () => unknown): Promise<string> {
+  try {
+    const value = await f()
+    return JSON.stringify({ value: value === undefined ? null : value })
+  } catch (e) {
+    return JSON.stringify({ error: errorMessage(e) })
+  }
+}
+
+/** The JavaScript spellings of a decision, in the one shape the native side reads. */
+function gateDecision(d: unknown, wrapped = false): unknown {
+  if (d === undefined || d === null) return { decision: 'allow' }
+  if (typeof d === 'object') {
+    const o = d as Record<string, unknown>
+    if (o.decision === 'allow') return { decision: 'allow' }
+    if (o.decision === 'deny') return { decision: 'deny', message: o.message ?? null }
+    if (o.decision === 'ask') return { decision: 'ask', request: o.request }
+    if (!wrapped && 'result' in o) return gateDecision(o.result, true)
+  }
+  throw new TypeError(
+    `beforeTool must return nothing, deny(message), pending(request) or { result: ... }; got ${errorMessage(d)}`,
+  )
+}
+
+function toolSpec(t: ToolDefinition): string {
+  return JSON.stringify({
+    name: t.name,
+    description: t.description,
+    input_schema: t.inputSchema,
+    hints: t.hints,
+    tier: t.tier,
+  })
+}
+
+function turnResult(r: native.NativeTurnResult): TurnResult {
+  const out: TurnResult = {
+    outcome: r.outcome as Outcome,
+    finalText: r.finalText,
+    usage: { inputTokens: r.usage.inputTokens, outputTokens: r.usage.outputTokens },
+    transcript: new Transcript(r.transcript),
+  }
+  if (r.error != null) out.error = r.error
+  return out
+}
+
+/** Tie an AbortSignal to a native cancel token; `unlink` drops the listener. */
+function linkSignal(signal: AbortSignal | undefined): { token?: native.NativeCancel; unlink: () => void } {
+  if (!signal) return { unlink: () => {} }
+  const token = new native.NativeCancel()
+  if (signal.aborted) {
+    token.cancel()
+    return { token, unlink: () => {} }
+  }
+  const onAbort = () => token.cancel()
+  signal.addEventListener('abort', onAbort, { once: true })
+  return { token, unlink: () => signal.removeEventListener('abort', onAbort) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transcript, Run, Client
+
+/** A conversation: read it, save it (`JSON.stringify(t)` or `t.toString()`), load it. */
+export class Transcript {
+  readonly #native: native.NativeTranscript
+
+  /** Use `client.transcript()`, `result.transcript` or `Transcript.fromJSON()`. */
+  constructor(handle: native.NativeTranscript) {
+    this.#native = handle
+  }
+
+  /** Load a saved transcript (text or parsed document); throws when it is not valid. */
+  static fromJSON(json: string | TranscriptData): Transcript {
+    const text = typeof json === 'string' ? json : JSON.stringify(json)
+    return new Transcript(native.NativeTranscript.fromJson(text))
+  }
+
+  /** Core's document; `JSON.stringify(transcript)` saves it. */
+  toJSON(): TranscriptData {
+    return JSON.parse(this.#native.toJson()) as TranscriptData
+  }
+
+  /** Core's document as (pretty) JSON text. */
+  toString(): string {
+    return this.#native.toJson()
+  }
+
+  /** How many messages it holds. */
+  get length(): number {
+    return this.#native.length
+  }
+
+  /** The messages, oldest first (camelCase view). */
+  get messages(): Message[] {
+    return this.toJSON().messages.map((m) => {
+      const out = renameKeys(m, camel) as Record<string, unknown>
+      if (out.role === 'assistant') {
+        const calls = Array.isArray(out.toolCalls) ? out.toolCalls : []
+        out.toolCalls = calls.map((c) => {
+          const call = renameKeys(c, camel) as Record<string, unknown>
+          call.rawArguments = call.rawArguments === true
+          return call
+        })
+      }
+      if (out.role === 'tool') out.isError = out.isError === true
+      return out as Message
+    })
+  }
+
+  /** @internal */
+  get handle(): native.NativeTranscript {
+    return this.#native
+  }
+}
+
+/** A running turn: `for await (const e of run)`, `run.cancel()`, `await run.result`. */
+export class Run implements AsyncIterable<Event> {
+  readonly #native: native.NativeRun
+  /** The turn's result once it ended (outcome `cancelled` after a cancel; never rejects for that). */
+  readonly result: Promise<TurnResult>
+
+  /** Use `client.stream()`. */
+  constructor(handle: native.NativeRun, unlink: () => void) {
+    this.#native = handle
+    this.result = handle.result().then(turnResult)
+    this.result.then(unlink, unlink)
+  }
+
+  /** Cancel the turn: it ends with outcome `cancelled` and a valid transcript. */
+  cancel(): void {
+    this.#native.cancel()
+  }
+
+  /** The events, in order, ending with `turn_end`. One reader: the events are consumed. */
+  async *[Symbol.asyncIterator](): AsyncIterator<Event> {
+    for (;;) {
+      const batch = await this.#native.next()
+      if (batch === null) return
+      yield* JSON.parse(batch) as Event[]
+    }
+  }
+}
+
+/** An agent client: one conversation, its tools, its gate and its model. */
+export class Client {
+  readonly #native: native.NativeClient
+  /** AbortControllers of the calls JavaScript is working on, by the key the engine gave. */
+  readonly #aborts: Map<number, AbortController>
+
+  /** Use `createClient()`. */
+  constructor(options: ClientOptions = {}) {
+    const aborts = new Map<number, AbortController>()
+    this.#aborts = aborts
+    const { hooks, waitFor } = options
+    const before = hooks?.beforeTool?.bind(hooks)
+    const after = hooks?.afterTool?.bind(hooks)
+    this.#native = new native.NativeClient(
+      coreConfig(options),
+      // The callbacks close over `aborts`, never over the client, so a client is collectable.
+      (key: number) => {
+        try {
+          aborts.get(key)?.abort()
+        } catch {
+          // An abort listener's error is the host's; it must not reach the native caller.
+        }
+      },
+      before &&
+        ((callJson: string) =>
+          envelope(async () => gateDecision(await before(JSON.parse(callJson) as ToolCallEvent)))),
+      after &&
+        ((callJson: string, resultJson: string) =>
+          envelope(() => after(JSON.parse(callJson) as ToolCallEvent, JSON.parse(resultJson) as ToolResult))),
+      waitFor &&
+        ((requestJson: string, key: number) =>
+          withSignal(aborts, key, (signal) => waitFor(JSON.parse(requestJson) as PendingRequest, { signal }))),
+    )
+    for (const t of options.tools ?? []) this.register(t)
+  }
+
+  /** Run one turn to its end. Resolves with outcome `cancelled` when `signal` aborts. */
+  async run(prompt: string, options: RunOptions = {}): Promise<TurnResult> {
+    const { token, unlink } = linkSignal(options.signal)
+    try {
+      return turnResult(await this.#native.run(prompt, options.allow, token))
+    } finally {
+      unlink()
+    }
+  }
+
+  /** Start a turn; read its events as they happen. */
+  stream(prompt: string, options: RunOptions = {}): Run {
+    const { token, unlink } = linkSignal(options.signal)
+    try {
+      return new Run(this.#native.stream(prompt, options.allow, token), unlink)
+    } catch (e) {
+      unlink()
+      throw e
+    }
+  }
+
+  /**
+   * Add a tool, or replace the one of the same name; also while a turn runs. A host tool
+   * (`tool({...})`), or a tool of an MCP source (`source.tools()`, `source.resourceTools()`).
+   */
+  register(definition: ToolDefinition | SourceTool): void {
+    if (definition instanceof SourceTool) {
+      this.#native.registerNative(definition.handle)
+      return
+    }
+    const aborts = this.#aborts
+    this.#native.register(toolSpec(definition), (argsJson: string, callId: string, key: number) =>
+      withSignal(aborts, key, (signal) => definition.execute(JSON.parse(argsJson), { callId, signal })),
+    )
+  }
+
+  /** Remove a tool; true when it was there. */
+  unregister(name: string): boolean {
+    return this.#native.unregister(name)
+  }
+
+  /** The names of the registered tools (builtins and host tools, before allowlists). */
+  get tools(): string[] {
+    return this.#native.toolNames()
+  }
+
+  /** The conversation so far. */
+  transcript(): Transcript {
+    return new Transcript(this.#native.transcript())
+  }
+
+  /** Replace the conversation (a Transcript, or a saved document); throws while a turn runs. */
+  setTranscript(transcript: Transcript | string | TranscriptData): void {
+    const t = transcript instanceof Transcript ? transcript : Transcript.fromJSON(transcript)
+    this.#native.setTranscript(t.handle)
+  }
+
+  /** The models the configured server offers. */
+  async listModels(): Promise<ModelInfo[]> {
+    return JSON.parse(await this.#native.listModels()) as ModelInfo[]
+  }
+
+  /** @internal */
+  get handle(): native.NativeClient {
+    return this.#native
+  }
+
+  /** Cancel every running turn (they resolve with `cancelled`) and refuse new ones. Idempotent. */
+  close(): void {
+    this.#native.close()
+  }
+
+  /** Whether `close()` was called. */
+  get closed(): boolean {
+    return this.#native.closed
+  }
+}
+
+/** Run `f` with the AbortSignal of the call `key`, answering the engine with JSON text. */
+function withSignal(aborts: Map<number, AbortController>, key: number, f: (signal: AbortSignal) => unknown): Promise<string> {
+  const controller = new AbortController()
+  aborts.set(key, controller)
+  return envelope(() => f(controller.signal)).finally(() => aborts.delete(key))
+}
+
+/** Create a client. Throws for invalid options (core's message). */
+export function createClient(options: ClientOptions = {}): Client {
+  return new Client(options)
+}
+
+/** The models of the server the options point at (`style`, `baseUrl`, `apiKey`, ...). */
+export async function listModels(options: ClientOptions = {}): Promise<ModelInfo[]> {
+  return JSON.parse(await native.listModels(coreConfig(options))) as ModelInfo[]
+}
+
+// ---------------------------------------------------------------------------------------------
+// MCP
+
+/** An MCP config: core's document, `{ "mcpServers": { name: { command, args, env } | { type: "http", url, headers } } }` (passed as it is). */
+export type McpConfig = { mcpServers: Record<string, Record<string, unknown>> } & Record<string, unknown>
+
+/** How a server came out of `loadMcp`. */
+export type ServerState = { state: 'ready'; tools: number } | { state: 'failed'; error: string }
+
+/** A tool of another source (an MCP server's tool, a resource tool): `client.register()` takes it. */
+export class SourceTool {
+  readonly #native: native.NativeTool
+
+  /** Use `source.tools()` or `source.resourceTools()`. */
+  constructor(handle: native.NativeTool) {
+    this.#native = handle
+  }
+
+  /** The tool's name as the model sees it (`<server>__<tool>`). */
+  get name(): string {
+    return this.#native.name
+  }
+
+  /** @internal */
+  get handle(): native.NativeTool {
+    return this.#native
+  }
+}
+
+/** The servers of an MCP config, their tools and resource tools. */
+export class McpSource {
+  readonly #native: native.NativeMcpSource
+
+  /** Use `loadMcp()`. */
+  constructor(handle: native.NativeMcpSource) {
+    this.#native = handle
+  }
+
+  /** Every tool of every ready server, as they are now. */
+  tools(): SourceTool[] {
+    return this.#native.tools().map((t) => new SourceTool(t))
+  }
+
+  /** The opt-in `list_mcp_resources` and `read_mcp_resource` tools (read-only). */
+  resourceTools(): SourceTool[] {
+    return this.#native.resourceTools().map((t) => new SourceTool(t))
+  }
+
+  /** Each server and how it came out of the load, in name order. */
+  servers(): { name: string; state: ServerState }[] {
+    return (JSON.parse(this.#native.servers()) as [string, ServerState][]).map(([name, state]) => ({ name, state }))
+  }
+
+  /** Register every tool into `client`, follow the servers' tool list changes, stop with the client. */
+  registerInto(client: Client): void {
+    this.#native.registerInto(client.handle)
+  }
+
+  /** Stop every server and remove its tools from the clients. Idempotent. */
+  close(): Promise<void> {
+    return this.#native.close()
+  }
+}
+
+/**
+ * Start every server of an MCP config at once and list their tools. `onServer(name, state)` is
+ * called once per server as it settles; servers that fail are reported and left out.
+ */
+export async function loadMcp(
+  config: McpConfig | string,
+  options: { onServer?: (name: string, state: ServerState) => void } = {},
+): Promise<McpSource> {
+  const { onServer } = options
+  const text = typeof config === 'string' ? config : JSON.stringify(config)
+  const report =
+    onServer &&
+    ((name: string, stateJson: string) => {
+      if (name === '') return // the native side's end-of-reports marker
+      try {
+        onServer(name, JSON.parse(stateJson) as ServerState)
+      } catch {
+        // A host callback's error must not reach the native caller.
+      }
+    })
+  return new McpSource(await native.loadMcpSource(text, report))
+}

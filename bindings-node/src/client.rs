@@ -1,0 +1,295 @@
+//! The client, its cancel tokens, transcripts and results, as napi classes.
+
+use std::sync::Arc;
+
+use contenox::CancellationToken;
+use contenox::{Client, ClientBuilder, Config, RunOptions, ToolSpec, Transcript, TurnResult};
+use napi::bindgen_prelude::{Function, Promise, PromiseRaw};
+use napi::threadsafe_function::UnknownReturnValue;
+use napi::{Env, Error, Result};
+use napi_derive::napi;
+
+use crate::host::{
+    self, AfterArgs, BeforeArgs, JsHooks, JsTool, JsWaitFor, Shared, ToolArgs, WaitArgs,
+};
+use crate::run::NativeRun;
+use crate::shape;
+
+/// Any core error as a JavaScript `Error` with core's message.
+pub(crate) fn js_error(e: impl std::fmt::Display) -> Error {
+    Error::from_reason(e.to_string())
+}
+
+/// Token usage (`input_tokens` -> `inputTokens`).
+#[napi(object, object_from_js = false)]
+pub struct NativeUsage {
+    /// Tokens the model read.
+    pub input_tokens: i64,
+    /// Tokens the model wrote.
+    pub output_tokens: i64,
+}
+
+/// What a finished turn returns.
+#[napi(object, object_from_js = false)]
+pub struct NativeTurnResult {
+    /// `done` | `cancelled` | `max_turns` | `error`.
+    pub outcome: String,
+    /// The text of the turn's last model response.
+    pub final_text: String,
+    /// Usage summed over the turn.
+    pub usage: NativeUsage,
+    /// What went wrong, for outcome `error`.
+    pub error: Option<String>,
+    /// The whole conversation after the turn.
+    pub transcript: NativeTranscript,
+}
+
+impl From<TurnResult> for NativeTurnResult {
+    fn from(r: TurnResult) -> Self {
+        NativeTurnResult {
+            outcome: r.outcome.as_str().to_string(),
+            final_text: r.final_text,
+            usage: NativeUsage {
+                input_tokens: r.usage.input_tokens as i64,
+                output_tokens: r.usage.output_tokens as i64,
+            },
+            error: r.error,
+            transcript: NativeTranscript(r.transcript),
+        }
+    }
+}
+
+/// A conversation, kept on the Rust side; JSON only when asked for.
+#[napi]
+pub struct NativeTranscript(pub(crate) Transcript);
+
+#[napi]
+impl NativeTranscript {
+    /// Parse and check a saved transcript (core's JSON document).
+    #[napi(factory)]
+    pub fn from_json(json: String) -> Result<NativeTranscript> {
+        Transcript::from_json(&json)
+            .map(NativeTranscript)
+            .map_err(js_error)
+    }
+
+    /// Core's JSON document (the format every binding saves and loads).
+    #[napi]
+    pub fn to_json(&self) -> String {
+        self.0.to_json()
+    }
+
+    /// How many messages it holds.
+    #[napi(getter)]
+    pub fn length(&self) -> u32 {
+        self.0.messages.len() as u32
+    }
+}
+
+/// A cancel token an AbortSignal drives.
+#[napi]
+pub struct NativeCancel {
+    token: CancellationToken,
+}
+
+#[napi]
+impl NativeCancel {
+    /// A fresh, uncancelled token.
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        NativeCancel {
+            token: CancellationToken::new(),
+        }
+    }
+
+    /// Cancel every run given this token.
+    #[napi]
+    pub fn cancel(&self) {
+        self.token.cancel();
+    }
+
+    /// Whether it was cancelled.
+    #[napi(getter)]
+    pub fn cancelled(&self) -> bool {
+        self.token.is_cancelled()
+    }
+}
+
+/// A client: one conversation, its tools, its gate and its model.
+#[napi]
+pub struct NativeClient {
+    client: Client,
+    shared: Arc<Shared>,
+}
+
+fn run_options(allow: Option<Vec<String>>, cancel: Option<&NativeCancel>) -> Result<RunOptions> {
+    let mut options = RunOptions::default();
+    if let Some(patterns) = allow {
+        options = options.allow(&patterns).map_err(js_error)?;
+    }
+    if let Some(c) = cancel {
+        options = options.cancel(c.token.clone());
+    }
+    Ok(options)
+}
+
+impl NativeClient {
+    /// The core client.
+    pub(crate) fn core(&self) -> &Client {
+        &self.client
+    }
+}
+
+#[napi]
+impl NativeClient {
+    /// Build a client from core's config JSON and the wrapped host callbacks. Each callback
+    /// resolves to JSON text: `{"value": ...}`, or `{"error": message}` when the host's function
+    /// threw or rejected. `abort(key)` aborts the AbortSignal of the call that was given `key`.
+    #[napi(
+        constructor,
+        ts_args_type = "configJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>"
+    )]
+    pub fn new(
+        config_json: String,
+        abort: Function<'_, u32, UnknownReturnValue>,
+        before_tool: Option<Function<'_, BeforeArgs, Promise<String>>>,
+        after_tool: Option<Function<'_, AfterArgs, Promise<String>>>,
+        wait_for: Option<Function<'_, WaitArgs, Promise<String>>>,
+    ) -> Result<Self> {
+        let config = Config::from_json(&config_json).map_err(js_error)?;
+        let shared = Shared::new(&abort)?;
+        let mut builder = ClientBuilder::from_config(config);
+        if before_tool.is_some() || after_tool.is_some() {
+            let before = before_tool.as_ref().map(host::weak).transpose()?;
+            let after = after_tool.as_ref().map(host::weak).transpose()?;
+            builder = builder.hooks(Arc::new(JsHooks::new(before, after)));
+        }
+        if let Some(f) = &wait_for {
+            builder = builder.wait_for(Arc::new(JsWaitFor::new(host::weak(f)?, shared.clone())));
+        }
+        let client = builder.build().map_err(js_error)?;
+        Ok(NativeClient { client, shared })
+    }
+
+    /// Add a host tool (or replace the one of the same name); `spec_json` is core's ToolSpec.
+    /// `execute` resolves to `{"value": content}` or `{"error": message}`.
+    #[napi(
+        ts_args_type = "specJson: string, execute: (argsJson: string, callId: string, key: number) => Promise<string>"
+    )]
+    pub fn register(
+        &self,
+        spec_json: String,
+        execute: Function<'_, ToolArgs, Promise<String>>,
+    ) -> Result<()> {
+        let spec: ToolSpec =
+            serde_json::from_str(&spec_json).map_err(|e| js_error(format!("invalid tool: {e}")))?;
+        let tool = JsTool::new(spec, host::weak(&execute)?, self.shared.clone());
+        self.client.register(Arc::new(tool)).map_err(js_error)
+    }
+
+    /// Add a tool of another source (an MCP server's, a resource tool) as it is.
+    #[napi]
+    pub fn register_native(&self, tool: &crate::mcp::NativeTool) -> Result<()> {
+        self.client.register(tool.0.clone()).map_err(js_error)
+    }
+
+    /// Remove a tool; true when it was there.
+    #[napi]
+    pub fn unregister(&self, name: String) -> bool {
+        self.client.unregister(&name)
+    }
+
+    /// The names of the registered tools (before allowlists).
+    #[napi]
+    pub fn tool_names(&self) -> Vec<String> {
+        self.client.tools().into_iter().map(|s| s.name).collect()
+    }
+
+    /// Run one turn to its end.
+    #[napi(ts_return_type = "Promise<NativeTurnResult>")]
+    pub fn run<'env>(
+        &self,
+        env: &'env Env,
+        prompt: String,
+        allow: Option<Vec<String>>,
+        cancel: Option<&NativeCancel>,
+    ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
+        let options = run_options(allow, cancel)?;
+        let client = self.client.clone();
+        env.spawn_future(async move {
+            client
+                .run_with(prompt, options)
+                .await
+                .map(NativeTurnResult::from)
+                .map_err(js_error)
+        })
+    }
+
+    /// Start a turn and return its handle (events, cancel, result).
+    #[napi]
+    pub fn stream(
+        &self,
+        prompt: String,
+        allow: Option<Vec<String>>,
+        cancel: Option<&NativeCancel>,
+    ) -> Result<NativeRun> {
+        let options = run_options(allow, cancel)?;
+        // Core spawns the turn on the current tokio runtime: napi's.
+        napi::bindgen_prelude::within_runtime_if_available(|| {
+            let run = self.client.stream_with(prompt, options).map_err(js_error)?;
+            Ok(NativeRun::start(run))
+        })
+    }
+
+    /// The conversation so far.
+    #[napi]
+    pub fn transcript(&self) -> NativeTranscript {
+        NativeTranscript(self.client.transcript())
+    }
+
+    /// Replace the conversation (fails while a turn runs).
+    #[napi]
+    pub fn set_transcript(&self, transcript: &NativeTranscript) -> Result<()> {
+        self.client
+            .set_transcript(transcript.0.clone())
+            .map_err(js_error)
+    }
+
+    /// The models the configured server offers, as JSON `[{id, displayName?}]`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn list_models<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, String>> {
+        let client = self.client.clone();
+        env.spawn_future(async move {
+            client
+                .list_models()
+                .await
+                .map(|m| shape::models(&m))
+                .map_err(js_error)
+        })
+    }
+
+    /// Cancel every running turn and refuse new ones. Idempotent.
+    #[napi]
+    pub fn close(&self) {
+        self.client.close();
+    }
+
+    /// Whether `close()` was called.
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.client.is_closed()
+    }
+}
+
+/// The models of the server a config (core's JSON) points at, as JSON `[{id, displayName?}]`.
+#[napi(ts_return_type = "Promise<string>")]
+pub fn list_models(env: &Env, config_json: String) -> Result<PromiseRaw<'_, String>> {
+    let config = Config::from_json(&config_json).map_err(js_error)?;
+    env.spawn_future(async move {
+        contenox::list_models(&config)
+            .await
+            .map(|m| shape::models(&m))
+            .map_err(js_error)
+    })
+}

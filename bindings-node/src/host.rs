@@ -1,0 +1,277 @@
+//! Host callbacks: JavaScript functions the engine calls (tools, `beforeTool`, `afterTool`,
+//! `waitFor`).
+//!
+//! Every callback is a *weak* ThreadsafeFunction (it never keeps the Node.js event loop alive)
+//! awaited with `call_async_catch` (a throw is an `Err`, never a crash). The TypeScript layer
+//! wraps each user function so that it always returns a Promise of JSON text: `{"error": msg}`
+//! when the user's function threw or rejected, else the value in a small envelope. Whatever
+//! still goes wrong (a callback that can no longer be called, text that is not the envelope)
+//! becomes a [`HostError`], which the engine turns into an error result.
+//!
+//! Cancellation goes the other way through one more weak function, `abort(key)`: every tool
+//! and `waitFor` call gets a key, and when the engine drops the call before JavaScript answered
+//! (the turn was cancelled or ended, an ask timed out), [`AbortOnDrop`] calls `abort(key)` and
+//! the TypeScript layer aborts that call's `AbortSignal`.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use contenox::CancellationToken;
+use contenox::{
+    async_trait, Answer, Decision, Hooks, HostError, PendingRequest, Tool, ToolCallEvent,
+    ToolContext, ToolError, ToolOutput, ToolSpec, WaitFor,
+};
+use napi::bindgen_prelude::{FnArgs, Function, Promise};
+use napi::threadsafe_function::{
+    ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
+};
+use napi::Status;
+use serde_json::Value;
+
+use crate::shape;
+
+/// A weak, callee-unhandled ThreadsafeFunction returning a Promise of JSON text.
+pub type JsCallback<A> = ThreadsafeFunction<A, Promise<String>, A, Status, false, true>;
+/// `(argsJson, callId, abortKey) => Promise<string>`.
+pub type ToolArgs = FnArgs<(String, String, u32)>;
+/// `(callJson) => Promise<string>`.
+pub type BeforeArgs = String;
+/// `(callJson, resultJson) => Promise<string>`.
+pub type AfterArgs = FnArgs<(String, String)>;
+/// `(requestJson, abortKey) => Promise<string>`.
+pub type WaitArgs = FnArgs<(String, u32)>;
+type AbortCallback = ThreadsafeFunction<u32, UnknownReturnValue, u32, Status, false, true>;
+
+/// Turn a JavaScript function into a weak ThreadsafeFunction.
+pub fn weak<A>(f: &Function<'_, A, Promise<String>>) -> napi::Result<JsCallback<A>>
+where
+    A: 'static + napi::bindgen_prelude::JsValuesTupleIntoVec,
+{
+    f.build_threadsafe_function::<A>()
+        .weak::<true>()
+        .callee_handled::<false>()
+        .build()
+}
+
+/// What every callback of one client shares: the `abort(key)` function and the key counter.
+pub struct Shared {
+    abort: AbortCallback,
+    next_key: AtomicU32,
+}
+
+impl Shared {
+    /// Wrap the TypeScript layer's `abort(key)` function.
+    pub fn new(abort: &Function<'_, u32, UnknownReturnValue>) -> napi::Result<Arc<Shared>> {
+        let abort = abort
+            .build_threadsafe_function::<u32>()
+            .weak::<true>()
+            .callee_handled::<false>()
+            .build()?;
+        Ok(Arc::new(Shared {
+            abort,
+            next_key: AtomicU32::new(1),
+        }))
+    }
+
+    fn key(&self) -> u32 {
+        self.next_key.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// Calls `abort(key)` when dropped before [`AbortOnDrop::disarm`]: the engine stopped waiting.
+struct AbortOnDrop<'a> {
+    shared: &'a Shared,
+    key: u32,
+    armed: bool,
+}
+
+impl<'a> AbortOnDrop<'a> {
+    fn new(shared: &'a Shared) -> Self {
+        AbortOnDrop {
+            shared,
+            key: shared.key(),
+            armed: true,
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for AbortOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            // Non-blocking: never wait on the JavaScript thread from here. A closed
+            // environment only means there is nobody left to tell.
+            let _ = self
+                .shared
+                .abort
+                .call(self.key, ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    }
+}
+
+/// Call a JavaScript callback and read its envelope. `{"error": msg}` is the host's error.
+async fn call<A: 'static + napi::bindgen_prelude::JsValuesTupleIntoVec>(
+    f: &JsCallback<A>,
+    args: A,
+    what: &str,
+) -> Result<Value, HostError> {
+    let promise = f
+        .call_async_catch(args)
+        .await
+        .map_err(|e| HostError::new(format!("{what} could not be called: {}", e.reason)))?;
+    let text = promise
+        .await
+        .map_err(|e| HostError::new(format!("{what} failed: {}", e.reason)))?;
+    let mut value: Value = serde_json::from_str(&text)
+        .map_err(|e| HostError::new(format!("{what} answered something that is not JSON: {e}")))?;
+    if let Some(message) = value.get("error") {
+        let message = match message {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        return Err(HostError::new(message));
+    }
+    Ok(value
+        .get_mut("value")
+        .map(Value::take)
+        .unwrap_or(Value::Null))
+}
+
+/// A tool whose `execute` is a JavaScript function.
+pub struct JsTool {
+    spec: ToolSpec,
+    execute: JsCallback<ToolArgs>,
+    shared: Arc<Shared>,
+}
+
+impl JsTool {
+    /// A tool from its spec (core's JSON) and the wrapped `execute`.
+    pub fn new(spec: ToolSpec, execute: JsCallback<ToolArgs>, shared: Arc<Shared>) -> Self {
+        JsTool {
+            spec,
+            execute,
+            shared,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for JsTool {
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let mut guard = AbortOnDrop::new(&self.shared);
+        let args = FnArgs::from((args.to_string(), ctx.call_id, guard.key));
+        let what = format!("the tool {}", self.spec.name);
+        let value = call(&self.execute, args, &what).await;
+        guard.disarm();
+        Ok(ToolOutput::json(value?))
+    }
+}
+
+/// `beforeTool` / `afterTool` as core [`Hooks`].
+pub struct JsHooks {
+    before: Option<JsCallback<BeforeArgs>>,
+    after: Option<JsCallback<AfterArgs>>,
+}
+
+impl JsHooks {
+    /// Hooks from the wrapped functions (either may be absent).
+    pub fn new(
+        before: Option<JsCallback<BeforeArgs>>,
+        after: Option<JsCallback<AfterArgs>>,
+    ) -> Self {
+        JsHooks { before, after }
+    }
+}
+
+/// Read the TypeScript layer's normalized decision.
+fn decision(value: Value) -> Result<Decision, HostError> {
+    let kind = value
+        .get("decision")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match kind {
+        "allow" => Ok(Decision::Allow),
+        "deny" => Ok(Decision::Deny(
+            value
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        )),
+        "ask" => {
+            let request = value.get("request").cloned().unwrap_or(Value::Null);
+            Ok(Decision::Ask(
+                shape::pending_request_from_js(request).map_err(HostError::new)?,
+            ))
+        }
+        _ => Err(HostError::new(format!(
+            "beforeTool returned an unknown decision: {value}"
+        ))),
+    }
+}
+
+#[async_trait]
+impl Hooks for JsHooks {
+    async fn before_tool(&self, call_event: &ToolCallEvent) -> Result<Decision, HostError> {
+        let Some(before) = &self.before else {
+            return Ok(Decision::Allow);
+        };
+        decision(call(before, shape::tool_call(call_event), "beforeTool").await?)
+    }
+
+    async fn after_tool(
+        &self,
+        call_event: &ToolCallEvent,
+        result: &ToolOutput,
+    ) -> Result<Option<ToolOutput>, HostError> {
+        let Some(after) = &self.after else {
+            return Ok(None);
+        };
+        let args = FnArgs::from((shape::tool_call(call_event), shape::tool_output(result)));
+        match call(after, args, "afterTool").await? {
+            Value::Null => Ok(None),
+            replacement => shape::tool_output_from_js(replacement)
+                .map(Some)
+                .map_err(|e| HostError::new(format!("afterTool: {e}"))),
+        }
+    }
+}
+
+/// `waitFor` as core [`WaitFor`].
+pub struct JsWaitFor {
+    wait_for: JsCallback<WaitArgs>,
+    shared: Arc<Shared>,
+}
+
+impl JsWaitFor {
+    /// `waitFor` from the wrapped function.
+    pub fn new(wait_for: JsCallback<WaitArgs>, shared: Arc<Shared>) -> Self {
+        JsWaitFor { wait_for, shared }
+    }
+}
+
+#[async_trait]
+impl WaitFor for JsWaitFor {
+    async fn wait_for(
+        &self,
+        request: PendingRequest,
+        cancel: CancellationToken,
+    ) -> Result<Answer, HostError> {
+        let mut guard = AbortOnDrop::new(&self.shared);
+        let args = FnArgs::from((shape::pending_request(&request), guard.key));
+        let answer = tokio::select! {
+            biased;
+            // The engine stopped waiting (turn over, cancelled, timed out): the guard aborts.
+            _ = cancel.cancelled() => return Err(HostError::new("cancelled")),
+            answer = call(&self.wait_for, args, "waitFor") => answer,
+        };
+        guard.disarm();
+        Answer::from_value(&answer?).map_err(HostError::new)
+    }
+}

@@ -1,0 +1,353 @@
+// The conformance scenarios, run through the package's public JavaScript API: every *.json in
+// tests/conformance/scenarios and in each directory of $CONTENOX_SCENARIOS (colon-separated).
+// One test per scenario, named after it; `conformance-check` judges each trace.
+import assert from 'node:assert/strict'
+import { spawn, spawnSync } from 'node:child_process'
+import { connect, createServer } from 'node:net'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, relative, resolve } from 'node:path'
+import { describe, test } from 'node:test'
+
+import { createClient, deny, loadMcp, pending, tool } from 'contenox'
+
+import { conformanceCheck, repoDir, startFakeServer } from './helpers.mjs'
+
+const SCENARIO_TIMEOUT_MS = 30_000
+
+function scenarioFiles() {
+  const dirs = [join(repoDir, 'tests/conformance/scenarios')]
+  for (const d of (process.env.CONTENOX_SCENARIOS ?? '').split(':')) if (d) dirs.push(resolve(d))
+  const seen = new Set()
+  const files = []
+  for (const dir of dirs) {
+    if (!existsSync(dir)) continue
+    for (const f of readdirSync(dir).sort()) {
+      if (!f.endsWith('.json')) continue
+      const path = realpathSync(join(dir, f))
+      if (seen.has(path)) continue
+      seen.add(path)
+      files.push(path)
+    }
+  }
+  return files
+}
+
+const camel = (k) => (k === 'arguments' ? 'args' : k.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase()))
+const snake = (k) => (k === 'args' ? 'arguments' : k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`))
+const renameKeys = (o, f) =>
+  o && typeof o === 'object' && !Array.isArray(o) ? Object.fromEntries(Object.entries(o).map(([k, v]) => [f(k), v])) : o
+
+/** An event back in core's serialized form (snake_case keys), as the trace wants it. */
+function traceEvent(e) {
+  const out = renameKeys(e, snake)
+  for (const k of ['usage', 'request']) if (k in out) out[k] = renameKeys(out[k], snake)
+  return out
+}
+
+function eventMatches(e, pattern) {
+  const i = pattern.indexOf(':')
+  const [type, name] = i < 0 ? [pattern, undefined] : [pattern.slice(0, i), pattern.slice(i + 1)]
+  return e.type === type && (name === undefined || e.name === name)
+}
+
+const MATCH_KEYS = new Set(['name', 'hint', 'no_hints', 'source'])
+
+function ruleMatches(match, e) {
+  for (const key of Object.keys(match)) if (!MATCH_KEYS.has(key)) throw new Error(`unknown match key ${key}`)
+  if (match.name !== undefined && match.name !== e.name) return false
+  if (match.hint !== undefined && e.hints[match.hint] !== true) return false
+  if (match.no_hints !== undefined) {
+    const none = e.hints.readOnly === undefined && e.hints.destructive === undefined && e.hints.openWorld === undefined
+    if (none !== match.no_hints) return false
+  }
+  if (match.source !== undefined && match.source !== e.source) return false
+  return true
+}
+
+function echoTool(name, spec = {}) {
+  return tool({ description: 'Echo the arguments.', inputSchema: { type: 'object' }, ...spec, name, execute: (args) => JSON.stringify(args) })
+}
+
+function hostTool(t, state) {
+  const spec = {
+    name: t.name,
+    description: t.description ?? `Host tool ${t.name} (${t.kind}).`,
+    inputSchema: t.schema ?? { type: 'object' },
+    hints: t.hints === undefined ? undefined : renameKeys(t.hints, camel),
+    tier: t.tier,
+  }
+  switch (t.kind) {
+    case 'echo':
+      return echoTool(t.name, spec)
+    case 'fail':
+      return tool({
+        ...spec,
+        execute: (args) => {
+          throw new Error(args.message)
+        },
+      })
+    case 'sleep':
+      return tool({
+        ...spec,
+        execute: (args, { signal }) =>
+          new Promise((done) => {
+            const timer = setTimeout(() => done('slept'), args.ms)
+            signal.addEventListener('abort', () => (clearTimeout(timer), done('slept')), { once: true })
+          }),
+      })
+    case 'register':
+      return tool({
+        ...spec,
+        execute: async (args) => {
+          state.client.register(echoTool(args.name))
+          return 'registered'
+        },
+      })
+    default:
+      throw new Error(`unknown host tool kind ${t.kind}`)
+  }
+}
+
+function beforeTool(rules) {
+  return async (e) => {
+    const rule = rules.find((r) => ruleMatches(r.match ?? {}, e))
+    if (!rule || rule.decision === 'allow') return undefined
+    const d = rule.decision
+    if ('deny' in d) return deny(d.deny ?? undefined)
+    if ('ask' in d) {
+      const { kind = 'approval', prompt, timeout_ms: timeoutMs, data } = d.ask
+      return pending({ kind, prompt, timeoutMs, data })
+    }
+    throw new Error(`unknown decision ${JSON.stringify(d)}`)
+  }
+}
+
+function scriptedWaitFor(answers) {
+  const queue = [...answers]
+  return (_request, { signal }) => {
+    const next = queue.length ? queue.shift() : 'never'
+    if (next !== 'never') return next
+    // Hold the ask until the engine stops waiting.
+    return new Promise((done) => {
+      const stop = () => done({ approve: false, message: 'the wait was aborted' })
+      if (signal.aborted) stop()
+      else signal.addEventListener('abort', stop, { once: true })
+    })
+  }
+}
+
+function clientOptions(scenario, server, root) {
+  const options = {}
+  for (const [k, v] of Object.entries(scenario.config ?? {})) {
+    if (k === 'websearch') {
+      if (v === false || v === null) continue
+      throw new Error(`websearch ${JSON.stringify(v)} is not supported by this runner`)
+    }
+    options[camel(k)] = k === 'retry' ? renameKeys(v, camel) : v
+  }
+  const style = scenario.style ?? 'openai'
+  return { ...options, style, baseUrl: style === 'openai' ? `${server.root}/v1` : server.root, model: 'fake', apiKey: 'test', root }
+}
+
+// The scenario key `mcp`: the project's MCP test servers (tests/mcp, installed by
+// tests/mcp/install.sh), loaded with loadMcp and registered into the client (README of
+// tests/conformance; the Rust runner's tests/src/mcp_support.rs does the same).
+function installed(path, what) {
+  if (!existsSync(path)) throw new Error(`${what} not found at ${path}: run tests/mcp/install.sh`)
+  return path
+}
+
+function mcpCommand(server, port) {
+  if (server === 'fast') {
+    const python = process.env.CONTENOX_MCP_PYTHON || installed(join(repoDir, 'tests/mcp/.venv/bin/python'), 'the MCP venv')
+    const script = installed(join(repoDir, 'tests/mcp/fast_server.py'), 'fast_server.py')
+    return [python, port === undefined ? [script] : [script, 'http', String(port)]]
+  }
+  if (server === 'everything') {
+    const modules = process.env.CONTENOX_MCP_NODE_MODULES || join(repoDir, 'tests/mcp/node_modules')
+    const js = installed(join(modules, '@modelcontextprotocol/server-everything/dist/index.js'), '@modelcontextprotocol/server-everything')
+    return [process.execPath, [js, port === undefined ? 'stdio' : 'streamableHttp']]
+  }
+  throw new Error(`mcp: unknown test server ${JSON.stringify(server)} (expected "fast" or "everything")`)
+}
+
+async function freePort() {
+  const srv = createServer()
+  await new Promise((done) => srv.listen(0, '127.0.0.1', done))
+  const { port } = srv.address()
+  await new Promise((done) => srv.close(done))
+  return port
+}
+
+const listens = (port) =>
+  new Promise((done) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.once('connect', () => (socket.destroy(), done(true)))
+    socket.once('error', () => done(false))
+  })
+
+async function startMcpHttp(server, children) {
+  const port = await freePort()
+  const [command, args] = mcpCommand(server, port)
+  const child = spawn(command, args, { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' })
+  children.push(child)
+  const deadline = Date.now() + 20_000
+  while (!(await listens(port))) {
+    if (Date.now() > deadline) throw new Error(`mcp: ${server} over HTTP did not listen on ${port}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return `http://127.0.0.1:${port}/mcp`
+}
+
+async function mcpSetup(spec) {
+  const children = []
+  const setup = {
+    source: undefined,
+    resourceTools: spec.resource_tools === true,
+    async close() {
+      await setup.source?.close()
+      for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    },
+  }
+  try {
+    const entries = {}
+    for (const [name, s] of Object.entries(spec.servers ?? {})) {
+      const transport = s.transport ?? 'stdio'
+      let entry
+      if (transport === 'stdio') {
+        const [command, args] = mcpCommand(s.server)
+        entry = { command, args }
+      } else if (transport === 'http') {
+        entry = { type: 'http', url: await startMcpHttp(s.server, children) }
+      } else {
+        throw new Error(`mcp: unknown transport ${JSON.stringify(transport)}`)
+      }
+      for (const key of ['inject', 'headers', 'timeout_ms', 'env']) if (key in s) entry[key] = s[key]
+      entries[name] = entry
+    }
+    setup.source = await loadMcp({ mcpServers: entries })
+    const failed = setup.source.servers().filter((s) => s.state.state === 'failed')
+    if (failed.length) throw new Error(failed.map((s) => `mcp: server ${s.name} failed: ${s.state.error}`).join('\n'))
+    return setup
+  } catch (e) {
+    await setup.close()
+    throw e
+  }
+}
+
+function snapshot(root) {
+  const out = {}
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name)
+      if (entry.isDirectory()) walk(path)
+      else if (entry.isFile()) out[relative(root, path).split('\\').join('/')] = readFileSync(path, 'utf8')
+    }
+  }
+  walk(root)
+  return out
+}
+
+async function runScenario(file, scenario, deadline) {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'contenox-node-conformance-')))
+  const server = await startFakeServer(file)
+  const state = { client: undefined }
+  let mcp
+  try {
+    for (const [path, content] of Object.entries(scenario.workspace ?? {})) {
+      mkdirSync(dirname(join(root, path)), { recursive: true })
+      writeFileSync(join(root, path), content)
+    }
+    const base = clientOptions(scenario, server, root)
+    const waitFor = scriptedWaitFor(scenario.wait_for ?? [])
+    const build = () => {
+      const hooks = { beforeTool: beforeTool(scenario.before_tool ?? []) }
+      const afterRules = scenario.after_tool
+      if (afterRules) {
+        hooks.afterTool = (e) => {
+          const rule = afterRules.find((r) => ruleMatches(r.match ?? {}, e))
+          return rule ? { content: rule.replace } : undefined
+        }
+      }
+      const tools = (scenario.host_tools ?? []).map((t) => hostTool(t, state))
+      state.client = createClient({ ...base, tools, hooks, waitFor })
+      return state.client
+    }
+    let client = build()
+    if (scenario.mcp) {
+      mcp = await mcpSetup(scenario.mcp)
+      mcp.source.registerInto(client)
+      if (mcp.resourceTools) for (const t of mcp.source.resourceTools()) client.register(t)
+    }
+    const actions = scenario.actions ?? []
+    const fired = actions.map(() => false)
+    const events = []
+    let last
+    const prompts = [scenario.prompt, ...(scenario.more_prompts ?? [])]
+    for (const [i, prompt] of prompts.entries()) {
+      if (scenario.restart_between_prompts && i > 0) {
+        const saved = JSON.stringify(client.transcript())
+        client.close()
+        client = build()
+        client.setTranscript(saved)
+      }
+      const run = client.stream(prompt, { signal: deadline })
+      for await (const event of run) {
+        for (const [j, action] of actions.entries()) {
+          if (fired[j] || !eventMatches(event, action.on)) continue
+          fired[j] = true
+          if (action.do === 'cancel') run.cancel()
+          else if (action.do?.register) client.register(echoTool(action.do.register.name))
+          else throw new Error(`unknown action ${JSON.stringify(action.do)}`)
+        }
+        events.push(traceEvent(event))
+      }
+      last = await run.result
+    }
+    return {
+      scenario: scenario.name,
+      binding: 'node',
+      outcome: last.outcome,
+      final_text: last.finalText,
+      usage: { input_tokens: last.usage.inputTokens, output_tokens: last.usage.outputTokens },
+      events,
+      requests: await server.requests(),
+      workspace: snapshot(root),
+    }
+  } finally {
+    state.client?.close()
+    await mcp?.close()
+    await server.stop()
+    rmSync(root, { recursive: true, force: true })
+  }
+}
+
+const files = scenarioFiles()
+const names = new Map()
+for (const file of files) {
+  const name = JSON.parse(readFileSync(file, 'utf8')).name
+  names.set(name, (names.get(name) ?? 0) + 1)
+}
+
+describe('conformance', { concurrency: 4 }, () => {
+  test('scenarios were found', () => {
+    assert.ok(files.length > 0, 'no scenario files')
+  })
+  for (const file of files) {
+    const scenario = JSON.parse(readFileSync(file, 'utf8'))
+    const label = names.get(scenario.name) > 1 ? `${scenario.name} (${file})` : scenario.name
+    test(label, { timeout: SCENARIO_TIMEOUT_MS + 10_000 }, async () => {
+      const deadline = AbortSignal.timeout(SCENARIO_TIMEOUT_MS)
+      const trace = await runScenario(file, scenario, deadline)
+      assert.ok(!deadline.aborted, `still running after ${SCENARIO_TIMEOUT_MS / 1000} s`)
+      const dir = process.env.CONTENOX_TRACE_DIR || mkdtempSync(join(tmpdir(), 'contenox-node-trace-'))
+      mkdirSync(dir, { recursive: true })
+      const tracePath = join(dir, `${scenario.name}.node.json`)
+      writeFileSync(tracePath, JSON.stringify(trace, null, 2))
+      const check = spawnSync(conformanceCheck, [file, tracePath], { encoding: 'utf8' })
+      if (!process.env.CONTENOX_TRACE_DIR) rmSync(dir, { recursive: true, force: true })
+      assert.equal(check.status, 0, `${check.stdout}${check.stderr}`)
+    })
+  }
+})
