@@ -35,6 +35,7 @@
 //! - [`Tool`], [`ToolSpec`], [`Hints`]: what the model can call.
 //! - [`Hooks`] (`before_tool` / `after_tool`) and [`WaitFor`]: the gate every call passes.
 //! - [`Transcript`]: the conversation, saved and restored as JSON.
+//! - [`mcp`]: MCP servers as tool sources ([`load_mcp`], [`McpSource`]).
 
 #![warn(missing_docs)]
 
@@ -44,6 +45,7 @@ mod config;
 mod error;
 mod event;
 mod gate;
+pub mod mcp;
 mod model;
 pub mod tool;
 mod transcript;
@@ -59,6 +61,7 @@ pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
     DEFAULT_DENIAL,
 };
+pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 pub use model::{list_models, ModelInfo, ScriptCall, ScriptEntry, ScriptError};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{

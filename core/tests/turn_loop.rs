@@ -189,3 +189,31 @@ async fn max_turns_and_errors() {
     assert_eq!(next.outcome, Outcome::Error);
     assert!(next.error.unwrap().contains("script exhausted"));
 }
+
+#[tokio::test]
+async fn a_run_allowlist_only_narrows() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = Client::builder()
+        .script(vec![
+            ScriptEntry::tool_call("c1", "read", json!({"path": "x"})),
+            ScriptEntry::text("ok"),
+            ScriptEntry::tool_call("c2", "write", json!({"path": "x", "content": "y"})),
+            ScriptEntry::text("ok"),
+        ])
+        .root(dir.path())
+        .builtins(["read", "write", "edit"])
+        .allow(["*", "!write"])
+        .build()
+        .unwrap();
+    // The run allows only `edit`: `read` becomes unknown for this run.
+    let narrowed = contenox::RunOptions::default().allow(&["edit"]).unwrap();
+    let r = client.run_with("read", narrowed).await.unwrap();
+    let res = results(&r.transcript);
+    assert!(res[0].2 && res[0].1.contains("unknown tool"), "{res:?}");
+    // A run cannot widen: `write` stays hidden even when the run allows `*`.
+    let widened = contenox::RunOptions::default().allow(&["*"]).unwrap();
+    let r = client.run_with("write", widened).await.unwrap();
+    let res = results(&r.transcript);
+    assert!(res[1].2 && res[1].1.contains("unknown tool"), "{res:?}");
+    assert!(!dir.path().join("x").exists());
+}

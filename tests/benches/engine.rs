@@ -71,7 +71,7 @@ fn http(c: &mut Criterion) {
             .unwrap();
         let config: Config = serde_json::from_value(json!({
             "style": style.as_str(),
-            "base_url": style.base_url(&server.base_url()),
+            "base_url": server.base_url(),
             "model": "fake",
             "api_key": "test",
             "builtins": [],
@@ -109,7 +109,7 @@ fn raw_floor(c: &mut Criterion) {
         let server = fake::serve(model_entries(), Style::Openai).await.unwrap();
         let client = contenox::ClientBuilder::from_config(
             serde_json::from_value(json!({
-                "style": "openai", "base_url": format!("{}/v1", server.base_url()),
+                "style": "openai", "base_url": server.base_url(),
                 "model": "fake", "api_key": "test", "builtins": [], "root": root.path(),
             }))
             .unwrap(),
@@ -129,7 +129,7 @@ fn raw_floor(c: &mut Criterion) {
     let server = rt
         .block_on(fake::serve_repeating(model_entries(), Style::Openai))
         .unwrap();
-    let url = format!("{}/v1/chat/completions", server.base_url());
+    let url = format!("{}/chat/completions", server.base_url());
     let http = reqwest::Client::new();
     c.bench_function("turn/raw_reqwest_floor", |b| {
         b.iter(|| {

@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod fake;
+pub mod mcp_support;
 pub mod runner;
 pub mod scenario;
 pub mod suite;

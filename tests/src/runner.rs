@@ -59,6 +59,10 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         .unwrap_or(false);
     let current: ClientCell = Arc::new(Mutex::new(None));
     let mut client = build_client(scenario, &config, &answers, &current)?;
+    let mcp = crate::mcp_support::setup(&scenario.extra).await?;
+    if let Some(m) = &mcp {
+        m.register_into(&client)?;
+    }
 
     let mut events = Vec::new();
     let mut fired = vec![false; scenario.actions.len()];
@@ -97,6 +101,9 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
     let requests = server.requests.get();
     server.shutdown().await;
     client.close();
+    if let Some(m) = mcp {
+        m.close().await;
+    }
     Ok(Trace {
         scenario: scenario.name.clone(),
         binding: "rust".into(),

@@ -296,3 +296,55 @@ impl Backend for Anthropic {
         Ok(asm.finish())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::ToolCall;
+
+    #[test]
+    fn roles_alternate_and_raw_arguments_become_empty_input() {
+        let messages = vec![
+            Message::User {
+                content: "hi".into(),
+            },
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: "t1".into(),
+                    name: "echo".into(),
+                    arguments: Value::String("{oops".into()),
+                    raw_arguments: true,
+                    via: None,
+                }],
+            },
+            Message::Tool {
+                call_id: "t1".into(),
+                name: "echo".into(),
+                content: "bad".into(),
+                is_error: true,
+            },
+            Message::User {
+                content: "again".into(),
+            },
+        ];
+        let body = body(
+            "m",
+            10,
+            &ModelRequest {
+                system: Some("sys"),
+                messages: &messages,
+                tools: &[],
+            },
+        );
+        let msgs = body["messages"].as_array().unwrap();
+        let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
+        assert_eq!(msgs[1]["content"][0]["input"], json!({}));
+        assert_eq!(msgs[2]["content"][0]["type"], "tool_result");
+        assert_eq!(msgs[2]["content"][0]["is_error"], true);
+        assert_eq!(msgs[2]["content"][1]["text"], "again");
+        assert_eq!(body["system"], "sys");
+        assert!(body.get("tools").is_none());
+    }
+}

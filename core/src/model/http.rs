@@ -73,19 +73,15 @@ impl Http {
             req = req.header(*k, v);
         }
         let resp = req.send().await.map_err(|e| Error::Transport(chain(&e)))?;
-        let resp = check_status(resp).await.map_err(|f| match f {
-            Failure::BeforeData {
-                status: Some(status),
-                message,
-                retry_after,
-                ..
-            } => Error::Http {
-                status,
-                body: message,
-                retry_after,
-            },
-            other => Error::Transport(other.message().to_string()),
-        })?;
+        let status = resp.status();
+        if !status.is_success() {
+            let body = resp.text().await.unwrap_or_default();
+            return Err(Error::Http {
+                status: status.as_u16(),
+                body: cut(body.trim(), BODY_CUT),
+                retry_after: None,
+            });
+        }
         resp.json()
             .await
             .map_err(|e| Error::Transport(format!("unreadable answer: {}", chain(&e))))

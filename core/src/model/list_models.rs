@@ -49,9 +49,12 @@ pub async fn list_models(config: &Config) -> Result<Vec<ModelInfo>> {
         Style::Anthropic => (&doc["data"], "id", Some("display_name")),
         _ => (&doc["data"], "id", None),
     };
-    let list = list
-        .as_array()
-        .ok_or_else(|| Error::Transport(format!("unexpected model list: {doc:.300}")))?;
+    let list = list.as_array().ok_or_else(|| {
+        Error::Transport(format!(
+            "unexpected model list: {}",
+            crate::error::cut(&doc.to_string(), 300)
+        ))
+    })?;
     Ok(list
         .iter()
         .filter_map(|m| {

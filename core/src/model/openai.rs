@@ -248,3 +248,42 @@ impl Backend for OpenAi {
         Ok(asm.finish())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_assemble_several_calls_by_index() {
+        let mut asm = Assembler::default();
+        let seen = std::sync::Mutex::new(String::new());
+        let sink = |t: &str| seen.lock().unwrap().push_str(t);
+        let chunks = [
+            json!({"choices": [{"delta": {"role": "assistant", "content": "Hel"}}]}),
+            json!({"choices": [{"delta": {"content": "lo"}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [
+                {"index": 0, "id": "a", "function": {"name": "x", "arguments": "{\"k\""}},
+                {"index": 1, "id": "b", "function": {"name": "y", "arguments": ""}}]}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [
+                {"index": 1, "function": {"arguments": "{}"}},
+                {"index": 0, "function": {"arguments": ": 1}"}}]}}]}),
+            json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 2}}),
+        ];
+        for c in &chunks {
+            asm.chunk(c, &sink).unwrap();
+        }
+        assert!(asm.finished);
+        let r = asm.finish();
+        assert_eq!(r.text, "Hello");
+        assert_eq!(*seen.lock().unwrap(), "Hello");
+        assert_eq!(r.calls.len(), 2);
+        assert_eq!(r.calls[0].arguments, "{\"k\": 1}");
+        assert_eq!(r.calls[1].id.as_deref(), Some("b"));
+        assert_eq!(r.usage.input_tokens, 7);
+        let err = Assembler::default()
+            .chunk(&json!({"error": {"message": "nope"}}), &sink)
+            .unwrap_err();
+        assert!(matches!(err, Failure::Fatal(m) if m.contains("nope")));
+    }
+}

@@ -1,0 +1,572 @@
+//! One configured server: its connection (made on load, remade after the server died), its
+//! tools, and the refresh after `notifications/tools/list_changed`.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    ReadResourceRequestParams,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::config::{ServerConfig, Transport};
+use super::names;
+use super::stdio::{ChildProcess, StderrTail};
+use super::tool::{convert_result, McpTool};
+use crate::client::Inner;
+use crate::tool::{Tool, ToolOutput};
+use crate::CANCELLED_RESULT;
+
+/// How long a stdio server gets to exit on its own after its stdin closed (then SIGTERM, then the
+/// same again before SIGKILL).
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+/// The shortest time a server gets to start and answer `initialize`.
+pub(crate) const MIN_START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the servers of one source share.
+pub(crate) struct Shared {
+    /// Cancelled when the source closes.
+    pub closed: CancellationToken,
+    /// Clients the source's tools were registered into (kept weakly: a client's life is its
+    /// host's business).
+    pub clients: Mutex<Vec<Weak<Inner>>>,
+    /// Every tool name given out, across servers.
+    pub taken: Mutex<HashSet<String>>,
+}
+
+impl Shared {
+    pub fn new() -> Arc<Shared> {
+        Arc::new(Shared {
+            closed: CancellationToken::new(),
+            clients: Mutex::new(Vec::new()),
+            taken: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// The clients still alive and open.
+    pub fn live_clients(&self) -> Vec<crate::Client> {
+        let mut clients = self.clients.lock().expect("clients lock");
+        clients.retain(|w| w.strong_count() > 0);
+        clients
+            .iter()
+            .filter_map(Weak::upgrade)
+            .map(|inner| crate::Client { inner })
+            .filter(|c| !c.is_closed())
+            .collect()
+    }
+}
+
+/// A live connection.
+struct Live {
+    service: RunningService<RoleClient, Handler>,
+    child: Option<ChildProcess>,
+    generation: u64,
+}
+
+impl Live {
+    fn alive(&mut self) -> bool {
+        if self.service.is_closed() || self.service.peer().is_transport_closed() {
+            return false;
+        }
+        match &mut self.child {
+            Some(child) => !child.exited(),
+            None => true,
+        }
+    }
+
+    fn stderr(&self) -> Option<Arc<StderrTail>> {
+        self.child.as_ref().map(|c| c.stderr.clone())
+    }
+
+    async fn shutdown(mut self) {
+        let _ = self.service.close_with_timeout(EXIT_GRACE).await;
+        if let Some(child) = self.child.take() {
+            child.shutdown(EXIT_GRACE).await;
+        }
+    }
+}
+
+/// One server of a source.
+pub(crate) struct Server {
+    /// The name in the config.
+    pub name: String,
+    /// The sanitised prefix of its tool names.
+    pub prefix: String,
+    pub config: ServerConfig,
+    pub shared: Arc<Shared>,
+    conn: tokio::sync::Mutex<Option<Live>>,
+    generation: AtomicU64,
+    /// The stderr of the last process (kept after it died, for error messages).
+    last_stderr: Mutex<Option<Arc<StderrTail>>>,
+    /// The tools as last listed.
+    tools: RwLock<Vec<Arc<McpTool>>>,
+    /// Set by `notifications/tools/list_changed`, cleared by the refresh.
+    dirty: AtomicBool,
+    refresh_lock: tokio::sync::Mutex<()>,
+}
+
+/// How a request to a server failed.
+pub(crate) enum CallError {
+    /// The server could not be reached or started.
+    Connect(String),
+    /// The server answered with an error, timed out, or went away.
+    Failed(String),
+    /// The turn was cancelled.
+    Cancelled,
+}
+
+impl CallError {
+    pub fn into_output(self) -> ToolOutput {
+        match self {
+            CallError::Connect(m) | CallError::Failed(m) => ToolOutput::error(m),
+            CallError::Cancelled => ToolOutput::error(CANCELLED_RESULT),
+        }
+    }
+}
+
+impl Server {
+    pub fn new(name: String, prefix: String, config: ServerConfig, shared: Arc<Shared>) -> Self {
+        Server {
+            name,
+            prefix,
+            config,
+            shared,
+            conn: tokio::sync::Mutex::new(None),
+            generation: AtomicU64::new(0),
+            last_stderr: Mutex::new(None),
+            tools: RwLock::new(Vec::new()),
+            dirty: AtomicBool::new(false),
+            refresh_lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn timeout_ms(&self) -> u128 {
+        self.config.timeout.as_millis()
+    }
+
+    /// The limit of a start (process and handshake): the request limit, but never under
+    /// [`MIN_START_TIMEOUT`] (an interpreter starting on a busy machine is slow).
+    fn start_timeout(&self) -> Duration {
+        self.config.timeout.max(MIN_START_TIMEOUT)
+    }
+
+    /// The server's current tools.
+    pub fn tools(&self) -> Vec<Arc<McpTool>> {
+        self.tools.read().expect("tools lock").clone()
+    }
+
+    /// The process id of the running stdio server, if any.
+    pub async fn pid(&self) -> Option<u32> {
+        let conn = self.conn.lock().await;
+        conn.as_ref()
+            .and_then(|l| l.child.as_ref())
+            .and_then(ChildProcess::id)
+    }
+
+    /// The last stderr lines of the server, as a suffix for error messages.
+    fn stderr_suffix(&self, tail: Option<&StderrTail>) -> String {
+        let text = match tail {
+            Some(t) => t.text(),
+            None => self
+                .last_stderr
+                .lock()
+                .expect("stderr lock")
+                .as_ref()
+                .map(|t| t.text())
+                .unwrap_or_default(),
+        };
+        if text.is_empty() {
+            String::new()
+        } else {
+            format!("\nserver stderr (last lines):\n{text}")
+        }
+    }
+
+    /// Connect (start the process / open the session), initialize, within the timeout.
+    async fn connect(self: &Arc<Self>) -> Result<Live, String> {
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        let handler = Handler {
+            server: Arc::downgrade(self),
+        };
+        let ms = self.start_timeout().as_millis();
+        match &self.config.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let (child, stdout, stdin) = ChildProcess::spawn(command, args, env, cwd.as_ref())
+                    .map_err(|e| format!("cannot start {command:?}: {e}"))?;
+                *self.last_stderr.lock().expect("stderr lock") = Some(child.stderr.clone());
+                let started =
+                    tokio::time::timeout(self.start_timeout(), handler.serve((stdout, stdin)))
+                        .await;
+                match started {
+                    Ok(Ok(service)) => Ok(Live {
+                        service,
+                        child: Some(child),
+                        generation,
+                    }),
+                    Ok(Err(e)) => {
+                        let tail = child.stderr.clone();
+                        child.shutdown(EXIT_GRACE).await;
+                        Err(format!(
+                            "MCP handshake with {command:?} failed: {e}{}",
+                            self.stderr_suffix(Some(&tail))
+                        ))
+                    }
+                    Err(_) => {
+                        let tail = child.stderr.clone();
+                        child.shutdown(EXIT_GRACE).await;
+                        Err(format!(
+                            "{command:?} did not complete the MCP handshake within {ms} ms{}",
+                            self.stderr_suffix(Some(&tail))
+                        ))
+                    }
+                }
+            }
+            Transport::Http { url, headers } => {
+                let client = super::http::HttpClient::new()?;
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                for (k, v) in headers {
+                    // Checked when the config was read.
+                    let name = http::HeaderName::from_bytes(k.as_bytes())
+                        .map_err(|e| format!("header {k:?}: {e}"))?;
+                    let value =
+                        http::HeaderValue::from_str(v).map_err(|e| format!("header {k:?}: {e}"))?;
+                    config.custom_headers.insert(name, value);
+                }
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                match tokio::time::timeout(self.start_timeout(), handler.serve(transport)).await {
+                    Ok(Ok(service)) => Ok(Live {
+                        service,
+                        child: None,
+                        generation,
+                    }),
+                    Ok(Err(e)) => Err(format!("MCP handshake with {url} failed: {e}")),
+                    Err(_) => Err(format!(
+                        "{url} did not complete the MCP handshake within {ms} ms"
+                    )),
+                }
+            }
+        }
+    }
+
+    /// The peer of a live connection, connecting (again) when there is none or it died.
+    async fn peer(self: &Arc<Self>) -> Result<(Peer<RoleClient>, u64), CallError> {
+        if self.shared.closed.is_cancelled() {
+            return Err(CallError::Connect(format!(
+                "MCP server {}: the MCP source was closed",
+                self.name
+            )));
+        }
+        let mut conn = self.conn.lock().await;
+        if let Some(live) = conn.as_mut() {
+            if live.alive() {
+                return Ok((live.service.peer().clone(), live.generation));
+            }
+        }
+        if let Some(dead) = conn.take() {
+            dead.shutdown().await;
+        }
+        let live = self
+            .connect()
+            .await
+            .map_err(|e| CallError::Connect(format!("MCP server {}: {e}", self.name)))?;
+        if self.shared.closed.is_cancelled() {
+            live.shutdown().await;
+            return Err(CallError::Connect(format!(
+                "MCP server {}: the MCP source was closed",
+                self.name
+            )));
+        }
+        let out = (live.service.peer().clone(), live.generation);
+        *conn = Some(live);
+        Ok(out)
+    }
+
+    /// Drop the connection of `generation` (the server went away); returns the stderr suffix.
+    async fn mark_dead(&self, generation: u64) -> String {
+        let mut conn = self.conn.lock().await;
+        let tail = conn.as_ref().and_then(Live::stderr);
+        if conn.as_ref().is_some_and(|l| l.generation == generation) {
+            if let Some(dead) = conn.take() {
+                dead.shutdown().await;
+            }
+        }
+        self.stderr_suffix(tail.as_deref())
+    }
+
+    /// Start the server and list its tools (what `load_mcp` does for each server, at once).
+    pub async fn list_tools_for_start(self: &Arc<Self>) -> Result<Vec<Value>, String> {
+        self.list_tools(self.start_timeout())
+            .await
+            .map_err(|e| match e {
+                CallError::Connect(m) | CallError::Failed(m) => m,
+                CallError::Cancelled => CANCELLED_RESULT.into(),
+            })
+    }
+
+    /// Take the tools listed at start (names are given out here, server by server in order).
+    pub fn install_listed(self: &Arc<Self>, listed: Vec<Value>) {
+        self.install_tools(listed);
+    }
+
+    async fn list_tools(self: &Arc<Self>, limit: Duration) -> Result<Vec<Value>, CallError> {
+        let (peer, generation) = self.peer().await?;
+        match tokio::time::timeout(limit, peer.list_all_tools()).await {
+            Ok(Ok(tools)) => Ok(tools
+                .into_iter()
+                .filter_map(|t| serde_json::to_value(t).ok())
+                .collect()),
+            Ok(Err(e)) => Err(self.failure("tools/list", e, generation).await),
+            Err(_) => Err(CallError::Failed(format!(
+                "MCP server {}: tools/list timed out after {} ms",
+                self.name,
+                limit.as_millis()
+            ))),
+        }
+    }
+
+    /// Turn listed tools into toolkit tools, keeping the names of tools that stay.
+    fn install_tools(self: &Arc<Self>, listed: Vec<Value>) -> (Vec<String>, Vec<Arc<McpTool>>) {
+        let old = self.tools();
+        let mut taken = self.shared.taken.lock().expect("names lock");
+        for t in &old {
+            taken.remove(&t.spec_name);
+        }
+        let mut fresh = Vec::with_capacity(listed.len());
+        for value in listed {
+            let Some(mcp_name) = value.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let kept = old
+                .iter()
+                .find(|t| t.mcp_name == mcp_name)
+                .map(|t| t.spec_name.clone());
+            let name = match kept {
+                Some(n) if taken.insert(n.clone()) => n,
+                _ => names::unique(&names::base_name(&self.prefix, mcp_name), &mut taken),
+            };
+            fresh.push(Arc::new(McpTool::new(self.clone(), name, &value)));
+        }
+        drop(taken);
+        let gone: Vec<String> = old
+            .iter()
+            .filter(|o| !fresh.iter().any(|f| f.spec_name == o.spec_name))
+            .map(|o| o.spec_name.clone())
+            .collect();
+        *self.tools.write().expect("tools lock") = fresh.clone();
+        (gone, fresh)
+    }
+
+    /// Re-list the tools after `notifications/tools/list_changed` and update every client the
+    /// source was registered into.
+    pub async fn refresh_if_dirty(self: &Arc<Self>) {
+        let _guard = self.refresh_lock.lock().await;
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let listed = match self.list_tools(self.config.timeout).await {
+            Ok(l) => l,
+            Err(_) => {
+                tracing::warn!(server = %self.name, "could not refresh the MCP tool list");
+                return;
+            }
+        };
+        let (gone, fresh) = self.install_tools(listed);
+        for client in self.shared.live_clients() {
+            for name in &gone {
+                client.unregister(name);
+            }
+            for tool in &fresh {
+                if let Err(e) = client.register(tool.clone() as Arc<dyn Tool>) {
+                    tracing::warn!(tool = %tool.spec_name, "MCP tool not registered: {e}");
+                }
+            }
+        }
+    }
+
+    /// After a call: a list_changed that came with it is applied before its result returns, so
+    /// the model's next request sees the new tools.
+    async fn settle_refresh(self: &Arc<Self>) {
+        tokio::task::yield_now().await;
+        if self.dirty.load(Ordering::Acquire) {
+            self.refresh_if_dirty().await;
+        } else {
+            // A refresh running right now: wait for it.
+            let _ = self.refresh_lock.lock().await;
+        }
+    }
+
+    async fn failure(&self, what: &str, e: ServiceError, generation: u64) -> CallError {
+        match e {
+            ServiceError::McpError(err) => CallError::Failed(format!(
+                "MCP server {} answered {what} with an error: {}",
+                self.name, err.message
+            )),
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                let tail = self.mark_dead(generation).await;
+                CallError::Failed(format!(
+                    "MCP server {} went away during {what} ({e}); it is reconnected on the next \
+                     call{tail}",
+                    self.name
+                ))
+            }
+            other => CallError::Failed(format!("MCP server {}: {what} failed: {other}", self.name)),
+        }
+    }
+
+    /// Run `fut` against the timeout and the turn's cancel; dropping `fut` (on cancel or
+    /// timeout) makes rmcp send `notifications/cancelled` for the request.
+    async fn bounded<T>(
+        &self,
+        what: &str,
+        cancel: &CancellationToken,
+        generation: u64,
+        fut: impl std::future::Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, CallError> {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(CallError::Cancelled),
+            _ = self.shared.closed.cancelled() => Err(CallError::Failed(format!(
+                "MCP server {}: the MCP source was closed during {what}", self.name
+            ))),
+            r = tokio::time::timeout(self.config.timeout, fut) => match r {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(e)) => Err(self.failure(what, e, generation).await),
+                Err(_) => Err(CallError::Failed(format!(
+                    "MCP server {}: {what} timed out after {} ms", self.name, self.timeout_ms()
+                ))),
+            },
+        }
+    }
+
+    /// Call one of the server's tools with arguments already merged.
+    pub async fn call_tool(
+        self: &Arc<Self>,
+        tool: &str,
+        args: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        let (peer, generation) = match self.peer().await {
+            Ok(p) => p,
+            Err(e) => return e.into_output(),
+        };
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let what = format!("the call of {tool}");
+        let out = self
+            .bounded(&what, cancel, generation, peer.call_tool(params))
+            .await;
+        match out {
+            Ok(result) => {
+                self.settle_refresh().await;
+                match serde_json::to_value(result) {
+                    Ok(v) => convert_result(&v),
+                    Err(e) => ToolOutput::error(format!("unreadable MCP result: {e}")),
+                }
+            }
+            Err(e) => e.into_output(),
+        }
+    }
+
+    /// Whether the server announced resources (connecting when needed).
+    pub async fn offers_resources(self: &Arc<Self>) -> Result<bool, CallError> {
+        let (peer, _) = self.peer().await?;
+        Ok(peer
+            .peer_info()
+            .is_none_or(|info| info.capabilities.resources.is_some()))
+    }
+
+    /// The server's resources (every page), as MCP's JSON objects.
+    pub async fn list_resources(
+        self: &Arc<Self>,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Value>, CallError> {
+        let (peer, generation) = self.peer().await?;
+        let list = self
+            .bounded(
+                "resources/list",
+                cancel,
+                generation,
+                peer.list_all_resources(),
+            )
+            .await?;
+        Ok(list
+            .into_iter()
+            .filter_map(|r| serde_json::to_value(r).ok())
+            .collect())
+    }
+
+    /// Read one resource; MCP's `ReadResourceResult` as JSON.
+    pub async fn read_resource(
+        self: &Arc<Self>,
+        uri: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Value, CallError> {
+        let (peer, generation) = self.peer().await?;
+        let result = self
+            .bounded(
+                "resources/read",
+                cancel,
+                generation,
+                peer.read_resource(ReadResourceRequestParams::new(uri)),
+            )
+            .await?;
+        serde_json::to_value(result).map_err(|e| CallError::Failed(e.to_string()))
+    }
+
+    /// Stop the server (graceful, bounded).
+    pub async fn shutdown(&self) {
+        let live = self.conn.lock().await.take();
+        if let Some(live) = live {
+            live.shutdown().await;
+        }
+    }
+
+    /// Kill the server's process group now (drop path, maybe outside any runtime).
+    pub fn kill_now(&self) {
+        if let Ok(mut conn) = self.conn.try_lock() {
+            if let Some(mut live) = conn.take() {
+                if let Some(child) = live.child.as_mut() {
+                    child.kill_now();
+                }
+            }
+        }
+    }
+}
+
+/// rmcp's client handler: identifies contenox and listens for list_changed.
+pub(crate) struct Handler {
+    server: Weak<Server>,
+}
+
+impl ClientHandler for Handler {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        if let Some(server) = self.server.upgrade() {
+            server.dirty.store(true, Ordering::Release);
+            tokio::spawn(async move { server.refresh_if_dirty().await });
+        }
+        std::future::ready(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("contenox", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}

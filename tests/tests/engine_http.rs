@@ -1,0 +1,86 @@
+//! The engine against the fake server over loopback HTTP: list_models per style, and the error
+//! a turn ends with once retries run out.
+
+use contenox::{list_models, Client, Config, Outcome};
+use contenox_conformance::fake;
+use contenox_conformance::scenario::{ModelEntry, Style};
+use serde_json::json;
+
+fn config(style: Style, base: &str, root: &std::path::Path) -> Config {
+    serde_json::from_value(json!({
+        "style": style.as_str(),
+        "base_url": base,
+        "model": "fake",
+        "api_key": "test",
+        "builtins": [],
+        "root": root,
+        "retry": {"initial_backoff_ms": 1, "max_backoff_ms": 2}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn list_models_speaks_every_style() {
+    let root = tempfile::tempdir().unwrap();
+    for style in [Style::Openai, Style::Anthropic, Style::Ollama] {
+        let server = fake::serve(Vec::new(), style).await.unwrap();
+        let models = list_models(&config(style, &server.base_url(), root.path()))
+            .await
+            .unwrap_or_else(|e| panic!("{style:?}: {e}"));
+        assert_eq!(models.len(), 1, "{style:?}");
+        assert_eq!(models[0].id, "fake", "{style:?}");
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn exhausted_retries_name_the_status_and_quote_the_body() {
+    let root = tempfile::tempdir().unwrap();
+    let entries: Vec<ModelEntry> = serde_json::from_value(json!([
+        {"error": {"status": 503, "body": "the fleet is on fire"}},
+        {"error": {"status": 503, "body": "the fleet is on fire"}},
+        {"error": {"status": 503, "body": "the fleet is on fire"}},
+        {"error": {"status": 503, "body": "the fleet is on fire"}}
+    ]))
+    .unwrap();
+    let server = fake::serve(entries, Style::Openai).await.unwrap();
+    let client =
+        Client::from_config(config(Style::Openai, &server.base_url(), root.path())).unwrap();
+    let mut run = client.stream("hi").unwrap();
+    let mut retries = 0;
+    while let Some(e) = run.next_event().await {
+        if e.kind() == "retry" {
+            retries += 1;
+        }
+    }
+    let result = run.result().await.unwrap();
+    assert_eq!(result.outcome, Outcome::Error, "{:?}", result.error);
+    assert_eq!(retries, 3, "{:?}", result.error);
+    let error = result.error.unwrap();
+    assert!(error.contains("HTTP 503"), "{error}");
+    assert!(error.contains("the fleet is on fire"), "{error}");
+    assert_eq!(server.requests.len(), 4);
+    // The prompt stays in the transcript; there is no half answer.
+    assert_eq!(result.transcript.messages.len(), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn unreachable_server_is_an_error_outcome_not_a_panic() {
+    let root = tempfile::tempdir().unwrap();
+    // A port nobody listens on: bind, read the port, close.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut cfg = config(
+        Style::Anthropic,
+        &format!("http://127.0.0.1:{port}"),
+        root.path(),
+    );
+    cfg.retry.max_retries = 1;
+    let client = Client::from_config(cfg).unwrap();
+    let result = client.run("hi").await.unwrap();
+    assert_eq!(result.outcome, Outcome::Error);
+    assert!(result.error.unwrap().contains("could not reach"));
+}
