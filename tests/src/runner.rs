@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use contenox::{
     async_trait, tool_fn, Answer, CancellationToken, Client, ClientBuilder, Config, Decision,
-    Event, FnTool, Hooks, HostError, Outcome, PendingRequest, ToolCallEvent, ToolOutput, ToolSpec,
-    WaitFor,
+    Event, FnTool, Hooks, HostError, Outcome, PendingRequest, SearchRequest, SearchResult,
+    ToolCallEvent, ToolOutput, ToolSpec, WaitFor, WebSearchProvider,
 };
 use serde_json::{json, Value};
 
@@ -138,19 +138,50 @@ fn build_client(
     for t in &scenario.host_tools {
         builder = builder.tool(Arc::new(host_tool(t, current.clone())));
     }
+    if let Some(results) = websearch_results(scenario)? {
+        builder = builder.websearch(Arc::new(FixedResults(results)));
+    }
     let client = builder.build().map_err(|e| e.to_string())?;
     *current.lock().expect("client cell") = Some(client.clone());
     Ok(client)
+}
+
+/// `config.websearch`: `false`/absent = off; `{"results": [{title, url, snippet}]}` = a provider
+/// that answers every query with those results.
+fn websearch_results(scenario: &Scenario) -> Result<Option<Vec<SearchResult>>, String> {
+    match &scenario.config.websearch {
+        None | Some(Value::Bool(false)) | Some(Value::Null) => Ok(None),
+        Some(v) => {
+            let results = v.get("results").cloned().ok_or_else(|| {
+                format!("websearch must be false or {{\"results\": [...]}}, got {v}")
+            })?;
+            serde_json::from_value(results)
+                .map(Some)
+                .map_err(|e| format!("websearch results: {e}"))
+        }
+    }
+}
+
+/// A search provider with fixed results (the engine filters and caps them).
+struct FixedResults(Vec<SearchResult>);
+
+#[async_trait]
+impl WebSearchProvider for FixedResults {
+    async fn search(
+        &self,
+        _request: SearchRequest,
+        _cancel: CancellationToken,
+    ) -> Result<Vec<SearchResult>, HostError> {
+        Ok(self.0.clone())
+    }
 }
 
 /// The client config of a scenario: its `config` plus the fake server's address.
 pub fn client_config(scenario: &Scenario, base_url: &str, root: &Path) -> Result<Config, String> {
     let mut cfg = serde_json::to_value(&scenario.config).map_err(|e| e.to_string())?;
     let obj = cfg.as_object_mut().ok_or("config must be an object")?;
-    match obj.remove("websearch") {
-        None | Some(Value::Bool(false)) | Some(Value::Null) => {}
-        Some(other) => return Err(format!("websearch {other} is not supported by this runner")),
-    }
+    // `websearch` is a provider the host supplies, not a core option (see `websearch_results`).
+    obj.remove("websearch");
     obj.insert("style".into(), json!(scenario.style.as_str()));
     obj.insert("base_url".into(), json!(base_url));
     obj.insert("model".into(), json!("fake"));
