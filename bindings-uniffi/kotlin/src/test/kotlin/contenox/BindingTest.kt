@@ -1,0 +1,390 @@
+package contenox
+
+import java.nio.file.Files
+import java.nio.file.Path
+import java.util.concurrent.atomic.AtomicInteger
+import kotlinx.coroutines.CancellationException
+import kotlinx.coroutines.CompletableDeferred
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.async
+import kotlinx.coroutines.awaitCancellation
+import kotlinx.coroutines.cancelAndJoin
+import kotlinx.coroutines.delay
+import kotlinx.coroutines.flow.takeWhile
+import kotlinx.coroutines.flow.toList
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withContext
+import kotlinx.coroutines.withTimeout
+import org.json.JSONArray
+import org.json.JSONObject
+import org.junit.jupiter.api.AfterEach
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertNotNull
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.assertThrows
+
+/**
+ * The Kotlin API itself, on the engine's scripted model (no network): suspend host tools,
+ * throwing callbacks, coroutine cancellation, events as a Flow, transcripts, errors.
+ */
+@org.junit.jupiter.api.Timeout(60)
+class BindingTest {
+    private val root: Path = Files.createTempDirectory("contenox-kt")
+
+    companion object {
+        /** Exceptions that escaped a JNA callback (the generated code must never let one out). */
+        val escaped = java.util.concurrent.ConcurrentLinkedQueue<Throwable>()
+
+        @JvmStatic
+        @org.junit.jupiter.api.BeforeAll
+        fun watchCallbacks() {
+            com.sun.jna.Native.setCallbackExceptionHandler { _, e ->
+                e.printStackTrace()
+                escaped.add(e)
+            }
+        }
+    }
+
+    @AfterEach
+    fun cleanup() {
+        root.toFile().deleteRecursively()
+        assertTrue(escaped.isEmpty(), "exceptions escaped JNA callbacks: ${escaped.toList()}")
+    }
+
+    /** A scripted-style config: `entries` are the model's responses, in order. */
+    private fun config(vararg entries: JSONObject, extra: JSONObject = JSONObject()): String {
+        val cfg = JSONObject()
+            .put("style", "scripted")
+            .put("script", JSONArray(entries.toList()))
+            .put("builtins", JSONArray())
+            .put("root", root.toString())
+        for (key in extra.keySet()) cfg.put(key, extra.get(key))
+        return cfg.toString()
+    }
+
+    private fun call(id: String, name: String, args: JSONObject = JSONObject()) =
+        JSONObject().put("id", id).put("name", name).put("arguments", args)
+
+    private fun calls(vararg c: JSONObject) = JSONObject().put("tool_calls", JSONArray(c.toList()))
+
+    private fun text(t: String) = JSONObject().put("text", t)
+
+    private fun spec(name: String) = ToolSpec(
+        name = name,
+        description = "test tool $name",
+        inputSchemaJson = """{"type":"object"}""",
+        hints = Hints(),
+        tier = Tier.CORE,
+    )
+
+    private fun results(events: List<Event>) = events.filterIsInstance<Event.ToolResult>()
+
+    private suspend fun collect(client: Client, prompt: String): Pair<List<Event>, TurnResult> {
+        val run = client.stream(prompt)
+        val events = run.events().toList()
+        return events to run.result()
+    }
+
+    @Test
+    fun `a suspend host tool runs and its result reaches the model`() = runBlocking {
+        val seen = CompletableDeferred<Pair<String, String>>()
+        var kept: ToolReporter? = null
+        val slow = hostTool(spec("slow")) { args, ctx ->
+            delay(20)
+            val fromIo = withContext(Dispatchers.IO) { "io:" + JSONObject(args).getInt("n") }
+            assertTrue(ctx.reporter.progress("""{"step":1}"""))
+            kept = ctx.reporter // kept beyond the call: must not hold the turn open
+            assertEquals(root.toRealPath().toString(), ctx.root)
+            seen.complete(ctx.callId to ctx.name)
+            ToolOutput(content = fromIo, isError = false, metadataJson = """{"total":1}""")
+        }
+        val client = Client(
+            config(calls(call("c1", "slow", JSONObject().put("n", 7))), text("done")),
+            listOf(slow),
+        )
+        client.use {
+            val (events, result) = collect(client, "go")
+            assertEquals(Outcome.DONE, result.outcome)
+            assertEquals("done", result.finalText)
+            assertEquals("c1" to "slow", seen.await())
+            val r = results(events).single()
+            // the model sees the content, then the metadata on a line of its own
+            assertEquals("io:7\n\n[metadata: {\"total\":1}]", r.content)
+            assertFalse(r.isError)
+            assertEquals("""{"total":1}""", r.metadataJson)
+            val progress = events.filterIsInstance<Event.Progress>().single()
+            assertEquals("""{"step":1}""", progress.dataJson)
+            val tool = result.transcript.messages().filterIsInstance<Message.Tool>().single()
+            assertTrue(tool.content.startsWith("io:7"), tool.content)
+            assertFalse(kept!!.progress("{}"), "a report after the call ended is dropped")
+        }
+    }
+
+    @Test
+    fun `throwing callbacks become error results, not crashes`() = runBlocking {
+        val boom = hostTool(spec("boom")) { args, _ ->
+            error(JSONObject(args).getString("message"))
+        }
+        val typed = hostTool(spec("typed")) { _, _ -> throw ContenoxException.Host("exactly this") }
+        val gated = hostTool(spec("gated")) { _, _ -> ToolOutput("never runs", false, null) }
+        val asked = hostTool(spec("asked")) { _, _ -> ToolOutput("never runs either", false, null) }
+        val hooks = object : Hooks {
+            override suspend fun beforeTool(call: ToolCallEvent): Decision = when (call.name) {
+                "gated" -> throw IllegalArgumentException("hook exploded")
+                "asked" -> Decision.Ask("approval", "ok?", null, null)
+                else -> Decision.Allow
+            }
+
+            override suspend fun afterTool(call: ToolCallEvent, result: ToolOutput): ToolOutput? = null
+        }
+        val waitFor = object : WaitFor {
+            override suspend fun waitFor(request: PendingRequest): Answer {
+                throw RuntimeException("nobody home for ${request.name}")
+            }
+        }
+        val client = Client(
+            config(
+                calls(
+                    call("c1", "boom", JSONObject().put("message", "disk on fire")),
+                    call("c2", "typed"),
+                    call("c3", "gated"),
+                    call("c4", "asked"),
+                ),
+                text("survived"),
+            ),
+            listOf(boom, typed, gated, asked),
+            hooks,
+            waitFor,
+        )
+        client.use {
+            val (events, result) = collect(client, "go")
+            assertEquals(Outcome.DONE, result.outcome)
+            assertEquals("survived", result.finalText)
+            val byId = results(events).associateBy { it.callId }
+            assertTrue(byId.values.all { it.isError }, byId.toString())
+            assertTrue(byId.getValue("c1").content.contains("disk on fire"), byId.toString())
+            assertEquals("exactly this", byId.getValue("c2").content)
+            assertTrue(byId.getValue("c3").content.contains("hook exploded"), byId.toString())
+            assertTrue(byId.getValue("c4").content.contains("nobody home for asked"), byId.toString())
+        }
+    }
+
+    @Test
+    fun `a tool whose spec is invalid is refused with a ContenoxException`() {
+        val bad = hostTool(spec("has space")) { _, _ -> ToolOutput("x", false, null) }
+        val e = assertThrows<ContenoxException> { Client(config(text("hi")), listOf(bad)) }
+        assertTrue(e is ContenoxException.Tool, e.toString())
+        val badSchema = hostTool(spec("ok").copy(inputSchemaJson = "{not json")) { _, _ ->
+            ToolOutput("x", false, null)
+        }
+        assertThrows<ContenoxException.Json> { Client(config(text("hi")), listOf(badSchema)) }
+    }
+
+    @Test
+    fun `cancelling the coroutine awaiting run cancels the turn and the pending waitFor`() = runBlocking {
+        val waiting = CompletableDeferred<PendingRequest>()
+        val waitSawCancel = CompletableDeferred<Boolean>()
+        val waitFor = object : WaitFor {
+            override suspend fun waitFor(request: PendingRequest): Answer {
+                waiting.complete(request)
+                try {
+                    awaitCancellation()
+                } catch (e: CancellationException) {
+                    waitSawCancel.complete(true)
+                    throw e
+                }
+            }
+        }
+        val hooks = object : Hooks {
+            override suspend fun beforeTool(call: ToolCallEvent) =
+                Decision.Ask("approval", "Run ${call.name}?", null, """{"why":"test"}""")
+
+            override suspend fun afterTool(call: ToolCallEvent, result: ToolOutput): ToolOutput? = null
+        }
+        val echo = hostTool(spec("echo")) { args, _ -> ToolOutput(args, false, null) }
+        val client = Client(
+            config(calls(call("c1", "echo", JSONObject().put("x", 1))), text("second answer")),
+            listOf(echo),
+            hooks,
+            waitFor,
+        )
+        client.use {
+            val job = launch(Dispatchers.Default) { client.run("ask me") }
+            val request = withTimeout(10_000) { waiting.await() }
+            assertEquals("echo", request.name)
+            assertEquals("c1", request.callId)
+            assertEquals("""{"why":"test"}""", request.dataJson)
+            assertEquals("""{"x":1}""", request.argumentsJson)
+            job.cancelAndJoin()
+            assertTrue(withTimeout(10_000) { waitSawCancel.await() })
+            // The cancelled turn ended properly: the next turn queues behind it and the
+            // transcript holds the `cancelled` result of the call.
+            val next = withTimeout(10_000) { client.run("again") }
+            assertEquals(Outcome.DONE, next.outcome)
+            val messages = next.transcript.messages()
+            val tool = messages.filterIsInstance<Message.Tool>().single()
+            assertEquals("c1", tool.callId)
+            assertTrue(tool.isError)
+            assertEquals("cancelled", tool.content)
+            // the second turn got the model's next entry
+            assertEquals("second answer", next.finalText)
+        }
+    }
+
+    @Test
+    fun `Run cancel and Client cancel end a stalled turn as cancelled`() = runBlocking {
+        val stall = JSONObject().put("stall", true)
+        val client = Client(config(stall, stall))
+        client.use {
+            val run = client.stream("first")
+            run.events().takeWhile { it !is Event.Request }.toList()
+            run.cancel()
+            assertEquals(Outcome.CANCELLED, withTimeout(10_000) { run.result() }.outcome)
+            assertTrue(run.isFinished())
+
+            val second = async(Dispatchers.Default) { client.run("second") }
+            delay(100)
+            client.cancel()
+            assertEquals(Outcome.CANCELLED, withTimeout(10_000) { second.await() }.outcome)
+            assertFalse(client.isClosed())
+        }
+    }
+
+    @Test
+    fun `events are collected as a Flow, in order, with the engine's JSON`() = runBlocking {
+        val echo = hostTool(spec("echo")) { args, _ -> ToolOutput(args, false, null) }
+        val client = Client(
+            config(calls(call("c1", "echo", JSONObject().put("a", "b"))), text("all done now")),
+            listOf(echo),
+        )
+        client.use {
+            val events = client.streamFlow("hello").toList()
+            assertTrue(events.first() is Event.TurnStart)
+            val end = events.last() as Event.TurnEnd
+            assertEquals(Outcome.DONE, end.outcome)
+            assertEquals("all done now", end.finalText)
+            val kinds = events.map { it.kind() }
+            val expected = listOf("turn_start", "tool_call", "gate", "tool_start", "tool_result", "text", "turn_end")
+            var at = 0
+            for (k in kinds) if (at < expected.size && k == expected[at]) at++
+            assertEquals(expected.size, at, kinds.toString())
+            assertTrue(kinds.count { it == "text_delta" } >= 1, kinds.toString())
+
+            val toolCall = events.filterIsInstance<Event.ToolCall>().single()
+            assertEquals("""{"a":"b"}""", toolCall.argumentsJson)
+            assertEquals("echo", toolCall.toolName())
+            val json = JSONObject(toolCall.toJson())
+            assertEquals("tool_call", json.getString("type"))
+            assertEquals("c1", json.getString("call_id"))
+            assertEquals("b", json.getJSONObject("arguments").getString("a"))
+            val gate = JSONObject(events.first { it is Event.Gate }.toJson())
+            assertEquals("allow", gate.getString("decision"))
+            assertEquals("host", gate.getString("source"))
+            assertEquals("done", JSONObject(end.toJson()).getString("outcome"))
+            assertEquals("done", outcomeName(end.outcome))
+        }
+    }
+
+    @Test
+    fun `a collector that stops early cancels the turn of streamFlow`() = runBlocking {
+        val stall = JSONObject().put("stall", true)
+        val client = Client(config(stall, text("next")))
+        client.use {
+            val seen = client.streamFlow("stall").takeWhile { it !is Event.Request }.toList()
+            assertTrue(seen.first() is Event.TurnStart)
+            // The stalled turn was cancelled when the collector stopped: the next one runs.
+            val next = withTimeout(10_000) { client.run("next") }
+            assertEquals(Outcome.DONE, next.outcome)
+            assertEquals("next", next.finalText)
+        }
+    }
+
+    @Test
+    fun `a suspend web search provider backs the websearch builtin`() = runBlocking {
+        val asked = CompletableDeferred<SearchRequest>()
+        val provider = object : WebSearchProvider {
+            override suspend fun search(request: SearchRequest): List<SearchResult> {
+                asked.complete(request)
+                delay(10)
+                return listOf(
+                    SearchResult("Kept", "https://kept.example/page", "a snippet"),
+                    SearchResult("Blocked", "https://blocked.example/x", "dropped by the engine"),
+                )
+            }
+        }
+        val args = JSONObject().put("query", "kotlin").put("blocked_domains", JSONArray(listOf("blocked.example")))
+        val client = Client(
+            config(calls(call("c1", "websearch", args)), text("found"), extra = JSONObject().put("builtins", JSONArray(listOf("websearch")))),
+            websearch = provider,
+        )
+        client.use {
+            val (events, result) = collect(client, "search")
+            assertEquals("found", result.finalText)
+            assertEquals("kotlin", asked.await().query)
+            val r = results(events).single()
+            assertFalse(r.isError, r.content)
+            assertTrue(r.content.contains("https://kept.example/page"), r.content)
+            assertFalse(r.content.contains("blocked.example"), r.content)
+        }
+    }
+
+    @Test
+    fun `transcripts are saved as JSON and loaded into a new client`() = runBlocking {
+        val first = Client(config(text("one")))
+        val saved = first.use { it.run("first prompt").transcript.toJson() }
+        assertTrue(saved.contains("first prompt"))
+
+        val second = Client(config(text("two")))
+        second.use {
+            it.setTranscript(Transcript.fromJson(saved))
+            assertEquals(2UL, it.transcript().len())
+            val result = it.run("second prompt")
+            assertEquals("two", result.finalText)
+            val users = result.transcript.messages().filterIsInstance<Message.User>().map { m -> m.content }
+            assertEquals(listOf("first prompt", "second prompt"), users)
+        }
+        assertThrows<ContenoxException> { Transcript.fromJson("""{"messages": [{"role": "tool", "call_id": "x", "name": "y", "content": "z"}]}""") }
+        assertTrue(Transcript.empty().isEmpty())
+    }
+
+    @Test
+    fun `invalid configuration and misuse raise ContenoxException`() = runBlocking {
+        val e = assertThrows<ContenoxException.Config> { Client("""{"style": "scripted", "script": [], "no_such_key": 1}""") }
+        assertTrue(e.detail.contains("no_such_key"), e.detail)
+        assertThrows<ContenoxException.Config> { Client("""{"style": "openai"}""") }
+        assertThrows<ContenoxException.Config> { Client("not json") }
+
+        val client = Client(config(text("hi")))
+        assertThrows<ContenoxException.Config> { client.run("x", listOf("[bad")) }
+        client.shutdown()
+        assertTrue(client.isClosed())
+        assertThrows<ContenoxException.Config> { client.run("after close") }
+        client.destroy()
+    }
+
+    @Test
+    fun `listModels, tools, register and unregister`() = runBlocking {
+        val client = Client(config(text("hi"), extra = JSONObject().put("model", "my-model")))
+        client.use {
+            assertEquals(listOf("my-model"), it.listModels().map { m -> m.id })
+            assertTrue(listModels(config(text("x"))).isNotEmpty())
+            assertTrue(it.tools().isEmpty())
+            val count = AtomicInteger()
+            it.register(hostTool(spec("late").copy(hints = Hints(readOnly = true))) { _, _ ->
+                count.incrementAndGet()
+                ToolOutput("ok", false, null)
+            })
+            val late = it.tools().single()
+            assertEquals("late", late.name)
+            assertEquals(true, late.hints.readOnly)
+            assertEquals(null, late.hints.destructive)
+            assertEquals("object", JSONObject(late.inputSchemaJson).getString("type"))
+            assertTrue(it.unregister("late"))
+            assertFalse(it.unregister("late"))
+            assertNotNull(JSONObject(it.configJson()).get("script"))
+        }
+    }
+}

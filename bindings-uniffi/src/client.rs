@@ -1,0 +1,275 @@
+//! `Client` and `Run`: the engine's client and run handle as UniFFI objects.
+
+use std::sync::{Arc, Mutex};
+
+use contenox::{CancellationToken, RunOptions};
+use tokio::sync::{mpsc, watch};
+
+use crate::callbacks::{
+    Hooks, HooksAdapter, HostTool, ToolAdapter, WaitFor, WaitForAdapter, WebSearchAdapter,
+    WebSearchProvider,
+};
+use crate::error::ContenoxError;
+use crate::types::{Event, ModelInfo, ToolSpec, Transcript, TurnResult};
+
+/// An agent client: one conversation, its tools, its gate and its model.
+///
+/// Turns on one client run one at a time, in the order they were started. `shutdown()` cancels
+/// what runs and refuses new turns; freeing the client (Kotlin `close()` / `use {}`, Swift
+/// `deinit`) does the same.
+#[derive(uniffi::Object)]
+pub struct Client {
+    inner: contenox::Client,
+    /// Every turn's cancel token is a child of this one; `cancel()` cancels it and puts a fresh
+    /// one in its place.
+    turns: Mutex<CancellationToken>,
+}
+
+impl Client {
+    fn turn_options(&self, allow: Option<Vec<String>>) -> Result<RunOptions, ContenoxError> {
+        let token = self.turns.lock().expect("turns lock").child_token();
+        let options = RunOptions::default().cancel(token);
+        Ok(match allow {
+            Some(patterns) => options.allow(&patterns)?,
+            None => options,
+        })
+    }
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Client {
+    /// Build a client. `config_json` is the engine's `Config` as JSON (snake_case keys, the same
+    /// names in every binding: `style`, `base_url`, `model`, `api_key`, `root`, `builtins`,
+    /// `allow`, `max_turns`, `script`, ...); unknown keys are an error. `websearch`: a search
+    /// provider, which turns on the `websearch` builtin.
+    #[uniffi::constructor(default(tools = [], hooks = None, wait_for = None, websearch = None))]
+    pub fn new(
+        config_json: String,
+        tools: Vec<Arc<dyn HostTool>>,
+        hooks: Option<Arc<dyn Hooks>>,
+        wait_for: Option<Arc<dyn WaitFor>>,
+        websearch: Option<Arc<dyn WebSearchProvider>>,
+    ) -> Result<Arc<Self>, ContenoxError> {
+        let config = contenox::Config::from_json(&config_json)?;
+        let mut builder = contenox::ClientBuilder::from_config(config);
+        for tool in tools {
+            builder = builder.tool(ToolAdapter::wrap(tool)?);
+        }
+        if let Some(hooks) = hooks {
+            builder = builder.hooks(Arc::new(HooksAdapter(hooks)));
+        }
+        if let Some(wait_for) = wait_for {
+            builder = builder.wait_for(Arc::new(WaitForAdapter(wait_for)));
+        }
+        if let Some(provider) = websearch {
+            builder = builder.websearch(Arc::new(WebSearchAdapter(provider)));
+        }
+        Ok(Arc::new(Client {
+            inner: builder.build()?,
+            turns: Mutex::new(CancellationToken::new()),
+        }))
+    }
+
+    /// Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns` or `Error`
+    /// (the transcript kept in every case); throws only for misuse (a closed client, a bad
+    /// `allow` pattern). `allow` narrows the tools for this turn only (allowlist grammar).
+    ///
+    /// Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
+    /// `cancel()` does: it ends as `Cancelled` with a valid transcript.
+    #[uniffi::method(default(allow = None))]
+    pub async fn run(
+        &self,
+        prompt: String,
+        allow: Option<Vec<String>>,
+    ) -> Result<TurnResult, ContenoxError> {
+        let options = self.turn_options(allow)?;
+        let cancel_on_drop = options
+            .cancel
+            .clone()
+            .expect("turn_options sets a token")
+            .drop_guard();
+        let client = self.inner.clone();
+        // The turn runs in its own task, so that when this future is dropped the turn still
+        // ends properly (as `Cancelled`, through the guard) instead of being cut off mid-step.
+        let turn = tokio::spawn(async move { client.run_with(prompt, options).await });
+        let result = turn.await.map_err(|e| ContenoxError::Transport {
+            detail: format!("the turn's task failed: {e}"),
+        });
+        cancel_on_drop.disarm();
+        Ok(result??.into())
+    }
+
+    /// Start a turn and return its `Run`: events as they happen (`nextEvent()`), `cancel()`,
+    /// and `result()`. See the Kotlin `Run.events()` Flow and the Swift `Run.events`
+    /// AsyncStream helpers.
+    #[uniffi::method(default(allow = None))]
+    pub async fn stream(
+        &self,
+        prompt: String,
+        allow: Option<Vec<String>>,
+    ) -> Result<Arc<Run>, ContenoxError> {
+        let options = self.turn_options(allow)?;
+        let run = self.inner.stream_with(prompt, options)?;
+        Ok(Arc::new(Run::start(run)))
+    }
+
+    /// Cancel every turn of this client started before this call (running or queued). The
+    /// client stays usable.
+    pub fn cancel(&self) {
+        let mut turns = self.turns.lock().expect("turns lock");
+        turns.cancel();
+        *turns = CancellationToken::new();
+    }
+
+    /// Add a tool (or replace the one of the same name). A tool registered while a turn runs is
+    /// offered from that turn's next model request.
+    pub fn register(&self, tool: Arc<dyn HostTool>) -> Result<(), ContenoxError> {
+        Ok(self.inner.register(ToolAdapter::wrap(tool)?)?)
+    }
+
+    /// Remove a tool; true when it was there.
+    pub fn unregister(&self, name: String) -> bool {
+        self.inner.unregister(&name)
+    }
+
+    /// The specs of every registered tool (before allowlists).
+    pub fn tools(&self) -> Vec<ToolSpec> {
+        self.inner.tools().into_iter().map(ToolSpec::from).collect()
+    }
+
+    /// The conversation so far (during a turn: as of its last complete step).
+    pub fn transcript(&self) -> Arc<Transcript> {
+        Arc::new(Transcript {
+            inner: self.inner.transcript(),
+        })
+    }
+
+    /// Replace the conversation, for example with one saved earlier (`Transcript.fromJson`).
+    /// Throws while a turn runs.
+    pub fn set_transcript(&self, transcript: Arc<Transcript>) -> Result<(), ContenoxError> {
+        Ok(self.inner.set_transcript(transcript.inner.clone())?)
+    }
+
+    /// The models the configured server offers.
+    pub async fn list_models(&self) -> Result<Vec<ModelInfo>, ContenoxError> {
+        let models = self.inner.list_models().await?;
+        Ok(models.into_iter().map(ModelInfo::from).collect())
+    }
+
+    /// The config the client was built with, as JSON.
+    pub fn config_json(&self) -> String {
+        serde_json::to_string(self.inner.config()).expect("a config always serializes")
+    }
+
+    /// Cancel every running turn and refuse new ones (the engine's `close`; named so because
+    /// Kotlin's `close()` frees the object). Idempotent.
+    pub fn shutdown(&self) {
+        self.inner.close();
+    }
+
+    /// Whether `shutdown()` was called (or the client was freed).
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+}
+
+impl Drop for Client {
+    /// Turns still running hold the engine's client; freeing the binding's object ends them.
+    fn drop(&mut self) {
+        self.inner.close();
+    }
+}
+
+/// The models the server `config_json` points at, without building a client.
+#[uniffi::export(async_runtime = "tokio")]
+pub async fn list_models(config_json: String) -> Result<Vec<ModelInfo>, ContenoxError> {
+    let config = contenox::Config::from_json(&config_json)?;
+    let models = contenox::list_models(&config).await?;
+    Ok(models.into_iter().map(ModelInfo::from).collect())
+}
+
+type Finished = Option<Result<contenox::TurnResult, String>>;
+
+/// A running turn: its events, its cancel, its result. Freeing it (Kotlin `close()`, or the
+/// garbage collector) before the turn ended cancels the turn, as the engine's own handle does.
+#[derive(uniffi::Object)]
+pub struct Run {
+    events: tokio::sync::Mutex<mpsc::UnboundedReceiver<contenox::Event>>,
+    cancel: CancellationToken,
+    finished: watch::Receiver<Finished>,
+}
+
+impl Run {
+    /// Take over the engine's run handle. A small task reads it, so that events and the result
+    /// can be awaited independently (the engine's `Run::result` consumes the handle).
+    fn start(mut run: contenox::Run) -> Run {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (done_tx, done_rx) = watch::channel(None);
+        let cancel = run.cancel_token();
+        tokio::spawn(async move {
+            while let Some(event) = run.next_event().await {
+                let end = matches!(event, contenox::Event::TurnEnd { .. });
+                // The receiver is gone only when the Run object was freed; keep draining so
+                // the turn's result is still collected.
+                let _ = tx.send(event);
+                if end {
+                    // `turn_end` is the last event of every turn. (The engine's stream itself
+                    // ends only when every copy of the turn's event sink is gone, and a host
+                    // may hold a tool context longer than the call.)
+                    break;
+                }
+            }
+            drop(tx);
+            let result = run.result().await.map_err(|e| e.to_string());
+            let _ = done_tx.send(Some(result));
+        });
+        Run {
+            events: tokio::sync::Mutex::new(rx),
+            cancel,
+            finished: done_rx,
+        }
+    }
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Run {
+    /// The next event; `null` after `TurnEnd`.
+    pub async fn next_event(&self) -> Option<Event> {
+        self.events.lock().await.recv().await.map(Event::from)
+    }
+
+    /// Cancel the turn. It ends with outcome `Cancelled` and a valid transcript.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Whether the turn has ended.
+    pub fn is_finished(&self) -> bool {
+        self.finished.borrow().is_some()
+    }
+
+    /// Wait for the turn to end and return its result. May be called any number of times, also
+    /// while events are being read.
+    pub async fn result(&self) -> Result<TurnResult, ContenoxError> {
+        let mut finished = self.finished.clone();
+        let done =
+            finished
+                .wait_for(Option::is_some)
+                .await
+                .map_err(|_| ContenoxError::Transport {
+                    detail: "the turn's task ended without a result".into(),
+                })?;
+        match done.as_ref().expect("waited for Some") {
+            Ok(result) => Ok(result.clone().into()),
+            Err(e) => Err(ContenoxError::Transport { detail: e.clone() }),
+        }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if self.finished.borrow().is_none() {
+            self.cancel.cancel();
+        }
+    }
+}

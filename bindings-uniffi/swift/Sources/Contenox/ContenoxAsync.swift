@@ -1,0 +1,33 @@
+// Thin hand-written helpers over the UniFFI-generated bindings (Contenox.swift): the event
+// stream as an AsyncStream, and a run whose turn is cancelled with the calling Task. No
+// behaviour lives here: each helper only calls the generated API.
+
+extension Run {
+    /// The run's events as an `AsyncStream`: `nextEvent()` until the turn ends (the last event
+    /// is `.turnEnd`). The stream reads this run's handle, so iterate it once. Ending the
+    /// iteration early leaves the turn running: call `cancel()` for that.
+    public var events: AsyncStream<Event> {
+        AsyncStream { continuation in
+            let reader = Task {
+                while let event = await self.nextEvent() {
+                    continuation.yield(event)
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in reader.cancel() }
+        }
+    }
+}
+
+extension Client {
+    /// `run(prompt:allow:)` tied to the calling Task: cancelling the Task cancels the turn
+    /// (it ends as `.cancelled`, with a valid transcript) and this returns its result.
+    public func runCancellable(prompt: String, allow: [String]? = nil) async throws -> TurnResult {
+        let run = try await stream(prompt: prompt, allow: allow)
+        return try await withTaskCancellationHandler {
+            try await run.result()
+        } onCancel: {
+            run.cancel()
+        }
+    }
+}
