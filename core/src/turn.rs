@@ -58,6 +58,9 @@ pub struct Run {
     events: UnboundedReceiver<Event>,
     cancel: CancellationToken,
     handle: Option<JoinHandle<TurnResult>>,
+    /// Set once `turn_end` was handed out: the stream ends there even if a tool kept a clone of
+    /// the turn's event sink alive.
+    ended: bool,
 }
 
 impl Run {
@@ -70,12 +73,24 @@ impl Run {
             events,
             cancel,
             handle: Some(handle),
+            ended: false,
         }
     }
 
     /// The next event; `None` after `turn_end`.
     pub async fn next_event(&mut self) -> Option<Event> {
-        self.events.recv().await
+        std::future::poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        let polled = self.events.poll_recv(cx);
+        if let Poll::Ready(Some(Event::TurnEnd { .. })) = &polled {
+            self.ended = true;
+        }
+        polled
     }
 
     /// Cancel the turn. It ends with outcome `cancelled` and a valid transcript.
@@ -100,7 +115,7 @@ impl Run {
 impl Stream for Run {
     type Item = Event;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        self.events.poll_recv(cx)
+        self.poll_event(cx)
     }
 }
 

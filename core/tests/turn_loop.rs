@@ -217,3 +217,39 @@ async fn a_run_allowlist_only_narrows() {
     assert!(res[1].2 && res[1].1.contains("unknown tool"), "{res:?}");
     assert!(!dir.path().join("x").exists());
 }
+
+#[tokio::test]
+async fn the_event_stream_ends_at_turn_end_even_if_a_tool_kept_its_context() {
+    let kept: Arc<std::sync::Mutex<Vec<contenox::ToolContext>>> = Arc::default();
+    let keeper = kept.clone();
+    let hoard = Arc::new(tool_fn(
+        ToolSpec::new("hoard", "Keeps its context.", json!({"type": "object"})),
+        move |_args, ctx| {
+            keeper.lock().unwrap().push(ctx);
+            async { Ok(ToolOutput::text("kept")) }
+        },
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let client = Client::builder()
+        .script(vec![
+            ScriptEntry::tool_call("c1", "hoard", json!({})),
+            ScriptEntry::text("done"),
+        ])
+        .root(dir.path())
+        .builtins(Vec::<String>::new())
+        .tool(hoard)
+        .build()
+        .unwrap();
+    let mut run = client.stream("go").unwrap();
+    let drained = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut last = None;
+        while let Some(e) = run.next_event().await {
+            last = Some(e.kind());
+        }
+        last
+    })
+    .await
+    .expect("the stream ends after turn_end");
+    assert_eq!(drained, Some("turn_end"));
+    assert_eq!(kept.lock().unwrap().len(), 1);
+}
