@@ -11,7 +11,7 @@ use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::walk::{walker, Mtimes};
+use super::walk::{under, walker, CancelCheck, Mtimes};
 use super::{confine, display_path, opt_str, opt_u64, str_arg};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
@@ -122,7 +122,7 @@ pub(crate) fn glob(
         .add(glob)
         .build()
         .map_err(|e| format!("bad glob pattern {pattern:?}: {e}"))?;
-    let found: Mutex<Vec<(PathBuf, SystemTime)>> = Mutex::new(Vec::new());
+    let found: Mutex<Vec<(String, SystemTime)>> = Mutex::new(Vec::new());
     if start.is_dir() {
         let mut w = walker(&start);
         // A pattern that names a hidden part (`**/.env`, `.github/**`) looks into hidden
@@ -152,13 +152,14 @@ pub(crate) fn glob(
             display_path(root, dir)
         )));
     }
-    found.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+    // Ties (files written in one clock tick) by path bytes, so the order is stable.
+    found.sort_unstable_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
     let total = found.len();
     let page: Vec<String> = found
         .into_iter()
         .skip(offset)
         .take(limit.unwrap_or(usize::MAX))
-        .map(|(p, _)| p.to_string_lossy().into_owned())
+        .map(|(p, _)| p)
         .collect();
     if page.is_empty() {
         return Ok(
@@ -184,7 +185,7 @@ struct Collectors<'s> {
     start: &'s Path,
     matcher: &'s GlobSet,
     cancel: &'s CancellationToken,
-    found: &'s Mutex<Vec<(PathBuf, SystemTime)>>,
+    found: &'s Mutex<Vec<(String, SystemTime)>>,
 }
 
 impl<'s> ParallelVisitorBuilder<'s> for Collectors<'s> {
@@ -193,7 +194,7 @@ impl<'s> ParallelVisitorBuilder<'s> for Collectors<'s> {
             root: self.root,
             start: self.start,
             matcher: self.matcher,
-            cancel: self.cancel,
+            cancel: CancelCheck::new(self.cancel),
             found: self.found,
             local: Vec::new(),
             mtimes: Mtimes::default(),
@@ -206,15 +207,15 @@ struct Collector<'s> {
     root: &'s Path,
     start: &'s Path,
     matcher: &'s GlobSet,
-    cancel: &'s CancellationToken,
-    found: &'s Mutex<Vec<(PathBuf, SystemTime)>>,
-    local: Vec<(PathBuf, SystemTime)>,
+    cancel: CancelCheck<'s>,
+    found: &'s Mutex<Vec<(String, SystemTime)>>,
+    local: Vec<(String, SystemTime)>,
     mtimes: Mtimes,
 }
 
 impl ParallelVisitor for Collector<'_> {
     fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
-        if self.cancel.is_cancelled() {
+        if self.cancel.cancelled() {
             return WalkState::Quit;
         }
         let Ok(entry) = entry else {
@@ -224,10 +225,10 @@ impl ParallelVisitor for Collector<'_> {
             return WalkState::Continue;
         }
         let path = entry.path();
-        let rel = path.strip_prefix(self.start).unwrap_or(path);
-        if self.matcher.is_match(rel) {
+        if self.matcher.is_match(under(self.start, path)) {
             let mtime = self.mtimes.of(&entry);
-            let shown = path.strip_prefix(self.root).unwrap_or(path).to_path_buf();
+            // Made a string here, on the walker's thread, rather than after the walk.
+            let shown = under(self.root, path).to_string_lossy().into_owned();
             self.local.push((shown, mtime));
         }
         WalkState::Continue

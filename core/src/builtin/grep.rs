@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::read::MAX_LINE_CHARS;
-use super::walk::{overrides, types, walker, Mtimes};
+use super::walk::{overrides, types, under, walker, Mtimes};
 use super::{confine, display_path, opt_bool, opt_str, opt_u64, str_arg};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
@@ -215,26 +215,26 @@ pub(crate) fn grep(
                 return WalkState::Continue;
             }
             let path = entry.path();
-            let rel = relative(root, path);
+            let rel = || under(root, path).to_path_buf();
             match a.mode {
                 Mode::Files => {
                     let mut sink = FirstMatch(false);
                     if searcher.search_path(&matcher, path, &mut sink).is_ok() && sink.0 {
                         let mtime = mtimes.of(&entry);
-                        files.lock().expect("grep lock").push((rel, mtime));
+                        files.lock().expect("grep lock").push((rel(), mtime));
                     }
                 }
                 Mode::Count => {
                     let mut sink = CountLines(0);
                     if searcher.search_path(&matcher, path, &mut sink).is_ok() && sink.0 > 0 {
-                        counts.lock().expect("grep lock").push((rel, sink.0));
+                        counts.lock().expect("grep lock").push((rel(), sink.0));
                     }
                 }
                 Mode::Content => {
                     let prefix = if single_file {
                         None
                     } else {
-                        Some(rel.to_string_lossy().into_owned())
+                        Some(under(root, path).to_string_lossy().into_owned())
                     };
                     let mut sink = ContentSink {
                         prefix: prefix.as_deref(),
@@ -245,10 +245,12 @@ pub(crate) fn grep(
                         cut: 0,
                     };
                     if searcher.search_path(&matcher, path, &mut sink).is_ok() && sink.total > 0 {
-                        content
-                            .lock()
-                            .expect("grep lock")
-                            .add(rel, sink.lines, sink.total, sink.cut);
+                        content.lock().expect("grep lock").add(
+                            rel(),
+                            sink.lines,
+                            sink.total,
+                            sink.cut,
+                        );
                     }
                 }
             }
@@ -323,11 +325,6 @@ pub(crate) fn grep(
         out = out.with_metadata(meta);
     }
     Ok(out)
-}
-
-/// `path` relative to `root` (the walk never leaves it).
-fn relative(root: &Path, path: &Path) -> PathBuf {
-    path.strip_prefix(root).unwrap_or(path).to_path_buf()
 }
 
 /// Stops at the first match.
