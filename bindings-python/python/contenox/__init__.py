@@ -13,6 +13,7 @@ thin, asyncio-native Python binding.
   :class:`Tool`; ``client.register`` / ``client.unregister`` at any time.
 - The gate: ``hooks={"before_tool": fn, "after_tool": fn}`` returning None, :func:`deny` or
   :func:`pending`; ``wait_for=fn(request, cancel)`` answering asks.
+- Opt-in: ``websearch=provider`` (:data:`WebSearch`) turns on the ``websearch`` builtin.
 - Events: :mod:`contenox.events`; results: :class:`TurnResult`; errors: :class:`ContenoxError`.
 """
 
@@ -62,6 +63,13 @@ from ._types import (
     deny,
     pending,
 )
+from ._websearch import (
+    SearchRequest,
+    SearchResult,
+    SearchResults,
+    WebSearch,
+    WebSearchProvider,
+)
 from .events import Event
 
 __version__ = "0.1.0"
@@ -93,6 +101,9 @@ __all__ = [
     "Outcome",
     "PendingRequest",
     "Run",
+    "SearchRequest",
+    "SearchResult",
+    "SearchResults",
     "SerializationError",
     "Source",
     "Tier",
@@ -106,6 +117,8 @@ __all__ = [
     "TurnResult",
     "Usage",
     "WaitFor",
+    "WebSearch",
+    "WebSearchProvider",
     "create_client",
     "deny",
     "events",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import html
+import inspect
 import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
@@ -24,6 +25,7 @@ from ._types import (
     Transcript,
     TurnResult,
 )
+from ._websearch import WebSearch
 from .events import Answer, Event, Gate, ToolCall, ToolResult, TurnEnd, event_from_dict
 
 __all__ = [
@@ -344,6 +346,36 @@ def _callable(fn: Any, what: str) -> tuple[Any, bool] | None:
     return (fn, is_async(fn))
 
 
+def _takes_cancel(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` takes a second positional argument (the cancel signal)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = 0
+    for p in params:
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            return True
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 2
+
+
+def _search_callable(provider: WebSearch | None) -> tuple[Any, bool, bool] | None:
+    """``websearch=``: a provider object's ``search`` method, or the function itself, with
+    whether it is async and whether it takes the cancel signal."""
+    if provider is None:
+        return None
+    search = getattr(provider, "search", None)
+    fn = search if callable(search) else provider
+    if not callable(fn):
+        raise ConfigurationError(
+            "websearch must be a function search(request) or an object with a search method, "
+            f"got {type(provider).__name__}"
+        )
+    return (fn, is_async(fn), _takes_cancel(fn))
+
+
 def create_client(
     *,
     style: str | None = None,
@@ -366,6 +398,7 @@ def create_client(
     hooks: Hooks | None = None,
     wait_for: WaitFor | None = None,
     tools: Sequence[ToolLike] = (),
+    websearch: WebSearch | None = None,
     **options: Any,
 ) -> Client:
     """Create a client. The options are the engine's (``Config``), with the same names and
@@ -373,7 +406,9 @@ def create_client(
     an unknown one is a :class:`ConfigurationError` with the engine's message.
 
     ``hooks={"before_tool": fn, "after_tool": fn}``, ``wait_for=fn(request, cancel)`` and
-    ``tools=[...]`` take Python callables, sync or async."""
+    ``tools=[...]`` take Python callables, sync or async. ``websearch``: a search provider
+    (a function ``search(request)`` or an object with a ``search`` method, sync or async) turns
+    on the opt-in ``websearch`` builtin."""
     config = _config_json(
         {
             "style": style,
@@ -408,6 +443,7 @@ def create_client(
         _callable(hooks.get("before_tool"), "before_tool"),
         _callable(hooks.get("after_tool"), "after_tool"),
         _callable(wait_for, "wait_for"),
+        _search_callable(websearch),
     )
     return Client(native)
 

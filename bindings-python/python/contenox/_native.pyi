@@ -39,6 +39,7 @@ class Done:
 
 _NativeTool = tuple[dict[str, Any], Callable[..., Any], bool]
 _NativeCallable = tuple[Callable[..., Any], bool]
+_NativeSearch = tuple[Callable[..., Any], bool, bool]
 
 class Run:
     def try_batch(self) -> list[dict[str, Any]] | None: ...
@@ -56,6 +57,7 @@ class Client:
         before_tool: _NativeCallable | None = None,
         after_tool: _NativeCallable | None = None,
         wait_for: _NativeCallable | None = None,
+        websearch: _NativeSearch | None = None,
     ) -> Client: ...
     def run(self, prompt: str, allow: list[str] | None = None) -> Awaitable[dict[str, Any]]: ...
     def stream(self, prompt: str, allow: list[str] | None = None) -> Run: ...
