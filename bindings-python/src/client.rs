@@ -323,7 +323,27 @@ impl PyClient {
         ser_to_py(py, self.core()?.config())
     }
 
-    /// Cancel every running turn and refuse new ones.
+    /// The ids of the background shells started so far (`shell_1`, ...); None when config
+    /// `background` is off.
+    fn background_shell_ids(&self) -> PyResult<Option<Vec<String>>> {
+        Ok(self.core()?.background_shells().map(|s| s.ids()))
+    }
+
+    /// A background shell's status (`running`, `exited N`, `killed`); None for an unknown id
+    /// or when config `background` is off.
+    fn background_shell_status(&self, id: &str) -> PyResult<Option<String>> {
+        Ok(self.core()?.background_shells().and_then(|s| s.status(id)))
+    }
+
+    /// Kill every background shell's process group (the client stays open).
+    fn close_background_shells(&self) -> PyResult<()> {
+        if let Some(shells) = self.core()?.background_shells() {
+            shells.close_all();
+        }
+        Ok(())
+    }
+
+    /// Cancel every running turn, kill the background shells, and refuse new turns.
     fn close(&self) -> PyResult<()> {
         self.core()?.close();
         Ok(())

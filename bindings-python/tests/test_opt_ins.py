@@ -1,10 +1,15 @@
 """The opt-in builtins that need the host: a web search provider (``websearch=``), sync or
-async, as a function or an object, failing or cancelled."""
+async, as a function or an object, failing or cancelled; and the background shells of a client
+(``background=True``, ``client.background_shells()``), killed by ``close()``."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import random
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import contenox
@@ -209,3 +214,92 @@ def test_websearch_in_a_sync_script() -> None:
     )
     r = client.run_sync("x")
     assert results(r)[0]["content"].startswith(RUST)
+
+
+# --- background shells ----------------------------------------------------------------------
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+
+
+def pids_running(marker: str) -> list[int]:
+    """Live processes whose command line holds ``marker`` (zombies have an empty one)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
+async def wait_until(what: str, check: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting until {what}")
+        await asyncio.sleep(0.02)
+
+
+def background_client(tmp_path: Path, *commands: str) -> contenox.Client:
+    entries = [
+        call("bash", {"command": c, "run_in_background": True}, f"call_{i}")
+        for i, c in enumerate(commands)
+    ]
+    return scripted(
+        *entries, {"text": "started"}, builtins=["bash"], background=True, root=tmp_path
+    )
+
+
+def sleeper() -> tuple[str, str]:
+    """A command that runs until killed, and a marker unique to its processes."""
+    marker = f"{300 + random.random():.9f}"
+    return f"sleep {marker}; echo never", marker
+
+
+def test_background_shells_off_is_none() -> None:
+    client = scripted({"text": "x"}, builtins=["bash"])
+    assert client.background_shells() is None
+
+
+@needs_proc
+async def test_background_shell_ids_status_and_close(tmp_path: Path) -> None:
+    command, marker = sleeper()
+    client = background_client(tmp_path, "echo quick", command)
+    shells = client.background_shells()
+    assert shells is not None and shells.ids() == []
+    r = await client.run("start them")
+    assert r.outcome == "done"
+    assert [m["content"].split(".")[0] for m in results(r)] == [
+        "Started in the background as shell shell_1",
+        "Started in the background as shell shell_2",
+    ]
+    assert shells.ids() == ["shell_1", "shell_2"]
+    await wait_until("shell_1 exits", lambda: shells.status("shell_1") == "exited 0")
+    assert shells.status("shell_2") == "running"
+    assert shells.status("shell_3") is None and shells.status("nonsense") is None
+    await wait_until("the sleeper runs", lambda: pids_running(marker))
+
+    client.close()
+    await wait_until("the sleeper is gone", lambda: not pids_running(marker))
+    await wait_until("shell_2 reads killed", lambda: shells.status("shell_2") == "killed")
+    assert shells.status("shell_1") == "exited 0"
+    assert client.background_shells() is not None  # still readable after close
+
+
+@needs_proc
+async def test_background_close_all_keeps_the_client(tmp_path: Path) -> None:
+    command, marker = sleeper()
+    client = background_client(tmp_path, command)
+    await client.run("start")
+    shells = client.background_shells()
+    assert shells is not None
+    await wait_until("the sleeper runs", lambda: pids_running(marker))
+    shells.close_all()
+    await wait_until("the sleeper is gone", lambda: not pids_running(marker))
+    await wait_until("shell_1 reads killed", lambda: shells.status("shell_1") == "killed")
+    assert not client.closed
+    assert "shell_1" in repr(shells)

@@ -13,7 +13,8 @@ thin, asyncio-native Python binding.
   :class:`Tool`; ``client.register`` / ``client.unregister`` at any time.
 - The gate: ``hooks={"before_tool": fn, "after_tool": fn}`` returning None, :func:`deny` or
   :func:`pending`; ``wait_for=fn(request, cancel)`` answering asks.
-- Opt-in: ``websearch=provider`` (:data:`WebSearch`) turns on the ``websearch`` builtin.
+- Opt-ins: ``websearch=provider`` (:data:`WebSearch`) turns on the ``websearch`` builtin;
+  ``background=True`` gives ``bash`` background shells (``client.background_shells()``).
 - Events: :mod:`contenox.events`; results: :class:`TurnResult`; errors: :class:`ContenoxError`.
 """
 
@@ -24,6 +25,7 @@ import atexit as _atexit
 from . import _native, events
 from ._client import (
     AfterTool,
+    BackgroundShells,
     BeforeTool,
     Client,
     Hooks,
@@ -84,6 +86,7 @@ __all__ = [
     "load_mcp",
     "AfterTool",
     "Ask",
+    "BackgroundShells",
     "BeforeTool",
     "CancelSignal",
     "CancelledError",

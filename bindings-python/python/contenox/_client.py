@@ -30,6 +30,7 @@ from .events import Answer, Event, Gate, ToolCall, ToolResult, TurnEnd, event_fr
 
 __all__ = [
     "AfterTool",
+    "BackgroundShells",
     "BeforeTool",
     "Client",
     "Hooks",
@@ -213,6 +214,35 @@ class Run:
         return f"<div><div>▶ {cell(self.prompt, 200)}</div>{table}<div>{status}</div></div>"
 
 
+class BackgroundShells:
+    """The background shells of a client (config ``background=True``): the processes that
+    ``bash`` with ``run_in_background`` started. Get it with
+    :meth:`Client.background_shells`. Every shell is killed (its whole process group) by
+    :meth:`close_all`, by ``client.close()``, and when its turn is cancelled."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.Client) -> None:
+        self._native = native
+
+    def ids(self) -> list[str]:
+        """The ids of every shell started so far, oldest first (``shell_1``, ``shell_2``, ...),
+        finished ones included."""
+        return self._native.background_shell_ids() or []
+
+    def status(self, shell_id: str) -> str | None:
+        """A shell's status: ``"running"``, ``"exited N"`` or ``"killed"``; None for an
+        unknown id."""
+        return self._native.background_shell_status(shell_id)
+
+    def close_all(self) -> None:
+        """Kill every running shell's process group. The client stays open."""
+        self._native.close_background_shells()
+
+    def __repr__(self) -> str:
+        return f"<contenox.BackgroundShells {self.ids()}>"
+
+
 class Client:
     """An agent client: one conversation, its tools, its gate and its model. Make one with
     :func:`create_client`."""
@@ -313,8 +343,14 @@ class Client:
         """The models the configured server offers."""
         return await self._native.list_models()
 
+    def background_shells(self) -> BackgroundShells | None:
+        """The client's background shells, or None when config ``background`` is off."""
+        if self._native.background_shell_ids() is None:
+            return None
+        return BackgroundShells(self._native)
+
     def close(self) -> None:
-        """Cancel every running turn and refuse new ones."""
+        """Cancel every running turn, kill every background shell, and refuse new turns."""
         self._native.close()
 
     @property
