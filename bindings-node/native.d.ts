@@ -25,8 +25,9 @@ export declare class NativeClient {
    * Build a client from core's config JSON and the wrapped host callbacks. Each callback
    * resolves to JSON text: `{"value": ...}`, or `{"error": message}` when the host's function
    * threw or rejected. `abort(key)` aborts the AbortSignal of the call that was given `key`.
+   * `websearch` (a search provider) turns on the `websearch` builtin.
    */
-  constructor(configJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>)
+  constructor(configJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>)
   /**
    * Add a host tool (or replace the one of the same name); `spec_json` is core's ToolSpec.
    * `execute` resolves to `{"value": content}` or `{"error": message}`.
