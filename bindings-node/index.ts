@@ -253,7 +253,7 @@ export interface ClientOptions {
   retry?: RetryPolicy
   /** The `scripted` style's responses. */
   script?: ScriptEntry[]
-  /** Opt-in background shells. */
+  /** Opt-in background shells: `bash` gains `run_in_background`; see `client.backgroundShells()`. */
   background?: boolean
   /** Opt-in `notebook_edit`. */
   notebookEdit?: boolean
@@ -578,6 +578,35 @@ function searchFunction(websearch: WebSearch | undefined | null | false): WebSea
   throw new TypeError('websearch must be a function (request, { signal }) => results, or an object with a search method')
 }
 
+/**
+ * The background shells of a client (option `background: true`): the processes `bash` started
+ * with `run_in_background`. Every shell (its whole process group) is killed by `closeAll()`, by
+ * `client.close()`, and when the turn that started it is cancelled.
+ */
+export class BackgroundShells {
+  readonly #native: native.NativeClient
+
+  /** Use `client.backgroundShells()`. */
+  constructor(handle: native.NativeClient) {
+    this.#native = handle
+  }
+
+  /** The ids of every shell started so far, finished ones included, oldest first (`shell_1`, ...). */
+  ids(): string[] {
+    return this.#native.backgroundShellIds() ?? []
+  }
+
+  /** A shell's status: `running`, `exited N` or `killed`; `undefined` for an unknown id. */
+  status(id: string): string | undefined {
+    return this.#native.backgroundShellStatus(id) ?? undefined
+  }
+
+  /** Kill every running shell's process group. The client stays open. */
+  closeAll(): void {
+    this.#native.closeBackgroundShells()
+  }
+}
+
 /** An agent client: one conversation, its tools, its gate and its model. */
 export class Client {
   readonly #native: native.NativeClient
@@ -685,7 +714,15 @@ export class Client {
     return this.#native
   }
 
-  /** Cancel every running turn (they resolve with `cancelled`) and refuse new ones. Idempotent. */
+  /** The client's background shells, or `undefined` when option `background` is off. */
+  backgroundShells(): BackgroundShells | undefined {
+    return this.#native.backgroundShellIds() == null ? undefined : new BackgroundShells(this.#native)
+  }
+
+  /**
+   * Cancel every running turn (they resolve with `cancelled`), kill every background shell, and
+   * refuse new turns. Idempotent.
+   */
   close(): void {
     this.#native.close()
   }

@@ -49,7 +49,19 @@ export declare class NativeClient {
   setTranscript(transcript: NativeTranscript): void
   /** The models the configured server offers, as JSON `[{id, displayName?}]`. */
   listModels(): Promise<string>
-  /** Cancel every running turn and refuse new ones. Idempotent. */
+  /**
+   * The ids of the background shells started so far (`shell_1`, ...), oldest first; `null`
+   * when config `background` is off.
+   */
+  backgroundShellIds(): Array<string> | null
+  /**
+   * A background shell's status (`running`, `exited N`, `killed`); `null` for an unknown id
+   * or when config `background` is off.
+   */
+  backgroundShellStatus(id: string): string | null
+  /** Kill every background shell's process group; the client stays open. */
+  closeBackgroundShells(): void
+  /** Cancel every running turn, kill the background shells, and refuse new turns. Idempotent. */
   close(): void
   /** Whether `close()` was called. */
   get closed(): boolean

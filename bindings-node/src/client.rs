@@ -275,7 +275,29 @@ impl NativeClient {
         })
     }
 
-    /// Cancel every running turn and refuse new ones. Idempotent.
+    /// The ids of the background shells started so far (`shell_1`, ...), oldest first; `null`
+    /// when config `background` is off.
+    #[napi]
+    pub fn background_shell_ids(&self) -> Option<Vec<String>> {
+        self.client.background_shells().map(|s| s.ids())
+    }
+
+    /// A background shell's status (`running`, `exited N`, `killed`); `null` for an unknown id
+    /// or when config `background` is off.
+    #[napi]
+    pub fn background_shell_status(&self, id: String) -> Option<String> {
+        self.client.background_shells().and_then(|s| s.status(&id))
+    }
+
+    /// Kill every background shell's process group; the client stays open.
+    #[napi]
+    pub fn close_background_shells(&self) {
+        if let Some(shells) = self.client.background_shells() {
+            shells.close_all();
+        }
+    }
+
+    /// Cancel every running turn, kill the background shells, and refuse new turns. Idempotent.
     #[napi]
     pub fn close(&self) {
         self.client.close();

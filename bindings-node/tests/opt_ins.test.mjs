@@ -1,9 +1,13 @@
 // The opt-in builtins that need the host: a web search provider (`websearch`), sync or async,
-// a function or an object, throwing, rejecting or aborted.
+// a function or an object, throwing, rejecting or aborted; and the background shells of a
+// client (`background: true`, `client.backgroundShells()`), killed by `close()`.
 import assert from 'node:assert/strict'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 
-import { createClient } from 'contenox'
+import { BackgroundShells, createClient } from 'contenox'
 
 const RUST = '1. Rust\n   https://www.rust-lang.org/\n   A language empowering everyone.\n'
 const TOKIO = '2. Tokio\n   https://tokio.rs/\n   An asynchronous runtime.\n'
@@ -163,6 +167,90 @@ describe('websearch', () => {
     assert.throws(() => scripted([], { builtins: ['websearch'] }), /web search provider/)
     const client = scripted([], { websearch: false })
     assert.deepEqual(client.tools, [])
+    client.close()
+  })
+})
+
+describe('background shells', () => {
+  const hasProc = existsSync('/proc/self/cmdline')
+
+  /** Live processes whose command line holds `marker` (zombies have an empty one). */
+  function pidsRunning(marker) {
+    const pids = []
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue
+      let cmdline
+      try {
+        cmdline = readFileSync(`/proc/${entry}/cmdline`, 'latin1')
+      } catch {
+        continue
+      }
+      if (cmdline.includes(marker)) pids.push(Number(entry))
+    }
+    return pids
+  }
+
+  /** A command that runs until killed, and a marker unique to its processes. */
+  function sleeper() {
+    const marker = (300 + Math.random()).toFixed(9)
+    return [`sleep ${marker}; echo never`, marker]
+  }
+
+  function backgroundClient(root, ...commands) {
+    return scripted(
+      [...commands.map((command, i) => call('bash', { command, run_in_background: true }, `call_${i}`)), { text: 'started' }],
+      { builtins: ['bash'], background: true, root },
+    )
+  }
+
+  let root
+  before(() => {
+    root = mkdtempSync(join(tmpdir(), 'contenox-node-shells-'))
+  })
+  after(() => rmSync(root, { recursive: true, force: true }))
+
+  test('off: backgroundShells() is undefined', () => {
+    const client = scripted([], { builtins: ['bash'] })
+    assert.equal(client.backgroundShells(), undefined)
+    client.close()
+  })
+
+  test('ids and status; close() kills the process', { skip: !hasProc && 'needs /proc' }, async () => {
+    const [command, marker] = sleeper()
+    const client = backgroundClient(root, 'echo quick', command)
+    const shells = client.backgroundShells()
+    assert.ok(shells instanceof BackgroundShells)
+    assert.deepEqual(shells.ids(), [])
+    const result = await client.run('start them')
+    assert.equal(result.outcome, 'done')
+    assert.deepEqual(
+      toolResults(result).map((m) => m.content.split('.')[0]),
+      ['Started in the background as shell shell_1', 'Started in the background as shell shell_2'],
+    )
+    assert.deepEqual(shells.ids(), ['shell_1', 'shell_2'])
+    await waitUntil('shell_1 exits', () => shells.status('shell_1') === 'exited 0')
+    assert.equal(shells.status('shell_2'), 'running')
+    assert.equal(shells.status('shell_3'), undefined)
+    assert.equal(shells.status('nonsense'), undefined)
+    await waitUntil('the sleeper runs', () => pidsRunning(marker).length > 0)
+
+    client.close()
+    await waitUntil('the sleeper is gone', () => pidsRunning(marker).length === 0)
+    await waitUntil('shell_2 reads killed', () => shells.status('shell_2') === 'killed')
+    assert.equal(shells.status('shell_1'), 'exited 0')
+    assert.deepEqual(client.backgroundShells().ids(), ['shell_1', 'shell_2']) // still readable after close
+  })
+
+  test('closeAll() kills the shells and keeps the client', { skip: !hasProc && 'needs /proc' }, async () => {
+    const [command, marker] = sleeper()
+    const client = backgroundClient(root, command)
+    await client.run('start')
+    const shells = client.backgroundShells()
+    await waitUntil('the sleeper runs', () => pidsRunning(marker).length > 0)
+    shells.closeAll()
+    await waitUntil('the sleeper is gone', () => pidsRunning(marker).length === 0)
+    await waitUntil('shell_1 reads killed', () => shells.status('shell_1') === 'killed')
+    assert.equal(client.closed, false)
     client.close()
   })
 })
