@@ -196,7 +196,40 @@ export interface Hooks {
  */
 export type WaitFor = (request: PendingRequest, options: { signal: AbortSignal }) => Answer | Promise<Answer>
 
-/** Everything `createClient` takes. Every key but the last three maps to core's `Config`. */
+/** What the model asked the `websearch` builtin for (core: `SearchRequest`). */
+export interface SearchRequest {
+  query: string
+  /** How many results the tool shows (core: `max_results`); extra ones are dropped. */
+  maxResults: number
+  /** Only results from these domains and their subdomains; empty = any (core: `allowed_domains`). */
+  allowedDomains: string[]
+  /** No results from these domains and their subdomains (core: `blocked_domains`). */
+  blockedDomains: string[]
+}
+
+/** One search result (core: `SearchResult`). */
+export interface SearchResult {
+  title: string
+  url: string
+  /** A short extract of the page; default empty. */
+  snippet?: string
+}
+
+/**
+ * A web search provider: a function, or an object with a `search` method, sync or async. The
+ * engine filters the results by the requested domains again, caps them and numbers them for the
+ * model, so a provider may ignore the filters it cannot apply. `signal` aborts when the engine
+ * stops waiting (the turn was cancelled or ended). A throw or a rejection becomes the call's
+ * error result (`web search failed: ...`); the turn goes on.
+ */
+export type WebSearchFunction = (
+  request: SearchRequest,
+  options: { signal: AbortSignal },
+) => SearchResult[] | Promise<SearchResult[]>
+/** See {@link WebSearchFunction}. */
+export type WebSearch = WebSearchFunction | { search: WebSearchFunction }
+
+/** Everything `createClient` takes. Every key but the last four maps to core's `Config`. */
 export interface ClientOptions {
   /** Default `openai`. */
   style?: Style
@@ -220,7 +253,7 @@ export interface ClientOptions {
   retry?: RetryPolicy
   /** The `scripted` style's responses. */
   script?: ScriptEntry[]
-  /** Opt-in background shells. */
+  /** Opt-in background shells: `bash` gains `run_in_background`; see `client.backgroundShells()`. */
   background?: boolean
   /** Opt-in `notebook_edit`. */
   notebookEdit?: boolean
@@ -233,6 +266,8 @@ export interface ClientOptions {
   waitFor?: WaitFor
   /** Host tools. */
   tools?: ToolDefinition[]
+  /** A web search provider: turns on the opt-in `websearch` builtin. */
+  websearch?: WebSearch
 }
 
 /** Options of one run. */
@@ -364,7 +399,7 @@ function scriptEntry(entry: unknown): unknown {
   return e
 }
 
-const HOST_ONLY = new Set(['hooks', 'waitFor', 'tools'])
+const HOST_ONLY = new Set(['hooks', 'waitFor', 'tools', 'websearch'])
 
 /** The options in core's `Config` vocabulary, as JSON text (core checks them). */
 function coreConfig(options: ClientOptions): string {
@@ -535,6 +570,43 @@ export class Run implements AsyncIterable<Event> {
   }
 }
 
+/** `websearch`: the provider's function (a method keeps its object), or nothing. */
+function searchFunction(websearch: WebSearch | undefined | null | false): WebSearchFunction | undefined {
+  if (websearch === undefined || websearch === null || websearch === false) return undefined
+  if (typeof websearch === 'function') return websearch
+  if (typeof websearch === 'object' && typeof websearch.search === 'function') return websearch.search.bind(websearch)
+  throw new TypeError('websearch must be a function (request, { signal }) => results, or an object with a search method')
+}
+
+/**
+ * The background shells of a client (option `background: true`): the processes `bash` started
+ * with `run_in_background`. Every shell (its whole process group) is killed by `closeAll()`, by
+ * `client.close()`, and when the turn that started it is cancelled.
+ */
+export class BackgroundShells {
+  readonly #native: native.NativeClient
+
+  /** Use `client.backgroundShells()`. */
+  constructor(handle: native.NativeClient) {
+    this.#native = handle
+  }
+
+  /** The ids of every shell started so far, finished ones included, oldest first (`shell_1`, ...). */
+  ids(): string[] {
+    return this.#native.backgroundShellIds() ?? []
+  }
+
+  /** A shell's status: `running`, `exited N` or `killed`; `undefined` for an unknown id. */
+  status(id: string): string | undefined {
+    return this.#native.backgroundShellStatus(id) ?? undefined
+  }
+
+  /** Kill every running shell's process group. The client stays open. */
+  closeAll(): void {
+    this.#native.closeBackgroundShells()
+  }
+}
+
 /** An agent client: one conversation, its tools, its gate and its model. */
 export class Client {
   readonly #native: native.NativeClient
@@ -548,6 +620,7 @@ export class Client {
     const { hooks, waitFor } = options
     const before = hooks?.beforeTool?.bind(hooks)
     const after = hooks?.afterTool?.bind(hooks)
+    const search = searchFunction(options.websearch)
     this.#native = new native.NativeClient(
       coreConfig(options),
       // The callbacks close over `aborts`, never over the client, so a client is collectable.
@@ -567,6 +640,9 @@ export class Client {
       waitFor &&
         ((requestJson: string, key: number) =>
           withSignal(aborts, key, (signal) => waitFor(JSON.parse(requestJson) as PendingRequest, { signal }))),
+      search &&
+        ((requestJson: string, key: number) =>
+          withSignal(aborts, key, (signal) => search(JSON.parse(requestJson) as SearchRequest, { signal }))),
     )
     for (const t of options.tools ?? []) this.register(t)
   }
@@ -638,7 +714,15 @@ export class Client {
     return this.#native
   }
 
-  /** Cancel every running turn (they resolve with `cancelled`) and refuse new ones. Idempotent. */
+  /** The client's background shells, or `undefined` when option `background` is off. */
+  backgroundShells(): BackgroundShells | undefined {
+    return this.#native.backgroundShellIds() == null ? undefined : new BackgroundShells(this.#native)
+  }
+
+  /**
+   * Cancel every running turn (they resolve with `cancelled`), kill every background shell, and
+   * refuse new turns. Idempotent.
+   */
   close(): void {
     this.#native.close()
   }

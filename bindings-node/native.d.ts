@@ -25,8 +25,9 @@ export declare class NativeClient {
    * Build a client from core's config JSON and the wrapped host callbacks. Each callback
    * resolves to JSON text: `{"value": ...}`, or `{"error": message}` when the host's function
    * threw or rejected. `abort(key)` aborts the AbortSignal of the call that was given `key`.
+   * `websearch` (a search provider) turns on the `websearch` builtin.
    */
-  constructor(configJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>)
+  constructor(configJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>)
   /**
    * Add a host tool (or replace the one of the same name); `spec_json` is core's ToolSpec.
    * `execute` resolves to `{"value": content}` or `{"error": message}`.
@@ -48,7 +49,19 @@ export declare class NativeClient {
   setTranscript(transcript: NativeTranscript): void
   /** The models the configured server offers, as JSON `[{id, displayName?}]`. */
   listModels(): Promise<string>
-  /** Cancel every running turn and refuse new ones. Idempotent. */
+  /**
+   * The ids of the background shells started so far (`shell_1`, ...), oldest first; `null`
+   * when config `background` is off.
+   */
+  backgroundShellIds(): Array<string> | null
+  /**
+   * A background shell's status (`running`, `exited N`, `killed`); `null` for an unknown id
+   * or when config `background` is off.
+   */
+  backgroundShellStatus(id: string): string | null
+  /** Kill every background shell's process group; the client stays open. */
+  closeBackgroundShells(): void
+  /** Cancel every running turn, kill the background shells, and refuse new turns. Idempotent. */
   close(): void
   /** Whether `close()` was called. */
   get closed(): boolean

@@ -10,7 +10,8 @@ use napi::{Env, Error, Result};
 use napi_derive::napi;
 
 use crate::host::{
-    self, AfterArgs, BeforeArgs, JsHooks, JsTool, JsWaitFor, Shared, ToolArgs, WaitArgs,
+    self, AfterArgs, BeforeArgs, JsHooks, JsTool, JsWaitFor, JsWebSearch, SearchArgs, Shared,
+    ToolArgs, WaitArgs,
 };
 use crate::run::NativeRun;
 use crate::shape;
@@ -146,9 +147,10 @@ impl NativeClient {
     /// Build a client from core's config JSON and the wrapped host callbacks. Each callback
     /// resolves to JSON text: `{"value": ...}`, or `{"error": message}` when the host's function
     /// threw or rejected. `abort(key)` aborts the AbortSignal of the call that was given `key`.
+    /// `websearch` (a search provider) turns on the `websearch` builtin.
     #[napi(
         constructor,
-        ts_args_type = "configJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>"
+        ts_args_type = "configJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>"
     )]
     pub fn new(
         config_json: String,
@@ -156,6 +158,7 @@ impl NativeClient {
         before_tool: Option<Function<'_, BeforeArgs, Promise<String>>>,
         after_tool: Option<Function<'_, AfterArgs, Promise<String>>>,
         wait_for: Option<Function<'_, WaitArgs, Promise<String>>>,
+        websearch: Option<Function<'_, SearchArgs, Promise<String>>>,
     ) -> Result<Self> {
         let config = Config::from_json(&config_json).map_err(js_error)?;
         let shared = Shared::new(&abort)?;
@@ -167,6 +170,9 @@ impl NativeClient {
         }
         if let Some(f) = &wait_for {
             builder = builder.wait_for(Arc::new(JsWaitFor::new(host::weak(f)?, shared.clone())));
+        }
+        if let Some(f) = &websearch {
+            builder = builder.websearch(Arc::new(JsWebSearch::new(host::weak(f)?, shared.clone())));
         }
         let client = builder.build().map_err(js_error)?;
         Ok(NativeClient { client, shared })
@@ -269,7 +275,29 @@ impl NativeClient {
         })
     }
 
-    /// Cancel every running turn and refuse new ones. Idempotent.
+    /// The ids of the background shells started so far (`shell_1`, ...), oldest first; `null`
+    /// when config `background` is off.
+    #[napi]
+    pub fn background_shell_ids(&self) -> Option<Vec<String>> {
+        self.client.background_shells().map(|s| s.ids())
+    }
+
+    /// A background shell's status (`running`, `exited N`, `killed`); `null` for an unknown id
+    /// or when config `background` is off.
+    #[napi]
+    pub fn background_shell_status(&self, id: String) -> Option<String> {
+        self.client.background_shells().and_then(|s| s.status(&id))
+    }
+
+    /// Kill every background shell's process group; the client stays open.
+    #[napi]
+    pub fn close_background_shells(&self) {
+        if let Some(shells) = self.client.background_shells() {
+            shells.close_all();
+        }
+    }
+
+    /// Cancel every running turn, kill the background shells, and refuse new turns. Idempotent.
     #[napi]
     pub fn close(&self) {
         self.client.close();

@@ -1,5 +1,5 @@
 //! Host callbacks: JavaScript functions the engine calls (tools, `beforeTool`, `afterTool`,
-//! `waitFor`).
+//! `waitFor`, the `websearch` provider).
 //!
 //! Every callback is a *weak* ThreadsafeFunction (it never keeps the Node.js event loop alive)
 //! awaited with `call_async_catch` (a throw is an `Err`, never a crash). The TypeScript layer
@@ -8,8 +8,8 @@
 //! still goes wrong (a callback that can no longer be called, text that is not the envelope)
 //! becomes a [`HostError`], which the engine turns into an error result.
 //!
-//! Cancellation goes the other way through one more weak function, `abort(key)`: every tool
-//! and `waitFor` call gets a key, and when the engine drops the call before JavaScript answered
+//! Cancellation goes the other way through one more weak function, `abort(key)`: every tool,
+//! `waitFor` and `websearch` call gets a key, and when the engine drops the call before JavaScript answered
 //! (the turn was cancelled or ended, an ask timed out), [`AbortOnDrop`] calls `abort(key)` and
 //! the TypeScript layer aborts that call's `AbortSignal`.
 
@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use contenox::CancellationToken;
 use contenox::{
-    async_trait, Answer, Decision, Hooks, HostError, PendingRequest, Tool, ToolCallEvent,
-    ToolContext, ToolError, ToolOutput, ToolSpec, WaitFor,
+    async_trait, Answer, Decision, Hooks, HostError, PendingRequest, SearchRequest, SearchResult,
+    Tool, ToolCallEvent, ToolContext, ToolError, ToolOutput, ToolSpec, WaitFor, WebSearchProvider,
 };
 use napi::bindgen_prelude::{FnArgs, Function, Promise};
 use napi::threadsafe_function::{
@@ -40,6 +40,8 @@ pub type BeforeArgs = String;
 pub type AfterArgs = FnArgs<(String, String)>;
 /// `(requestJson, abortKey) => Promise<string>`.
 pub type WaitArgs = FnArgs<(String, u32)>;
+/// `(requestJson, abortKey) => Promise<string>`.
+pub type SearchArgs = FnArgs<(String, u32)>;
 type AbortCallback = ThreadsafeFunction<u32, UnknownReturnValue, u32, Status, false, true>;
 
 /// Turn a JavaScript function into a weak ThreadsafeFunction.
@@ -273,5 +275,35 @@ impl WaitFor for JsWaitFor {
         };
         guard.disarm();
         Answer::from_value(&answer?).map_err(HostError::new)
+    }
+}
+
+/// The `websearch` provider as core's [`WebSearchProvider`].
+pub struct JsWebSearch {
+    search: JsCallback<SearchArgs>,
+    shared: Arc<Shared>,
+}
+
+impl JsWebSearch {
+    /// The provider from the wrapped `search` function.
+    pub fn new(search: JsCallback<SearchArgs>, shared: Arc<Shared>) -> Self {
+        JsWebSearch { search, shared }
+    }
+}
+
+#[async_trait]
+impl WebSearchProvider for JsWebSearch {
+    async fn search(
+        &self,
+        request: SearchRequest,
+        _cancel: CancellationToken,
+    ) -> Result<Vec<SearchResult>, HostError> {
+        // The engine drops this future when the turn is cancelled: the guard aborts the
+        // provider's signal.
+        let mut guard = AbortOnDrop::new(&self.shared);
+        let args = FnArgs::from((shape::search_request(&request), guard.key));
+        let value = call(&self.search, args, "websearch").await;
+        guard.disarm();
+        shape::search_results_from_js(value?).map_err(HostError::new)
     }
 }

@@ -9,9 +9,9 @@
 //! - events, gate calls, pending requests and results leave as JSON text with camelCase keys
 //!   (`call_id` -> `callId`, `final_text` -> `finalText`, `arguments` -> `args`), see [`shape`];
 //!   JSON text is cheaper to cross the boundary than objects built property by property;
-//! - host callbacks (tools, `beforeTool`, `afterTool`, `waitFor`) are weak ThreadsafeFunctions
-//!   awaited with `call_async_catch`: they never keep the process alive and a throwing or
-//!   rejecting callback becomes an error result, never a crash (see [`host`]);
+//! - host callbacks (tools, `beforeTool`, `afterTool`, `waitFor`, the `websearch` provider) are
+//!   weak ThreadsafeFunctions awaited with `call_async_catch`: they never keep the process alive
+//!   and a throwing or rejecting callback becomes an error result, never a crash (see [`host`]);
 //! - cancellation: a turn's cancel token and AbortSignals meet through [`client::NativeCancel`]
 //!   and the per-call abort keys of [`host`].
 

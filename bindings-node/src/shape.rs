@@ -2,7 +2,9 @@
 //! `args` for `arguments` (a reserved name in strict-mode JavaScript). Values the host or the
 //! model own (tool arguments, results, metadata, progress data, todos) are never touched.
 
-use contenox::{Event, ModelInfo, PendingRequest, ToolCallEvent, ToolOutput};
+use contenox::{
+    Event, ModelInfo, PendingRequest, SearchRequest, SearchResult, ToolCallEvent, ToolOutput,
+};
 use serde_json::{Map, Value};
 
 /// `call_id` -> `callId`; `arguments` -> `args`; other keys as they are.
@@ -119,6 +121,22 @@ pub fn pending_request_from_js(value: Value) -> Result<PendingRequest, String> {
     serde_json::from_value(rename_value(value, snake)).map_err(|e| format!("pending(request): {e}"))
 }
 
+/// A web search request as the provider sees it:
+/// `{query, maxResults, allowedDomains, blockedDomains}`.
+pub fn search_request(request: &SearchRequest) -> String {
+    match serde_json::to_value(request) {
+        Ok(v) => rename_value(v, camel).to_string(),
+        Err(_) => Value::Null.to_string(),
+    }
+}
+
+/// What a web search provider resolved to: `[{title, url, snippet?}]`.
+pub fn search_results_from_js(value: Value) -> Result<Vec<SearchResult>, String> {
+    serde_json::from_value(value).map_err(|e| {
+        format!("websearch must return an array of {{ title, url, snippet? }} results: {e}")
+    })
+}
+
 /// The models a server offers: `[{id, displayName?}]`.
 pub fn models(models: &[ModelInfo]) -> String {
     Value::Array(
@@ -198,5 +216,27 @@ mod tests {
         let out = tool_output_from_js(json!({"content": {"a": 1}, "isError": true})).unwrap();
         assert!(out.is_error);
         assert!(tool_output_from_js(json!({"isError": true})).is_err());
+    }
+
+    #[test]
+    fn search_views() {
+        let request = SearchRequest {
+            query: "rust".into(),
+            max_results: 3,
+            allowed_domains: vec!["example.com".into()],
+            blocked_domains: vec![],
+        };
+        let v: Value = serde_json::from_str(&search_request(&request)).unwrap();
+        assert_eq!(
+            v,
+            json!({"query": "rust", "maxResults": 3, "allowedDomains": ["example.com"],
+                   "blockedDomains": []})
+        );
+        let results =
+            search_results_from_js(json!([{"title": "T", "url": "https://a.b/"}])).unwrap();
+        assert_eq!(results[0].snippet, "");
+        let err = search_results_from_js(json!({"title": "T"})).unwrap_err();
+        assert!(err.starts_with("websearch must return an array"), "{err}");
+        assert!(search_results_from_js(json!([{"title": "T"}])).is_err());
     }
 }

@@ -1,5 +1,6 @@
 // The conformance scenarios, run through the package's public JavaScript API: every *.json in
-// tests/conformance/scenarios and in each directory of $CONTENOX_SCENARIOS (colon-separated).
+// tests/conformance/scenarios, tests/conformance/rust-only and each directory of
+// $CONTENOX_SCENARIOS (colon-separated).
 // One test per scenario, named after it; `conformance-check` judges each trace.
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
@@ -16,7 +17,9 @@ import { conformanceCheck, repoDir, startFakeServer } from './helpers.mjs'
 const SCENARIO_TIMEOUT_MS = 30_000
 
 function scenarioFiles() {
-  const dirs = [join(repoDir, 'tests/conformance/scenarios')]
+  // rust-only/ holds the websearch scenarios until every binding runs them (then they move to
+  // scenarios/); this runner supports their `config.websearch` extension.
+  const dirs = [join(repoDir, 'tests/conformance/scenarios'), join(repoDir, 'tests/conformance/rust-only')]
   for (const d of (process.env.CONTENOX_SCENARIOS ?? '').split(':')) if (d) dirs.push(resolve(d))
   const seen = new Set()
   const files = []
@@ -137,12 +140,24 @@ function scriptedWaitFor(answers) {
   }
 }
 
+/**
+ * `config.websearch`: false/absent = off; `{"results": [...]}` = a provider that answers every
+ * query with those results (the engine filters and caps them).
+ */
+function fixedWebsearch(spec) {
+  if (spec === false || spec === null || spec === undefined) return undefined
+  if (!Array.isArray(spec?.results)) throw new Error(`websearch must be false or {"results": [...]}, got ${JSON.stringify(spec)}`)
+  const results = spec.results.map(({ title, url, snippet }) => ({ title, url, snippet }))
+  return async () => results
+}
+
 function clientOptions(scenario, server, root) {
   const options = {}
   for (const [k, v] of Object.entries(scenario.config ?? {})) {
     if (k === 'websearch') {
-      if (v === false || v === null) continue
-      throw new Error(`websearch ${JSON.stringify(v)} is not supported by this runner`)
+      const websearch = fixedWebsearch(v)
+      if (websearch) options.websearch = websearch
+      continue
     }
     options[camel(k)] = k === 'retry' ? renameKeys(v, camel) : v
   }

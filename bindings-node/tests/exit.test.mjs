@@ -62,6 +62,21 @@ console.log('outcome', (await result).outcome)
   assert.match(out, /outcome cancelled/)
 })
 
+test('a websearch provider that never settles does not keep the process alive after close()', async () => {
+  const { code, out, err } = await child(`${prelude}
+const client = createClient({
+  style: 'scripted', builtins: [],
+  script: [{ toolCalls: [{ id: 'c1', name: 'websearch', args: { query: 'forever' } }] }, { text: 'unreachable' }],
+  websearch: never,
+})
+const result = client.run('go')
+setTimeout(() => client.close(), 50)
+console.log('outcome', (await result).outcome)
+`)
+  assert.equal(code, 0, err)
+  assert.match(out, /outcome cancelled/)
+})
+
 test('an idle client with callbacks does not keep the process alive', async () => {
   const { code, out, err } = await child(`${prelude}
 const client = createClient({

@@ -1,12 +1,13 @@
 //! Python callables as the engine's extension points: [`PyTool`] (`Tool`), [`PyHooks`]
-//! (`Hooks`) and [`PyWaitFor`] (`WaitFor`). They translate arguments and return values; the
-//! engine decides everything else.
+//! (`Hooks`), [`PyWaitFor`] (`WaitFor`) and [`PyWebSearch`] (`WebSearchProvider`). They
+//! translate arguments and return values; the engine decides everything else.
 
 use std::sync::Arc;
 
 use contenox::{
-    async_trait, Answer, CancellationToken, Decision, Hooks, HostError, PendingRequest, Tool,
-    ToolCallEvent, ToolContext, ToolError, ToolOutput, ToolSpec, WaitFor,
+    async_trait, Answer, CancellationToken, Decision, Hooks, HostError, PendingRequest,
+    SearchRequest, SearchResult, Tool, ToolCallEvent, ToolContext, ToolError, ToolOutput, ToolSpec,
+    WaitFor, WebSearchProvider,
 };
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -165,8 +166,51 @@ impl WaitFor for PyWaitFor {
     }
 }
 
+/// `websearch=provider`: a callable `search(request)` or `search(request, cancel)` (the Python
+/// layer finds it on the provider and says whether it takes `cancel`).
+pub struct PyWebSearch {
+    pub cb: Callback,
+    pub with_cancel: bool,
+    pub host: SharedHost,
+}
+
+#[async_trait]
+impl WebSearchProvider for PyWebSearch {
+    async fn search(
+        &self,
+        request: SearchRequest,
+        cancel: CancellationToken,
+    ) -> Result<Vec<SearchResult>, HostError> {
+        // The engine drops this future when the turn is cancelled: an async provider's task
+        // is then cancelled (see `callback`), a sync one sees `cancel`.
+        let with_cancel = self.with_cancel;
+        self.host
+            .call(
+                "websearch",
+                &self.cb,
+                move |py| {
+                    let req =
+                        bridge(py)?.call_method1("search_request", (ser_to_py(py, &request)?,))?;
+                    if with_cancel {
+                        let cancel = Py::new(py, CancelSignal { token: cancel })?;
+                        PyTuple::new(py, [req, cancel.into_bound(py).into_any()])
+                    } else {
+                        PyTuple::new(py, [req])
+                    }
+                },
+                |py, v| {
+                    // A list of dicts {title, url, snippet}, or a TypeError naming what is wrong.
+                    let wire = bridge(py)?.call_method1("search_results_wire", (v,))?;
+                    from_py(&wire)
+                },
+            )
+            .await
+    }
+}
+
 /// The pieces of a client that a rebuild (after a fork) needs again.
 pub struct Parts {
     pub hooks: Option<Arc<dyn Hooks>>,
     pub wait_for: Option<Arc<dyn WaitFor>>,
+    pub websearch: Option<Arc<dyn WebSearchProvider>>,
 }

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use contenox::{
     CancellationToken, ClientBuilder, Config, Event, Hooks, RunOptions, Style, Tool, ToolSpec,
-    Transcript, TurnResult, WaitFor,
+    Transcript, TurnResult, WaitFor, WebSearchProvider,
 };
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -13,7 +13,7 @@ use pyo3_async_runtimes::TaskLocals;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio::sync::watch;
 
-use crate::adapters::{Parts, PyHooks, PyTool, PyWaitFor};
+use crate::adapters::{Parts, PyHooks, PyTool, PyWaitFor, PyWebSearch};
 use crate::callback::{Callback, Host, SharedHost};
 use crate::convert::{from_py, ser_to_py};
 use crate::errors::to_py_err;
@@ -21,6 +21,8 @@ use crate::runtime::{produce, py_future, runtime};
 
 /// A host callable handed over by the Python layer: `(callable, is_async)`.
 type PyCallable<'py> = (Bound<'py, PyAny>, bool);
+/// The web search provider's `search`: `(callable, is_async, takes_cancel)`.
+type PySearch<'py> = (Bound<'py, PyAny>, bool, bool);
 
 pub(crate) fn running_loop(py: Python<'_>, what: &str) -> PyResult<TaskLocals> {
     TaskLocals::with_running_loop(py)
@@ -95,18 +97,20 @@ pub struct PyClient {
 fn build(
     config: Config,
     tools: &[Arc<dyn Tool>],
-    hooks: &Option<Arc<dyn Hooks>>,
-    wait_for: &Option<Arc<dyn WaitFor>>,
+    parts: &Parts,
 ) -> contenox::Result<contenox::Client> {
     let mut b = ClientBuilder::from_config(config);
     for t in tools {
         b = b.tool(t.clone());
     }
-    if let Some(h) = hooks {
+    if let Some(h) = &parts.hooks {
         b = b.hooks(h.clone());
     }
-    if let Some(w) = wait_for {
+    if let Some(w) = &parts.wait_for {
         b = b.wait_for(w.clone());
+    }
+    if let Some(p) = &parts.websearch {
+        b = b.websearch(p.clone());
     }
     b.build()
 }
@@ -128,13 +132,8 @@ impl PyClient {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
-            let fresh = build(
-                st.client.config().clone(),
-                &tools,
-                &self.parts.hooks,
-                &self.parts.wait_for,
-            )
-            .map_err(to_py_err)?;
+            let fresh =
+                build(st.client.config().clone(), &tools, &self.parts).map_err(to_py_err)?;
             fresh
                 .set_transcript(st.client.transcript())
                 .map_err(to_py_err)?;
@@ -160,15 +159,17 @@ impl PyClient {
 #[pymethods]
 impl PyClient {
     /// Build a client from the config JSON, host tools `(spec, invoke, is_async)`, hooks and
-    /// wait_for `(callable, is_async)`.
+    /// wait_for `(callable, is_async)`, and the web search provider's `search`
+    /// `(callable, is_async, takes_cancel)`.
     #[staticmethod]
-    #[pyo3(signature = (config_json, tools, before_tool=None, after_tool=None, wait_for=None))]
+    #[pyo3(signature = (config_json, tools, before_tool=None, after_tool=None, wait_for=None, websearch=None))]
     fn create(
         config_json: &str,
         tools: Vec<Bound<'_, PyAny>>,
         before_tool: Option<PyCallable<'_>>,
         after_tool: Option<PyCallable<'_>>,
         wait_for: Option<PyCallable<'_>>,
+        websearch: Option<PySearch<'_>>,
     ) -> PyResult<PyClient> {
         let config = Config::from_json(config_json).map_err(to_py_err)?;
         let host: SharedHost = Arc::new(Host::default());
@@ -191,14 +192,26 @@ impl PyClient {
                 host: host.clone(),
             }) as Arc<dyn WaitFor>
         });
-        let client = build(config, &tools, &hooks, &wait_for).map_err(to_py_err)?;
+        let websearch: Option<Arc<dyn WebSearchProvider>> = websearch.map(|(f, a, c)| {
+            Arc::new(PyWebSearch {
+                cb: Callback::from_py(&f, a),
+                with_cancel: c,
+                host: host.clone(),
+            }) as Arc<dyn WebSearchProvider>
+        });
+        let parts = Parts {
+            hooks,
+            wait_for,
+            websearch,
+        };
+        let client = build(config, &tools, &parts).map_err(to_py_err)?;
         Ok(PyClient {
             state: Mutex::new(State {
                 pid: std::process::id(),
                 client,
             }),
             host,
-            parts: Parts { hooks, wait_for },
+            parts,
             host_tools: Mutex::new(tools),
         })
     }
@@ -310,7 +323,27 @@ impl PyClient {
         ser_to_py(py, self.core()?.config())
     }
 
-    /// Cancel every running turn and refuse new ones.
+    /// The ids of the background shells started so far (`shell_1`, ...); None when config
+    /// `background` is off.
+    fn background_shell_ids(&self) -> PyResult<Option<Vec<String>>> {
+        Ok(self.core()?.background_shells().map(|s| s.ids()))
+    }
+
+    /// A background shell's status (`running`, `exited N`, `killed`); None for an unknown id
+    /// or when config `background` is off.
+    fn background_shell_status(&self, id: &str) -> PyResult<Option<String>> {
+        Ok(self.core()?.background_shells().and_then(|s| s.status(id)))
+    }
+
+    /// Kill every background shell's process group (the client stays open).
+    fn close_background_shells(&self) -> PyResult<()> {
+        if let Some(shells) = self.core()?.background_shells() {
+            shells.close_all();
+        }
+        Ok(())
+    }
+
+    /// Cancel every running turn, kill the background shells, and refuse new turns.
     fn close(&self) -> PyResult<()> {
         self.core()?.close();
         Ok(())

@@ -3,7 +3,7 @@
 //!
 //! Thin by design: the engine decides, this crate translates. Python kwargs arrive as a config
 //! JSON (core's `Config` parses and checks it), host callables become the engine's `Tool`,
-//! `Hooks` and `WaitFor` trait objects, events and results leave as plain dicts that
+//! `Hooks`, `WaitFor` and `WebSearchProvider` trait objects, events and results leave as plain dicts that
 //! `contenox/_types.py` turns into typed objects, and `contenox::Error` becomes
 //! `contenox.ContenoxError` and its subclasses.
 

@@ -30,7 +30,12 @@ CONFORMANCE_CHECK = _binary("CONFORMANCE_CHECK", "conformance-check")
 
 
 def scenario_dirs() -> list[Path]:
-    dirs = [REPO / "tests" / "conformance" / "scenarios"]
+    # rust-only/ holds the websearch scenarios until every binding runs them (then they move to
+    # scenarios/); this runner supports their `config.websearch` extension.
+    dirs = [
+        REPO / "tests" / "conformance" / "scenarios",
+        REPO / "tests" / "conformance" / "rust-only",
+    ]
     extra = os.environ.get("CONTENOX_SCENARIOS")
     if extra:
         dirs += [Path(d) for d in extra.split(":") if d]
@@ -203,6 +208,21 @@ def _wait_for(answers: collections.deque[Any]) -> Any:
     return wait_for
 
 
+def _websearch(spec: Any) -> contenox.WebSearch | None:
+    """``config.websearch``: false/absent = off; ``{"results": [...]}`` = a provider that
+    answers every query with those results (the engine filters and caps them)."""
+    if spec in (False, None):
+        return None
+    if not isinstance(spec, dict) or not isinstance(spec.get("results"), list):
+        raise ValueError(f'websearch must be false or {{"results": [...]}}, got {spec!r}')
+    fixed = [contenox.SearchResult(**r) for r in spec["results"]]
+
+    async def search(request: contenox.SearchRequest) -> list[contenox.SearchResult]:
+        return fixed
+
+    return search
+
+
 MCP_DIR = REPO / "tests" / "mcp"
 
 
@@ -318,8 +338,7 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(content)
     config = dict(scenario.get("config") or {})
-    if config.get("websearch") in (False, None):
-        config.pop("websearch", None)
+    websearch = _websearch(config.pop("websearch", None))
 
     server = FakeServer(path)
     mcp = McpSetup()
@@ -340,6 +359,7 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
                 tools=[_host_tool(t, current) for t in scenario.get("host_tools") or []],
                 hooks=_hooks(scenario),
                 wait_for=_wait_for(answers),
+                websearch=websearch,
             )
             mcp.register_into(client)
             current[:] = [client]

@@ -13,6 +13,8 @@ thin, asyncio-native Python binding.
   :class:`Tool`; ``client.register`` / ``client.unregister`` at any time.
 - The gate: ``hooks={"before_tool": fn, "after_tool": fn}`` returning None, :func:`deny` or
   :func:`pending`; ``wait_for=fn(request, cancel)`` answering asks.
+- Opt-ins: ``websearch=provider`` (:data:`WebSearch`) turns on the ``websearch`` builtin;
+  ``background=True`` gives ``bash`` background shells (``client.background_shells()``).
 - Events: :mod:`contenox.events`; results: :class:`TurnResult`; errors: :class:`ContenoxError`.
 """
 
@@ -23,6 +25,7 @@ import atexit as _atexit
 from . import _native, events
 from ._client import (
     AfterTool,
+    BackgroundShells,
     BeforeTool,
     Client,
     Hooks,
@@ -62,6 +65,13 @@ from ._types import (
     deny,
     pending,
 )
+from ._websearch import (
+    SearchRequest,
+    SearchResult,
+    SearchResults,
+    WebSearch,
+    WebSearchProvider,
+)
 from .events import Event
 
 __version__ = "0.1.0"
@@ -76,6 +86,7 @@ __all__ = [
     "load_mcp",
     "AfterTool",
     "Ask",
+    "BackgroundShells",
     "BeforeTool",
     "CancelSignal",
     "CancelledError",
@@ -93,6 +104,9 @@ __all__ = [
     "Outcome",
     "PendingRequest",
     "Run",
+    "SearchRequest",
+    "SearchResult",
+    "SearchResults",
     "SerializationError",
     "Source",
     "Tier",
@@ -106,6 +120,8 @@ __all__ = [
     "TurnResult",
     "Usage",
     "WaitFor",
+    "WebSearch",
+    "WebSearchProvider",
     "create_client",
     "deny",
     "events",

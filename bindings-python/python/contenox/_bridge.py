@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._types import Ask, Deny, PendingRequest, ToolCallEvent, ToolOutput
+from ._websearch import SearchRequest, results_wire
 
 
 class Call:
@@ -115,3 +116,12 @@ def tool_output(d: dict[str, Any]) -> ToolOutput:
 
 def pending_request(d: dict[str, Any]) -> PendingRequest:
     return PendingRequest.from_dict(d)
+
+
+def search_request(d: dict[str, Any]) -> SearchRequest:
+    return SearchRequest.from_dict(d)
+
+
+def search_results_wire(value: Any) -> list[dict[str, str]]:
+    """A web search provider's return value as the engine's results."""
+    return results_wire(value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import html
+import inspect
 import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
@@ -24,10 +25,12 @@ from ._types import (
     Transcript,
     TurnResult,
 )
+from ._websearch import WebSearch
 from .events import Answer, Event, Gate, ToolCall, ToolResult, TurnEnd, event_from_dict
 
 __all__ = [
     "AfterTool",
+    "BackgroundShells",
     "BeforeTool",
     "Client",
     "Hooks",
@@ -211,6 +214,35 @@ class Run:
         return f"<div><div>▶ {cell(self.prompt, 200)}</div>{table}<div>{status}</div></div>"
 
 
+class BackgroundShells:
+    """The background shells of a client (config ``background=True``): the processes that
+    ``bash`` with ``run_in_background`` started. Get it with
+    :meth:`Client.background_shells`. Every shell is killed (its whole process group) by
+    :meth:`close_all`, by ``client.close()``, and when its turn is cancelled."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.Client) -> None:
+        self._native = native
+
+    def ids(self) -> list[str]:
+        """The ids of every shell started so far, oldest first (``shell_1``, ``shell_2``, ...),
+        finished ones included."""
+        return self._native.background_shell_ids() or []
+
+    def status(self, shell_id: str) -> str | None:
+        """A shell's status: ``"running"``, ``"exited N"`` or ``"killed"``; None for an
+        unknown id."""
+        return self._native.background_shell_status(shell_id)
+
+    def close_all(self) -> None:
+        """Kill every running shell's process group. The client stays open."""
+        self._native.close_background_shells()
+
+    def __repr__(self) -> str:
+        return f"<contenox.BackgroundShells {self.ids()}>"
+
+
 class Client:
     """An agent client: one conversation, its tools, its gate and its model. Make one with
     :func:`create_client`."""
@@ -311,8 +343,14 @@ class Client:
         """The models the configured server offers."""
         return await self._native.list_models()
 
+    def background_shells(self) -> BackgroundShells | None:
+        """The client's background shells, or None when config ``background`` is off."""
+        if self._native.background_shell_ids() is None:
+            return None
+        return BackgroundShells(self._native)
+
     def close(self) -> None:
-        """Cancel every running turn and refuse new ones."""
+        """Cancel every running turn, kill every background shell, and refuse new turns."""
         self._native.close()
 
     @property
@@ -344,6 +382,36 @@ def _callable(fn: Any, what: str) -> tuple[Any, bool] | None:
     return (fn, is_async(fn))
 
 
+def _takes_cancel(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` takes a second positional argument (the cancel signal)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = 0
+    for p in params:
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            return True
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 2
+
+
+def _search_callable(provider: WebSearch | None) -> tuple[Any, bool, bool] | None:
+    """``websearch=``: a provider object's ``search`` method, or the function itself, with
+    whether it is async and whether it takes the cancel signal."""
+    if provider is None:
+        return None
+    search = getattr(provider, "search", None)
+    fn = search if callable(search) else provider
+    if not callable(fn):
+        raise ConfigurationError(
+            "websearch must be a function search(request) or an object with a search method, "
+            f"got {type(provider).__name__}"
+        )
+    return (fn, is_async(fn), _takes_cancel(fn))
+
+
 def create_client(
     *,
     style: str | None = None,
@@ -366,6 +434,7 @@ def create_client(
     hooks: Hooks | None = None,
     wait_for: WaitFor | None = None,
     tools: Sequence[ToolLike] = (),
+    websearch: WebSearch | None = None,
     **options: Any,
 ) -> Client:
     """Create a client. The options are the engine's (``Config``), with the same names and
@@ -373,7 +442,9 @@ def create_client(
     an unknown one is a :class:`ConfigurationError` with the engine's message.
 
     ``hooks={"before_tool": fn, "after_tool": fn}``, ``wait_for=fn(request, cancel)`` and
-    ``tools=[...]`` take Python callables, sync or async."""
+    ``tools=[...]`` take Python callables, sync or async. ``websearch``: a search provider
+    (a function ``search(request)`` or an object with a ``search`` method, sync or async) turns
+    on the opt-in ``websearch`` builtin."""
     config = _config_json(
         {
             "style": style,
@@ -408,6 +479,7 @@ def create_client(
         _callable(hooks.get("before_tool"), "before_tool"),
         _callable(hooks.get("after_tool"), "after_tool"),
         _callable(wait_for, "wait_for"),
+        _search_callable(websearch),
     )
     return Client(native)
 
