@@ -10,6 +10,7 @@ use crate::callbacks::{
     WebSearchProvider,
 };
 use crate::error::ContenoxError;
+use crate::mcp::SourceTool;
 use crate::types::{Event, ModelInfo, ToolSpec, Transcript, TurnResult};
 
 /// An agent client: one conversation, its tools, its gate and its model.
@@ -26,6 +27,11 @@ pub struct Client {
 }
 
 impl Client {
+    /// The engine's client.
+    pub(crate) fn core(&self) -> &contenox::Client {
+        &self.inner
+    }
+
     fn turn_options(&self, allow: Option<Vec<String>>) -> Result<RunOptions, ContenoxError> {
         let token = self.turns.lock().expect("turns lock").child_token();
         let options = RunOptions::default().cancel(token);
@@ -125,6 +131,12 @@ impl Client {
     /// offered from that turn's next model request.
     pub fn register(&self, tool: Arc<dyn HostTool>) -> Result<(), ContenoxError> {
         Ok(self.inner.register(ToolAdapter::wrap(tool)?)?)
+    }
+
+    /// Add a tool of another source (an MCP server's tool, a resource tool: see `McpSource`) as
+    /// it is, or replace the one of the same name. Kotlin: also `client.register(tool)`.
+    pub fn register_source_tool(&self, tool: Arc<SourceTool>) -> Result<(), ContenoxError> {
+        Ok(self.inner.register(tool.tool.clone())?)
     }
 
     /// Remove a tool; true when it was there.
