@@ -168,6 +168,21 @@ impl Client {
         Ok(models.into_iter().map(ModelInfo::from).collect())
     }
 
+    /// The ids of the background shells started so far (`shell_1`, ...); empty when the client
+    /// has no background shells (config `background` off).
+    pub fn background_shell_ids(&self) -> Vec<String> {
+        self.inner
+            .background_shells()
+            .map(|shells| shells.ids())
+            .unwrap_or_default()
+    }
+
+    /// A background shell's status: `running`, `exited N` or `killed`; `null` for an unknown id
+    /// (or when the client has no background shells).
+    pub fn background_shell_status(&self, id: String) -> Option<String> {
+        self.inner.background_shells()?.status(&id)
+    }
+
     /// The config the client was built with, as JSON.
     pub fn config_json(&self) -> String {
         serde_json::to_string(self.inner.config()).expect("a config always serializes")

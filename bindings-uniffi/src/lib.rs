@@ -6,7 +6,8 @@
 //! The surface:
 //! - [`Client`]: `Client(configJson, tools, hooks, waitFor)`, async `run`, async `stream` ->
 //!   [`Run`] (`nextEvent()`, `cancel()`, `result()`), `cancel()`, `register` / `unregister`,
-//!   `transcript()` / `setTranscript()`, `listModels()`, `shutdown()`.
+//!   `transcript()` / `setTranscript()`, `listModels()`, `backgroundShellIds()` /
+//!   `backgroundShellStatus(id)`, `shutdown()`.
 //! - Config crosses as the engine's `Config` JSON (the same keys in every binding).
 //! - [`Event`]: a typed enum (a sealed class in Kotlin, an enum in Swift); `toJson()` gives the
 //!   engine's own JSON of it. Free-form values (tool arguments, results, schemas) cross as JSON

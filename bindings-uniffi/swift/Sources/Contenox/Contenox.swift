@@ -599,6 +599,18 @@ fileprivate struct FfiConverterString: FfiConverter {
 public protocol ClientProtocol: AnyObject, Sendable {
     
     /**
+     * The ids of the background shells started so far (`shell_1`, ...); empty when the client
+     * has no background shells (config `background` off).
+     */
+    func backgroundShellIds()  -> [String]
+    
+    /**
+     * A background shell's status: `running`, `exited N` or `killed`; `null` for an unknown id
+     * (or when the client has no background shells).
+     */
+    func backgroundShellStatus(id: String)  -> String?
+    
+    /**
      * Cancel every turn of this client started before this call (running or queued). The
      * client stays usable.
      */
@@ -754,6 +766,33 @@ public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks
 
     
 
+    
+    /**
+     * The ids of the background shells started so far (`shell_1`, ...); empty when the client
+     * has no background shells (config `background` off).
+     */
+open func backgroundShellIds() -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_client_background_shell_ids(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A background shell's status: `running`, `exited N` or `killed`; `null` for an unknown id
+     * (or when the client has no background shells).
+     */
+open func backgroundShellStatus(id: String) -> String?  {
+    return try!  FfiConverterOptionString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_client_background_shell_status(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(id),uniffiCallStatus
+    )
+})
+}
     
     /**
      * Cancel every turn of this client started before this call (running or queued). The
@@ -6569,6 +6608,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_websearchprovider_search() != 38719) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_background_shell_ids() != 22980) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_background_shell_status() != 58512) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_cancel() != 30878) {
