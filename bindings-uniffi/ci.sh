@@ -4,7 +4,9 @@
 # Expects the Rust workspace's debug binaries of the harness (`cargo build -p
 # contenox-conformance`: fake-model-server, conformance-check); builds them if missing.
 # Needs: cargo, a JDK (17+), Maven (3.8+); Maven fetches its plugins and the few dependencies
-# (Kotlin, kotlinx-coroutines, JNA, JUnit 5, org.json) by name on first run.
+# (Kotlin, kotlinx-coroutines, JNA, JUnit 5, org.json) by name on first run. The MCP test
+# servers the mcp_* scenarios and McpTest start (node, python3) are installed by
+# tests/mcp/install.sh (idempotent: nothing to do once installed).
 #
 #   bash bindings-uniffi/ci.sh     (CONTENOX_SCENARIOS: extra scenario dirs, colon-separated)
 set -euo pipefail
@@ -21,9 +23,12 @@ if [ ! -x "$FAKE_MODEL_SERVER" ] || [ ! -x "$CONFORMANCE_CHECK" ]; then
   (cd "$repo" && cargo build --quiet -p contenox-conformance)
 fi
 
-for tool in cargo java mvn; do
+for tool in cargo java mvn node python3; do
   command -v "$tool" >/dev/null || { echo "ci.sh: $tool is required" >&2; exit 1; }
 done
+
+echo "== MCP test servers (tests/mcp/install.sh)"
+bash "$repo/tests/mcp/install.sh"
 
 echo "== native library (dev profile) + Swift drift check"
 bash "$here/gen.sh" swift-check

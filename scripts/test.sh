@@ -41,8 +41,7 @@ step "cargo fmt" cargo fmt --all -- --check
 step "cargo build" cargo build --workspace --all-targets
 step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test" cargo test --workspace
-# rust-only/: scenarios of capabilities the bindings do not expose yet (a host websearch provider).
-step "conformance (rust)" "$target/debug/conformance" ${CONTENOX_SCENARIOS//:/ } "$repo/tests/conformance/rust-only"
+step "conformance (rust)" "$target/debug/conformance" ${CONTENOX_SCENARIOS//:/ }
 step "official clients vs fake server" python3 -m pytest -q tests/official_clients
 for b in bindings-python bindings-node bindings-uniffi; do
   [ -x "$b/ci.sh" ] && step "$b" "$b/ci.sh"

@@ -1,6 +1,5 @@
 // The conformance scenarios, run through the package's public JavaScript API: every *.json in
-// tests/conformance/scenarios, tests/conformance/rust-only and each directory of
-// $CONTENOX_SCENARIOS (colon-separated).
+// tests/conformance/scenarios and each directory of $CONTENOX_SCENARIOS (colon-separated).
 // One test per scenario, named after it; `conformance-check` judges each trace.
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
@@ -17,9 +16,7 @@ import { conformanceCheck, repoDir, startFakeServer } from './helpers.mjs'
 const SCENARIO_TIMEOUT_MS = 30_000
 
 function scenarioFiles() {
-  // rust-only/ holds the websearch scenarios until every binding runs them (then they move to
-  // scenarios/); this runner supports their `config.websearch` extension.
-  const dirs = [join(repoDir, 'tests/conformance/scenarios'), join(repoDir, 'tests/conformance/rust-only')]
+  const dirs = [join(repoDir, 'tests/conformance/scenarios')]
   for (const d of (process.env.CONTENOX_SCENARIOS ?? '').split(':')) if (d) dirs.push(resolve(d))
   const seen = new Set()
   const files = []

@@ -30,12 +30,7 @@ CONFORMANCE_CHECK = _binary("CONFORMANCE_CHECK", "conformance-check")
 
 
 def scenario_dirs() -> list[Path]:
-    # rust-only/ holds the websearch scenarios until every binding runs them (then they move to
-    # scenarios/); this runner supports their `config.websearch` extension.
-    dirs = [
-        REPO / "tests" / "conformance" / "scenarios",
-        REPO / "tests" / "conformance" / "rust-only",
-    ]
+    dirs = [REPO / "tests" / "conformance" / "scenarios"]
     extra = os.environ.get("CONTENOX_SCENARIOS")
     if extra:
         dirs += [Path(d) for d in extra.split(":") if d]

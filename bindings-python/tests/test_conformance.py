@@ -1,6 +1,5 @@
-"""Every conformance scenario through the Python API (tests/conformance/scenarios,
-tests/conformance/rust-only and the directories of $CONTENOX_SCENARIOS), one test per scenario,
-named after it."""
+"""Every conformance scenario through the Python API (tests/conformance/scenarios and the
+directories of $CONTENOX_SCENARIOS), one test per scenario, named after it."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ use crate::callbacks::{
     WebSearchProvider,
 };
 use crate::error::ContenoxError;
+use crate::mcp::SourceTool;
 use crate::types::{Event, ModelInfo, ToolSpec, Transcript, TurnResult};
 
 /// An agent client: one conversation, its tools, its gate and its model.
@@ -26,6 +27,11 @@ pub struct Client {
 }
 
 impl Client {
+    /// The engine's client.
+    pub(crate) fn core(&self) -> &contenox::Client {
+        &self.inner
+    }
+
     fn turn_options(&self, allow: Option<Vec<String>>) -> Result<RunOptions, ContenoxError> {
         let token = self.turns.lock().expect("turns lock").child_token();
         let options = RunOptions::default().cancel(token);
@@ -127,6 +133,12 @@ impl Client {
         Ok(self.inner.register(ToolAdapter::wrap(tool)?)?)
     }
 
+    /// Add a tool of another source (an MCP server's tool, a resource tool: see `McpSource`) as
+    /// it is, or replace the one of the same name. Kotlin: also `client.register(tool)`.
+    pub fn register_source_tool(&self, tool: Arc<SourceTool>) -> Result<(), ContenoxError> {
+        Ok(self.inner.register(tool.tool.clone())?)
+    }
+
     /// Remove a tool; true when it was there.
     pub fn unregister(&self, name: String) -> bool {
         self.inner.unregister(&name)
@@ -154,6 +166,21 @@ impl Client {
     pub async fn list_models(&self) -> Result<Vec<ModelInfo>, ContenoxError> {
         let models = self.inner.list_models().await?;
         Ok(models.into_iter().map(ModelInfo::from).collect())
+    }
+
+    /// The ids of the background shells started so far (`shell_1`, ...); empty when the client
+    /// has no background shells (config `background` off).
+    pub fn background_shell_ids(&self) -> Vec<String> {
+        self.inner
+            .background_shells()
+            .map(|shells| shells.ids())
+            .unwrap_or_default()
+    }
+
+    /// A background shell's status: `running`, `exited N` or `killed`; `null` for an unknown id
+    /// (or when the client has no background shells).
+    pub fn background_shell_status(&self, id: String) -> Option<String> {
+        self.inner.background_shells()?.status(&id)
     }
 
     /// The config the client was built with, as JSON.

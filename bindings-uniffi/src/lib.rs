@@ -6,11 +6,16 @@
 //! The surface:
 //! - [`Client`]: `Client(configJson, tools, hooks, waitFor)`, async `run`, async `stream` ->
 //!   [`Run`] (`nextEvent()`, `cancel()`, `result()`), `cancel()`, `register` / `unregister`,
-//!   `transcript()` / `setTranscript()`, `listModels()`, `shutdown()`.
+//!   `transcript()` / `setTranscript()`, `listModels()`, `backgroundShellIds()` /
+//!   `backgroundShellStatus(id)`, `shutdown()`.
 //! - Config crosses as the engine's `Config` JSON (the same keys in every binding).
 //! - [`Event`]: a typed enum (a sealed class in Kotlin, an enum in Swift); `toJson()` gives the
 //!   engine's own JSON of it. Free-form values (tool arguments, results, schemas) cross as JSON
 //!   text, in fields named `…Json`.
+//! - MCP: [`load_mcp`] (`loadMcp(configJson, onServer)`) -> [`McpSource`] (`tools()`,
+//!   `resourceTools()`, `servers()`, `registerInto(client)`, `shutdown()`), its tools as
+//!   [`SourceTool`] (`client.registerSourceTool(tool)`), server states to a
+//!   [`McpServerListener`].
 //! - Host code: [`HostTool`], [`Hooks`], [`WaitFor`], [`WebSearchProvider`], foreign traits
 //!   with async methods (`suspend fun` / `async throws`).
 //! - Errors: one type, [`ContenoxError`] (`ContenoxException` in Kotlin). A host callback that
@@ -27,11 +32,13 @@
 mod callbacks;
 mod client;
 mod error;
+mod mcp;
 mod types;
 
 pub use callbacks::{Hooks, HostTool, ToolContext, ToolReporter, WaitFor};
 pub use client::{list_models, Client, Run};
 pub use error::ContenoxError;
+pub use mcp::{load_mcp, McpServer, McpServerListener, McpSource, ServerState, SourceTool};
 pub use types::{
     outcome_name, Answer, Decision, Event, GateVerdict, Hints, Message, ModelInfo, Outcome,
     PendingRequest, Source, Tier, ToolCall, ToolCallEvent, ToolOutput, ToolSpec, Transcript,

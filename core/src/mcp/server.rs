@@ -526,20 +526,29 @@ impl Server {
         serde_json::to_value(result).map_err(|e| CallError::Failed(e.to_string()))
     }
 
-    /// Stop the server (graceful, bounded).
+    /// Stop the server (graceful, bounded). The connection stays locked until it has stopped,
+    /// so a second, concurrent shutdown (a client closing the source while the host closes it
+    /// too) also returns only once the server is gone.
     pub async fn shutdown(&self) {
-        let live = self.conn.lock().await.take();
-        if let Some(live) = live {
+        let mut conn = self.conn.lock().await;
+        if let Some(live) = conn.take() {
             live.shutdown().await;
         }
     }
 
-    /// Kill the server's process group now (drop path, maybe outside any runtime).
+    /// Kill the server's process group now (drop path, maybe outside any runtime). Inside a
+    /// runtime the killed process is also reaped there, so not even a zombie is left (outside
+    /// one, tokio's orphan queue reaps it when its runtime next wakes).
     pub fn kill_now(&self) {
         if let Ok(mut conn) = self.conn.try_lock() {
             if let Some(mut live) = conn.take() {
                 if let Some(child) = live.child.as_mut() {
                     child.kill_now();
+                }
+                if let (Some(child), Ok(runtime)) =
+                    (live.child.take(), tokio::runtime::Handle::try_current())
+                {
+                    runtime.spawn(child.reap());
                 }
             }
         }

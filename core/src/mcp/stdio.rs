@@ -150,6 +150,12 @@ impl ChildProcess {
         let _ = self.child.start_kill();
     }
 
+    /// Wait for the (killed) process to exit and collect its status.
+    pub async fn reap(mut self) {
+        let _ = self.child.wait().await;
+        self.pgid = None;
+    }
+
     fn signal_group(&self, signal: i32) {
         #[cfg(unix)]
         if let Some(pgid) = self.pgid {

@@ -599,6 +599,18 @@ fileprivate struct FfiConverterString: FfiConverter {
 public protocol ClientProtocol: AnyObject, Sendable {
     
     /**
+     * The ids of the background shells started so far (`shell_1`, ...); empty when the client
+     * has no background shells (config `background` off).
+     */
+    func backgroundShellIds()  -> [String]
+    
+    /**
+     * A background shell's status: `running`, `exited N` or `killed`; `null` for an unknown id
+     * (or when the client has no background shells).
+     */
+    func backgroundShellStatus(id: String)  -> String?
+    
+    /**
      * Cancel every turn of this client started before this call (running or queued). The
      * client stays usable.
      */
@@ -624,6 +636,12 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * offered from that turn's next model request.
      */
     func register(tool: HostTool) throws 
+    
+    /**
+     * Add a tool of another source (an MCP server's tool, a resource tool: see `McpSource`) as
+     * it is, or replace the one of the same name. Kotlin: also `client.register(tool)`.
+     */
+    func registerSourceTool(tool: SourceTool) throws 
     
     /**
      * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns` or `Error`
@@ -750,6 +768,33 @@ public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks
 
     
     /**
+     * The ids of the background shells started so far (`shell_1`, ...); empty when the client
+     * has no background shells (config `background` off).
+     */
+open func backgroundShellIds() -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_client_background_shell_ids(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A background shell's status: `running`, `exited N` or `killed`; `null` for an unknown id
+     * (or when the client has no background shells).
+     */
+open func backgroundShellStatus(id: String) -> String?  {
+    return try!  FfiConverterOptionString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_client_background_shell_status(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(id),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * Cancel every turn of this client started before this call (running or queued). The
      * client stays usable.
      */
@@ -813,6 +858,19 @@ open func register(tool: HostTool)throws   {try rustCallWithError(FfiConverterTy
     uniffi_contenox_uniffi_fn_method_client_register(
             self.uniffiCloneHandle(),
         FfiConverterTypeHostTool_lower(tool),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Add a tool of another source (an MCP server's tool, a resource tool: see `McpSource`) as
+     * it is, or replace the one of the same name. Kotlin: also `client.register(tool)`.
+     */
+open func registerSourceTool(tool: SourceTool)throws   {try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_client_register_source_tool(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeSourceTool_lower(tool),uniffiCallStatus
     )
 }
 }
@@ -1564,6 +1622,466 @@ public func FfiConverterTypeHostTool_lower(_ value: HostTool) -> UInt64 {
 
 
 /**
+ * Hears each server of a `loadMcp` as it settles (the `on_server` of the other bindings).
+ */
+public protocol McpServerListener: AnyObject, Sendable {
+    
+    /**
+     * Called once per server, before `loadMcp` returns. A thrown error is ignored.
+     */
+    func onServer(name: String, state: ServerState) throws 
+    
+}
+/**
+ * Hears each server of a `loadMcp` as it settles (the `on_server` of the other bindings).
+ */
+open class McpServerListenerImpl: McpServerListener, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_contenox_uniffi_fn_clone_mcpserverlistener(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_contenox_uniffi_fn_free_mcpserverlistener(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Called once per server, before `loadMcp` returns. A thrown error is ignored.
+     */
+open func onServer(name: String, state: ServerState)throws   {try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_mcpserverlistener_on_server(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),
+        FfiConverterTypeServerState_lower(state),uniffiCallStatus
+    )
+}
+}
+    
+
+    
+}
+
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceMcpServerListener {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceMcpServerListener = UniffiVTableCallbackInterfaceMcpServerListener(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterTypeMcpServerListener.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface McpServerListener: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterTypeMcpServerListener.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface McpServerListener: handle missing in uniffiClone")
+            }
+        },
+        onServer: { (
+            uniffiHandle: UInt64,
+            name: RustBuffer,
+            state: RustBuffer,
+            uniffiOutReturn: UnsafeMutableRawPointer,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeMcpServerListener.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try uniffiObj.onServer(
+                     name: try FfiConverterString.lift(name),
+                     state: try FfiConverterTypeServerState_lift(state)
+                )
+            }
+
+            
+            let writeReturn = { () }
+            uniffiTraitInterfaceCallWithError(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn,
+                lowerError: FfiConverterTypeContenoxError_lower
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceMcpServerListener> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceMcpServerListener>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitMcpServerListener() {
+    uniffi_contenox_uniffi_fn_init_callback_vtable_mcpserverlistener(UniffiCallbackInterfaceMcpServerListener.vtablePtr)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMcpServerListener: FfiConverter {
+    fileprivate static let handleMap = UniffiHandleMap<McpServerListener>()
+
+    typealias FfiType = UInt64
+    typealias SwiftType = McpServerListener
+
+    public static func lift(_ handle: UInt64) throws -> McpServerListener {
+        if ((handle & 1) == 0) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return McpServerListenerImpl(unsafeFromHandle: handle)
+        } else {
+            // Swift-generated handle, get the object from the handle map
+            return try handleMap.remove(handle: handle)
+        }
+    }
+
+    public static func lower(_ value: McpServerListener) -> UInt64 {
+         if let rustImpl = value as? McpServerListenerImpl {
+             // Rust-implemented object.  Clone the handle and return it
+            return rustImpl.uniffiCloneHandle()
+         } else {
+            // Swift object, generate a new vtable handle and return that.
+            return handleMap.insert(obj: value)
+         }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> McpServerListener {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: McpServerListener, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpServerListener_lift(_ handle: UInt64) throws -> McpServerListener {
+    return try FfiConverterTypeMcpServerListener.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpServerListener_lower(_ value: McpServerListener) -> UInt64 {
+    return FfiConverterTypeMcpServerListener.lower(value)
+}
+
+
+
+
+
+
+/**
+ * The servers of an MCP config, their tools and resource tools.
+ *
+ * The source owns the servers (the engine's rule). They stop when `shutdown()` is awaited, when
+ * a client the source was registered into with `registerInto` is shut down or freed, or when
+ * the source itself is freed (Kotlin `close()` / the garbage collector, Swift `deinit`; the
+ * servers are killed at once). So keep the source while its tools are in use.
+ */
+public protocol McpSourceProtocol: AnyObject, Sendable {
+    
+    /**
+     * Whether the source was shut down.
+     */
+    func isClosed()  -> Bool
+    
+    /**
+     * Register every tool into `client`, keep the client's tools in step with the servers'
+     * `notifications/tools/list_changed`, and stop the servers when the client is shut down or
+     * freed. (The resource tools are registered separately: `client.register(tool)` for each
+     * of `resourceTools()`.)
+     */
+    func registerInto(client: Client) throws 
+    
+    /**
+     * The opt-in `list_mcp_resources` and `read_mcp_resource` tools (read-only) over every
+     * server of the source.
+     */
+    func resourceTools()  -> [SourceTool]
+    
+    /**
+     * Each server and how it came out of the load, in name order.
+     */
+    func servers()  -> [McpServer]
+    
+    /**
+     * Stop every server (stdio: stdin closed, then SIGTERM, then SIGKILL to its process group;
+     * HTTP: the session ended) and remove its tools from the clients they were registered into
+     * with `registerInto`. Returns when all have stopped. Idempotent. (The engine's `close`,
+     * named so because Kotlin's `close()` frees the object.)
+     */
+    func shutdown() async 
+    
+    /**
+     * Every tool of every ready server, as they are now (named `<server>__<tool>`).
+     */
+    func tools()  -> [SourceTool]
+    
+}
+/**
+ * The servers of an MCP config, their tools and resource tools.
+ *
+ * The source owns the servers (the engine's rule). They stop when `shutdown()` is awaited, when
+ * a client the source was registered into with `registerInto` is shut down or freed, or when
+ * the source itself is freed (Kotlin `close()` / the garbage collector, Swift `deinit`; the
+ * servers are killed at once). So keep the source while its tools are in use.
+ */
+open class McpSource: McpSourceProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_contenox_uniffi_fn_clone_mcpsource(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_contenox_uniffi_fn_free_mcpsource(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Whether the source was shut down.
+     */
+open func isClosed() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_mcpsource_is_closed(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Register every tool into `client`, keep the client's tools in step with the servers'
+     * `notifications/tools/list_changed`, and stop the servers when the client is shut down or
+     * freed. (The resource tools are registered separately: `client.register(tool)` for each
+     * of `resourceTools()`.)
+     */
+open func registerInto(client: Client)throws   {try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_mcpsource_register_into(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeClient_lower(client),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * The opt-in `list_mcp_resources` and `read_mcp_resource` tools (read-only) over every
+     * server of the source.
+     */
+open func resourceTools() -> [SourceTool]  {
+    return try!  FfiConverterSequenceTypeSourceTool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_mcpsource_resource_tools(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Each server and how it came out of the load, in name order.
+     */
+open func servers() -> [McpServer]  {
+    return try!  FfiConverterSequenceTypeMcpServer.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_mcpsource_servers(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Stop every server (stdio: stdin closed, then SIGTERM, then SIGKILL to its process group;
+     * HTTP: the session ended) and remove its tools from the clients they were registered into
+     * with `registerInto`. Returns when all have stopped. Idempotent. (The engine's `close`,
+     * named so because Kotlin's `close()` frees the object.)
+     */
+open func shutdown()async   {
+    return
+        try!  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_mcpsource_shutdown(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_void,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_void,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: nil
+            
+        )
+}
+    
+    /**
+     * Every tool of every ready server, as they are now (named `<server>__<tool>`).
+     */
+open func tools() -> [SourceTool]  {
+    return try!  FfiConverterSequenceTypeSourceTool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_mcpsource_tools(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMcpSource: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = McpSource
+
+    public static func lift(_ handle: UInt64) throws -> McpSource {
+        return McpSource(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: McpSource) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> McpSource {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: McpSource, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpSource_lift(_ handle: UInt64) throws -> McpSource {
+    return try FfiConverterTypeMcpSource.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpSource_lower(_ value: McpSource) -> UInt64 {
+    return FfiConverterTypeMcpSource.lower(value)
+}
+
+
+
+
+
+
+/**
  * A running turn: its events, its cancel, its result. Freeing it (Kotlin `close()`, or the
  * garbage collector) before the turn ended cancels the turn, as the engine's own handle does.
  */
@@ -1754,6 +2272,188 @@ public func FfiConverterTypeRun_lift(_ handle: UInt64) throws -> Run {
 #endif
 public func FfiConverterTypeRun_lower(_ value: Run) -> UInt64 {
     return FfiConverterTypeRun.lower(value)
+}
+
+
+
+
+
+
+/**
+ * A tool that lives in the engine: an MCP server's tool, or a resource tool. Register it with
+ * `client.registerSourceTool(tool)` (Kotlin also `client.register(tool)`).
+ */
+public protocol SourceToolProtocol: AnyObject, Sendable {
+    
+    /**
+     * The tool's name as the model sees it (MCP tools: `<server>__<tool>`).
+     */
+    func name()  -> String
+    
+    /**
+     * The MCP server it belongs to, if any.
+     */
+    func server()  -> String?
+    
+    /**
+     * Where it comes from (`Mcp` for an MCP server's tool and the resource tools).
+     */
+    func source()  -> Source
+    
+    /**
+     * Its declaration.
+     */
+    func spec()  -> ToolSpec
+    
+}
+/**
+ * A tool that lives in the engine: an MCP server's tool, or a resource tool. Register it with
+ * `client.registerSourceTool(tool)` (Kotlin also `client.register(tool)`).
+ */
+open class SourceTool: SourceToolProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_contenox_uniffi_fn_clone_sourcetool(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_contenox_uniffi_fn_free_sourcetool(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The tool's name as the model sees it (MCP tools: `<server>__<tool>`).
+     */
+open func name() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_sourcetool_name(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The MCP server it belongs to, if any.
+     */
+open func server() -> String?  {
+    return try!  FfiConverterOptionString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_sourcetool_server(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Where it comes from (`Mcp` for an MCP server's tool and the resource tools).
+     */
+open func source() -> Source  {
+    return try!  FfiConverterTypeSource_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_sourcetool_source(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Its declaration.
+     */
+open func spec() -> ToolSpec  {
+    return try!  FfiConverterTypeToolSpec_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_sourcetool_spec(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSourceTool: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = SourceTool
+
+    public static func lift(_ handle: UInt64) throws -> SourceTool {
+        return SourceTool(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: SourceTool) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SourceTool {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: SourceTool, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSourceTool_lift(_ handle: UInt64) throws -> SourceTool {
+    return try FfiConverterTypeSourceTool.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSourceTool_lower(_ value: SourceTool) -> UInt64 {
+    return FfiConverterTypeSourceTool.lower(value)
 }
 
 
@@ -2653,6 +3353,75 @@ public func FfiConverterTypeHints_lift(_ buf: RustBuffer) throws -> Hints {
 #endif
 public func FfiConverterTypeHints_lower(_ value: Hints) -> RustBuffer {
     return FfiConverterTypeHints.lower(value)
+}
+
+
+/**
+ * One server of a source and how it came out of `loadMcp`.
+ */
+public struct McpServer: Equatable, Hashable {
+    /**
+     * Its name in the `mcpServers` config (its tools are named `<name>__<tool>`, sanitised).
+     */
+    public var name: String
+    /**
+     * Ready (with its tool count) or failed (with the error).
+     */
+    public var state: ServerState
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Its name in the `mcpServers` config (its tools are named `<name>__<tool>`, sanitised).
+         */name: String, 
+        /**
+         * Ready (with its tool count) or failed (with the error).
+         */state: ServerState) {
+        self.name = name
+        self.state = state
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension McpServer: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMcpServer: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> McpServer {
+        return
+            try McpServer(
+                name: FfiConverterString.read(from: &buf), 
+                state: FfiConverterTypeServerState.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: McpServer, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterTypeServerState.write(value.state, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpServer_lift(_ buf: RustBuffer) throws -> McpServer {
+    return try FfiConverterTypeMcpServer.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpServer_lower(_ value: McpServer) -> RustBuffer {
+    return FfiConverterTypeMcpServer.lower(value)
 }
 
 
@@ -4856,6 +5625,93 @@ public func FfiConverterTypeOutcome_lower(_ value: Outcome) -> RustBuffer {
 
 
 /**
+ * How a server came out of `loadMcp`.
+ */
+
+public enum ServerState: Equatable, Hashable {
+    
+    /**
+     * Connected, with this many tools.
+     */
+    case ready(
+        /**
+         * How many tools it offers.
+         */tools: UInt64
+    )
+    /**
+     * Could not be started or reached.
+     */
+    case failed(
+        /**
+         * What went wrong, with the last lines of a stdio server's stderr.
+         */error: String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ServerState: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeServerState: FfiConverterRustBuffer {
+    typealias SwiftType = ServerState
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ServerState {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .ready(tools: try FfiConverterUInt64.read(from: &buf)
+        )
+        
+        case 2: return .failed(error: try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ServerState, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .ready(tools):
+            writeInt(&buf, Int32(1))
+            FfiConverterUInt64.write(tools, into: &buf)
+            
+        
+        case let .failed(error):
+            writeInt(&buf, Int32(2))
+            FfiConverterString.write(error, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeServerState_lift(_ buf: RustBuffer) throws -> ServerState {
+    return try FfiConverterTypeServerState.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeServerState_lower(_ value: ServerState) -> RustBuffer {
+    return FfiConverterTypeServerState.lower(value)
+}
+
+
+
+/**
  * Where a tool comes from.
  */
 
@@ -5157,6 +6013,30 @@ fileprivate struct FfiConverterOptionTypeHooks: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeMcpServerListener: FfiConverterRustBuffer {
+    typealias SwiftType = McpServerListener?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeMcpServerListener.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeMcpServerListener.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeWaitFor: FfiConverterRustBuffer {
     typealias SwiftType = WaitFor?
 
@@ -5319,6 +6199,56 @@ fileprivate struct FfiConverterSequenceTypeHostTool: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeHostTool.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeSourceTool: FfiConverterRustBuffer {
+    typealias SwiftType = [SourceTool]
+
+    public static func write(_ value: [SourceTool], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeSourceTool.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [SourceTool] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [SourceTool]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeSourceTool.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeMcpServer: FfiConverterRustBuffer {
+    typealias SwiftType = [McpServer]
+
+    public static func write(_ value: [McpServer], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeMcpServer.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [McpServer] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [McpServer]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeMcpServer.read(from: &buf))
         }
         return seq
     }
@@ -5604,6 +6534,26 @@ public func listModels(configJson: String)async throws  -> [ModelInfo]  {
         )
 }
 /**
+ * Start every server of an MCP config (`{"mcpServers": {...}}` as JSON text, the document
+ * Claude Desktop and Claude Code read, plus contenox's `inject` and `timeout_ms`), list their
+ * tools, and report each server to `on_server` as it settles. Servers that fail are reported and
+ * left out; the others work. Throws only for an invalid config.
+ */
+public func loadMcp(configJson: String, onServer: McpServerListener? = nil)async throws  -> McpSource  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_func_load_mcp(FfiConverterString.lower(configJson),FfiConverterOptionTypeMcpServerListener.lower(onServer)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeMcpSource_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+/**
  * The snake_case name of an outcome (`done`, `cancelled`, `max_turns`, `error`), as on every wire.
  */
 public func outcomeName(outcome: Outcome) -> String  {
@@ -5633,6 +6583,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_func_list_models() != 9781) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_contenox_uniffi_checksum_func_load_mcp() != 11857) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_contenox_uniffi_checksum_func_outcome_name() != 29358) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5657,6 +6610,12 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_websearchprovider_search() != 38719) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_contenox_uniffi_checksum_method_client_background_shell_ids() != 22980) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_background_shell_status() != 58512) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_contenox_uniffi_checksum_method_client_cancel() != 30878) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5670,6 +6629,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_register() != 29750) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_register_source_tool() != 21830) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_run() != 21256) {
@@ -5705,6 +6667,39 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_run_result() != 46752) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_contenox_uniffi_checksum_method_mcpserverlistener_on_server() != 23508) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_mcpsource_is_closed() != 14503) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_mcpsource_register_into() != 44051) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_mcpsource_resource_tools() != 45182) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_mcpsource_servers() != 42201) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_mcpsource_shutdown() != 4867) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_mcpsource_tools() != 36443) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_sourcetool_name() != 41004) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_sourcetool_server() != 42112) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_sourcetool_source() != 65147) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_sourcetool_spec() != 19463) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_contenox_uniffi_checksum_method_transcript_is_empty() != 16914) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5729,6 +6724,7 @@ private let initializationResult: InitializationResult = {
 
     uniffiCallbackInitHooks()
     uniffiCallbackInitHostTool()
+    uniffiCallbackInitMcpServerListener()
     uniffiCallbackInitWaitFor()
     uniffiCallbackInitWebSearchProvider()
     return InitializationResult.ok

@@ -1,6 +1,7 @@
 // Thin hand-written helpers over the UniFFI-generated bindings (Contenox.swift): the event
-// stream as an AsyncStream, and a run whose turn is cancelled with the calling Task. No
-// behaviour lives here: each helper only calls the generated API.
+// stream as an AsyncStream, a run whose turn is cancelled with the calling Task, `loadMcp` with
+// a closure listener, and `register` for MCP tools. No behaviour lives here: each helper only
+// calls the generated API.
 
 extension Run {
     /// The run's events as an `AsyncStream`: `nextEvent()` until the turn ends (the last event
@@ -30,4 +31,24 @@ extension Client {
             run.cancel()
         }
     }
+
+    /// Add a tool of another source (an `McpSource`'s tool or resource tool) as it is: the
+    /// same as `registerSourceTool(tool:)`, so that `register(tool:)` takes both kinds.
+    public func register(tool: SourceTool) throws {
+        try registerSourceTool(tool: tool)
+    }
+}
+
+/// `loadMcp(configJson:onServer:)` with the listener as a closure, called once per server as it
+/// settles, before this returns.
+public func loadMcp(
+    configJson: String,
+    onServer: @escaping @Sendable (String, ServerState) -> Void
+) async throws -> McpSource {
+    final class Listener: McpServerListener, @unchecked Sendable {
+        let report: @Sendable (String, ServerState) -> Void
+        init(_ report: @escaping @Sendable (String, ServerState) -> Void) { self.report = report }
+        func onServer(name: String, state: ServerState) throws { report(name, state) }
+    }
+    return try await loadMcp(configJson: configJson, onServer: Listener(onServer))
 }

@@ -280,6 +280,13 @@ typedef void (*UniffiCallbackInterfaceWebSearchProviderMethod0)(uint64_t, RustBu
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_MCP_SERVER_LISTENER_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_MCP_SERVER_LISTENER_METHOD0
+typedef void (*UniffiCallbackInterfaceMcpServerListenerMethod0)(uint64_t, RustBuffer, RustBuffer, void* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_HOOKS
 #define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_HOOKS
 typedef struct UniffiVTableCallbackInterfaceHooks {
@@ -316,6 +323,15 @@ typedef struct UniffiVTableCallbackInterfaceWebSearchProvider {
     UniffiCallbackInterfaceClone _Nonnull uniffiClone;
     UniffiCallbackInterfaceWebSearchProviderMethod0 _Nonnull search;
 } UniffiVTableCallbackInterfaceWebSearchProvider;
+
+#endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_MCP_SERVER_LISTENER
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_MCP_SERVER_LISTENER
+typedef struct UniffiVTableCallbackInterfaceMcpServerListener {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfaceMcpServerListenerMethod0 _Nonnull onServer;
+} UniffiVTableCallbackInterfaceMcpServerListener;
 
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_HOOKS
@@ -438,6 +454,16 @@ void uniffi_contenox_uniffi_fn_free_client(uint64_t handle, RustCallStatus *_Non
 uint64_t uniffi_contenox_uniffi_fn_constructor_client_new(RustBuffer config_json, RustBuffer tools, RustBuffer hooks, RustBuffer wait_for, RustBuffer websearch, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_BACKGROUND_SHELL_IDS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_BACKGROUND_SHELL_IDS
+RustBuffer uniffi_contenox_uniffi_fn_method_client_background_shell_ids(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_BACKGROUND_SHELL_STATUS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_BACKGROUND_SHELL_STATUS
+RustBuffer uniffi_contenox_uniffi_fn_method_client_background_shell_status(uint64_t ptr, RustBuffer id, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_CANCEL
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_CANCEL
 void uniffi_contenox_uniffi_fn_method_client_cancel(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -461,6 +487,11 @@ uint64_t uniffi_contenox_uniffi_fn_method_client_list_models(uint64_t ptr
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_REGISTER
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_REGISTER
 void uniffi_contenox_uniffi_fn_method_client_register(uint64_t ptr, uint64_t tool, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_REGISTER_SOURCE_TOOL
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_REGISTER_SOURCE_TOOL
+void uniffi_contenox_uniffi_fn_method_client_register_source_tool(uint64_t ptr, uint64_t tool, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN
@@ -528,6 +559,96 @@ uint64_t uniffi_contenox_uniffi_fn_method_run_next_event(uint64_t ptr
 uint64_t uniffi_contenox_uniffi_fn_method_run_result(uint64_t ptr
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_MCPSERVERLISTENER
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_MCPSERVERLISTENER
+uint64_t uniffi_contenox_uniffi_fn_clone_mcpserverlistener(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_MCPSERVERLISTENER
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_MCPSERVERLISTENER
+void uniffi_contenox_uniffi_fn_free_mcpserverlistener(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_INIT_CALLBACK_VTABLE_MCPSERVERLISTENER
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_INIT_CALLBACK_VTABLE_MCPSERVERLISTENER
+void uniffi_contenox_uniffi_fn_init_callback_vtable_mcpserverlistener(const UniffiVTableCallbackInterfaceMcpServerListener* _Nonnull vtable
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSERVERLISTENER_ON_SERVER
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSERVERLISTENER_ON_SERVER
+void uniffi_contenox_uniffi_fn_method_mcpserverlistener_on_server(uint64_t ptr, RustBuffer name, RustBuffer state, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_MCPSOURCE
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_MCPSOURCE
+uint64_t uniffi_contenox_uniffi_fn_clone_mcpsource(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_MCPSOURCE
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_MCPSOURCE
+void uniffi_contenox_uniffi_fn_free_mcpsource(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSOURCE_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSOURCE_IS_CLOSED
+int8_t uniffi_contenox_uniffi_fn_method_mcpsource_is_closed(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSOURCE_REGISTER_INTO
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSOURCE_REGISTER_INTO
+void uniffi_contenox_uniffi_fn_method_mcpsource_register_into(uint64_t ptr, uint64_t client, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSOURCE_RESOURCE_TOOLS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSOURCE_RESOURCE_TOOLS
+RustBuffer uniffi_contenox_uniffi_fn_method_mcpsource_resource_tools(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSOURCE_SERVERS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSOURCE_SERVERS
+RustBuffer uniffi_contenox_uniffi_fn_method_mcpsource_servers(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSOURCE_SHUTDOWN
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSOURCE_SHUTDOWN
+uint64_t uniffi_contenox_uniffi_fn_method_mcpsource_shutdown(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSOURCE_TOOLS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPSOURCE_TOOLS
+RustBuffer uniffi_contenox_uniffi_fn_method_mcpsource_tools(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_SOURCETOOL
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_SOURCETOOL
+uint64_t uniffi_contenox_uniffi_fn_clone_sourcetool(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_SOURCETOOL
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_SOURCETOOL
+void uniffi_contenox_uniffi_fn_free_sourcetool(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_SOURCETOOL_NAME
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_SOURCETOOL_NAME
+RustBuffer uniffi_contenox_uniffi_fn_method_sourcetool_name(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_SOURCETOOL_SERVER
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_SOURCETOOL_SERVER
+RustBuffer uniffi_contenox_uniffi_fn_method_sourcetool_server(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_SOURCETOOL_SOURCE
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_SOURCETOOL_SOURCE
+RustBuffer uniffi_contenox_uniffi_fn_method_sourcetool_source(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_SOURCETOOL_SPEC
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_SOURCETOOL_SPEC
+RustBuffer uniffi_contenox_uniffi_fn_method_sourcetool_spec(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_TRANSCRIPT
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_TRANSCRIPT
 uint64_t uniffi_contenox_uniffi_fn_clone_transcript(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -587,6 +708,11 @@ RustBuffer uniffi_contenox_uniffi_fn_method_event_tool_name(RustBuffer ptr, Rust
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LIST_MODELS
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LIST_MODELS
 uint64_t uniffi_contenox_uniffi_fn_func_list_models(RustBuffer config_json
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LOAD_MCP
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LOAD_MCP
+uint64_t uniffi_contenox_uniffi_fn_func_load_mcp(RustBuffer config_json, RustBuffer on_server
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_OUTCOME_NAME
@@ -860,6 +986,12 @@ uint16_t uniffi_contenox_uniffi_checksum_func_list_models(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_LOAD_MCP
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_LOAD_MCP
+uint16_t uniffi_contenox_uniffi_checksum_func_load_mcp(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_OUTCOME_NAME
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_OUTCOME_NAME
 uint16_t uniffi_contenox_uniffi_checksum_func_outcome_name(void
@@ -908,6 +1040,18 @@ uint16_t uniffi_contenox_uniffi_checksum_method_websearchprovider_search(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_BACKGROUND_SHELL_IDS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_BACKGROUND_SHELL_IDS
+uint16_t uniffi_contenox_uniffi_checksum_method_client_background_shell_ids(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_BACKGROUND_SHELL_STATUS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_BACKGROUND_SHELL_STATUS
+uint16_t uniffi_contenox_uniffi_checksum_method_client_background_shell_status(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_CANCEL
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_CANCEL
 uint16_t uniffi_contenox_uniffi_checksum_method_client_cancel(void
@@ -935,6 +1079,12 @@ uint16_t uniffi_contenox_uniffi_checksum_method_client_list_models(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_REGISTER
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_REGISTER
 uint16_t uniffi_contenox_uniffi_checksum_method_client_register(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_REGISTER_SOURCE_TOOL
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_REGISTER_SOURCE_TOOL
+uint16_t uniffi_contenox_uniffi_checksum_method_client_register_source_tool(void
     
 );
 #endif
@@ -1001,6 +1151,72 @@ uint16_t uniffi_contenox_uniffi_checksum_method_run_next_event(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_RUN_RESULT
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_RUN_RESULT
 uint16_t uniffi_contenox_uniffi_checksum_method_run_result(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSERVERLISTENER_ON_SERVER
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSERVERLISTENER_ON_SERVER
+uint16_t uniffi_contenox_uniffi_checksum_method_mcpserverlistener_on_server(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_IS_CLOSED
+uint16_t uniffi_contenox_uniffi_checksum_method_mcpsource_is_closed(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_REGISTER_INTO
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_REGISTER_INTO
+uint16_t uniffi_contenox_uniffi_checksum_method_mcpsource_register_into(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_RESOURCE_TOOLS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_RESOURCE_TOOLS
+uint16_t uniffi_contenox_uniffi_checksum_method_mcpsource_resource_tools(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_SERVERS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_SERVERS
+uint16_t uniffi_contenox_uniffi_checksum_method_mcpsource_servers(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_SHUTDOWN
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_SHUTDOWN
+uint16_t uniffi_contenox_uniffi_checksum_method_mcpsource_shutdown(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_TOOLS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_TOOLS
+uint16_t uniffi_contenox_uniffi_checksum_method_mcpsource_tools(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_SOURCETOOL_NAME
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_SOURCETOOL_NAME
+uint16_t uniffi_contenox_uniffi_checksum_method_sourcetool_name(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_SOURCETOOL_SERVER
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_SOURCETOOL_SERVER
+uint16_t uniffi_contenox_uniffi_checksum_method_sourcetool_server(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_SOURCETOOL_SOURCE
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_SOURCETOOL_SOURCE
+uint16_t uniffi_contenox_uniffi_checksum_method_sourcetool_source(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_SOURCETOOL_SPEC
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_SOURCETOOL_SPEC
+uint16_t uniffi_contenox_uniffi_checksum_method_sourcetool_spec(void
     
 );
 #endif

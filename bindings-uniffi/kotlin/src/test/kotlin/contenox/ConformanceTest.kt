@@ -1,6 +1,9 @@
 package contenox
 
 import java.io.File
+import java.net.InetAddress
+import java.net.ServerSocket
+import java.net.Socket
 import java.net.URI
 import java.net.http.HttpClient
 import java.net.http.HttpRequest
@@ -10,23 +13,25 @@ import java.nio.file.Path
 import java.time.Duration
 import java.util.concurrent.ConcurrentLinkedQueue
 import java.util.concurrent.TimeUnit
+import kotlinx.coroutines.NonCancellable
 import kotlinx.coroutines.TimeoutCancellationException
 import kotlinx.coroutines.awaitCancellation
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withContext
 import kotlinx.coroutines.withTimeout
 import org.json.JSONArray
 import org.json.JSONObject
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.Assumptions.assumeFalse
 import org.junit.jupiter.api.Assertions.fail
 import org.junit.jupiter.api.DynamicTest
 import org.junit.jupiter.api.TestFactory
 
 /**
  * The conformance runner of the Kotlin binding: every scenario of `tests/conformance/scenarios`
- * and of each `$CONTENOX_SCENARIOS` directory runs through the Kotlin API against the fake model
- * server, and `conformance-check` judges the trace. One test per scenario, named after it.
+ * and of each `$CONTENOX_SCENARIOS` directory runs through the Kotlin
+ * API against the fake model server, and `conformance-check` judges the trace. One test per
+ * scenario, named after it.
  */
 class ConformanceTest {
     private val repo = File(System.getProperty("contenox.repo") ?: "../..").canonicalFile
@@ -72,13 +77,10 @@ class ConformanceTest {
 
     private fun runAndCheck(file: File) {
         val scenario = JSONObject(file.readText())
-        // MCP is not bound in the Kotlin/Swift binding yet; the harness lets a binding without it
-        // skip exactly the `mcp` scenarios (reported as skipped, not passed).
-        assumeFalse(scenario.has("mcp"), "${file.name}: MCP is not in the UniFFI binding yet")
         val workdir = Files.createTempDirectory("contenox-conf")
         try {
             val trace = try {
-                runBlocking { withTimeout(30_000) { ScenarioRun(file, scenario, workdir, fakeServer).run() } }
+                runBlocking { withTimeout(30_000) { ScenarioRun(repo, file, scenario, workdir, fakeServer).run() } }
             } catch (e: TimeoutCancellationException) {
                 fail<String>("${file.name}: still running after 30 s", e)
             }
@@ -102,7 +104,13 @@ class ConformanceTest {
 }
 
 /** One scenario run: fake server, client through the public Kotlin API, trace. */
-private class ScenarioRun(val file: File, val scenario: JSONObject, val workdir: Path, val fakeServer: String) {
+private class ScenarioRun(
+    val repo: File,
+    val file: File,
+    val scenario: JSONObject,
+    val workdir: Path,
+    val fakeServer: String,
+) {
     private val root: Path = Files.createDirectories(workdir.resolve("root"))
     private val answers = ConcurrentLinkedQueue<Any>()
     private var client: Client? = null
@@ -111,7 +119,9 @@ private class ScenarioRun(val file: File, val scenario: JSONObject, val workdir:
         writeWorkspace()
         scenario.optJSONArray("wait_for")?.forEach { answers.add(it) }
         val server = FakeServer.start(fakeServer, file)
+        val mcp = McpSetup(repo)
         try {
+            scenario.optJSONObject("mcp")?.let { mcp.start(it) }
             val config = clientConfig(server.baseUrl(scenario.getString("style")))
             val events = mutableListOf<String>()
             val actions = scenario.optJSONArray("actions")?.map { it as JSONObject } ?: emptyList()
@@ -120,6 +130,9 @@ private class ScenarioRun(val file: File, val scenario: JSONObject, val workdir:
                 (scenario.optJSONArray("more_prompts")?.map { it as String } ?: emptyList())
             val restart = scenario.optBoolean("restart_between_prompts", false)
             var current = build(config)
+            // before the first prompt, into the first client (`mcp` is not combined with
+            // `restart_between_prompts`: shutting a client down stops the servers given to it)
+            mcp.registerInto(current)
             var last: TurnResult? = null
             for ((i, prompt) in prompts.withIndex()) {
                 if (restart && i > 0) {
@@ -165,6 +178,7 @@ private class ScenarioRun(val file: File, val scenario: JSONObject, val workdir:
             }
         } finally {
             release()
+            withContext(NonCancellable) { mcp.close() }
             server.stop()
         }
     }
@@ -352,6 +366,113 @@ private class ScriptedWaitFor(private val answers: ConcurrentLinkedQueue<Any>) :
             a.has("result") -> Answer.Result(canonicalJson(a.get("result")))
             a.optBoolean("approve", false) -> Answer.Approve
             else -> Answer.Deny(if (a.has("message") && !a.isNull("message")) a.getString("message") else null)
+        }
+    }
+}
+
+/**
+ * The scenario key `mcp` (tests/conformance/README.md; the Rust runner's `mcp_support.rs`): the
+ * project's test servers (tests/mcp, installed by tests/mcp/install.sh) as an `mcpServers`
+ * config, loaded with [loadMcp] and registered into the client with [McpSource.registerInto]
+ * (plus [McpSource.resourceTools] when asked). A server that does not come up fails the
+ * scenario. The runner starts the `"transport": "http"` servers itself and stops them at the end.
+ */
+private class McpSetup(private val repo: File) {
+    private var source: McpSource? = null
+    private var resourceTools = false
+    private val http = mutableListOf<Process>()
+
+    suspend fun start(spec: JSONObject) {
+        resourceTools = spec.optBoolean("resource_tools", false)
+        val servers = spec.optJSONObject("servers") ?: error("mcp: \"servers\" must be an object")
+        val entries = JSONObject()
+        for (name in servers.keySet().sorted()) {
+            val s = servers.getJSONObject(name)
+            val server = s.optString("server").ifEmpty { error("mcp: server $name needs \"server\"") }
+            val entry = when (val transport = s.optString("transport", "stdio")) {
+                "stdio" -> {
+                    val (command, args) = commandOf(server, null)
+                    JSONObject().put("command", command).put("args", JSONArray(args))
+                }
+                "http" -> JSONObject().put("type", "http").put("url", startHttp(server))
+                else -> error("mcp: unknown transport $transport")
+            }
+            for (key in listOf("inject", "headers", "timeout_ms", "env")) {
+                if (s.has(key)) entry.put(key, s.get(key))
+            }
+            entries.put(name, entry)
+        }
+        val loaded = loadMcp(JSONObject().put("mcpServers", entries).toString())
+        source = loaded
+        val failed = loaded.servers().mapNotNull { s ->
+            (s.state as? ServerState.Failed)?.let { "mcp: server ${s.name} failed: ${it.error}" }
+        }
+        if (failed.isNotEmpty()) error(failed.joinToString("\n"))
+    }
+
+    fun registerInto(client: Client) {
+        val src = source ?: return
+        src.registerInto(client)
+        if (resourceTools) src.resourceTools().forEach { client.register(it) }
+    }
+
+    /** Stop the MCP servers (and free the source), and the HTTP servers this runner started. */
+    suspend fun close() {
+        source?.let {
+            it.shutdown()
+            it.close()
+        }
+        source = null
+        for (p in http) {
+            p.descendants().forEach { it.destroyForcibly() }
+            p.destroyForcibly()
+            p.waitFor(5, TimeUnit.SECONDS)
+        }
+        http.clear()
+    }
+
+    private fun installed(f: File, what: String): String {
+        check(f.exists()) { "$what not found at ${f.path}: run tests/mcp/install.sh" }
+        return f.path
+    }
+
+    /** The Python with the `mcp` SDK: $CONTENOX_MCP_PYTHON or tests/mcp/.venv. */
+    private fun python(): String =
+        System.getenv("CONTENOX_MCP_PYTHON") ?: installed(File(repo, "tests/mcp/.venv/bin/python"), "the MCP venv")
+
+    /** The program and arguments of a test server, over stdio or over HTTP on `port`. */
+    private fun commandOf(server: String, port: Int?): Pair<String, List<String>> = when (server) {
+        "fast" -> {
+            val script = installed(File(repo, "tests/mcp/fast_server.py"), "fast_server.py")
+            python() to (listOf(script) + (port?.let { listOf("http", it.toString()) } ?: emptyList()))
+        }
+        "everything" -> {
+            val modules = System.getenv("CONTENOX_MCP_NODE_MODULES")?.let(::File) ?: File(repo, "tests/mcp/node_modules")
+            val js = installed(
+                File(modules, "@modelcontextprotocol/server-everything/dist/index.js"),
+                "@modelcontextprotocol/server-everything",
+            )
+            "node" to listOf(js, if (port != null) "streamableHttp" else "stdio")
+        }
+        else -> error("mcp: unknown test server \"$server\" (expected \"fast\" or \"everything\")")
+    }
+
+    /** Start a test server over streamable HTTP on a free port; its URL once it listens. */
+    private suspend fun startHttp(server: String): String {
+        val port = ServerSocket(0, 1, InetAddress.getLoopbackAddress()).use { it.localPort }
+        val (command, args) = commandOf(server, port)
+        val pb = ProcessBuilder(listOf(command) + args)
+            .redirectInput(ProcessBuilder.Redirect.from(File("/dev/null")))
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+            .redirectError(ProcessBuilder.Redirect.DISCARD)
+        pb.environment()["PORT"] = port.toString()
+        http += pb.start()
+        val deadline = System.nanoTime() + 20_000_000_000L
+        while (true) {
+            val up = runCatching { Socket(InetAddress.getLoopbackAddress(), port).close() }.isSuccess
+            if (up) return "http://127.0.0.1:$port/mcp"
+            check(System.nanoTime() < deadline) { "mcp: $server over HTTP did not listen on $port" }
+            delay(50)
         }
     }
 }
