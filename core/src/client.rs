@@ -362,8 +362,8 @@ impl ClientBuilder {
             (false, _) => None,
             (true, shells) => Some(shells.unwrap_or_default()),
         };
-        for tool in builtins_for(&config, &opt_ins)? {
-            toolkit.register(tool)?;
+        for (tool, spec) in builtins_for(&config, &opt_ins)? {
+            toolkit.register_checked(tool, spec);
         }
         for tool in self.tools {
             toolkit.register(tool)?;

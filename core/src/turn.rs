@@ -516,7 +516,7 @@ impl Turn<'_> {
             .toolkit
             .offered(&allowed)
             .into_iter()
-            .map(|s| s.name)
+            .map(|s| s.name.clone())
             .take(30)
             .collect();
         if names.is_empty() {

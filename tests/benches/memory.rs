@@ -46,6 +46,18 @@ fn main() {
         .unwrap();
     let root = tempfile::tempdir().unwrap();
 
+    // The first client also builds the builtins' specs, which every later client shares.
+    let before = live();
+    let first = Client::builder()
+        .script(vec![ScriptEntry::text("hi")])
+        .root(root.path())
+        .build()
+        .unwrap();
+    println!(
+        "first client (scripted, default builtins; includes the specs shared process-wide): {} bytes of heap",
+        live() - before
+    );
+
     // Idle clients: the default builtins, the scripted model, no turn yet.
     let n = 100;
     let before = live();
@@ -61,6 +73,7 @@ fn main() {
     let per_client = (live() - before) / n;
     drop(clients);
     println!("idle client (scripted, default builtins): {per_client} bytes of heap");
+    drop(first);
 
     let before = live();
     let clients: Vec<Client> = (0..n)

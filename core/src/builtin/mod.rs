@@ -34,6 +34,7 @@ mod notebook_edit;
 mod path;
 mod process;
 mod read;
+mod shared_spec;
 mod shells;
 mod todo_write;
 mod walk;
@@ -52,7 +53,7 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::tool::{Tool, ToolError};
+use crate::tool::{Tool, ToolError, ToolSpec};
 
 /// The builtins offered when the config does not name any, in the order the model sees them.
 pub const DEFAULT_BUILTINS: &[&str] = &[
@@ -110,10 +111,16 @@ pub(crate) struct OptIns {
     pub websearch: Option<Arc<dyn WebSearchProvider>>,
 }
 
+/// A builtin ready to register: the tool and its shared spec.
+pub(crate) type Builtin = (Arc<dyn Tool>, Arc<ToolSpec>);
+
 /// The builtins a config asks for: `builtins` (`None` = the defaults), then the opt-ins that are
 /// on (`notebook_edit`; with background shells, bash gains `run_in_background` and
 /// `bash_output` / `kill_shell` come along; `websearch` when the host gave a provider).
-pub(crate) fn builtins_for(config: &Config, opt_ins: &OptIns) -> Result<Vec<Arc<dyn Tool>>> {
+///
+/// Each comes with its spec, shared with every other client of the process
+/// ([`shared_spec::shared_spec`]).
+pub(crate) fn builtins_for(config: &Config, opt_ins: &OptIns) -> Result<Vec<Builtin>> {
     let mut names: Vec<String> = match &config.builtins {
         None => DEFAULT_BUILTINS.iter().map(|n| n.to_string()).collect(),
         Some(names) => names.clone(),
@@ -121,10 +128,18 @@ pub(crate) fn builtins_for(config: &Config, opt_ins: &OptIns) -> Result<Vec<Arc<
     if config.notebook_edit && !names.iter().any(|n| n == "notebook_edit") {
         names.push("notebook_edit".into());
     }
-    let mut tools = Vec::with_capacity(names.len() + 3);
+    let mut tools: Vec<Builtin> = Vec::with_capacity(names.len() + 3);
+    let mut push = |key: &str, tool: Arc<dyn Tool>| -> Result<()> {
+        let spec = shared_spec::shared_spec(key, tool.as_ref())?;
+        tools.push((tool, spec));
+        Ok(())
+    };
     for name in &names {
-        let tool: Arc<dyn Tool> = match (name.as_str(), &opt_ins.shells) {
-            ("bash", Some(shells)) => Arc::new(bash::Bash::new(Some(shells.clone()))),
+        let (key, tool): (&str, Arc<dyn Tool>) = match (name.as_str(), &opt_ins.shells) {
+            ("bash", Some(shells)) => (
+                "bash+background",
+                Arc::new(bash::Bash::new(Some(shells.clone()))),
+            ),
             ("bash_output" | "kill_shell", Some(_)) => continue, // added below
             ("bash_output" | "kill_shell", None) => {
                 return Err(Error::Config(format!(
@@ -137,21 +152,27 @@ pub(crate) fn builtins_for(config: &Config, opt_ins: &OptIns) -> Result<Vec<Arc<
                     "builtin \"websearch\" needs a web search provider from the host".into(),
                 ))
             }
-            _ => builtin(name).ok_or_else(|| {
-                Error::Config(format!(
-                    "unknown builtin {name:?} (available: {})",
-                    IMPLEMENTED_BUILTINS.join(", ")
-                ))
-            })?,
+            _ => (
+                name.as_str(),
+                builtin(name).ok_or_else(|| {
+                    Error::Config(format!(
+                        "unknown builtin {name:?} (available: {})",
+                        IMPLEMENTED_BUILTINS.join(", ")
+                    ))
+                })?,
+            ),
         };
-        tools.push(tool);
+        push(key, tool)?;
     }
     if let Some(shells) = &opt_ins.shells {
-        tools.push(Arc::new(shells::BashOutput(shells.clone())));
-        tools.push(Arc::new(shells::KillShell(shells.clone())));
+        push("bash_output", Arc::new(shells::BashOutput(shells.clone())))?;
+        push("kill_shell", Arc::new(shells::KillShell(shells.clone())))?;
     }
     if let Some(provider) = &opt_ins.websearch {
-        tools.push(Arc::new(websearch::WebSearch::new(provider.clone())));
+        push(
+            "websearch",
+            Arc::new(websearch::WebSearch::new(provider.clone())),
+        )?;
     }
     Ok(tools)
 }

@@ -29,7 +29,7 @@ use crate::transcript::Message;
 pub(crate) struct ModelRequest<'a> {
     pub system: Option<&'a str>,
     pub messages: &'a [Message],
-    pub tools: &'a [ToolSpec],
+    pub tools: &'a [std::sync::Arc<ToolSpec>],
 }
 
 /// A call as it came off the wire, before the engine parses its arguments.

@@ -15,7 +15,7 @@ pub use spec::{valid_tool_name, Hints, Source, Tier, ToolSpec};
 pub use toolkit::Toolkit;
 
 pub(crate) use call_tool::{CallTool, CALL_TOOL};
-pub(crate) use toolkit::{allowed_by, Entry};
+pub(crate) use toolkit::{allowed_by, check_spec, Entry};
 
 use async_trait::async_trait;
 use serde_json::Value;

@@ -10,7 +10,9 @@ use crate::error::{Error, Result};
 /// One registered tool with what the engine needs at call time.
 pub(crate) struct Entry {
     pub tool: Arc<dyn Tool>,
-    pub spec: ToolSpec,
+    /// Shared, not copied: the builtins' specs are one allocation per process (see
+    /// `builtin::shared`), and a model request points at them instead of cloning schemas.
+    pub spec: Arc<ToolSpec>,
     pub source: Source,
     pub server: Option<String>,
     /// Compiled on first use: most tools are never called in a given process.
@@ -55,27 +57,17 @@ impl Toolkit {
     /// Add a tool, replacing any tool of the same name.
     pub fn register(&self, tool: Arc<dyn Tool>) -> Result<()> {
         let spec = tool.spec();
-        if !valid_tool_name(&spec.name) {
-            return Err(Error::Tool(format!(
-                "tool name {:?} must match ^[A-Za-z0-9_-]{{1,64}}$",
-                spec.name
-            )));
-        }
-        if spec.name == CALL_TOOL {
-            return Err(Error::Tool(format!("{CALL_TOOL} is reserved")));
-        }
-        if !spec.input_schema.is_object() {
-            return Err(Error::Tool(format!(
-                "tool {}: input_schema must be a JSON object",
-                spec.name
-            )));
-        }
-        if let Err(e) = jsonschema::meta::validate(&spec.input_schema) {
-            return Err(Error::Tool(format!(
-                "tool {}: input_schema is not a valid JSON Schema: {e}",
-                spec.name
-            )));
-        }
+        check_spec(&spec)?;
+        self.insert(tool, Arc::new(spec));
+        Ok(())
+    }
+
+    /// Add a tool whose spec was already checked by [`check_spec`] (a builtin's shared spec).
+    pub(crate) fn register_checked(&self, tool: Arc<dyn Tool>, spec: Arc<ToolSpec>) {
+        self.insert(tool, spec);
+    }
+
+    fn insert(&self, tool: Arc<dyn Tool>, spec: Arc<ToolSpec>) {
         let entry = Arc::new(Entry {
             source: tool.source(),
             server: tool.server(),
@@ -88,7 +80,6 @@ impl Toolkit {
             Some(i) => entries[i] = entry,
             None => entries.push(entry),
         }
-        Ok(())
     }
 
     /// Remove a tool by name; true when it was there.
@@ -102,7 +93,7 @@ impl Toolkit {
     /// The specs of all registered tools, allowed or not.
     pub fn specs(&self) -> Vec<ToolSpec> {
         let entries = self.entries.read().expect("toolkit lock");
-        entries.iter().map(|e| e.spec.clone()).collect()
+        entries.iter().map(|e| ToolSpec::clone(&e.spec)).collect()
     }
 
     /// The registered tool of that name, when `allowed` lets it through.
@@ -116,18 +107,18 @@ impl Toolkit {
 
     /// The specs the model is offered now: allowed core tools, plus `call_tool` when some allowed
     /// tool is deferred.
-    pub(crate) fn offered(&self, allowed: &dyn Fn(&str) -> bool) -> Vec<ToolSpec> {
+    pub(crate) fn offered(&self, allowed: &dyn Fn(&str) -> bool) -> Vec<Arc<ToolSpec>> {
         let entries = self.entries.read().expect("toolkit lock");
         let mut offered = Vec::with_capacity(entries.len() + 1);
         let mut deferred = Vec::new();
         for e in entries.iter().filter(|e| allowed(&e.spec.name)) {
             match e.spec.tier {
                 Tier::Core => offered.push(e.spec.clone()),
-                Tier::Deferred => deferred.push(&e.spec),
+                Tier::Deferred => deferred.push(&*e.spec),
             }
         }
         if !deferred.is_empty() {
-            offered.push(CallTool::spec(&deferred));
+            offered.push(Arc::new(CallTool::spec(&deferred)));
         }
         offered
     }
@@ -148,9 +139,36 @@ impl Toolkit {
                     || e.spec.name.to_lowercase().contains(&q)
                     || e.spec.description.to_lowercase().contains(&q)
             })
-            .map(|e| e.spec.clone())
+            .map(|e| ToolSpec::clone(&e.spec))
             .collect()
     }
+}
+
+/// Refuse a spec the engine cannot offer: a bad or reserved name, an input schema that is not
+/// a JSON Schema object.
+pub(crate) fn check_spec(spec: &ToolSpec) -> Result<()> {
+    if !valid_tool_name(&spec.name) {
+        return Err(Error::Tool(format!(
+            "tool name {:?} must match ^[A-Za-z0-9_-]{{1,64}}$",
+            spec.name
+        )));
+    }
+    if spec.name == CALL_TOOL {
+        return Err(Error::Tool(format!("{CALL_TOOL} is reserved")));
+    }
+    if !spec.input_schema.is_object() {
+        return Err(Error::Tool(format!(
+            "tool {}: input_schema must be a JSON object",
+            spec.name
+        )));
+    }
+    if let Err(e) = jsonschema::meta::validate(&spec.input_schema) {
+        return Err(Error::Tool(format!(
+            "tool {}: input_schema is not a valid JSON Schema: {e}",
+            spec.name
+        )));
+    }
+    Ok(())
 }
 
 /// Whether a name passes both the client's and the run's allowlists.
