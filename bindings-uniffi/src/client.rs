@@ -11,6 +11,7 @@ use crate::callbacks::{
 };
 use crate::error::ContenoxError;
 use crate::mcp::SourceTool;
+use crate::shells::BackgroundShells;
 use crate::types::{Event, ModelInfo, ToolSpec, Transcript, TurnResult};
 
 /// An agent client: one conversation, its tools, its gate and its model.
@@ -168,19 +169,11 @@ impl Client {
         Ok(models.into_iter().map(ModelInfo::from).collect())
     }
 
-    /// The ids of the background shells started so far (`shell_1`, ...); empty when the client
-    /// has no background shells (config `background` off).
-    pub fn background_shell_ids(&self) -> Vec<String> {
+    /// The client's background shells, or `null` when config `background` is off.
+    pub fn background_shells(&self) -> Option<Arc<BackgroundShells>> {
         self.inner
             .background_shells()
-            .map(|shells| shells.ids())
-            .unwrap_or_default()
-    }
-
-    /// A background shell's status: `running`, `exited N` or `killed`; `null` for an unknown id
-    /// (or when the client has no background shells).
-    pub fn background_shell_status(&self, id: String) -> Option<String> {
-        self.inner.background_shells()?.status(&id)
+            .map(|shells| Arc::new(BackgroundShells::new(shells.clone())))
     }
 
     /// The config the client was built with, as JSON.

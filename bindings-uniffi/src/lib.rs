@@ -6,8 +6,9 @@
 //! The surface:
 //! - [`Client`]: `Client(configJson, tools, hooks, waitFor)`, async `run`, async `stream` ->
 //!   [`Run`] (`nextEvent()`, `cancel()`, `result()`), `cancel()`, `register` / `unregister`,
-//!   `transcript()` / `setTranscript()`, `listModels()`, `backgroundShellIds()` /
-//!   `backgroundShellStatus(id)`, `shutdown()`.
+//!   `transcript()` / `setTranscript()`, `listModels()`, `backgroundShells()` ->
+//!   [`BackgroundShells`] (`ids()`, `status(id)`, `closeAll()`; `null` when config
+//!   `background` is off), `shutdown()`.
 //! - Config crosses as the engine's `Config` JSON (the same keys in every binding).
 //! - [`Event`]: a typed enum (a sealed class in Kotlin, an enum in Swift); `toJson()` gives the
 //!   engine's own JSON of it. Free-form values (tool arguments, results, schemas) cross as JSON
@@ -33,12 +34,14 @@ mod callbacks;
 mod client;
 mod error;
 mod mcp;
+mod shells;
 mod types;
 
 pub use callbacks::{Hooks, HostTool, ToolContext, ToolReporter, WaitFor};
 pub use client::{list_models, Client, Run};
 pub use error::ContenoxError;
 pub use mcp::{load_mcp, McpServer, McpServerListener, McpSource, ServerState, SourceTool};
+pub use shells::BackgroundShells;
 pub use types::{
     outcome_name, Answer, Decision, Event, GateVerdict, Hints, Message, ModelInfo, Outcome,
     PendingRequest, Source, Tier, ToolCall, ToolCallEvent, ToolOutput, ToolSpec, Transcript,

@@ -590,6 +590,183 @@ fileprivate struct FfiConverterString: FfiConverter {
 
 
 /**
+ * The background shells of a client (config `background: true`): the processes that `bash`
+ * with `run_in_background` started. Get it with `Client.backgroundShells()`. Every shell is
+ * killed (its whole process group) by `closeAll()`, by `client.shutdown()` / freeing the
+ * client, and when the turn that started it is cancelled.
+ *
+ * A view of the client's shells, not a copy: it stays readable after the client is shut down or
+ * freed (the shells are killed then all the same).
+ */
+public protocol BackgroundShellsProtocol: AnyObject, Sendable {
+    
+    /**
+     * Kill every running shell's process group. The client stays open. Idempotent.
+     */
+    func closeAll() 
+    
+    /**
+     * The ids of every shell started so far, oldest first (`shell_1`, `shell_2`, ...), finished
+     * ones included.
+     */
+    func ids()  -> [String]
+    
+    /**
+     * A shell's status: `running`, `exited N` or `killed`; `null` for an unknown id.
+     */
+    func status(id: String)  -> String?
+    
+}
+/**
+ * The background shells of a client (config `background: true`): the processes that `bash`
+ * with `run_in_background` started. Get it with `Client.backgroundShells()`. Every shell is
+ * killed (its whole process group) by `closeAll()`, by `client.shutdown()` / freeing the
+ * client, and when the turn that started it is cancelled.
+ *
+ * A view of the client's shells, not a copy: it stays readable after the client is shut down or
+ * freed (the shells are killed then all the same).
+ */
+open class BackgroundShells: BackgroundShellsProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_contenox_uniffi_fn_clone_backgroundshells(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_contenox_uniffi_fn_free_backgroundshells(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Kill every running shell's process group. The client stays open. Idempotent.
+     */
+open func closeAll()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_backgroundshells_close_all(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * The ids of every shell started so far, oldest first (`shell_1`, `shell_2`, ...), finished
+     * ones included.
+     */
+open func ids() -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_backgroundshells_ids(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A shell's status: `running`, `exited N` or `killed`; `null` for an unknown id.
+     */
+open func status(id: String) -> String?  {
+    return try!  FfiConverterOptionString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_backgroundshells_status(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(id),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBackgroundShells: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = BackgroundShells
+
+    public static func lift(_ handle: UInt64) throws -> BackgroundShells {
+        return BackgroundShells(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: BackgroundShells) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BackgroundShells {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: BackgroundShells, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBackgroundShells_lift(_ handle: UInt64) throws -> BackgroundShells {
+    return try FfiConverterTypeBackgroundShells.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBackgroundShells_lower(_ value: BackgroundShells) -> UInt64 {
+    return FfiConverterTypeBackgroundShells.lower(value)
+}
+
+
+
+
+
+
+/**
  * An agent client: one conversation, its tools, its gate and its model.
  *
  * Turns on one client run one at a time, in the order they were started. `shutdown()` cancels
@@ -599,16 +776,9 @@ fileprivate struct FfiConverterString: FfiConverter {
 public protocol ClientProtocol: AnyObject, Sendable {
     
     /**
-     * The ids of the background shells started so far (`shell_1`, ...); empty when the client
-     * has no background shells (config `background` off).
+     * The client's background shells, or `null` when config `background` is off.
      */
-    func backgroundShellIds()  -> [String]
-    
-    /**
-     * A background shell's status: `running`, `exited N` or `killed`; `null` for an unknown id
-     * (or when the client has no background shells).
-     */
-    func backgroundShellStatus(id: String)  -> String?
+    func backgroundShells()  -> BackgroundShells?
     
     /**
      * Cancel every turn of this client started before this call (running or queued). The
@@ -768,28 +938,13 @@ public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks
 
     
     /**
-     * The ids of the background shells started so far (`shell_1`, ...); empty when the client
-     * has no background shells (config `background` off).
+     * The client's background shells, or `null` when config `background` is off.
      */
-open func backgroundShellIds() -> [String]  {
-    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+open func backgroundShells() -> BackgroundShells?  {
+    return try!  FfiConverterOptionTypeBackgroundShells.lift(try! rustCall() {
         uniffiCallStatus in
-    uniffi_contenox_uniffi_fn_method_client_background_shell_ids(
+    uniffi_contenox_uniffi_fn_method_client_background_shells(
             self.uniffiCloneHandle(),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * A background shell's status: `running`, `exited N` or `killed`; `null` for an unknown id
-     * (or when the client has no background shells).
-     */
-open func backgroundShellStatus(id: String) -> String?  {
-    return try!  FfiConverterOptionString.lift(try! rustCall() {
-        uniffiCallStatus in
-    uniffi_contenox_uniffi_fn_method_client_background_shell_status(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(id),uniffiCallStatus
     )
 })
 }
@@ -5989,6 +6144,30 @@ fileprivate struct FfiConverterOptionString: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeBackgroundShells: FfiConverterRustBuffer {
+    typealias SwiftType = BackgroundShells?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeBackgroundShells.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeBackgroundShells.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeHooks: FfiConverterRustBuffer {
     typealias SwiftType = Hooks?
 
@@ -6610,10 +6789,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_websearchprovider_search() != 38719) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_background_shell_ids() != 22980) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_client_background_shell_status() != 58512) {
+    if (uniffi_contenox_uniffi_checksum_method_client_background_shells() != 5990) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_cancel() != 30878) {
@@ -6698,6 +6874,15 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_sourcetool_spec() != 19463) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_backgroundshells_close_all() != 7703) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_backgroundshells_ids() != 24080) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_backgroundshells_status() != 13967) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_transcript_is_empty() != 16914) {

@@ -3,8 +3,10 @@ package contenox
 import java.io.File
 import java.nio.file.Files
 import java.nio.file.Path
+import java.util.Locale
 import java.util.UUID
 import java.util.concurrent.ConcurrentLinkedQueue
+import kotlin.random.Random
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.runBlocking
@@ -15,6 +17,7 @@ import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Assumptions.assumeTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
 
@@ -86,6 +89,26 @@ class McpTest {
     private fun text(t: String) = JSONObject().put("text", t)
 
     // ---- /proc ----------------------------------------------------------------------------
+
+    private fun assumeProc() = assumeTrue(File("/proc/self/cmdline").exists(), "needs /proc")
+
+    /** Live processes whose command line holds `marker` (a zombie's is empty). */
+    private fun pidsRunning(marker: String): List<Int> {
+        val self = ProcessHandle.current().pid().toInt()
+        return File("/proc").listFiles()!!.mapNotNull { dir ->
+            val pid = dir.name.toIntOrNull()?.takeIf { it != self } ?: return@mapNotNull null
+            val cmd = runCatching { File(dir, "cmdline").readText(Charsets.ISO_8859_1) }.getOrNull()
+            pid.takeIf { cmd != null && cmd.contains(marker) }
+        }
+    }
+
+    private suspend fun waitUntil(what: String, cond: () -> Boolean) {
+        val deadline = System.nanoTime() + 10_000_000_000L
+        while (!cond()) {
+            check(System.nanoTime() < deadline) { "timed out waiting: $what" }
+            delay(20)
+        }
+    }
 
     /** (pid, state, pgrp) of every process. */
     private fun processes(): List<Triple<Int, Char, Int>> =
@@ -288,18 +311,63 @@ class McpTest {
         val bash = JSONObject().put("command", "sleep 0.2; exit 3").put("run_in_background", true)
         val extra = JSONObject().put("builtins", JSONArray(listOf("bash"))).put("background", true)
         Client(scripted(calls(Triple("c1", "bash", bash)), text("started"), extra = extra)).use { client ->
-            assertEquals(emptyList<String>(), client.backgroundShellIds())
+            val shells = client.backgroundShells()!!
+            assertEquals(emptyList<String>(), shells.ids())
             assertEquals(Outcome.DONE, client.run("start it").outcome)
-            assertEquals(listOf("shell_1"), client.backgroundShellIds())
+            assertEquals(listOf("shell_1"), shells.ids())
             val deadline = System.nanoTime() + 10_000_000_000L
-            while (client.backgroundShellStatus("shell_1") == "running" && System.nanoTime() < deadline) delay(20)
-            assertEquals("exited 3", client.backgroundShellStatus("shell_1"))
-            assertNull(client.backgroundShellStatus("shell_9"))
+            while (shells.status("shell_1") == "running" && System.nanoTime() < deadline) delay(20)
+            assertEquals("exited 3", shells.status("shell_1"))
+            assertNull(shells.status("shell_9"))
+            assertNull(shells.status("nonsense"))
+            // another handle sees the same shells
+            assertEquals(listOf("shell_1"), client.backgroundShells()!!.ids())
         }
         // without `background`, there are none
-        Client(scripted(text("hi"))).use { client ->
-            assertEquals(emptyList<String>(), client.backgroundShellIds())
-            assertNull(client.backgroundShellStatus("shell_1"))
+        Client(scripted(text("hi"), extra = JSONObject().put("builtins", JSONArray(listOf("bash"))))).use { client ->
+            assertNull(client.backgroundShells())
+        }
+    }
+
+    @Test
+    fun `closeAll kills the shells' processes and keeps the client open`() = runBlocking {
+        assumeProc()
+        // a command that runs until killed, with a marker unique to its processes
+        val marker = String.format(Locale.ROOT, "%.9f", 300 + Random.nextDouble())
+        val bash = JSONObject().put("command", "sleep $marker; echo never").put("run_in_background", true)
+        val extra = JSONObject().put("builtins", JSONArray(listOf("bash"))).put("background", true)
+        val script = scripted(calls(Triple("c1", "bash", bash)), text("started"), text("still open"), extra = extra)
+        Client(script).use { client ->
+            assertEquals(Outcome.DONE, client.run("start it").outcome)
+            val shells = client.backgroundShells()!!
+            assertEquals(listOf("shell_1"), shells.ids())
+            waitUntil("the sleeper runs") { pidsRunning(marker).isNotEmpty() }
+            assertEquals("running", shells.status("shell_1"))
+
+            shells.closeAll()
+            waitUntil("the sleeper is gone") { pidsRunning(marker).isEmpty() }
+            waitUntil("shell_1 reads killed") { shells.status("shell_1") == "killed" }
+            shells.closeAll() // idempotent
+            assertEquals(listOf("shell_1"), shells.ids())
+            assertFalse(client.isClosed())
+            assertEquals(Outcome.DONE, client.run("again").outcome)
+        }
+    }
+
+    @Test
+    fun `shutting the client down kills its shells, which stay readable`() = runBlocking {
+        assumeProc()
+        val marker = String.format(Locale.ROOT, "%.9f", 300 + Random.nextDouble())
+        val bash = JSONObject().put("command", "sleep $marker; echo never").put("run_in_background", true)
+        val extra = JSONObject().put("builtins", JSONArray(listOf("bash"))).put("background", true)
+        Client(scripted(calls(Triple("c1", "bash", bash)), text("started"), extra = extra)).use { client ->
+            assertEquals(Outcome.DONE, client.run("start it").outcome)
+            val shells = client.backgroundShells()!!
+            waitUntil("the sleeper runs") { pidsRunning(marker).isNotEmpty() }
+            client.shutdown()
+            waitUntil("the sleeper is gone") { pidsRunning(marker).isEmpty() }
+            waitUntil("shell_1 reads killed") { shells.status("shell_1") == "killed" }
+            assertEquals(listOf("shell_1"), client.backgroundShells()!!.ids())
         }
     }
 }
