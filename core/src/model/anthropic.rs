@@ -9,7 +9,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use super::http::{body_failure, chain, tracked_bytes, Http};
-use super::{wire_call, Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall};
+use super::{object, wire_call, Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall};
 use crate::config::Config;
 use crate::event::Usage;
 use crate::transcript::Message;
@@ -70,7 +70,12 @@ pub(crate) fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Valu
                     };
                     push(
                         "assistant",
-                        json!({"type": "tool_use", "id": c.id, "name": name, "input": input}),
+                        object([
+                            ("type", "tool_use".into()),
+                            ("id", c.id.as_str().into()),
+                            ("name", name.into()),
+                            ("input", input),
+                        ]),
                     );
                 }
             }
@@ -88,14 +93,14 @@ pub(crate) fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Valu
     }
     let messages: Vec<Value> = messages
         .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
+        .map(|(role, content)| object([("role", role.into()), ("content", Value::Array(content))]))
         .collect();
-    let mut body = json!({
-        "model": model,
-        "max_tokens": max_tokens,
-        "messages": messages,
-        "stream": true,
-    });
+    let mut body = object([
+        ("model", model.into()),
+        ("max_tokens", max_tokens.into()),
+        ("messages", Value::Array(messages)),
+        ("stream", true.into()),
+    ]);
     if let Some(system) = req.system {
         body["system"] = Value::String(system.to_string());
     }
@@ -103,7 +108,13 @@ pub(crate) fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Valu
         body["tools"] = Value::Array(
             req.tools
                 .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+                .map(|t| {
+                    object([
+                        ("name", t.name.as_str().into()),
+                        ("description", t.description.as_str().into()),
+                        ("input_schema", t.input_schema.clone()),
+                    ])
+                })
                 .collect(),
         );
     }

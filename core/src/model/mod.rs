@@ -126,6 +126,13 @@ pub(crate) fn text_pieces(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// The engine's content for an error result on styles without an error flag.
+/// A JSON object from owned values. `json!` runs every interpolated expression through the
+/// serializer again (a deep copy of a message list or a schema); request bodies are assembled
+/// from moved values and plain clones instead.
+pub(crate) fn object<const N: usize>(pairs: [(&str, serde_json::Value); N]) -> serde_json::Value {
+    serde_json::Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
 pub(crate) fn error_prefixed(content: &str, is_error: bool) -> String {
     if is_error {
         format!("Error: {content}")

@@ -6,7 +6,8 @@ use serde_json::{json, Value};
 
 use super::http::{body_failure, chain, Http};
 use super::{
-    error_prefixed, wire_call, Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall,
+    error_prefixed, object, wire_call, Backend, DeltaSink, Failure, ModelRequest, ModelResponse,
+    RawCall,
 };
 use crate::config::Config;
 use crate::event::Usage;
@@ -58,7 +59,10 @@ pub(crate) fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Valu
                             } else {
                                 args
                             };
-                            json!({"function": {"name": name, "arguments": args}})
+                            object([(
+                                "function",
+                                object([("name", name.into()), ("arguments", args)]),
+                            )])
                         })
                         .collect();
                 }
@@ -73,19 +77,28 @@ pub(crate) fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Valu
                          "content": error_prefixed(content, *is_error)}),
         });
     }
-    let mut body = json!({
-        "model": model,
-        "messages": messages,
-        "stream": true,
-        "options": {"num_predict": max_tokens},
-    });
+    let mut body = object([
+        ("model", model.into()),
+        ("messages", Value::Array(messages)),
+        ("stream", true.into()),
+        ("options", json!({"num_predict": max_tokens})),
+    ]);
     if !req.tools.is_empty() {
         body["tools"] = req
             .tools
             .iter()
             .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.input_schema}})
+                object([
+                    ("type", "function".into()),
+                    (
+                        "function",
+                        object([
+                            ("name", t.name.as_str().into()),
+                            ("description", t.description.as_str().into()),
+                            ("parameters", t.input_schema.clone()),
+                        ]),
+                    ),
+                ])
             })
             .collect();
     }
