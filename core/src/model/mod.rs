@@ -133,6 +133,22 @@ pub(crate) fn object<const N: usize>(pairs: [(&str, serde_json::Value); N]) -> s
     serde_json::Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }
 
+/// A tool as the openai and ollama styles declare it:
+/// `{"type": "function", "function": {name, description, parameters}}`.
+pub(crate) fn function_tool(t: &ToolSpec) -> serde_json::Value {
+    object([
+        ("type", "function".into()),
+        (
+            "function",
+            object([
+                ("name", t.name.as_str().into()),
+                ("description", t.description.as_str().into()),
+                ("parameters", t.input_schema.clone()),
+            ]),
+        ),
+    ])
+}
+
 pub(crate) fn error_prefixed(content: &str, is_error: bool) -> String {
     if is_error {
         format!("Error: {content}")

@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 
 use super::http::{body_failure, chain, Http};
 use super::{
-    error_prefixed, object, wire_call, Backend, DeltaSink, Failure, ModelRequest, ModelResponse,
-    RawCall,
+    error_prefixed, function_tool, object, wire_call, Backend, DeltaSink, Failure, ModelRequest,
+    ModelResponse, RawCall,
 };
 use crate::config::Config;
 use crate::event::Usage;
@@ -84,23 +84,7 @@ pub(crate) fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Valu
         ("options", json!({"num_predict": max_tokens})),
     ]);
     if !req.tools.is_empty() {
-        body["tools"] = req
-            .tools
-            .iter()
-            .map(|t| {
-                object([
-                    ("type", "function".into()),
-                    (
-                        "function",
-                        object([
-                            ("name", t.name.as_str().into()),
-                            ("description", t.description.as_str().into()),
-                            ("parameters", t.input_schema.clone()),
-                        ]),
-                    ),
-                ])
-            })
-            .collect();
+        body["tools"] = req.tools.iter().map(|t| function_tool(t)).collect();
     }
     body
 }
