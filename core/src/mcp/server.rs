@@ -339,9 +339,14 @@ impl Server {
     }
 
     /// Turn listed tools into toolkit tools, keeping the names of tools that stay.
+    ///
+    /// Runs whole under the names lock: the listing at start and a refresh after an early
+    /// `list_changed` may install at the same time, and each must see the other's tools as the
+    /// old ones (read outside the lock, both saw none, and the second gave every tool a `_2`
+    /// name).
     fn install_tools(self: &Arc<Self>, listed: Vec<Value>) -> (Vec<String>, Vec<Arc<McpTool>>) {
-        let old = self.tools();
         let mut taken = self.shared.taken.lock().expect("names lock");
+        let old = self.tools();
         for t in &old {
             taken.remove(&t.spec_name);
         }
@@ -360,13 +365,13 @@ impl Server {
             };
             fresh.push(Arc::new(McpTool::new(self.clone(), name, &value)));
         }
-        drop(taken);
         let gone: Vec<String> = old
             .iter()
             .filter(|o| !fresh.iter().any(|f| f.spec_name == o.spec_name))
             .map(|o| o.spec_name.clone())
             .collect();
         *self.tools.write().expect("tools lock") = fresh.clone();
+        drop(taken);
         (gone, fresh)
     }
 
