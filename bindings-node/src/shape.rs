@@ -130,11 +130,9 @@ pub fn search_request(request: &SearchRequest) -> String {
     }
 }
 
-/// What a web search provider resolved to: `[{title, url, snippet?}]`.
+/// What a web search provider resolved to: `[{title, url, snippet?}]` (core checks it).
 pub fn search_results_from_js(value: Value) -> Result<Vec<SearchResult>, String> {
-    serde_json::from_value(value).map_err(|e| {
-        format!("websearch must return an array of {{ title, url, snippet? }} results: {e}")
-    })
+    SearchResult::list_from_json(value)
 }
 
 /// The models a server offers: `[{id, displayName?}]`.
@@ -236,7 +234,7 @@ mod tests {
             search_results_from_js(json!([{"title": "T", "url": "https://a.b/"}])).unwrap();
         assert_eq!(results[0].snippet, "");
         let err = search_results_from_js(json!({"title": "T"})).unwrap_err();
-        assert!(err.starts_with("websearch must return an array"), "{err}");
+        assert!(err.starts_with("websearch must return a list"), "{err}");
         assert!(search_results_from_js(json!([{"title": "T"}])).is_err());
     }
 }

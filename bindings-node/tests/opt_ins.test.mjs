@@ -134,7 +134,7 @@ describe('websearch', () => {
     assert.equal(result.outcome, 'done')
     for (const m of toolResults(result)) {
       assert.equal(m.isError, true)
-      assert.match(m.content, /^web search failed: websearch must return an array of \{ title, url, snippet\? \} results: /)
+      assert.match(m.content, /^web search failed: websearch (must return a list of \{title, url, snippet\} results, not |result 0: )/)
     }
     client.close()
   })

@@ -9,7 +9,7 @@ use contenox::{
     SearchRequest, SearchResult, Tool, ToolCallEvent, ToolContext, ToolError, ToolOutput, ToolSpec,
     WaitFor, WebSearchProvider,
 };
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use serde_json::Value;
@@ -199,9 +199,10 @@ impl WebSearchProvider for PyWebSearch {
                     }
                 },
                 |py, v| {
-                    // A list of dicts {title, url, snippet}, or a TypeError naming what is wrong.
+                    // SearchResult objects as dicts; core checks the shape.
                     let wire = bridge(py)?.call_method1("search_results_wire", (v,))?;
-                    from_py(&wire)
+                    let wire: serde_json::Value = from_py(&wire)?;
+                    SearchResult::list_from_json(wire).map_err(PyValueError::new_err)
                 },
             )
             .await

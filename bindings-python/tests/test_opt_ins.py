@@ -137,12 +137,21 @@ async def test_websearch_provider_that_raises_is_an_error_result(mode: str) -> N
 @pytest.mark.parametrize(
     ("returned", "message"),
     [
-        ("not a list", "websearch returned a str"),
-        ({"title": "x", "url": "y"}, "websearch returned a dict"),
-        (None, "websearch returned a NoneType"),
-        ([{"title": "x"}], "websearch result 0: 'url' must be a str, it is missing"),
-        ([{"title": "x", "url": 3}], "websearch result 0: 'url' must be a str, it is a int"),
-        ([object()], "websearch result 0 is a object"),
+        (
+            "not a list",
+            "websearch must return a list of {title, url, snippet} results, not a string",
+        ),
+        (
+            {"title": "x", "url": "y"},
+            "websearch must return a list of {title, url, snippet} results, not an object",
+        ),
+        (None, "websearch must return a list of {title, url, snippet} results, not null"),
+        ([{"title": "x"}], "websearch result 0: missing field `url`"),
+        (
+            [{"title": "x", "url": 3}],
+            "websearch result 0: invalid type: integer `3`, expected a string",
+        ),
+        ([object()], "a value of type object is not JSON"),
     ],
 )
 async def test_websearch_bad_return_is_a_clear_error_result(returned: Any, message: str) -> None:

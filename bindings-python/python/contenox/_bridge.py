@@ -122,6 +122,6 @@ def search_request(d: dict[str, Any]) -> SearchRequest:
     return SearchRequest.from_dict(d)
 
 
-def search_results_wire(value: Any) -> list[dict[str, str]]:
+def search_results_wire(value: Any) -> Any:
     """A web search provider's return value as the engine's results."""
     return results_wire(value)

@@ -83,31 +83,9 @@ or an object with such a ``search`` method. It returns :data:`SearchResults`; an
 becomes the call's error result (``web search failed: ...``) and the turn goes on."""
 
 
-def _result(i: int, r: Any) -> dict[str, str]:
-    if isinstance(r, SearchResult):
-        return r.to_dict()
-    if not isinstance(r, Mapping):
-        raise TypeError(
-            f"websearch result {i} is a {type(r).__name__}; return contenox.SearchResult "
-            "objects or dicts with title, url and snippet"
-        )
-    out: dict[str, str] = {}
-    for key in ("title", "url", "snippet"):
-        value = r.get(key, "" if key == "snippet" else None)
-        if value is None and key == "snippet":
-            value = ""
-        if not isinstance(value, str):
-            what = "missing" if value is None else f"a {type(value).__name__}"
-            raise TypeError(f"websearch result {i}: {key!r} must be a str, it is {what}")
-        out[key] = value
-    return out
-
-
-def results_wire(value: Any) -> list[dict[str, str]]:
-    """What a provider returned, as the engine's list of ``{title, url, snippet}``."""
+def results_wire(value: Any) -> Any:
+    """What a provider returned, with :class:`SearchResult` objects as dicts and other iterables
+    as lists; the engine checks the shape (the same message in every language)."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise TypeError(
-            f"websearch returned a {type(value).__name__}; return a list of contenox.SearchResult "
-            "objects or of dicts with title, url and snippet"
-        )
-    return [_result(i, r) for i, r in enumerate(value)]
+        return value
+    return [r.to_dict() if isinstance(r, SearchResult) else r for r in value]

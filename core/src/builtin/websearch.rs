@@ -39,9 +39,40 @@ pub struct SearchResult {
     pub title: String,
     /// The page URL.
     pub url: String,
-    /// A short extract of the page.
-    #[serde(default)]
+    /// A short extract of the page (missing or null: empty).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub snippet: String,
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
+}
+
+impl SearchResult {
+    /// A provider's answer given as JSON (by a binding: `[{title, url, snippet?}]`), with the
+    /// same message in every language when it has another shape.
+    pub fn list_from_json(value: Value) -> Result<Vec<SearchResult>, String> {
+        let Value::Array(items) = value else {
+            let kind = match value {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                Value::String(_) => "a string",
+                Value::Object(_) => "an object",
+                Value::Array(_) => unreachable!(),
+            };
+            return Err(format!(
+                "websearch must return a list of {{title, url, snippet}} results, not {kind}"
+            ));
+        };
+        items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| {
+                serde_json::from_value(item).map_err(|e| format!("websearch result {i}: {e}"))
+            })
+            .collect()
+    }
 }
 
 /// A web search backend the host supplies (a search API, an internal index...). The engine
@@ -200,6 +231,38 @@ impl Tool for WebSearch {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn results_from_json_name_what_is_wrong() {
+        let ok = SearchResult::list_from_json(json!([
+            {"title": "T", "url": "https://a.b/"},
+            {"title": "U", "url": "https://c.d/", "snippet": null},
+            {"title": "V", "url": "https://e.f/", "snippet": "s"}
+        ]))
+        .unwrap();
+        assert_eq!(
+            ok.iter().map(|r| r.snippet.as_str()).collect::<Vec<_>>(),
+            ["", "", "s"]
+        );
+        let err = |v| SearchResult::list_from_json(v).unwrap_err();
+        assert_eq!(
+            err(json!({"title": "T"})),
+            "websearch must return a list of {title, url, snippet} results, not an object"
+        );
+        assert_eq!(
+            err(json!("x")),
+            "websearch must return a list of {title, url, snippet} results, not a string"
+        );
+        assert_eq!(
+            err(json!([{"title": "T"}])),
+            "websearch result 0: missing field `url`"
+        );
+        assert!(
+            err(json!([{"title": "T", "url": "u"}, {"title": "T", "url": 3}]))
+                .starts_with("websearch result 1: invalid type: integer `3`, expected a string")
+        );
+    }
+
     use super::*;
 
     struct Fixed(Vec<SearchResult>);
