@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::event::TurnResult;
 use crate::gate::{Hooks, WaitFor};
 use crate::model::{backend_for, list_models, Backend, ModelInfo, ScriptEntry};
-use crate::tool::{Allowlist, EventSink, Tool, ToolSpec, Toolkit};
+use crate::tool::{Allowlist, BeforeTurnList, EventSink, Tool, ToolSpec, Toolkit};
 use crate::transcript::{Message, Transcript};
 use crate::turn::{run_turn, Run, RunOptions};
 
@@ -41,6 +41,8 @@ pub(crate) struct Inner {
     pub shutdown: CancellationToken,
     /// The opt-in background shells (config `background`).
     pub shells: Option<BackgroundShells>,
+    /// Sources polled before each turn (remote hooks that were unreachable).
+    pub before_turn: BeforeTurnList,
 }
 
 impl Drop for Inner {
@@ -388,6 +390,7 @@ impl ClientBuilder {
                 next_id: AtomicU64::new(0),
                 shutdown: CancellationToken::new(),
                 shells: opt_ins.shells,
+                before_turn: BeforeTurnList::default(),
                 config,
             }),
         })

@@ -148,6 +148,9 @@ pub(crate) async fn run_turn(
         prompt: prompt.clone(),
     });
     inner.append([Message::User { content: prompt }]);
+    // Sources that asked for it (a remote hook that was down) are probed before the first
+    // request, so what came up is offered in it.
+    inner.before_turn.run(&cancel).await;
     let (outcome, final_text, usage, error) = turn.steps().await;
     sink.emit(Event::TurnEnd {
         outcome,
