@@ -63,6 +63,11 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
     if let Some(m) = &mcp {
         m.register_into(&client)?;
     }
+    let mut remote = crate::remote_support::setup(scenario).await?;
+    if let Some(r) = &mut remote {
+        r.register_into(&client)?;
+        r.bring_up().await?;
+    }
 
     let mut events = Vec::new();
     let mut fired = vec![false; scenario.actions.len()];
@@ -78,6 +83,9 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
             client = build_client(scenario, &config, &answers, &current)?;
             let restored = contenox::Transcript::from_json(&saved).map_err(|e| e.to_string())?;
             client.set_transcript(restored).map_err(|e| e.to_string())?;
+            if let Some(r) = &remote {
+                r.register_into(&client)?;
+            }
         }
         let mut run = client.stream(prompt.clone()).map_err(|e| e.to_string())?;
         while let Some(event) = run.next_event().await {
@@ -104,6 +112,10 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
     if let Some(m) = mcp {
         m.close().await;
     }
+    let remote_requests = remote.as_ref().map(|r| r.requests()).unwrap_or_default();
+    if let Some(r) = remote {
+        r.close().await;
+    }
     Ok(Trace {
         scenario: scenario.name.clone(),
         binding: "rust".into(),
@@ -116,6 +128,7 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         events,
         requests,
         workspace: snapshot(root.path()),
+        remote_requests,
         extra: Default::default(),
     })
 }
@@ -315,6 +328,11 @@ fn rule_matches(m: &Match, call: &ToolCallEvent) -> bool {
     if let Some(s) = m.source {
         let wanted = serde_json::to_value(s).unwrap_or_default();
         if wanted.as_str() != Some(call.source.as_str()) {
+            return false;
+        }
+    }
+    if let Some(server) = &m.server {
+        if call.server.as_deref() != Some(server.as_str()) {
             return false;
         }
     }

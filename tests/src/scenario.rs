@@ -96,6 +96,9 @@ pub struct Scenario {
     pub more_prompts: Vec<String>,
     #[serde(default)]
     pub expect: Expect,
+    /// HTTP services registered as remote hooks (see `crate::remote`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote: Vec<crate::remote::RemoteService>,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -131,7 +134,8 @@ impl Scenario {
 
     /// Parses and validates a scenario from JSON text.
     pub fn from_json(text: &str) -> Result<Scenario, String> {
-        let scenario: Scenario = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut scenario: Scenario = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        crate::remote::attach_documents(text, &mut scenario.remote)?;
         scenario.validate()?;
         Ok(scenario)
     }
@@ -143,6 +147,17 @@ impl Scenario {
             entry
                 .validate(self.style)
                 .map_err(|e| format!("model[{i}]: {e}"))?;
+        }
+        for (i, service) in self.remote.iter().enumerate() {
+            service
+                .validate()
+                .map_err(|e| format!("remote[{i}]: {e}"))?;
+            if self.remote[..i].iter().any(|s| s.name == service.name) {
+                return Err(format!(
+                    "remote[{i}]: the name {:?} is given twice",
+                    service.name
+                ));
+            }
         }
         Ok(())
     }
@@ -256,6 +271,9 @@ pub struct Match {
     pub no_hints: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Source>,
+    /// The MCP server's or remote hook's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -694,6 +712,12 @@ pub struct Expect {
     pub workspace: Option<BTreeMap<String, Option<String>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// What the remote services received, in order of arrival (spec fetches not listed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_requests: Option<Vec<crate::remote::ExpectRemoteRequest>>,
+    /// How many requests the remote services received (spec fetches not counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_request_count: Option<usize>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -733,10 +757,15 @@ pub fn scenario_dirs(default: &[PathBuf]) -> Vec<PathBuf> {
     }
 }
 
-/// Every `*.json` in `dirs`, sorted by path; a missing directory is skipped.
+/// Every `*.json` in `dirs` (a path that is a file is taken as it is), sorted by path; a
+/// missing directory is skipped.
 pub fn scenario_files(dirs: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for dir in dirs {
+        if dir.is_file() {
+            files.push(dir.clone());
+            continue;
+        }
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
