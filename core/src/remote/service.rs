@@ -87,7 +87,7 @@ impl Service {
             )
             .collect();
         Service {
-            base: reqwest::Url::parse(hook.base()).ok(),
+            base: reqwest::Url::parse(&hook.url).ok(),
             client: http::client(&hook),
             secrets: Secrets::new(&secret_values),
             timeout: Duration::from_millis(hook.timeout_ms),
@@ -168,11 +168,24 @@ impl Service {
         String::from_utf8(answer.body).map_err(|_| format!("{} is not UTF-8 text", redact_url(url)))
     }
 
+    /// `{url}/<name>`: the name appended to the URL's path (a query the URL has is kept).
+    fn endpoint(&self, name: &str) -> String {
+        match &self.base {
+            Some(base) => {
+                let mut url = base.clone();
+                let path = format!("{}/{name}", base.path().trim_end_matches('/'));
+                url.set_path(&path);
+                url.to_string()
+            }
+            None => format!("{}/{name}", self.hook.base()),
+        }
+    }
+
     /// The OpenAPI document's text: from `spec_url` (a URL or a file) or `{url}/openapi.json`.
     async fn document_text(&self, cancel: &CancellationToken) -> Result<(String, String), String> {
         let location = match &self.hook.spec_url {
             Some(s) => s.clone(),
-            None => format!("{}/openapi.json", self.hook.base()),
+            None => self.endpoint("openapi.json"),
         };
         if location.starts_with("http://") || location.starts_with("https://") {
             let text = self.get_text(&location, MAX_DOCUMENT_BYTES, cancel).await?;
@@ -240,7 +253,7 @@ impl Service {
         let (description, mut schema) = match &self.hook.tool {
             Some(t) => (t.description.clone(), t.input_schema.clone()),
             None => {
-                let url = format!("{}/schema", self.hook.base());
+                let url = self.endpoint("schema");
                 let text = self
                     .get_text(&url, http::MAX_RESPONSE_BYTES, cancel)
                     .await?;

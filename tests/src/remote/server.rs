@@ -266,12 +266,14 @@ async fn handle(
     let spec = &state.spec;
     let path = uri.path();
     if method == Method::GET && path == "/openapi.json" && spec.protocol == "openapi" {
-        let text = spec.openapi_text.clone().unwrap_or_else(|| {
-            spec.openapi
-                .as_ref()
-                .map(Value::to_string)
-                .unwrap_or_default()
-        });
+        let text = spec
+            .openapi_text
+            .clone()
+            .unwrap_or_else(|| match &spec.openapi {
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => String::new(),
+            });
         let content_type = if text.trim_start().starts_with('{') {
             "application/json"
         } else {
