@@ -11,7 +11,7 @@ use crate::tool::names;
 use crate::tool::Hints;
 
 /// Operations one hook may have.
-pub(crate) const MAX_TOOLS_PER_HOOK: usize = 20_000;
+pub(crate) const MAX_TOOLS_PER_HOOK: usize = 50_000;
 /// Characters of a tool description kept (the longest some providers accept).
 pub(crate) const MAX_DESCRIPTION_CHARS: usize = 1024;
 /// Paths that are never tools (probes, not operations).
@@ -601,10 +601,13 @@ fn operation<'a>(
         });
     }
 
-    let mut input_schema = json!({"type": "object", "properties": properties});
+    let mut input_schema = Map::new();
+    input_schema.insert("type".into(), json!("object"));
+    input_schema.insert("properties".into(), Value::Object(properties));
     if !required.is_empty() {
-        input_schema["required"] = json!(required);
+        input_schema.insert("required".into(), json!(required));
     }
+    let input_schema = Value::Object(input_schema);
     let mut description = description_of(op, method, path);
     if resolver.cut {
         description.push_str(&format!(

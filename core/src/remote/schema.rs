@@ -369,7 +369,14 @@ fn make_nullable(mut out: Map<String, Value>) -> Value {
             Value::Object(out)
         }
         _ if out.is_empty() => Value::Object(out),
-        _ => json!({"anyOf": [Value::Object(out), {"type": "null"}]}),
+        _ => {
+            let mut any = Map::new();
+            any.insert(
+                "anyOf".into(),
+                Value::Array(vec![Value::Object(out), json!({"type": "null"})]),
+            );
+            Value::Object(any)
+        }
     }
 }
 
@@ -400,99 +407,146 @@ fn with_siblings(resolved: Value, own: Value) -> Value {
         return resolved;
     }
     let mut both = Map::new();
-    both.insert("allOf".into(), json!([resolved, Value::Object(own)]));
+    both.insert(
+        "allOf".into(),
+        Value::Array(vec![resolved, Value::Object(own)]),
+    );
     Value::Object(merge_all_of(both))
 }
 
 /// `allOf` parts folded into the schema when they agree on every keyword they share;
-/// otherwise the schema keeps its (resolved) `allOf`, which means the same.
-fn merge_all_of(schema: Map<String, Value>) -> Map<String, Value> {
-    let Some(Value::Array(parts)) = schema.get("allOf") else {
+/// otherwise the schema keeps its (resolved) `allOf`, which means the same. Checked first,
+/// then merged by moving the parts (no copy of the resolved subtrees).
+fn merge_all_of(mut schema: Map<String, Value>) -> Map<String, Value> {
+    match schema.get("allOf") {
+        Some(Value::Array(parts)) if mergeable(&schema, parts) => {}
+        _ => return schema,
+    }
+    let Some(Value::Array(parts)) = schema.remove("allOf") else {
         return schema;
     };
-    let mut acc = schema.clone();
-    acc.remove("allOf");
     for part in parts {
-        match part {
-            Value::Object(p) => {
-                if !merge_into(&mut acc, p) {
-                    return schema;
-                }
-            }
-            Value::Bool(true) => {}
-            _ => return schema,
+        if let Value::Object(p) = part {
+            merge_into(&mut schema, p);
         }
     }
-    acc
+    schema
 }
 
-fn merge_into(acc: &mut Map<String, Value>, part: &Map<String, Value>) -> bool {
+/// Whether `parts` fold into `base` without a conflict: the same value wherever two give one
+/// keyword (`properties` and `required` always fold; `type`s intersect; the first
+/// `description` / `title` stays).
+fn mergeable(base: &Map<String, Value>, parts: &[Value]) -> bool {
+    let mut seen: Vec<(&str, &Value)> = base
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "allOf" | "properties" | "required" | "type"))
+        .map(|(k, v)| (k.as_str(), v))
+        .collect();
+    let mut ty: Option<Value> = base.get("type").cloned();
+    let shape_ok = |k: &str, v: &Value| match k {
+        "properties" => v.is_object(),
+        "required" => v.is_array(),
+        _ => true,
+    };
+    for (k, v) in [
+        ("properties", base.get("properties")),
+        ("required", base.get("required")),
+    ] {
+        if v.is_some_and(|v| !shape_ok(k, v)) {
+            return false;
+        }
+    }
+    for part in parts {
+        let p = match part {
+            Value::Object(p) => p,
+            Value::Bool(true) => continue,
+            _ => return false,
+        };
+        for (k, v) in p {
+            match k.as_str() {
+                "properties" | "required" => {
+                    if !shape_ok(k, v) {
+                        return false;
+                    }
+                }
+                "type" => {
+                    ty = match &ty {
+                        None => Some(v.clone()),
+                        Some(t) => match intersect_types(t, v) {
+                            Some(t) => Some(t),
+                            None => return false,
+                        },
+                    }
+                }
+                "description" | "title" => {}
+                key => match seen.iter().find(|(s, _)| *s == key) {
+                    None => seen.push((key, v)),
+                    Some((_, old)) if *old == v => {}
+                    Some(_) => return false,
+                },
+            }
+        }
+    }
+    true
+}
+
+/// Fold one part into `acc` (checked by [`mergeable`] first). A property both define becomes
+/// the `allOf` of its two schemas (merged again when they agree).
+fn merge_into(acc: &mut Map<String, Value>, part: Map<String, Value>) {
     for (k, v) in part {
         match k.as_str() {
             "properties" => {
-                let Value::Object(new) = v else { return false };
+                let Value::Object(new) = v else { continue };
                 let props = acc
                     .entry("properties")
                     .or_insert_with(|| Value::Object(Map::new()));
                 let Value::Object(props) = props else {
-                    return false;
+                    continue;
                 };
                 for (name, s) in new {
-                    match props.get_mut(name) {
+                    match props.get_mut(&name) {
                         None => {
-                            props.insert(name.clone(), s.clone());
+                            props.insert(name, s);
                         }
-                        Some(old) if old == s => {}
+                        Some(old) if *old == s => {}
                         Some(old) => {
-                            let both = json!({"allOf": [old.clone(), s.clone()]});
-                            let Value::Object(both) = both else {
-                                unreachable!()
-                            };
+                            let mut both = Map::new();
+                            both.insert("allOf".into(), Value::Array(vec![old.take(), s]));
                             *old = Value::Object(merge_all_of(both));
                         }
                     }
                 }
             }
             "required" => {
-                let Value::Array(new) = v else { return false };
+                let Value::Array(new) = v else { continue };
                 let req = acc
                     .entry("required")
                     .or_insert_with(|| Value::Array(Vec::new()));
                 let Value::Array(req) = req else {
-                    return false;
+                    continue;
                 };
                 for r in new {
-                    if !req.contains(r) {
-                        req.push(r.clone());
+                    if !req.contains(&r) {
+                        req.push(r);
                     }
                 }
             }
-            "type" => match acc.get("type") {
-                None => {
-                    acc.insert("type".into(), v.clone());
+            "type" => {
+                let merged = match acc.get("type") {
+                    None => Some(v),
+                    Some(old) => intersect_types(old, &v),
+                };
+                if let Some(t) = merged {
+                    acc.insert("type".into(), t);
                 }
-                Some(old) => match intersect_types(old, v) {
-                    Some(t) => {
-                        acc.insert("type".into(), t);
-                    }
-                    None => return false,
-                },
-            },
+            }
             // The first description / title (the referring schema's own, then the parts' in
-            // order) stays.
-            "description" | "title" => {
-                acc.entry(k.clone()).or_insert_with(|| v.clone());
+            // order) stays; other keywords agree (checked), so the first also stays.
+            _ => {
+                acc.entry(k).or_insert(v);
             }
-            _ => match acc.get(k) {
-                None => {
-                    acc.insert(k.clone(), v.clone());
-                }
-                Some(old) if old == v => {}
-                Some(_) => return false,
-            },
         }
     }
-    true
 }
 
 /// The types both allow (`integer` is a `number`); `None` when none.
