@@ -28,13 +28,24 @@ const MAX_YAML_FLOW_DEPTH: usize = 512;
 /// [`MAX_YAML_FLOW_DEPTH`]) and aliases are bounded by serde_norway's repetition limit.
 pub(crate) fn parse(text: &str) -> Result<Document, String> {
     let text = text.trim_start_matches('\u{feff}');
-    let node = if text.trim_start().starts_with('{') {
-        serde_json::from_str::<Node>(text).map_err(|e| format!("not valid JSON: {e}"))?
-    } else {
-        check_flow_depth(text)?;
-        Node::deserialize(serde_norway::Deserializer::from_str(text))
-            .map_err(|e| format!("not valid JSON or YAML: {e}"))?
-    };
+    if text.trim_start().starts_with('{') {
+        // JSON: serde_json's own Value (fast), and the order from a second pass that reads
+        // only the keys of `paths` and of each path item (everything else skipped unparsed).
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+        if !value.is_object() {
+            return Err("the document is not an object".into());
+        }
+        let order: PathOrder =
+            serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+        return Ok(Document {
+            value,
+            path_order: order.0,
+        });
+    }
+    check_flow_depth(text)?;
+    let node = Node::deserialize(serde_norway::Deserializer::from_str(text))
+        .map_err(|e| format!("not valid JSON or YAML: {e}"))?;
     let Node::Object(entries) = node else {
         return Err("the document is not an object".into());
     };
@@ -52,6 +63,87 @@ pub(crate) fn parse(text: &str) -> Result<Document, String> {
         value: Node::Object(entries).into_value(),
         path_order,
     })
+}
+
+/// The keys of `paths` and of each path item, in document order (a JSON pass that allocates
+/// nothing else).
+struct PathOrder(Vec<(String, Vec<String>)>);
+
+impl<'de> Deserialize<'de> for PathOrder {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<PathOrder, D::Error> {
+        struct Top;
+        impl<'de> Visitor<'de> for Top {
+            type Value = PathOrder;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PathOrder, A::Error> {
+                let mut order = Vec::new();
+                while let Some(key) = map.next_key::<Key>()? {
+                    if key.0 == "paths" {
+                        order = map
+                            .next_value::<Keys<Keys<de::IgnoredAny>>>()?
+                            .0
+                            .into_iter()
+                            .map(|(path, item)| {
+                                (path, item.0.into_iter().map(|(k, _)| k).collect())
+                            })
+                            .collect();
+                    } else {
+                        map.next_value::<de::IgnoredAny>()?;
+                    }
+                }
+                Ok(PathOrder(order))
+            }
+        }
+        d.deserialize_map(Top)
+    }
+}
+
+/// An object's keys in order, each with what `T` reads of its value; anything that is not an
+/// object reads as no keys.
+struct Keys<T>(Vec<(String, T)>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Keys<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Keys<T>, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Keys<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Keys<T>, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = map.next_entry::<Key, T>()? {
+                    out.push((k.0, v));
+                }
+                Ok(Keys(out))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Keys<T>, A::Error> {
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+                Ok(Keys(Vec::new()))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Keys<T>, E> {
+                Ok(Keys(Vec::new()))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Keys<T>, E> {
+                Ok(Keys(Vec::new()))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Keys<T>, E> {
+                Ok(Keys(Vec::new()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Keys<T>, E> {
+                Ok(Keys(Vec::new()))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Keys<T>, E> {
+                Ok(Keys(Vec::new()))
+            }
+            fn visit_unit<E>(self) -> Result<Keys<T>, E> {
+                Ok(Keys(Vec::new()))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
 }
 
 /// Refuse YAML whose brackets nest deeper than [`MAX_YAML_FLOW_DEPTH`]. Counted over the raw

@@ -24,6 +24,15 @@ const TYPES: &[&str] = &[
     "null", "boolean", "object", "array", "number", "string", "integer",
 ];
 
+/// A reference resolved once, kept for its next uses (operations share components).
+struct Memo {
+    value: Value,
+    /// Nodes it took (charged again on every use: the budgets bound what the model gets).
+    nodes: usize,
+    /// Levels it nests below where it is used.
+    height: usize,
+}
+
 /// Resolves the schemas of one document.
 pub(crate) struct Resolver<'a> {
     doc: &'a Value,
@@ -33,6 +42,14 @@ pub(crate) struct Resolver<'a> {
     stack: Vec<&'a str>,
     /// Something in the current tool's schema was cut (depth, size or reference chain).
     pub cut: bool,
+    /// References whose resolution did not depend on where they were met.
+    memo: std::collections::HashMap<&'a str, Memo>,
+    /// Cuts by depth, budget or chain length so far (a resolution with one is not kept).
+    cuts: u64,
+    /// The lowest stack position a cycle was cut at, within the current resolution.
+    cycle_floor: usize,
+    /// The deepest level reached within the current resolution.
+    deepest: usize,
 }
 
 impl<'a> Resolver<'a> {
@@ -43,6 +60,10 @@ impl<'a> Resolver<'a> {
             tool_budget: MAX_TOOL_SCHEMA_NODES,
             stack: Vec::new(),
             cut: false,
+            memo: std::collections::HashMap::new(),
+            cuts: 0,
+            cycle_floor: usize::MAX,
+            deepest: 0,
         }
     }
 
@@ -97,8 +118,10 @@ impl<'a> Resolver<'a> {
     pub fn schema(&mut self, schema: &'a Value, depth: usize) -> Result<Value, String> {
         if !self.spend(1)? || depth > MAX_SCHEMA_DEPTH {
             self.cut = true;
+            self.cuts += 1;
             return Ok(json!({}));
         }
+        self.deepest = self.deepest.max(depth);
         let obj = match schema {
             Value::Bool(b) => return Ok(Value::Bool(*b)),
             Value::Object(o) => o,
@@ -123,9 +146,20 @@ impl<'a> Resolver<'a> {
         if !reference.starts_with('#') {
             return Ok(json!({"description": "(defined in another document)"}));
         }
+        let cached = self
+            .memo
+            .get(reference)
+            .filter(|m| depth + m.height <= MAX_SCHEMA_DEPTH && m.nodes <= self.tool_budget)
+            .map(|m| (m.value.clone(), m.nodes, m.height));
+        if let Some((value, nodes, height)) = cached {
+            self.spend(nodes)?;
+            self.deepest = self.deepest.max(depth + height);
+            return Ok(value);
+        }
         let name = reference.rsplit('/').next().unwrap_or(reference);
-        if self.stack.contains(&reference) {
+        if let Some(at) = self.stack.iter().position(|r| *r == reference) {
             // A cycle: the inner occurrence is cut, keeping its type when it has a plain one.
+            self.cycle_floor = self.cycle_floor.min(at);
             let mut cut = json!({"description": format!("(recursive: another {name})")});
             if let Some(t) = self
                 .lookup(reference)
@@ -139,15 +173,36 @@ impl<'a> Resolver<'a> {
         }
         if self.stack.len() >= MAX_REF_CHAIN {
             self.cut = true;
+            self.cuts += 1;
             return Ok(json!({}));
         }
         let Some(target) = self.lookup(reference) else {
             return Ok(json!({"description": format!("(unresolved reference {name})")}));
         };
+        let (cuts, floor, deepest, budget) =
+            (self.cuts, self.cycle_floor, self.deepest, self.tool_budget);
+        self.cycle_floor = usize::MAX;
+        self.deepest = depth;
+        let at = self.stack.len();
         self.stack.push(reference);
         let out = self.schema(target, depth);
         self.stack.pop();
-        out
+        let out = out?;
+        // Kept when nothing was cut and every cycle closed within this reference: then it
+        // comes out the same wherever it is used.
+        if self.cuts == cuts && self.cycle_floor >= at {
+            self.memo.insert(
+                reference,
+                Memo {
+                    value: out.clone(),
+                    nodes: budget - self.tool_budget,
+                    height: self.deepest - depth,
+                },
+            );
+        }
+        self.cycle_floor = self.cycle_floor.min(floor);
+        self.deepest = self.deepest.max(deepest);
+        Ok(out)
     }
 
     fn list(&mut self, v: &'a Value, depth: usize) -> Result<Option<Value>, String> {
