@@ -4,7 +4,8 @@
 //! schemas pass the engine's own checks (and hold no `$ref`), or fail with an error that names
 //! the document; nothing may panic.
 //!
-//! By default a fixed sample runs (every 25th document in path order, plus the largest ones);
+//! By default a fixed sample runs (every 50th document in path order, plus Stripe's and
+//! GitHub's);
 //! `CONTENOX_CORPUS=all` runs every document (bench/remote_corpus.sh does, in release).
 //! The counts are printed (`documents N, loaded N, failed N, tools N`).
 
@@ -54,16 +55,17 @@ fn has_ref(v: &Value) -> bool {
     }
 }
 
-/// The sample: every 25th document, plus the largest ones (the size limits are the point).
+/// The sample: every 50th document, plus two large ones (Microsoft Graph's 11422 operations are
+/// in the whole run only: they take most of a debug build's time).
 fn sample(all: Vec<PathBuf>) -> Vec<PathBuf> {
     if std::env::var("CONTENOX_CORPUS").as_deref() == Ok("all") {
         return all;
     }
-    let big = ["stripe.com.json", "api.github.com.json", "graph.json"];
+    let big = ["stripe.com.json", "api.github.com.json"];
     all.iter()
         .enumerate()
         .filter(|(i, p)| {
-            i % 25 == 0
+            i % 50 == 0
                 || p.file_name()
                     .and_then(|n| n.to_str())
                     .is_some_and(|n| big.contains(&n))
@@ -155,7 +157,7 @@ async fn check_document(path: &Path, tally: &mut Tally) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn published_documents_load_or_fail_clearly() {
     let docs = sample(documents(&corpus_dir()));
-    assert!(docs.len() > 50, "only {} documents found", docs.len());
+    assert!(docs.len() > 40, "only {} documents found", docs.len());
     let mut tally = Tally::default();
     for path in &docs {
         check_document(path, &mut tally).await;

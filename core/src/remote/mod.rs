@@ -40,8 +40,8 @@
 //!   made self-contained JSON Schema 2020-12: every local `$ref` resolved (cycles cut),
 //!   `allOf` merged where the parts agree, 3.0's `nullable` as `null`, read-only properties
 //!   and keywords that are not JSON Schema left out; nesting deeper than 24 levels or a schema
-//!   past 20000 nodes is cut (the tool says so), a document expanding past 10 million nodes is
-//!   refused, as is one with more than 20000 operations.
+//!   past 4000 nodes is cut (the tool says so), a document expanding past 10 million nodes is
+//!   refused, as is one with more than 50000 operations.
 //! - Calls go to `{url}` plus the document's first server path when that is relative
 //!   (`servers: [{"url": "/api"}]`); an absolute server URL is not used, so the hook's headers
 //!   only ever go where the host pointed them. Redirects are not followed.

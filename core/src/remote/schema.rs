@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 /// Nesting levels of one schema kept; deeper parts accept any value.
 pub(crate) const MAX_SCHEMA_DEPTH: usize = 24;
 /// Schema nodes of one tool's input schema; past that, the rest accepts any value.
-pub(crate) const MAX_TOOL_SCHEMA_NODES: usize = 20_000;
+pub(crate) const MAX_TOOL_SCHEMA_NODES: usize = 4_000;
 /// Schema nodes built for one document in all; past that, the document is refused.
 pub(crate) const MAX_DOCUMENT_SCHEMA_NODES: usize = 10_000_000;
 /// `$ref`s followed inside one another before the chain is cut.
