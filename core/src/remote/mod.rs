@@ -69,7 +69,9 @@
 //! bounded by its `timeout_ms`); its tools appear once it answers. A remote tool never replaces
 //! a client's tool of another source with the same name (it is left out, with a warning).
 //! The source holds no process: [`RemoteSource::close`] removes its tools from the clients and
-//! makes calls in flight return an error; closing a client does not close the source.
+//! makes calls in flight return an error; closing a client does not close the source. Dropping
+//! every handle of the source ends the probes before turns; the tools already registered keep
+//! working.
 
 mod document;
 mod gojson;
@@ -122,12 +124,6 @@ pub struct RemoteSource {
 struct SourceInner {
     services: Vec<Arc<Service>>,
     shared: Arc<Shared>,
-}
-
-impl Drop for SourceInner {
-    fn drop(&mut self) {
-        self.shared.closed.cancel();
-    }
 }
 
 #[async_trait]
