@@ -1,20 +1,20 @@
 //! The client: configuration, tools, gate and conversation, and the entry points of a turn.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
 use crate::builtin::{builtins_for, BackgroundShells, OptIns, WebSearchProvider};
+use crate::client_state::{ClientState, Parts};
 use crate::config::{Config, RetryPolicy, Style};
 use crate::error::{Error, Result};
 use crate::event::TurnResult;
 use crate::gate::{Hooks, WaitFor};
-use crate::model::{backend_for, list_models, Backend, ModelInfo, ScriptEntry};
+use crate::model::{backend_for, list_models, ModelInfo, ScriptEntry};
 use crate::tool::{Allowlist, EventSink, Tool, ToolSpec, Toolkit};
-use crate::transcript::{Message, Transcript};
+use crate::transcript::Transcript;
 use crate::turn::{run_turn, Run, RunOptions};
 
 /// An agent client: one conversation, its tools, its gate and its model.
@@ -23,46 +23,15 @@ use crate::turn::{run_turn, Run, RunOptions};
 /// they were started; use several clients for concurrent conversations.
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) inner: Arc<Inner>,
-}
-
-pub(crate) struct Inner {
-    pub config: Config,
-    pub backend: Arc<dyn Backend>,
-    pub toolkit: Toolkit,
-    pub allow: Allowlist,
-    pub hooks: Option<Arc<dyn Hooks>>,
-    pub wait_for: Option<Arc<dyn WaitFor>>,
-    pub conversation: Mutex<Transcript>,
-    pub turn_lock: tokio::sync::Mutex<()>,
-    pub root: Arc<PathBuf>,
-    pub secret_env: Arc<Vec<String>>,
-    pub next_id: AtomicU64,
-    pub shutdown: CancellationToken,
-    /// The opt-in background shells (config `background`).
-    pub shells: Option<BackgroundShells>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // A dropped client leaves no background process behind.
-        if let Some(shells) = &self.shells {
-            shells.close_all();
-        }
-    }
-}
-
-impl Inner {
-    pub fn append(&self, messages: impl IntoIterator<Item = Message>) {
-        self.conversation
-            .lock()
-            .expect("conversation lock")
-            .messages
-            .extend(messages);
-    }
+    state: Arc<ClientState>,
 }
 
 impl Client {
+    /// The shared state (for the engine's own modules).
+    pub(crate) fn state(&self) -> &Arc<ClientState> {
+        &self.state
+    }
+
     /// Start building a client.
     pub fn builder() -> ClientBuilder {
         ClientBuilder::default()
@@ -88,7 +57,7 @@ impl Client {
         self.check_open()?;
         let cancel = self.turn_token(&options);
         Ok(run_turn(
-            self.inner.clone(),
+            self.state.clone(),
             prompt.into(),
             options.allow,
             cancel,
@@ -109,7 +78,7 @@ impl Client {
         let cancel = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
         let handle = tokio::spawn(run_turn(
-            self.inner.clone(),
+            self.state.clone(),
             prompt.into(),
             options.allow,
             cancel.clone(),
@@ -121,71 +90,54 @@ impl Client {
     /// Add a tool (or replace the one of the same name). A tool registered while a turn runs is
     /// offered from that turn's next model request.
     pub fn register(&self, tool: Arc<dyn Tool>) -> Result<()> {
-        self.inner.toolkit.register(tool)
+        self.state.register(tool)
     }
 
     /// Remove a tool; true when it was there.
     pub fn unregister(&self, name: &str) -> bool {
-        self.inner.toolkit.unregister(name)
+        self.state.unregister(name)
     }
 
     /// The specs of every registered tool (before allowlists).
     pub fn tools(&self) -> Vec<ToolSpec> {
-        self.inner.toolkit.specs()
+        self.state.tools()
     }
 
     /// The conversation so far. During a turn: as of its last complete step.
     pub fn transcript(&self) -> Transcript {
-        self.inner
-            .conversation
-            .lock()
-            .expect("conversation lock")
-            .clone()
+        self.state.transcript()
     }
 
     /// Replace the conversation (for example with one saved earlier). Fails while a turn runs
     /// or when the transcript is not valid.
     pub fn set_transcript(&self, transcript: Transcript) -> Result<()> {
-        transcript.validate()?;
-        let _idle =
-            self.inner.turn_lock.try_lock().map_err(|_| {
-                Error::Config("cannot replace the transcript while a turn runs".into())
-            })?;
-        let max = transcript.max_generated_id();
-        self.inner
-            .next_id
-            .fetch_max(max, std::sync::atomic::Ordering::Relaxed);
-        *self.inner.conversation.lock().expect("conversation lock") = transcript;
-        Ok(())
+        self.state.set_transcript(transcript)
     }
 
     /// The models the configured server offers.
     pub async fn list_models(&self) -> Result<Vec<ModelInfo>> {
-        list_models(&self.inner.config).await
+        list_models(self.state.config()).await
     }
 
     /// The config the client was built with.
     pub fn config(&self) -> &Config {
-        &self.inner.config
+        self.state.config()
     }
 
     /// Cancel every running turn, kill every background shell, and refuse new turns.
     /// Idempotent.
     pub fn close(&self) {
-        self.inner.shutdown.cancel();
-        if let Some(shells) = &self.inner.shells {
-            shells.close_all();
-        }
+        self.state.close();
     }
 
     /// The background shells, when config `background` is on.
     pub fn background_shells(&self) -> Option<&BackgroundShells> {
-        self.inner.shells.as_ref()
+        self.state.shells()
     }
 
     /// Whether [`Client::close`] was called.
     pub fn is_closed(&self) -> bool {
-        self.inner.shutdown.is_cancelled()
+        self.state.is_closed()
     }
 
     fn check_open(&self) -> Result<()> {
@@ -197,7 +149,7 @@ impl Client {
     }
 
     fn turn_token(&self, options: &RunOptions) -> CancellationToken {
-        let token = self.inner.shutdown.child_token();
+        let token = self.state.shutdown_token().child_token();
         if let Some(outer) = &options.cancel {
             let (outer, inner) = (outer.clone(), token.clone());
             if outer.is_cancelled() {
@@ -375,21 +327,17 @@ impl ClientBuilder {
             }
         }
         Ok(Client {
-            inner: Arc::new(Inner {
+            state: Arc::new(ClientState::new(Parts {
+                config,
                 backend,
                 toolkit,
                 allow,
                 hooks: self.hooks,
                 wait_for: self.wait_for,
-                conversation: Mutex::new(Transcript::default()),
-                turn_lock: tokio::sync::Mutex::new(()),
-                root: Arc::new(root),
-                secret_env: Arc::new(secret_env),
-                next_id: AtomicU64::new(0),
-                shutdown: CancellationToken::new(),
+                root,
+                secret_env,
                 shells: opt_ins.shells,
-                config,
-            }),
+            })),
         })
     }
 }

@@ -41,6 +41,7 @@
 
 pub mod builtin;
 mod client;
+mod client_state;
 mod config;
 mod error;
 mod event;

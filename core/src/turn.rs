@@ -3,7 +3,6 @@
 
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -14,7 +13,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::Inner;
+use crate::client_state::ClientState;
 use crate::error::{Error, Result};
 use crate::event::{Event, GateVerdict, Outcome, TurnResult, Usage};
 use crate::gate::{Answer, Decision, ToolCallEvent, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL};
@@ -131,13 +130,13 @@ impl Drop for Run {
 
 /// Run one turn on `inner`'s conversation.
 pub(crate) async fn run_turn(
-    inner: Arc<Inner>,
+    inner: Arc<ClientState>,
     prompt: String,
     run_allow: Option<Allowlist>,
     cancel: CancellationToken,
     sink: EventSink,
 ) -> TurnResult {
-    let _one_at_a_time = inner.turn_lock.lock().await;
+    let _one_at_a_time = inner.lock_turn().await;
     let turn = Turn {
         inner: &inner,
         run_allow: run_allow.as_ref(),
@@ -160,16 +159,12 @@ pub(crate) async fn run_turn(
         final_text,
         usage,
         error,
-        transcript: inner
-            .conversation
-            .lock()
-            .expect("conversation lock")
-            .clone(),
+        transcript: inner.transcript(),
     }
 }
 
 struct Turn<'a> {
-    inner: &'a Inner,
+    inner: &'a ClientState,
     run_allow: Option<&'a Allowlist>,
     cancel: &'a CancellationToken,
     sink: &'a EventSink,
@@ -177,7 +172,7 @@ struct Turn<'a> {
 
 impl Turn<'_> {
     fn allowed(&self, name: &str) -> bool {
-        allowed_by(&self.inner.allow, self.run_allow, name)
+        allowed_by(self.inner.allow(), self.run_allow, name)
     }
 
     async fn steps(&self) -> (Outcome, String, Usage, Option<String>) {
@@ -187,15 +182,14 @@ impl Turn<'_> {
         let mut final_text = String::new();
         let mut index = 0u32;
         loop {
-            let tools = inner.toolkit.offered(&allowed);
-            let body = {
-                let conv = inner.conversation.lock().expect("conversation lock");
-                inner.backend.body(&ModelRequest {
-                    system: inner.config.system.as_deref(),
-                    messages: &conv.messages,
+            let tools = inner.toolkit().offered(&allowed);
+            let body = inner.with_messages(|messages| {
+                inner.backend().body(&ModelRequest {
+                    system: inner.config().system.as_deref(),
+                    messages,
                     tools: &tools,
                 })
-            };
+            });
             let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
             drop(tools);
             let response = tokio::select! {
@@ -203,7 +197,7 @@ impl Turn<'_> {
                 _ = self.cancel.cancelled() => {
                     return (Outcome::Cancelled, final_text, usage, None);
                 }
-                r = complete_with_retry(&*inner.backend, &body, &inner.config.retry, self.sink, index) => r,
+                r = complete_with_retry(inner.backend(), &body, &inner.config().retry, self.sink, index) => r,
             };
             let response = match response {
                 Ok(r) => r,
@@ -237,7 +231,7 @@ impl Turn<'_> {
                 inner.append(step);
                 return (Outcome::Done, final_text, usage, None);
             }
-            let at_limit = index >= inner.config.max_turns;
+            let at_limit = index >= inner.config().max_turns;
             for c in &calls {
                 let out = if at_limit {
                     ToolOutput::error(MAX_TURNS_RESULT)
@@ -264,10 +258,7 @@ impl Turn<'_> {
         for r in raw {
             let id = match r.id.filter(|id| !id.is_empty()) {
                 Some(id) if !calls.iter().any(|c| c.id == id) => id,
-                _ => format!(
-                    "call_cx{}",
-                    self.inner.next_id.fetch_add(1, Ordering::Relaxed) + 1
-                ),
+                _ => self.inner.next_call_id(),
             };
             let text = r.arguments.trim();
             let (arguments, raw_arguments) = if text.is_empty() {
@@ -321,7 +312,7 @@ impl Turn<'_> {
         if call.name == CALL_TOOL && call.via.is_none() {
             return self.call_tool_search(call);
         }
-        let Some(entry) = self.inner.toolkit.lookup(&call.name, &allowed) else {
+        let Some(entry) = self.inner.toolkit().lookup(&call.name, &allowed) else {
             return ToolOutput::error(self.unknown_tool(&call.name));
         };
         if call.raw_arguments {
@@ -355,7 +346,7 @@ impl Turn<'_> {
             source: entry.source,
             server: entry.server.clone(),
         };
-        let decision = match &self.inner.hooks {
+        let decision = match self.inner.hooks() {
             None => Ok(Decision::Allow),
             Some(hooks) => {
                 let hook = AssertUnwindSafe(hooks.before_tool(&event)).catch_unwind();
@@ -422,7 +413,7 @@ impl Turn<'_> {
             name: request.name.clone(),
             request: request.clone(),
         });
-        let Some(wait_for) = &self.inner.wait_for else {
+        let Some(wait_for) = self.inner.wait_for() else {
             return Some(Answer::deny(
                 "The operation needs approval, but the host has no wait_for to ask; it was denied.",
             ));
@@ -461,9 +452,9 @@ impl Turn<'_> {
             call_id: event.call_id.clone(),
             name: event.name.clone(),
             cancel: self.cancel.clone(),
-            root: self.inner.root.clone(),
+            root: self.inner.root().clone(),
             events: self.sink.clone(),
-            secret_env: self.inner.secret_env.clone(),
+            secret_env: self.inner.secret_env().clone(),
         };
         let call = AssertUnwindSafe(entry.tool.call(event.arguments.clone(), ctx)).catch_unwind();
         let output = tokio::select! {
@@ -475,7 +466,7 @@ impl Turn<'_> {
                 Err(_) => ToolOutput::error(format!("the tool {} panicked", event.name)),
             },
         };
-        let Some(hooks) = &self.inner.hooks else {
+        let Some(hooks) = self.inner.hooks() else {
             return output;
         };
         let after = AssertUnwindSafe(hooks.after_tool(event, &output)).catch_unwind();
@@ -496,7 +487,7 @@ impl Turn<'_> {
         let allowed = |n: &str| self.allowed(n);
         match call.arguments.get("query").and_then(Value::as_str) {
             Some(q) if !call.raw_arguments => {
-                let found = self.inner.toolkit.search_deferred(q, &allowed);
+                let found = self.inner.toolkit().search_deferred(q, &allowed);
                 if found.is_empty() {
                     ToolOutput::text(format!("No tool matches {q:?}."))
                 } else {
@@ -513,7 +504,7 @@ impl Turn<'_> {
         let allowed = |n: &str| self.allowed(n);
         let names: Vec<String> = self
             .inner
-            .toolkit
+            .toolkit()
             .offered(&allowed)
             .into_iter()
             .map(|s| s.name.clone())

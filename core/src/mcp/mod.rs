@@ -225,9 +225,9 @@ impl McpSource {
             .clients
             .lock()
             .expect("clients lock")
-            .push(Arc::downgrade(&client.inner));
+            .push(Arc::downgrade(client.state()));
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let client_closed = client.inner.shutdown.clone();
+            let client_closed = client.state().shutdown_token().clone();
             let source_closed = self.inner.shared.closed.clone();
             let source = Arc::downgrade(&self.inner);
             handle.spawn(async move {

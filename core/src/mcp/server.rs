@@ -21,7 +21,7 @@ use super::config::{ServerConfig, Transport};
 use super::names;
 use super::stdio::{ChildProcess, StderrTail};
 use super::tool::{convert_result, McpTool};
-use crate::client::Inner;
+use crate::client_state::ClientState;
 use crate::tool::{Tool, ToolOutput};
 use crate::CANCELLED_RESULT;
 
@@ -38,7 +38,7 @@ pub(crate) struct Shared {
     pub closed: CancellationToken,
     /// Clients the source's tools were registered into (kept weakly: a client's life is its
     /// host's business).
-    pub clients: Mutex<Vec<Weak<Inner>>>,
+    pub clients: Mutex<Vec<Weak<ClientState>>>,
     /// Every tool name given out, across servers.
     pub taken: Mutex<HashSet<String>>,
 }
@@ -53,13 +53,12 @@ impl Shared {
     }
 
     /// The clients still alive and open.
-    pub fn live_clients(&self) -> Vec<crate::Client> {
+    pub fn live_clients(&self) -> Vec<Arc<ClientState>> {
         let mut clients = self.clients.lock().expect("clients lock");
         clients.retain(|w| w.strong_count() > 0);
         clients
             .iter()
             .filter_map(Weak::upgrade)
-            .map(|inner| crate::Client { inner })
             .filter(|c| !c.is_closed())
             .collect()
     }
