@@ -13,9 +13,10 @@ use crate::error::{Error, Result};
 use crate::event::TurnResult;
 use crate::gate::{Hooks, WaitFor};
 use crate::model::{backend_for, list_models, ModelInfo, ScriptEntry};
+use crate::run::{Run, RunOptions};
 use crate::tool::{Allowlist, EventSink, Tool, ToolSpec, Toolkit};
 use crate::transcript::Transcript;
-use crate::turn::{run_turn, Run, RunOptions};
+use crate::turn::run_turn;
 
 /// An agent client: one conversation, its tools, its gate and its model.
 ///

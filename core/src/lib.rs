@@ -48,6 +48,7 @@ mod event;
 mod gate;
 pub mod mcp;
 mod model;
+mod run;
 pub mod tool;
 mod transcript;
 mod turn;
@@ -64,10 +65,11 @@ pub use gate::{
 };
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 pub use model::{list_models, ModelInfo, ScriptCall, ScriptEntry, ScriptError};
+pub use run::{Run, RunOptions};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,
     ToolError, ToolOutput, ToolSpec, Toolkit,
 };
 pub use transcript::{Message, ToolCall, Transcript};
-pub use turn::{Run, RunOptions, CANCELLED_RESULT, MAX_TURNS_RESULT};
+pub use turn::{CANCELLED_RESULT, MAX_TURNS_RESULT};
