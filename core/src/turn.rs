@@ -42,7 +42,12 @@ pub(crate) async fn run_turn(
         prompt: prompt.clone(),
     });
     inner.append([Message::User { content: prompt }]);
-    let (outcome, final_text, usage, error) = turn.steps().await;
+    let TurnEnd {
+        outcome,
+        final_text,
+        usage,
+        error,
+    } = turn.steps().await;
     sink.emit(Event::TurnEnd {
         outcome,
         final_text: final_text.clone(),
@@ -58,6 +63,28 @@ pub(crate) async fn run_turn(
     }
 }
 
+/// How the step loop ended: what the turn's `turn_end` event and result report.
+struct TurnEnd {
+    outcome: Outcome,
+    /// The text of the last model response.
+    final_text: String,
+    /// Usage summed over the turn's model responses.
+    usage: Usage,
+    /// What went wrong, for outcome `error`.
+    error: Option<String>,
+}
+
+impl TurnEnd {
+    fn new(outcome: Outcome, final_text: String, usage: Usage) -> Self {
+        TurnEnd {
+            outcome,
+            final_text,
+            usage,
+            error: None,
+        }
+    }
+}
+
 struct Turn<'a> {
     inner: &'a ClientState,
     run_allow: Option<&'a Allowlist>,
@@ -70,7 +97,7 @@ impl Turn<'_> {
         allowed_by(self.inner.allow(), self.run_allow, name)
     }
 
-    async fn steps(&self) -> (Outcome, String, Usage, Option<String>) {
+    async fn steps(&self) -> TurnEnd {
         let inner = self.inner;
         let allowed = |n: &str| self.allowed(n);
         let mut usage = Usage::default();
@@ -90,13 +117,18 @@ impl Turn<'_> {
             let response = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => {
-                    return (Outcome::Cancelled, final_text, usage, None);
+                    return TurnEnd::new(Outcome::Cancelled, final_text, usage);
                 }
                 r = complete_with_retry(inner.backend(), &body, &inner.config().retry, self.sink, index) => r,
             };
             let response = match response {
                 Ok(r) => r,
-                Err(message) => return (Outcome::Error, final_text, usage, Some(message)),
+                Err(message) => {
+                    return TurnEnd {
+                        error: Some(message),
+                        ..TurnEnd::new(Outcome::Error, final_text, usage)
+                    }
+                }
             };
             index += 1;
             usage.add(response.usage);
@@ -124,7 +156,7 @@ impl Turn<'_> {
             });
             if calls.is_empty() {
                 inner.append(step);
-                return (Outcome::Done, final_text, usage, None);
+                return TurnEnd::new(Outcome::Done, final_text, usage);
             }
             let at_limit = index >= inner.config().max_turns;
             for c in &calls {
@@ -139,10 +171,10 @@ impl Turn<'_> {
             }
             inner.append(step);
             if at_limit {
-                return (Outcome::MaxTurns, final_text, usage, None);
+                return TurnEnd::new(Outcome::MaxTurns, final_text, usage);
             }
             if self.cancel.is_cancelled() {
-                return (Outcome::Cancelled, final_text, usage, None);
+                return TurnEnd::new(Outcome::Cancelled, final_text, usage);
             }
         }
     }
