@@ -49,6 +49,7 @@ mod gate;
 pub mod mcp;
 mod model;
 mod run;
+mod script;
 pub mod tool;
 mod transcript;
 mod turn;
@@ -64,8 +65,9 @@ pub use gate::{
     DEFAULT_DENIAL,
 };
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
-pub use model::{list_models, ModelInfo, ScriptCall, ScriptEntry, ScriptError};
+pub use model::{list_models, ModelInfo};
 pub use run::{Run, RunOptions};
+pub use script::{ScriptCall, ScriptEntry, ScriptError};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,

@@ -10,7 +10,6 @@ mod retry;
 mod scripted;
 
 pub use list_models::{list_models, ModelInfo};
-pub use scripted::{ScriptCall, ScriptEntry, ScriptError};
 
 pub(crate) use retry::complete_with_retry;
 
