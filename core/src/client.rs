@@ -79,14 +79,14 @@ impl Client {
         self.check_open()?;
         let cancel = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
-        let handle = tokio::spawn(run_turn(
+        let turn = run_turn(
             self.state.clone(),
             prompt.into(),
             options.allow,
             cancel.clone(),
             EventSink::new(tx),
-        ));
-        Ok(Run::new(rx, cancel, handle))
+        );
+        Ok(Run::spawn(turn, rx, cancel))
     }
 
     /// Add a tool (or replace the one of the same name). A tool registered while a turn runs is
