@@ -9,12 +9,14 @@ use tokio_util::sync::CancellationToken;
 use crate::builtin::{builtins_for, BackgroundShells, OptIns, WebSearchProvider};
 use crate::client_state::{ClientState, Parts};
 use crate::config::{Config, RetryPolicy, Style};
-use crate::error::{Error, Result};
+use crate::config_check::check_client;
+use crate::error::{ConfigError, Error, Result};
 use crate::event::TurnResult;
 use crate::gate::{Hooks, WaitFor};
 use crate::model::{backend_for, list_models, ModelInfo};
 use crate::run::{Run, RunOptions};
 use crate::script::ScriptEntry;
+use crate::spelling::Spelling;
 use crate::tool::{Allowlist, EventSink, Tool, ToolSpec, Toolkit};
 use crate::transcript::Transcript;
 use crate::turn::run_turn;
@@ -144,7 +146,7 @@ impl Client {
 
     fn check_open(&self) -> Result<()> {
         if self.is_closed() {
-            Err(Error::Config("the client is closed".into()))
+            Err(Error::Closed)
         } else {
             Ok(())
         }
@@ -177,9 +179,17 @@ pub struct ClientBuilder {
     hooks: Option<Arc<dyn Hooks>>,
     wait_for: Option<Arc<dyn WaitFor>>,
     opt_ins: OptIns,
+    spelling: Spelling,
 }
 
 impl ClientBuilder {
+    /// Name options in configuration errors the way the host spells them (bindings: JavaScript
+    /// passes [`Spelling::Camel`]). Default: the engine's snake_case.
+    pub fn spelling(mut self, spelling: Spelling) -> Self {
+        self.spelling = spelling;
+        self
+    }
+
     /// Start from a whole config.
     pub fn from_config(config: Config) -> Self {
         ClientBuilder {
@@ -289,34 +299,45 @@ impl ClientBuilder {
         self
     }
 
-    /// Check the config and build the client. Needs no runtime.
+    /// Check the whole config and build the client. Needs no runtime. Every option is checked
+    /// here (a bad `base_url` fails now, not at the first request); errors name the option as
+    /// [`ClientBuilder::spelling`] spells it.
     pub fn build(self) -> Result<Client> {
         let config = self.config;
-        config.check()?;
+        let spelling = self.spelling;
+        check_client(&config, spelling)?;
+        let option = |option: &'static str| move |e: Error| e.for_option(option).spelled(spelling);
         let root = match &config.root {
             Some(r) => r.clone(),
             None => std::env::current_dir()?,
         };
-        let root = std::fs::canonicalize(&root)
-            .map_err(|e| Error::Config(format!("root directory {}: {e}", root.display())))?;
+        let shown = || serde_json::Value::String(root.display().to_string()).to_string();
+        let root = std::fs::canonicalize(&root).map_err(|e| {
+            Error::Config(
+                ConfigError::new("root", format!("cannot be opened: {e}"))
+                    .with_value(shown())
+                    .spelled(spelling),
+            )
+        })?;
         if !root.is_dir() {
-            return Err(Error::Config(format!(
-                "root {} is not a directory",
-                root.display()
-            )));
+            return Err(Error::Config(
+                ConfigError::new("root", "is not a directory")
+                    .with_value(shown())
+                    .spelled(spelling),
+            ));
         }
         let allow = match &config.allow {
-            Some(patterns) => Allowlist::new(patterns)?,
+            Some(patterns) => Allowlist::new(patterns).map_err(option("allow"))?,
             None => Allowlist::all(),
         };
-        let backend = backend_for(&config)?;
+        let backend = backend_for(&config).map_err(option(""))?;
         let toolkit = Toolkit::default();
         let mut opt_ins = self.opt_ins;
         opt_ins.shells = match (config.background, opt_ins.shells) {
             (false, _) => None,
             (true, shells) => Some(shells.unwrap_or_default()),
         };
-        for (tool, spec) in builtins_for(&config, &opt_ins)? {
+        for (tool, spec) in builtins_for(&config, &opt_ins).map_err(option("builtins"))? {
             toolkit.register_checked(tool, spec);
         }
         for tool in self.tools {

@@ -149,7 +149,7 @@ impl ClientState {
         let _idle = self
             .turn_lock
             .try_lock()
-            .map_err(|_| Error::Config("cannot replace the transcript while a turn runs".into()))?;
+            .map_err(|_| Error::Busy("cannot replace the transcript"))?;
         self.next_id
             .fetch_max(transcript.max_generated_id(), Ordering::Relaxed);
         *self.lock_conversation() = transcript;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::script::ScriptEntry;
+use crate::spelling::Spelling;
 
 /// The wire style of the model server.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,9 +162,23 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Parse a config from JSON (what the bindings do with the options they are given).
+    /// Parse a config from JSON text with the engine's (snake_case) option names. Checks the
+    /// shape of every option and the model endpoint; [`ClientBuilder::build`] checks the rest.
+    ///
+    /// [`ClientBuilder::build`]: crate::ClientBuilder::build
     pub fn from_json(json: &str) -> Result<Self> {
-        serde_json::from_str(json).map_err(|e| Error::Config(e.to_string()))
+        let value: serde_json::Value = serde_json::from_str(json)
+            .map_err(|e| Error::config(format!("the configuration is not valid JSON: {e}")))?;
+        Config::from_value(&value, Spelling::Snake)
+    }
+
+    /// Read a config from a JSON value whose errors name the options the way `spelling` spells
+    /// them (what a binding passes its host's options through): `style: "nope" is not one of
+    /// openai, anthropic, ollama, scripted`, `unknown option "base_ur"; the options are ...`.
+    pub fn from_value(value: &serde_json::Value, spelling: Spelling) -> Result<Self> {
+        let config: Config = crate::config_read::read(value, spelling).map_err(Error::Config)?;
+        crate::config_check::check_endpoint(&config, spelling)?;
+        Ok(config)
     }
 
     /// The base URL in use, without a trailing slash.
@@ -195,31 +210,5 @@ impl Config {
                 .and_then(|k| std::env::var(k).ok())
                 .filter(|v| !v.is_empty())
         })
-    }
-
-    pub(crate) fn check(&self) -> Result<()> {
-        if self.max_turns == 0 {
-            return Err(Error::Config("max_turns must be at least 1".into()));
-        }
-        match self.style {
-            Style::Scripted => {
-                if self.script.is_none() {
-                    return Err(Error::Config(
-                        "style `scripted` needs a `script` (a list of responses)".into(),
-                    ));
-                }
-            }
-            _ => {
-                if self.model.as_deref().unwrap_or("").is_empty() {
-                    return Err(Error::Config(format!(
-                        "style `{}` needs a `model`",
-                        serde_json::to_value(self.style)?
-                            .as_str()
-                            .unwrap_or_default()
-                    )));
-                }
-            }
-        }
-        Ok(())
     }
 }

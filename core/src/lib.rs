@@ -43,6 +43,8 @@ pub mod builtin;
 mod client;
 mod client_state;
 mod config;
+mod config_check;
+mod config_read;
 mod error;
 mod event;
 mod gate;
@@ -50,6 +52,7 @@ pub mod mcp;
 mod model;
 mod run;
 mod script;
+mod spelling;
 pub mod tool;
 mod transcript;
 mod turn;
@@ -58,7 +61,7 @@ pub use async_trait::async_trait;
 pub use builtin::{BackgroundShells, SearchRequest, SearchResult, WebSearchProvider};
 pub use client::{Client, ClientBuilder};
 pub use config::{Config, RetryPolicy, Style};
-pub use error::{Error, Result};
+pub use error::{ConfigError, Error, Result};
 pub use event::{Event, GateVerdict, Outcome, TurnResult, Usage};
 pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
@@ -68,6 +71,7 @@ pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 pub use model::{list_models, ModelInfo};
 pub use run::{Run, RunOptions};
 pub use script::{ScriptCall, ScriptEntry, ScriptError};
+pub use spelling::Spelling;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,

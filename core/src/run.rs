@@ -165,7 +165,7 @@ impl Run {
 
     /// Wait for the turn to end and return its result. May be awaited any number of times, by
     /// several parties at once, also while events are being read (events not read stay
-    /// readable). `Err` only when the turn's task failed (see [`Error`]).
+    /// readable). `Err` only when the turn's task failed ([`Error::Internal`]).
     pub async fn result(&self) -> Result<TurnResult> {
         let mut finished = self.finished.clone();
         let outcome = match finished.wait_for(Option::is_some).await {
@@ -176,7 +176,7 @@ impl Run {
         };
         outcome
             .map(|r| TurnResult::clone(&r))
-            .map_err(|why| Error::Transport(format!("the turn's task failed: {why}")))
+            .map_err(|why| Error::Internal(why.to_string()))
     }
 }
 

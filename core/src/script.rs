@@ -9,6 +9,7 @@ use crate::event::Usage;
 
 /// One tool call in a script entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScriptCall {
     /// The call id (styles without ids ignore it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -22,6 +23,7 @@ pub struct ScriptCall {
 
 /// An HTTP error a script entry stands for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScriptError {
     /// The HTTP status.
     pub status: u16,
@@ -34,7 +36,11 @@ pub struct ScriptError {
 }
 
 /// One model response of a script (the same entries as a conformance scenario's `model`).
+///
+/// Strict: an unknown key is an error, and a client refuses an entry that says nothing (no
+/// `text`, `tool_calls`, `error`, `stall` or `break_after_bytes`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScriptEntry {
     /// The answer's text.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -47,13 +47,20 @@ async fn one_batch_holds_every_ready_event_and_the_stream_ends_after_turn_end() 
         assert!(k.contains(&kind), "{kind} missing from {k:?}");
     }
     assert!(run.next_batch().await.is_empty(), "ended after turn_end");
-    assert_eq!(run.try_batch(), Some(Vec::new()), "try_batch says ended too");
+    assert_eq!(
+        run.try_batch(),
+        Some(Vec::new()),
+        "try_batch says ended too"
+    );
 }
 
 #[tokio::test]
 async fn batches_and_shared_results_see_the_same_turn() {
     let dir = tempfile::tempdir().unwrap();
-    let client = client(dir.path(), vec![ScriptEntry::text("one two three four five")]);
+    let client = client(
+        dir.path(),
+        vec![ScriptEntry::text("one two three four five")],
+    );
     let run = Arc::new(client.stream("hello").unwrap());
     // Two other parties wait for the result while this one reads the events.
     let waiters: Vec<_> = (0..2)

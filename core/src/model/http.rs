@@ -23,16 +23,16 @@ impl Http {
         let mut headers = HeaderMap::new();
         for (k, v) in &config.headers {
             let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|e| Error::Config(format!("header name {k:?}: {e}")))?;
+                .map_err(|e| Error::config(format!("header name {k:?}: {e}")))?;
             let value = HeaderValue::from_str(v)
-                .map_err(|e| Error::Config(format!("header {k:?} value: {e}")))?;
+                .map_err(|e| Error::config(format!("header {k:?} value: {e}")))?;
             headers.insert(name, value);
         }
         let client = reqwest::Client::builder()
             .default_headers(headers)
             .connect_timeout(Duration::from_millis(config.connect_timeout_ms))
             .build()
-            .map_err(|e| Error::Config(format!("HTTP client: {e}")))?;
+            .map_err(|e| Error::config(format!("HTTP client: {e}")))?;
         Ok(Http {
             client,
             base: config.resolved_base_url(),
@@ -72,7 +72,10 @@ impl Http {
         for (k, v) in headers {
             req = req.header(*k, v);
         }
-        let resp = req.send().await.map_err(|e| Error::Transport(chain(&e)))?;
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| Error::transport("could not reach the model server", e))?;
         let status = resp.status();
         if !status.is_success() {
             let body = resp.text().await.unwrap_or_default();
@@ -84,7 +87,7 @@ impl Http {
         }
         resp.json()
             .await
-            .map_err(|e| Error::Transport(format!("unreadable answer: {}", chain(&e))))
+            .map_err(|e| Error::transport("the model server's answer could not be read", e))
     }
 }
 
