@@ -8,6 +8,7 @@ use crate::tool::{Hints, Source};
 use crate::transcript::Transcript;
 
 /// How a turn ended.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -34,6 +35,7 @@ impl Outcome {
 }
 
 /// Token usage, per request or summed over a turn.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens the model read.
@@ -51,6 +53,7 @@ impl Usage {
 }
 
 /// What the gate decided for one call, as reported in [`Event::Gate`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateVerdict {
@@ -64,6 +67,7 @@ pub enum GateVerdict {
 
 /// One thing that happened in a turn. Serialized with a `type` tag in snake_case, the same in
 /// every language binding.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]

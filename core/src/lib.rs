@@ -51,6 +51,8 @@ mod gate;
 pub mod mcp;
 mod model;
 mod run;
+#[cfg(feature = "schema")]
+mod schema;
 mod script;
 mod spelling;
 pub mod tool;
