@@ -4,7 +4,8 @@
 # version as the library).
 #
 #   gen.sh build               cargo build -p contenox-uniffi (cdylib + staticlib + uniffi-bindgen)
-#   gen.sh kotlin OUT_DIR      build, then write the Kotlin sources into OUT_DIR
+#   gen.sh kotlin OUT_DIR      build, then write the Kotlin sources into OUT_DIR (one line
+#                              patched: see kotlin_causes)
 #   gen.sh swift-check         build, generate Swift, and fail when swift/Sources differ from it
 #   gen.sh swift-update        build, then rewrite the committed Swift sources
 #
@@ -31,6 +32,21 @@ generate() { # LANGUAGE OUT_DIR
     --metadata-no-deps >/dev/null)
 }
 
+# UniFFI's Kotlin exceptions have no `cause`. The one place every ContenoxException is made is
+# its ErrorHandler's `lift`; this routes it through `withCauses()` (kotlin/src/main/kotlin/
+# contenox/Helpers.kt), which sets the engine's cause chain as the exception's `cause`. The
+# patch fails loudly when the generated line is not there exactly once.
+kotlin_causes() { # OUT_DIR
+  local file="$1/contenox/contenox.kt"
+  local line='override fun lift(error_buf: RustBuffer.ByValue): ContenoxException = FfiConverterTypeContenoxError.lift(error_buf)'
+  if [ "$(grep -cF "$line" "$file")" != 1 ]; then
+    echo "gen.sh: the ContenoxException lift line is not in the generated Kotlin once; update kotlin_causes" >&2
+    exit 1
+  fi
+  sed -i.bak "s|$line|$line.withCauses()|" "$file"
+  rm -f "$file.bak"
+}
+
 # The committed Swift layout: generated files renamed into a SwiftPM package.
 swift_layout() { # GENERATED_DIR PACKAGE_DIR
   mkdir -p "$2/Sources/Contenox" "$2/Sources/ContenoxFFI"
@@ -50,6 +66,7 @@ case "$cmd" in
     out=${2:?usage: gen.sh kotlin OUT_DIR}
     build
     generate kotlin "$out"
+    kotlin_causes "$out"
     ;;
   swift-check | swift-update)
     build

@@ -5,7 +5,7 @@
 //!
 //! The surface:
 //! - [`Client`]: `Client(configJson, tools, hooks, waitFor)`, async `run`, async `stream` ->
-//!   [`Run`] (`nextEvent()`, `cancel()`, `result()`), `cancel()`, `register` / `unregister`,
+//!   [`Run`] (`nextBatch()`, `cancel()`, `result()`), `cancel()`, `register` / `unregister`,
 //!   `transcript()` / `setTranscript()`, `listModels()`, `backgroundShells()` ->
 //!   [`BackgroundShells`] (`ids()`, `status(id)`, `closeAll()`; `null` when config
 //!   `background` is off), `shutdown()`.
@@ -30,22 +30,28 @@
 
 #![warn(missing_docs)]
 
-mod callbacks;
 mod client;
+mod convert;
 mod error;
+mod event;
+mod host;
 mod mcp;
+mod run;
 mod shells;
-mod types;
 
-pub use callbacks::{Hooks, HostTool, ToolContext, ToolReporter, WaitFor};
-pub use client::{list_models, Client, Run};
-pub use error::ContenoxError;
-pub use mcp::{load_mcp, McpServer, McpServerListener, McpSource, ServerState, SourceTool};
-pub use shells::BackgroundShells;
-pub use types::{
-    outcome_name, Answer, Decision, Event, GateVerdict, Hints, Message, ModelInfo, Outcome,
-    PendingRequest, Source, Tier, ToolCall, ToolCallEvent, ToolOutput, ToolSpec, Transcript,
-    TurnResult, Usage,
+pub use client::{list_models, Client};
+pub use convert::{
+    outcome_name, Answer, Decision, Message, PendingRequest, ToolCall, ToolCallEvent, ToolOutput,
+    ToolSpec, Transcript, TurnResult,
 };
+pub use error::ContenoxError;
+pub use event::Event;
+pub use host::{
+    Hooks, HostTool, SearchRequest, SearchResult, ToolContext, ToolReporter, WaitFor,
+    WebSearchProvider,
+};
+pub use mcp::{load_mcp, McpServer, McpServerListener, McpSource, ServerState, SourceTool};
+pub use run::Run;
+pub use shells::BackgroundShells;
 
 uniffi::setup_scaffolding!("contenox");

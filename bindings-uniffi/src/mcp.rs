@@ -8,11 +8,12 @@
 use std::sync::Arc;
 
 use crate::client::Client;
+use crate::convert::{via_json, ToolSpec};
 use crate::error::ContenoxError;
-use crate::types::{Source, ToolSpec};
 
 /// How a server came out of `loadMcp`.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Enum)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, uniffi::Enum)]
+#[serde(tag = "state", rename_all = "snake_case")]
 pub enum ServerState {
     /// Connected, with this many tools.
     Ready {
@@ -28,14 +29,9 @@ pub enum ServerState {
 
 impl From<&contenox::ServerState> for ServerState {
     fn from(s: &contenox::ServerState) -> Self {
-        match s {
-            contenox::ServerState::Ready { tools } => ServerState::Ready {
-                tools: *tools as u64,
-            },
-            contenox::ServerState::Failed { error } => ServerState::Failed {
-                error: error.clone(),
-            },
-        }
+        via_json(s).unwrap_or_else(|e| ServerState::Failed {
+            error: e.to_string(),
+        })
     }
 }
 
@@ -181,13 +177,13 @@ impl SourceTool {
     }
 
     /// Its declaration.
-    pub fn spec(&self) -> ToolSpec {
-        self.tool.spec().into()
+    pub fn spec(&self) -> Result<ToolSpec, ContenoxError> {
+        via_json(&self.tool.spec())
     }
 
     /// Where it comes from (`Mcp` for an MCP server's tool and the resource tools).
-    pub fn source(&self) -> Source {
-        self.tool.source().into()
+    pub fn source(&self) -> contenox::Source {
+        self.tool.source()
     }
 
     /// The MCP server it belongs to, if any.

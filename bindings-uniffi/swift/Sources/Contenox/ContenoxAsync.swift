@@ -4,14 +4,16 @@
 // calls the generated API.
 
 extension Run {
-    /// The run's events as an `AsyncStream`: `nextEvent()` until the turn ends (the last event
-    /// is `.turnEnd`). The stream reads this run's handle, so iterate it once. Ending the
+    /// The run's events as an `AsyncStream`: batches of `nextBatch()` until the turn ends (the
+    /// last event is `.turnEnd`). The stream reads this run's handle, so iterate it once. Ending the
     /// iteration early leaves the turn running: call `cancel()` for that.
     public var events: AsyncStream<Event> {
         AsyncStream { continuation in
             let reader = Task {
-                while let event = await self.nextEvent() {
-                    continuation.yield(event)
+                while true {
+                    let batch = await self.nextBatch()
+                    if batch.isEmpty { break }
+                    for event in batch { continuation.yield(event) }
                 }
                 continuation.finish()
             }

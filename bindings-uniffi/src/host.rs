@@ -1,4 +1,5 @@
-//! Host code the engine calls: tools, hooks and wait_for, implemented in Kotlin or Swift.
+//! Host code the engine calls: tools, hooks, wait_for and a web search provider, implemented in
+//! Kotlin or Swift.
 //!
 //! Each is a foreign trait with async methods (`suspend fun` in Kotlin, `async throws` in Swift).
 //! The adapters below translate them to the engine's `Tool`, `Hooks` and `WaitFor` traits and do
@@ -13,8 +14,10 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::convert::{
+    via_json, Answer, Decision, PendingRequest, ToolCallEvent, ToolOutput, ToolSpec,
+};
 use crate::error::ContenoxError;
-use crate::types::{Answer, Decision, PendingRequest, ToolCallEvent, ToolOutput, ToolSpec};
 
 /// A tool implemented by the host.
 #[uniffi::export(foreign)]
@@ -70,7 +73,7 @@ pub trait WebSearchProvider: Send + Sync {
 }
 
 /// What the model asked `websearch` for.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, uniffi::Record)]
 pub struct SearchRequest {
     /// The query.
     pub query: String,
@@ -83,7 +86,7 @@ pub struct SearchRequest {
 }
 
 /// One search result.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, uniffi::Record)]
 pub struct SearchResult {
     /// The page title.
     pub title: String,
@@ -104,21 +107,8 @@ impl contenox::WebSearchProvider for WebSearchAdapter {
         _cancel: contenox::CancellationToken,
     ) -> Result<Vec<contenox::SearchResult>, contenox::HostError> {
         // As for wait_for: the engine drops this future on cancel, which cancels the foreign call.
-        let request = SearchRequest {
-            query: request.query,
-            max_results: request.max_results as u64,
-            allowed_domains: request.allowed_domains,
-            blocked_domains: request.blocked_domains,
-        };
-        let results = self.0.search(request).await?;
-        Ok(results
-            .into_iter()
-            .map(|r| contenox::SearchResult {
-                title: r.title,
-                url: r.url,
-                snippet: r.snippet,
-            })
-            .collect())
+        let results = self.0.search(via_json(&request)?).await?;
+        Ok(via_json(&results)?)
     }
 }
 
@@ -178,7 +168,7 @@ pub(crate) struct ToolAdapter {
 impl ToolAdapter {
     /// Read the tool's spec (once) and wrap it.
     pub(crate) fn wrap(tool: Arc<dyn HostTool>) -> Result<Arc<dyn contenox::Tool>, ContenoxError> {
-        let spec = tool.spec()?.into_core()?;
+        let spec = via_json(&tool.spec()?)?;
         Ok(Arc::new(ToolAdapter { spec, tool }))
     }
 }
@@ -218,7 +208,7 @@ impl contenox::Hooks for HooksAdapter {
         &self,
         call: &contenox::ToolCallEvent,
     ) -> Result<contenox::Decision, contenox::HostError> {
-        let decision = self.0.before_tool(call.into()).await?;
+        let decision = self.0.before_tool(via_json(call)?).await?;
         Ok(decision.into_core()?)
     }
 
@@ -227,7 +217,7 @@ impl contenox::Hooks for HooksAdapter {
         call: &contenox::ToolCallEvent,
         result: &contenox::ToolOutput,
     ) -> Result<Option<contenox::ToolOutput>, contenox::HostError> {
-        match self.0.after_tool(call.into(), result.into()).await? {
+        match self.0.after_tool(via_json(call)?, result.into()).await? {
             Some(out) => Ok(Some(out.into_core()?)),
             None => Ok(None),
         }
@@ -246,7 +236,7 @@ impl contenox::WaitFor for WaitForAdapter {
     ) -> Result<contenox::Answer, contenox::HostError> {
         // The token needs no forwarding: the engine drops this future when it fires, and
         // dropping it cancels the foreign call.
-        let answer = self.0.wait_for(request.into()).await?;
+        let answer = self.0.wait_for(via_json(&request)?).await?;
         Ok(answer.into_core()?)
     }
 }
