@@ -90,20 +90,10 @@ impl Client {
         allow: Option<Vec<String>>,
     ) -> Result<TurnResult, ContenoxError> {
         let options = self.turn_options(allow)?;
-        let cancel_on_drop = options
-            .cancel
-            .clone()
-            .expect("turn_options sets a token")
-            .drop_guard();
-        let client = self.inner.clone();
-        // The turn runs in its own task, so that when this future is dropped the turn still
-        // ends properly (as `Cancelled`, through the guard) instead of being cut off mid-step.
-        let turn = tokio::spawn(async move { client.run_with(prompt, options).await });
-        let result = turn.await.map_err(|e| ContenoxError::Internal {
-            detail: format!("the turn's task failed: {e}"),
-        });
-        cancel_on_drop.disarm();
-        Ok(result??.into())
+        // The turn runs in its own task; dropping this future drops the run, which cancels the
+        // turn: it still ends properly, as `Cancelled`, instead of being cut off mid-step.
+        let run = self.inner.stream_with(prompt, options)?;
+        Ok(run.result().await?.into())
     }
 
     /// Start a turn and return its `Run`: events as they happen (`nextBatch()`), `cancel()`,

@@ -10,9 +10,8 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use contenox::{GateVerdict, Hints, ModelInfo, Outcome, Source, Tier, Usage};
+use contenox::{GateVerdict, Hints, ModelInfo, Outcome, SearchResult, Source, Tier, Usage};
 
 use crate::error::ContenoxError;
 
@@ -66,6 +65,13 @@ pub struct Hints {
 pub struct ModelInfo {
     pub id: String,
     pub display_name: Option<String>,
+}
+
+#[uniffi::remote(Record)]
+pub struct SearchResult {
+    pub title: String,
+    pub url: String,
+    pub snippet: String,
 }
 
 /// The snake_case name of an outcome (`done`, `cancelled`, `max_turns`, `error`), as on every wire.
@@ -136,9 +142,10 @@ pub struct ToolSpec {
 }
 
 /// A tool's result.
-#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, uniffi::Record)]
 pub struct ToolOutput {
     /// The text the model sees. (A result that is JSON is given as its JSON text.)
+    #[serde(with = "content_text")]
     pub content: String,
     /// Whether the model should read this as a failure.
     #[uniffi(default = false)]
@@ -146,31 +153,25 @@ pub struct ToolOutput {
     /// Facts about the result that are not the result itself (`truncated`, `nextOffset`...),
     /// as JSON text.
     #[uniffi(default = None)]
+    #[serde(rename = "metadata", default, with = "json_text::option")]
     pub metadata_json: Option<String>,
 }
 
-impl ToolOutput {
-    pub(crate) fn into_core(self) -> Result<contenox::ToolOutput, ContenoxError> {
-        let metadata = self
-            .metadata_json
-            .as_deref()
-            .map(|m| crate::error::parse_json("tool result metadata", m))
-            .transpose()?;
-        Ok(contenox::ToolOutput {
-            content: Value::String(self.content),
-            is_error: self.is_error,
-            metadata,
-        })
-    }
-}
+/// A result's content as text: a string as it is, any other value as its JSON text (what the
+/// model sees); written back as a string.
+mod content_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use serde_json::Value;
 
-impl From<&contenox::ToolOutput> for ToolOutput {
-    fn from(o: &contenox::ToolOutput) -> Self {
-        ToolOutput {
-            content: o.content_text(),
-            is_error: o.is_error,
-            metadata_json: o.metadata.as_ref().map(Value::to_string),
-        }
+    pub fn serialize<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(text)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::String(s) => s,
+            other => other.to_string(),
+        })
     }
 }
 

@@ -1,8 +1,9 @@
 //! The engine's `Event`, typed for Kotlin (a sealed class; `when` over it is exhaustive) and
 //! Swift (an enum). It has the engine's JSON shape through serde, so it is read from the
-//! engine's event and written back (`toJson()`) without a field-by-field copy, and its tests
-//! check it against the one event vocabulary, `tests/conformance/event-schema.json`: a new or
-//! changed core event fails them until it is mirrored here.
+//! engine's event and written back (`toJson()`) without a field-by-field copy, and
+//! `tests/event_schema.rs` checks it against the one event vocabulary,
+//! `tests/conformance/event-schema.json`: a new or changed core event fails it until it is
+//! mirrored here.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -163,8 +164,8 @@ pub enum Event {
 
 impl Event {
     /// The engine's event as this type; `None` only for an event kind this binding does not
-    /// mirror, which the schema tests rule out.
-    pub(crate) fn from_core(event: &contenox::Event) -> Option<Event> {
+    /// mirror, which the schema tests (`tests/event_schema.rs`) rule out.
+    pub fn from_core(event: &contenox::Event) -> Option<Event> {
         via_json(event).ok()
     }
 
@@ -188,96 +189,5 @@ impl Event {
     /// The tool this event is about, if any.
     pub fn tool_name(&self) -> Option<String> {
         self.json()["name"].as_str().map(str::to_string)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::{json, Map};
-
-    const SCHEMA: &str = include_str!("../../tests/conformance/event-schema.json");
-
-    /// A value of the schema's shape: every property when `all`, only the required ones else.
-    fn sample(schema: &Value, defs: &Value, all: bool) -> Value {
-        if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
-            let name = r.trim_start_matches("#/$defs/");
-            return sample(&defs[name], defs, all);
-        }
-        if let Some(c) = schema.get("const") {
-            return c.clone();
-        }
-        if let Some(first) = schema
-            .get("oneOf")
-            .or_else(|| schema.get("anyOf"))
-            .and_then(|v| v.get(0))
-        {
-            return sample(first, defs, all);
-        }
-        if let Some(Value::Array(names)) = schema.get("enum") {
-            return names[0].clone();
-        }
-        let kind = match &schema["type"] {
-            Value::Array(kinds) => kinds[0].clone(),
-            other => other.clone(),
-        };
-        match kind.as_str() {
-            Some("string") => json!("text"),
-            Some("integer") => json!(7),
-            Some("boolean") => json!(true),
-            Some("object") => {
-                let required: Vec<&str> = schema["required"]
-                    .as_array()
-                    .map(|r| r.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                let mut out = Map::new();
-                for (key, prop) in schema["properties"].as_object().into_iter().flatten() {
-                    if all || required.contains(&key.as_str()) {
-                        out.insert(key.clone(), sample(prop, defs, all));
-                    }
-                }
-                Value::Object(out)
-            }
-            // Free-form values (`true` schemas): something nested, to prove it is carried as is.
-            _ => json!({"free": ["form", 1, null]}),
-        }
-    }
-
-    #[test]
-    fn every_core_event_crosses_as_itself() {
-        let schema: Value = serde_json::from_str(SCHEMA).unwrap();
-        let variants = schema["oneOf"].as_array().expect("a tagged union");
-        assert!(variants.len() >= 16);
-        for variant in variants {
-            for all in [true, false] {
-                let json = sample(variant, &schema["$defs"], all);
-                let core: contenox::Event = serde_json::from_value(json.clone())
-                    .unwrap_or_else(|e| panic!("core does not read its own schema: {json}: {e}"));
-                let engine = serde_json::to_value(&core).unwrap();
-                let ours = Event::from_core(&core)
-                    .unwrap_or_else(|| panic!("not mirrored in bindings-uniffi: {engine}"));
-                assert_eq!(ours.json(), engine, "the mirror changes the event");
-                assert_eq!(ours.kind(), json["type"].as_str().unwrap());
-                assert_eq!(ours.tool_name().as_deref(), engine["name"].as_str());
-            }
-        }
-    }
-
-    #[test]
-    fn messages_cross_as_themselves() {
-        let t = contenox::Transcript::from_json(
-            r#"{"messages": [{"role": "user", "content": "hi"},
-                {"role": "assistant", "content": "", "tool_calls": [
-                    {"id": "c1", "name": "x", "arguments": "{bad", "raw_arguments": true, "via": "call_tool"}]},
-                {"role": "tool", "call_id": "c1", "name": "x", "content": "r", "is_error": true}]}"#,
-        )
-        .unwrap();
-        let ours = crate::convert::Transcript { inner: t }.messages();
-        assert_eq!(ours.len(), 3);
-        let crate::convert::Message::Assistant { tool_calls, .. } = &ours[1] else {
-            panic!("{ours:?}");
-        };
-        assert_eq!(tool_calls[0].arguments_json, "\"{bad\"");
-        assert!(tool_calls[0].raw_arguments);
     }
 }

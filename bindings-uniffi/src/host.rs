@@ -12,6 +12,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use contenox::SearchResult;
 use serde_json::Value;
 
 use crate::convert::{
@@ -85,17 +86,6 @@ pub struct SearchRequest {
     pub blocked_domains: Vec<String>,
 }
 
-/// One search result.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, uniffi::Record)]
-pub struct SearchResult {
-    /// The page title.
-    pub title: String,
-    /// The page URL.
-    pub url: String,
-    /// A short extract of the page.
-    pub snippet: String,
-}
-
 /// The host's search provider as the engine sees it.
 pub(crate) struct WebSearchAdapter(pub(crate) Arc<dyn WebSearchProvider>);
 
@@ -107,8 +97,7 @@ impl contenox::WebSearchProvider for WebSearchAdapter {
         _cancel: contenox::CancellationToken,
     ) -> Result<Vec<contenox::SearchResult>, contenox::HostError> {
         // As for wait_for: the engine drops this future on cancel, which cancels the foreign call.
-        let results = self.0.search(via_json(&request)?).await?;
-        Ok(via_json(&results)?)
+        Ok(self.0.search(via_json(&request)?).await?)
     }
 }
 
@@ -195,7 +184,7 @@ impl contenox::Tool for ToolAdapter {
             reporter,
         };
         let out = self.tool.call(args.to_string(), context).await?;
-        Ok(out.into_core()?)
+        Ok(via_json(&out)?)
     }
 }
 
@@ -217,8 +206,12 @@ impl contenox::Hooks for HooksAdapter {
         call: &contenox::ToolCallEvent,
         result: &contenox::ToolOutput,
     ) -> Result<Option<contenox::ToolOutput>, contenox::HostError> {
-        match self.0.after_tool(via_json(call)?, result.into()).await? {
-            Some(out) => Ok(Some(out.into_core()?)),
+        match self
+            .0
+            .after_tool(via_json(call)?, via_json(result)?)
+            .await?
+        {
+            Some(out) => Ok(Some(via_json(&out)?)),
             None => Ok(None),
         }
     }

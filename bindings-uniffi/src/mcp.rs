@@ -29,9 +29,10 @@ pub enum ServerState {
 
 impl From<&contenox::ServerState> for ServerState {
     fn from(s: &contenox::ServerState) -> Self {
-        via_json(s).unwrap_or_else(|e| ServerState::Failed {
+        let failed = |e: ContenoxError| ServerState::Failed {
             error: e.to_string(),
-        })
+        };
+        via_json(s).unwrap_or_else(failed)
     }
 }
 

@@ -3826,35 +3826,14 @@ public func FfiConverterTypeSearchRequest_lower(_ value: SearchRequest) -> RustB
 }
 
 
-/**
- * One search result.
- */
 public struct SearchResult: Equatable, Hashable {
-    /**
-     * The page title.
-     */
     public var title: String
-    /**
-     * The page URL.
-     */
     public var url: String
-    /**
-     * A short extract of the page.
-     */
     public var snippet: String
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(
-        /**
-         * The page title.
-         */title: String, 
-        /**
-         * The page URL.
-         */url: String, 
-        /**
-         * A short extract of the page.
-         */snippet: String) {
+    public init(title: String, url: String, snippet: String) {
         self.title = title
         self.url = url
         self.snippet = snippet
@@ -6792,7 +6771,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_waitfor_wait_for() != 10636) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_websearchprovider_search() != 6299) {
+    if (uniffi_contenox_uniffi_checksum_method_websearchprovider_search() != 33814) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_mcpserverlistener_on_server() != 23508) {
