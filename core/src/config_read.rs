@@ -79,13 +79,18 @@ impl Problem {
             Problem::UnknownField(field, expected) if option.is_empty() => (
                 None,
                 format!(
-                    "unknown option {field:?}; the options are {}",
+                    "unknown option {:?}; the options are {}",
+                    spelling.name(&field),
                     names(expected)
                 ),
             ),
             Problem::UnknownField(field, expected) => (
                 None,
-                format!("unknown key {field:?}; the keys are {}", names(expected)),
+                format!(
+                    "unknown key {:?}; the keys are {}",
+                    spelling.name(&field),
+                    names(expected)
+                ),
             ),
             Problem::UnknownVariant(variant, expected) => (
                 Some(quote(&variant)),
@@ -317,7 +322,7 @@ mod tests {
         );
         let top = err(json!({"base_ur": "x"}), Spelling::Camel);
         assert!(
-            top.starts_with(r#"unknown option "base_ur"; the options are style, baseUrl"#),
+            top.starts_with(r#"unknown option "baseUr"; the options are style, baseUrl"#),
             "{top}"
         );
         assert_eq!(
