@@ -372,44 +372,114 @@ export function pending(request: PendingRequestInit): Pending {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Translation
+// Errors
 
-function snake(key: string): string {
-  return key === 'args' ? 'arguments' : key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+/**
+ * Base class of every error contenox throws. They are thrown for misuse and invalid options
+ * only: everything that happens inside a turn (a model that fails, a tool that throws, a cancel)
+ * is the turn's outcome and events. `cause` is the engine's cause chain (`ContenoxCause`s).
+ */
+export class ContenoxError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = new.target.name
+  }
 }
 
-function camel(key: string): string {
-  return key === 'arguments' ? 'args' : key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
+/**
+ * An option is invalid (unknown option or key, wrong value, missing `model`, a `baseUrl` that is
+ * not a URL...). Thrown by `createClient` and `listModels`. `option` names it as you wrote it
+ * (`baseUrl`, `script[0]`; empty when no single option is at fault), `value` is the bad value
+ * as JSON text, `reason` what is wrong and what is allowed.
+ */
+export class ConfigurationError extends ContenoxError {
+  readonly option: string
+  readonly value?: string
+  readonly reason: string
+  constructor(message: string, options: { option?: string; value?: string | null; reason?: string; cause?: unknown } = {}) {
+    super(message, options)
+    this.option = options.option ?? ''
+    if (options.value != null) this.value = options.value
+    this.reason = options.reason ?? message
+  }
 }
 
-/** Rename the keys of one object level; values stay as they are. */
-function renameKeys(value: unknown, f: (key: string) => string): unknown {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
-  const out: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(value)) out[f(k)] = v
-  return out
+/** A tool could not be registered (bad name, input schema that is not an object schema...). */
+export class ToolDefinitionError extends ContenoxError {}
+/** The client was closed (`client.close()`): it runs no more turns. */
+export class ClosedError extends ContenoxError {}
+/** A turn is running and the operation needs the client idle (`setTranscript`). */
+export class BusyError extends ContenoxError {}
+/** A transcript is not valid (a tool result without its call, a call without a result). */
+export class TranscriptError extends ContenoxError {}
+/** The model server failed outside a turn (`listModels`). */
+export class ModelError extends ContenoxError {}
+/** The model server answered with an HTTP error. */
+export class HttpError extends ModelError {
+  readonly status: number
+  readonly body: string
+  /** The server's Retry-After, in seconds, when it sent one. */
+  readonly retryAfter?: number
+  constructor(message: string, options: { status?: number; body?: string; retryAfter?: number | null; cause?: unknown } = {}) {
+    super(message, options)
+    this.status = options.status ?? 0
+    this.body = options.body ?? ''
+    if (options.retryAfter != null) this.retryAfter = options.retryAfter
+  }
+}
+/** The model server could not be reached, or its answer broke off; `cause` says why. */
+export class TransportError extends ModelError {}
+/** The engine failed where it should not (a turn's task panicked): a bug. */
+export class InternalError extends ContenoxError {}
+/** A transcript or options document could not be read or written as JSON. */
+export class SerializationError extends ContenoxError {}
+/** A file system error outside any tool. */
+export class ContenoxIOError extends ContenoxError {}
+/** One link of an engine error's cause chain. */
+export class ContenoxCause extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'ContenoxCause'
+  }
 }
 
-function scriptEntry(entry: unknown): unknown {
-  const e = renameKeys(entry, snake) as Record<string, unknown>
-  if (e === null || typeof e !== 'object') return e
-  if (Array.isArray(e.tool_calls)) e.tool_calls = e.tool_calls.map((c) => renameKeys(c, snake))
-  if ('error' in e) e.error = renameKeys(e.error, snake)
-  if ('usage' in e) e.usage = renameKeys(e.usage, snake)
-  return e
+type ErrorClass = new (message: string, options?: { cause?: unknown }) => ContenoxError
+const ERROR_CLASSES: Record<string, ErrorClass> = {
+  configuration: ConfigurationError,
+  tool: ToolDefinitionError,
+  closed: ClosedError,
+  busy: BusyError,
+  transcript: TranscriptError,
+  http: HttpError,
+  transport: TransportError,
+  internal: InternalError,
+  serialization: SerializationError,
+  io: ContenoxIOError,
 }
+
+// The native side makes every engine error through this, on the JavaScript thread (see
+// src/error.rs): the kind picks the class, `causes` (outermost first) becomes the `cause` chain.
+native.setErrorFactory((kind: string, message: string, detailsJson: string) => {
+  const details = JSON.parse(detailsJson) as { causes?: string[] } & Record<string, unknown>
+  const cause = (details.causes ?? []).reduceRight<Error | undefined>(
+    (inner, text) => new ContenoxCause(text, inner === undefined ? undefined : { cause: inner }),
+    undefined,
+  )
+  const Class = ERROR_CLASSES[kind] ?? ContenoxError
+  const { causes: _, ...fields } = details
+  return new Class(message, cause === undefined ? fields : { ...fields, cause })
+})
+
+// ---------------------------------------------------------------------------------------------
+// Translation (the casing rule is the native side's: src/convert.rs)
 
 const HOST_ONLY = new Set(['hooks', 'waitFor', 'tools', 'websearch'])
 
-/** The options in core's `Config` vocabulary, as JSON text (core checks them). */
+/** The options without the host callbacks, as JSON text (the native side renames and checks them). */
 function coreConfig(options: ClientOptions): string {
   const out: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(options)) {
-    if (HOST_ONLY.has(k)) continue
-    const key = snake(k)
-    if (key === 'retry') out[key] = renameKeys(v, snake)
-    else if (key === 'script' && Array.isArray(v)) out[key] = v.map(scriptEntry)
-    else out[key] = v
+    if (!HOST_ONLY.has(k) && v !== undefined) out[k] = v
   }
   return JSON.stringify(out)
 }
@@ -453,13 +523,7 @@ function gateDecision(d: unknown, wrapped = false): unknown {
 }
 
 function toolSpec(t: ToolDefinition): string {
-  return JSON.stringify({
-    name: t.name,
-    description: t.description,
-    input_schema: t.inputSchema,
-    hints: t.hints,
-    tier: t.tier,
-  })
+  return JSON.stringify({ name: t.name, description: t.description, inputSchema: t.inputSchema, hints: t.hints, tier: t.tier })
 }
 
 function turnResult(r: native.NativeTurnResult): TurnResult {
@@ -493,7 +557,7 @@ function linkSignal(signal: AbortSignal | undefined): { token?: native.NativeCan
 export class Transcript {
   readonly #native: native.NativeTranscript
 
-  /** Use `client.transcript()`, `result.transcript` or `Transcript.fromJSON()`. */
+  /** Use `client.transcript`, `result.transcript` or `Transcript.fromJSON()`. */
   constructor(handle: native.NativeTranscript) {
     this.#native = handle
   }
@@ -521,19 +585,7 @@ export class Transcript {
 
   /** The messages, oldest first (camelCase view). */
   get messages(): Message[] {
-    return this.toJSON().messages.map((m) => {
-      const out = renameKeys(m, camel) as Record<string, unknown>
-      if (out.role === 'assistant') {
-        const calls = Array.isArray(out.toolCalls) ? out.toolCalls : []
-        out.toolCalls = calls.map((c) => {
-          const call = renameKeys(c, camel) as Record<string, unknown>
-          call.rawArguments = call.rawArguments === true
-          return call
-        })
-      }
-      if (out.role === 'tool') out.isError = out.isError === true
-      return out as Message
-    })
+    return JSON.parse(this.#native.messagesJson()) as Message[]
   }
 
   /** @internal */
@@ -693,12 +745,16 @@ export class Client {
     return this.#native.toolNames()
   }
 
-  /** The conversation so far. */
-  transcript(): Transcript {
+  /** The conversation so far. Assigning one replaces it, as `setTranscript` does. */
+  get transcript(): Transcript {
     return new Transcript(this.#native.transcript())
   }
 
-  /** Replace the conversation (a Transcript, or a saved document); throws while a turn runs. */
+  set transcript(transcript: Transcript) {
+    this.setTranscript(transcript)
+  }
+
+  /** Replace the conversation (a Transcript, or a saved document); throws `BusyError` while a turn runs. */
   setTranscript(transcript: Transcript | string | TranscriptData): void {
     const t = transcript instanceof Transcript ? transcript : Transcript.fromJSON(transcript)
     this.#native.setTranscript(t.handle)
@@ -740,7 +796,10 @@ function withSignal(aborts: Map<number, AbortController>, key: number, f: (signa
   return envelope(() => f(controller.signal)).finally(() => aborts.delete(key))
 }
 
-/** Create a client. Throws for invalid options (core's message). */
+/**
+ * Create a client. Every option is checked now: a mistake throws a `ConfigurationError` naming
+ * the option as you spelled it (`baseUrl: "not a url" is not a URL ...`).
+ */
 export function createClient(options: ClientOptions = {}): Client {
   return new Client(options)
 }

@@ -299,7 +299,7 @@ async function runScenario(file, scenario, deadline) {
     const prompts = [scenario.prompt, ...(scenario.more_prompts ?? [])]
     for (const [i, prompt] of prompts.entries()) {
       if (scenario.restart_between_prompts && i > 0) {
-        const saved = JSON.stringify(client.transcript())
+        const saved = JSON.stringify(client.transcript)
         client.close()
         client = build()
         client.setTranscript(saved)
