@@ -272,9 +272,7 @@ class McpSetup:
                     entry[key] = s[key]
             entries[name] = entry
         self.source = await contenox.load_mcp({"mcpServers": entries})
-        failed = [
-            f"{n}: {st.get('error')}" for n, st in self.source.servers if st.get("state") != "ready"
-        ]
+        failed = [f"{n}: {st.error}" for n, st in self.source.servers if not st.ready]
         if failed:
             raise RuntimeError("mcp servers failed: " + "; ".join(failed))
 

@@ -35,17 +35,21 @@ from ._client import (
     list_models,
 )
 from ._errors import (
-    CancelledError,
+    BusyError,
+    ClosedError,
     ConfigurationError,
+    ContenoxCause,
     ContenoxError,
     ContenoxIOError,
     HttpError,
+    InternalError,
     ModelError,
     SerializationError,
     ToolDefinitionError,
+    TranscriptError,
     TransportError,
 )
-from ._mcp import McpSource, load_mcp
+from ._mcp import McpSource, ServerState, load_mcp
 from ._native import CancelSignal, NativeTool, ToolContext
 from ._tools import HintsLike, Tool, tool
 from ._types import (
@@ -83,15 +87,18 @@ __all__ = [
     "JSON",
     "McpSource",
     "NativeTool",
+    "ServerState",
     "load_mcp",
     "AfterTool",
     "Ask",
     "BackgroundShells",
     "BeforeTool",
+    "BusyError",
     "CancelSignal",
-    "CancelledError",
     "Client",
+    "ClosedError",
     "ConfigurationError",
+    "ContenoxCause",
     "ContenoxError",
     "ContenoxIOError",
     "Deny",
@@ -100,6 +107,7 @@ __all__ = [
     "HintsLike",
     "Hooks",
     "HttpError",
+    "InternalError",
     "ModelError",
     "Outcome",
     "PendingRequest",
@@ -116,6 +124,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolOutput",
     "Transcript",
+    "TranscriptError",
     "TransportError",
     "TurnResult",
     "Usage",
