@@ -5,9 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
 use crate::script::ScriptEntry;
-use crate::spelling::Spelling;
 
 /// The wire style of the model server.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,25 +160,6 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Parse a config from JSON text with the engine's (snake_case) option names. Checks the
-    /// shape of every option and the model endpoint; [`ClientBuilder::build`] checks the rest.
-    ///
-    /// [`ClientBuilder::build`]: crate::ClientBuilder::build
-    pub fn from_json(json: &str) -> Result<Self> {
-        let value: serde_json::Value = serde_json::from_str(json)
-            .map_err(|e| Error::config(format!("the configuration is not valid JSON: {e}")))?;
-        Config::from_value(&value, Spelling::Snake)
-    }
-
-    /// Read a config from a JSON value whose errors name the options the way `spelling` spells
-    /// them (what a binding passes its host's options through): `style: "nope" is not one of
-    /// openai, anthropic, ollama, scripted`, `unknown option "base_ur"; the options are ...`.
-    pub fn from_value(value: &serde_json::Value, spelling: Spelling) -> Result<Self> {
-        let config: Config = crate::config_read::read(value, spelling).map_err(Error::Config)?;
-        crate::config_check::check_endpoint(&config, spelling)?;
-        Ok(config)
-    }
-
     /// The base URL in use, without a trailing slash.
     pub fn resolved_base_url(&self) -> String {
         let from_env = || {
