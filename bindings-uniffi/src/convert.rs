@@ -259,16 +259,15 @@ impl Decision {
                 prompt,
                 timeout_ms,
                 data_json,
-            } => contenox::Decision::Ask(contenox::PendingRequest {
+            } => contenox::Decision::Ask(via_json(&PendingRequest {
                 kind,
                 prompt,
                 timeout_ms,
-                data: data_json
-                    .as_deref()
-                    .map(|d| crate::error::parse_json("ask data", d))
-                    .transpose()?,
-                ..Default::default()
-            }),
+                data_json,
+                call_id: String::new(),
+                name: String::new(),
+                arguments_json: "null".into(),
+            })?),
         })
     }
 }

@@ -2,16 +2,12 @@
 
 use contenox::HostError;
 
-/// Everything that can go wrong outside a turn, plus what host code raises: one variant per kind
-/// of the engine's error (see `contenox::Error` for who raises each and what to do).
-///
-/// Kotlin sees it as `ContenoxException` (a sealed class, one subclass per variant; the cause
-/// chain of a `Transport` error is its `cause`, see `ci.sh`), Swift as `ContenoxError`. Inside a
-/// turn nothing is raised: failures are the outcome and events.
-///
-/// Host callbacks (tools, hooks, wait_for) may throw it; any other exception they throw arrives as
-/// [`ContenoxError::Unexpected`] (through `From<UnexpectedUniFFICallbackError>`). Either way the
-/// engine turns it into an error result the model sees; nothing panics.
+/// Everything that can go wrong outside a turn (one variant per kind of the engine's error; see
+/// `contenox::Error` for who raises each and what to do), plus what host code raises. Kotlin:
+/// `ContenoxException`, a sealed class (a `Transport` error's causes are its `cause`, see
+/// `gen.sh`); Swift: `ContenoxError`. Host callbacks may throw it; anything else they throw
+/// arrives as [`ContenoxError::Unexpected`]. The engine turns either into an error result the
+/// model sees; nothing panics.
 #[derive(Debug, thiserror::Error, uniffi::Error)]
 pub enum ContenoxError {
     /// An option is invalid. `option` is its name as in the config JSON (`base_url`,

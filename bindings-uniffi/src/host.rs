@@ -129,13 +129,11 @@ impl ToolReporter {
     /// already ended (nothing was emitted).
     pub fn progress(&self, data_json: String) -> Result<bool, ContenoxError> {
         let data = crate::error::parse_json("progress data", &data_json)?;
-        match self.ctx.lock().expect("reporter lock").as_ref() {
-            Some(ctx) => {
-                ctx.progress(data);
-                Ok(true)
-            }
-            None => Ok(false),
+        let ctx = self.ctx.lock().expect("reporter lock");
+        if let Some(ctx) = ctx.as_ref() {
+            ctx.progress(data);
         }
+        Ok(ctx.is_some())
     }
 }
 
@@ -206,14 +204,11 @@ impl contenox::Hooks for HooksAdapter {
         call: &contenox::ToolCallEvent,
         result: &contenox::ToolOutput,
     ) -> Result<Option<contenox::ToolOutput>, contenox::HostError> {
-        match self
+        let replaced = self
             .0
             .after_tool(via_json(call)?, via_json(result)?)
-            .await?
-        {
-            Some(out) => Ok(Some(via_json(&out)?)),
-            None => Ok(None),
-        }
+            .await?;
+        Ok(replaced.map(|out| via_json(&out)).transpose()?)
     }
 }
 
