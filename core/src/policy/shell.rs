@@ -884,7 +884,7 @@ impl Parser<'_, '_> {
                 while let Some(w) = words.get(i) {
                     if w == "-S" || w == "--split-string" {
                         if let Some(s) = words.get(i + 1) {
-                            self.reparse_words(&[s.clone()], dynamic_tail)?;
+                            self.reparse_words(std::slice::from_ref(s), dynamic_tail)?;
                         }
                         return Ok(());
                     } else if w == "-u" || w == "-C" || w == "--unset" || w == "--chdir" {
