@@ -232,23 +232,23 @@ impl Policy {
         )?;
         match obj.get("version") {
             None | Some(Value::Null) => {}
-            Some(v) => {
-                match v.as_u64() {
-                    Some(n) if n <= POLICY_VERSION => {}
-                    Some(n) => return Err(PolicyError::new(
+            Some(v) => match v.as_u64() {
+                Some(n) if n <= POLICY_VERSION => {}
+                Some(n) => {
+                    return Err(PolicyError::new(
                         "version",
                         format!(
                             "version {n} is newer than this engine reads (0 or {POLICY_VERSION})"
                         ),
-                    )),
-                    None => {
-                        return Err(PolicyError::new(
-                            "version",
-                            format!("must be 0 or {POLICY_VERSION}, got {v}"),
-                        ))
-                    }
+                    ))
                 }
-            }
+                None => {
+                    return Err(PolicyError::new(
+                        "version",
+                        format!("must be 0 or {POLICY_VERSION}, got {v}"),
+                    ))
+                }
+            },
         }
         let default_action = match obj.get("default_action") {
             None | Some(Value::Null) => Action::Approve,
