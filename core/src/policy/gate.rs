@@ -155,7 +155,11 @@ fn denial_text(tool: &str, verdict: &Verdict) -> String {
 }
 
 fn approval_request(call: &ToolCallEvent, verdict: &Verdict, root: &Path) -> PendingRequest {
-    let diff = change_diff(&call.name, call.source, &call.arguments, root);
+    // A diff is a courtesy to the person asked: whatever goes wrong in it, the ask still stands.
+    let diff = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        change_diff(&call.name, call.source, &call.arguments, root)
+    }))
+    .unwrap_or_else(|_| Some("(no diff: computing it failed)".to_string()));
     let args = crate::error::cut(&call.arguments.to_string(), PROMPT_ARGUMENTS_BYTES);
     let mut prompt = format!(
         "Approve {}? The approval policy asks ({}).\nArguments: {args}",
