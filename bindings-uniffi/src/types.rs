@@ -352,6 +352,8 @@ pub enum Outcome {
     MaxTurns,
     /// The model could not be reached or answered badly; see `error`.
     Error,
+    /// A compute ceiling was reached; `error` names it.
+    Budget,
 }
 
 impl From<contenox::Outcome> for Outcome {
@@ -361,6 +363,7 @@ impl From<contenox::Outcome> for Outcome {
             contenox::Outcome::Cancelled => Outcome::Cancelled,
             contenox::Outcome::MaxTurns => Outcome::MaxTurns,
             contenox::Outcome::Error => Outcome::Error,
+            contenox::Outcome::Budget => Outcome::Budget,
         }
     }
 }
@@ -372,6 +375,7 @@ impl From<Outcome> for contenox::Outcome {
             Outcome::Cancelled => contenox::Outcome::Cancelled,
             Outcome::MaxTurns => contenox::Outcome::MaxTurns,
             Outcome::Error => contenox::Outcome::Error,
+            Outcome::Budget => contenox::Outcome::Budget,
         }
     }
 }
@@ -489,6 +493,8 @@ pub enum Event {
         hints: Hints,
         /// Where the tool comes from.
         source: Source,
+        /// The approval policy's rule that matched, when a policy is set.
+        rule: Option<String>,
     },
     /// A call waits for the host's answer.
     Pending {
@@ -621,6 +627,7 @@ impl From<contenox::Event> for Event {
                 message,
                 hints,
                 source,
+                rule,
             } => Event::Gate {
                 call_id,
                 name,
@@ -628,6 +635,7 @@ impl From<contenox::Event> for Event {
                 message,
                 hints: hints.into(),
                 source: source.into(),
+                rule,
             },
             E::Pending {
                 call_id,
@@ -732,6 +740,7 @@ impl Event {
                 message,
                 hints,
                 source,
+                rule,
             } => E::Gate {
                 call_id,
                 name,
@@ -739,6 +748,7 @@ impl Event {
                 message,
                 hints: hints.into(),
                 source: source.into(),
+                rule,
             },
             Event::Pending {
                 call_id,

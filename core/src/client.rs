@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::event::TurnResult;
 use crate::gate::{Hooks, WaitFor};
 use crate::model::{backend_for, list_models, Backend, ModelInfo, ScriptEntry};
+use crate::policy::{check_backend, Policy};
 use crate::tool::{Allowlist, EventSink, Tool, ToolSpec, Toolkit};
 use crate::transcript::{Message, Transcript};
 use crate::turn::{run_turn, Run, RunOptions};
@@ -41,6 +42,8 @@ pub(crate) struct Inner {
     pub shutdown: CancellationToken,
     /// The opt-in background shells (config `background`).
     pub shells: Option<BackgroundShells>,
+    /// The approval policy in force; replaced whole by `set_policy`, read once per call.
+    pub policy: RwLock<Option<Arc<Policy>>>,
 }
 
 impl Drop for Inner {
@@ -53,6 +56,11 @@ impl Drop for Inner {
 }
 
 impl Inner {
+    /// The policy in force now.
+    pub fn policy(&self) -> Option<Arc<Policy>> {
+        self.policy.read().expect("policy lock").clone()
+    }
+
     pub fn append(&self, messages: impl IntoIterator<Item = Message>) {
         self.conversation
             .lock()
@@ -159,6 +167,33 @@ impl Client {
         Ok(())
     }
 
+    /// The approval policy in force (the one given at creation, or the last `set_policy`).
+    pub fn policy(&self) -> Option<Arc<Policy>> {
+        self.inner.policy()
+    }
+
+    /// Replace the approval policy (`None` removes it); it applies from the next tool call,
+    /// also within a running turn. Refused, with the old policy kept, when its
+    /// `compute.modelAllowlist` / `backendAllowlist` exclude this client's model or style.
+    /// `client.config().policy` keeps showing the policy given at creation.
+    pub fn set_policy(&self, policy: Option<Policy>) -> Result<()> {
+        if let Some(p) = &policy {
+            check_backend(p, &self.inner.config)?;
+        }
+        *self.inner.policy.write().expect("policy lock") = policy.map(Arc::new);
+        Ok(())
+    }
+
+    /// [`Client::set_policy`] from the `policy` option's forms (what bindings pass): a
+    /// document, its JSON text or a file path; JSON `null` removes the policy. A policy that
+    /// does not validate is refused and the old one stays.
+    pub fn set_policy_source(&self, source: &serde_json::Value) -> Result<()> {
+        if source.is_null() {
+            return self.set_policy(None);
+        }
+        self.set_policy(Some(Policy::from_source(source)?))
+    }
+
     /// The models the configured server offers.
     pub async fn list_models(&self) -> Result<Vec<ModelInfo>> {
         list_models(&self.inner.config).await
@@ -223,6 +258,7 @@ pub struct ClientBuilder {
     hooks: Option<Arc<dyn Hooks>>,
     wait_for: Option<Arc<dyn WaitFor>>,
     opt_ins: OptIns,
+    policy: Option<Policy>,
 }
 
 impl ClientBuilder {
@@ -329,6 +365,22 @@ impl ClientBuilder {
         self.opt_ins.shells = Some(shells);
         self
     }
+    /// The approval policy (see [`crate::policy`]); also settable as config `policy`.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.config.policy = Some(policy.document().clone());
+        self.policy = Some(policy);
+        self
+    }
+    /// Tool calls per turn before the turn ends with outcome `budget`.
+    pub fn max_tool_calls(mut self, n: u64) -> Self {
+        self.config.max_tool_calls = Some(n);
+        self
+    }
+    /// Tokens (input + output) per turn before the turn ends with outcome `budget`.
+    pub fn max_turn_tokens(mut self, n: u64) -> Self {
+        self.config.max_turn_tokens = Some(n);
+        self
+    }
     /// Turn on the `websearch` builtin with the host's provider.
     pub fn websearch(mut self, provider: Arc<dyn WebSearchProvider>) -> Self {
         self.opt_ins.websearch = Some(provider);
@@ -355,6 +407,14 @@ impl ClientBuilder {
             Some(patterns) => Allowlist::new(patterns)?,
             None => Allowlist::all(),
         };
+        let policy = match (self.policy, &config.policy) {
+            (Some(p), _) => Some(p),
+            (None, Some(source)) => Some(Policy::from_source(source)?),
+            (None, None) => None,
+        };
+        if let Some(p) = &policy {
+            check_backend(p, &config)?;
+        }
         let backend = backend_for(&config)?;
         let toolkit = Toolkit::default();
         let mut opt_ins = self.opt_ins;
@@ -388,6 +448,7 @@ impl ClientBuilder {
                 next_id: AtomicU64::new(0),
                 shutdown: CancellationToken::new(),
                 shells: opt_ins.shells,
+                policy: RwLock::new(policy.map(Arc::new)),
                 config,
             }),
         })

@@ -134,6 +134,21 @@ pub struct Config {
     pub secret_env: Vec<String>,
     /// Connect timeout for model requests, in milliseconds.
     pub connect_timeout_ms: u64,
+    /// The approval policy (hitl-policy-v1), checked before `before_tool` on every call: a
+    /// document (a JSON object), its JSON text (a string starting with `{`), or the path of a
+    /// file holding it (any other string; relative to the current directory). Validated whole
+    /// at client creation. `None` = no policy. See [`crate::policy`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<serde_json::Value>,
+    /// Tool calls per turn; one more ends the turn with outcome `budget`. `None` = no ceiling
+    /// (a policy's `compute.maxToolCalls` may still set one: the smaller wins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<u64>,
+    /// Tokens (input + output, summed over the turn's responses) per turn; reaching it ends the
+    /// turn with outcome `budget`. Not `max_tokens`, which is each request's output limit.
+    /// `None` = no ceiling (a policy's `compute.maxTokens` may set one: the smaller wins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_turn_tokens: Option<u64>,
 }
 
 impl Default for Config {
@@ -156,6 +171,9 @@ impl Default for Config {
             notebook_edit: false,
             secret_env: Vec::new(),
             connect_timeout_ms: 10_000,
+            policy: None,
+            max_tool_calls: None,
+            max_turn_tokens: None,
         }
     }
 }
@@ -200,6 +218,16 @@ impl Config {
     pub(crate) fn check(&self) -> Result<()> {
         if self.max_turns == 0 {
             return Err(Error::Config("max_turns must be at least 1".into()));
+        }
+        for (name, v) in [
+            ("max_tool_calls", self.max_tool_calls),
+            ("max_turn_tokens", self.max_turn_tokens),
+        ] {
+            if v == Some(0) {
+                return Err(Error::Config(format!(
+                    "{name} must be at least 1 (leave it out for no ceiling)"
+                )));
+            }
         }
         match self.style {
             Style::Scripted => {

@@ -36,6 +36,8 @@
 //! - [`Hooks`] (`before_tool` / `after_tool`) and [`WaitFor`]: the gate every call passes.
 //! - [`Transcript`]: the conversation, saved and restored as JSON.
 //! - [`mcp`]: MCP servers as tool sources ([`load_mcp`], [`McpSource`]).
+//! - [`policy`]: approval policies (hitl-policy-v1) as the first stage of the gate, presets,
+//!   compute ceilings.
 
 #![warn(missing_docs)]
 
@@ -47,6 +49,7 @@ mod event;
 mod gate;
 pub mod mcp;
 mod model;
+pub mod policy;
 pub mod tool;
 mod transcript;
 mod turn;
@@ -63,6 +66,7 @@ pub use gate::{
 };
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 pub use model::{list_models, ModelInfo, ScriptCall, ScriptEntry, ScriptError};
+pub use policy::{Policy, PolicyError, BUDGET_RESULT};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,

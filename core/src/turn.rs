@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::event::{Event, GateVerdict, Outcome, TurnResult, Usage};
 use crate::gate::{Answer, Decision, ToolCallEvent, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL};
 use crate::model::{complete_with_retry, ModelRequest, RawCall};
+use crate::policy::{self, Budget, Ceilings};
 use crate::tool::{
     allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, CALL_TOOL,
 };
@@ -186,6 +187,7 @@ impl Turn<'_> {
         let mut usage = Usage::default();
         let mut final_text = String::new();
         let mut index = 0u32;
+        let mut budget = Budget::default();
         loop {
             let tools = inner.toolkit.offered(&allowed);
             let body = {
@@ -237,10 +239,15 @@ impl Turn<'_> {
                 inner.append(step);
                 return (Outcome::Done, final_text, usage, None);
             }
-            let at_limit = index >= inner.config.max_turns;
-            for c in &calls {
+            // The ceilings of the policy in force now (set_policy applies mid-turn).
+            let ceilings = Ceilings::of(&inner.config, inner.policy().as_deref());
+            let at_limit = index >= ceilings.max_turns;
+            let spend = budget.spend(calls.len(), response.usage, &ceilings);
+            for (i, c) in calls.iter().enumerate() {
                 let out = if at_limit {
                     ToolOutput::error(MAX_TURNS_RESULT)
+                } else if let Some(e) = spend.exhausted.filter(|_| i >= spend.run) {
+                    ToolOutput::error(e.result_text())
                 } else if self.cancel.is_cancelled() {
                     ToolOutput::error(CANCELLED_RESULT)
                 } else {
@@ -251,6 +258,9 @@ impl Turn<'_> {
             inner.append(step);
             if at_limit {
                 return (Outcome::MaxTurns, final_text, usage, None);
+            }
+            if let Some(e) = spend.exhausted {
+                return (Outcome::Budget, final_text, usage, Some(e.to_string()));
             }
             if self.cancel.is_cancelled() {
                 return (Outcome::Cancelled, final_text, usage, None);
@@ -355,17 +365,22 @@ impl Turn<'_> {
             source: entry.source,
             server: entry.server.clone(),
         };
-        let decision = match &self.inner.hooks {
-            None => Ok(Decision::Allow),
-            Some(hooks) => {
+        // The approval policy decides first; the host's before_tool may only narrow.
+        let policy = policy::judge(self.inner.policy().as_deref(), &event, &self.inner.root);
+        let decision = match (policy.denial(), &self.inner.hooks) {
+            (Some(denied), _) => Ok(denied),
+            (None, None) => policy.narrow(Ok(Decision::Allow)),
+            (None, Some(hooks)) => {
                 let hook = AssertUnwindSafe(hooks.before_tool(&event)).catch_unwind();
-                tokio::select! {
+                let host = tokio::select! {
                     biased;
                     _ = self.cancel.cancelled() => return ToolOutput::error(CANCELLED_RESULT),
                     d = hook => d.unwrap_or_else(|_| Err("before_tool panicked".into())),
-                }
+                };
+                policy.narrow(host.map_err(|e| e.to_string()))
             }
         };
+        let rule = policy.rule();
         let gate = |decision: GateVerdict, message: Option<String>| {
             self.sink.emit(Event::Gate {
                 call_id: event.call_id.clone(),
@@ -374,6 +389,7 @@ impl Turn<'_> {
                 message,
                 hints: event.hints,
                 source: event.source,
+                rule: rule.clone(),
             })
         };
         match decision {

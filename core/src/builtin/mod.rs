@@ -43,6 +43,10 @@ mod websearch;
 mod write;
 
 pub use atomic::atomic_write;
+// The pure edit functions, for the diff of an approval prompt (policy::diff).
+pub(crate) use edit::apply_edit;
+pub(crate) use multi_edit::apply_edits;
+pub(crate) use notebook_edit::edit_notebook;
 pub use path::{confine, display_path};
 pub use shells::BackgroundShells;
 pub use websearch::{SearchRequest, SearchResult, WebSearchProvider};
