@@ -62,6 +62,8 @@ pub use gate::{
     DEFAULT_DENIAL,
 };
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
+#[doc(hidden)]
+pub use model::fuzz;
 pub use model::{list_models, ModelInfo, ScriptCall, ScriptEntry, ScriptError};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{

@@ -1,14 +1,11 @@
 //! Anthropic Messages over SSE.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use eventsource_stream::Eventsource;
-use futures::StreamExt;
 use serde_json::{json, Value};
 
-use super::http::{body_failure, chain, tracked_bytes, Http};
+use super::body::{read_sse, read_whole, Progress, MAX_BODY_BYTES};
+use super::http::Http;
+use super::openai::is_event_stream;
 use super::{object, wire_call, Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall};
 use crate::config::Config;
 use crate::event::Usage;
@@ -262,49 +259,49 @@ impl Backend for Anthropic {
 
     async fn send(&self, body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {
         let resp = self.http.post("/v1/messages", &self.headers, body).await?;
+        let idle = self.http.idle_timeout;
         let mut asm = Assembler::default();
-        let is_sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.contains("text/event-stream"));
-        if !is_sse {
-            let bytes = resp
-                .bytes()
-                .await
-                .map_err(|e| body_failure(false, chain(&e)))?;
+        if !is_event_stream(&resp) {
+            let bytes = read_whole(resp, MAX_BODY_BYTES, idle).await?;
             let whole: Value = serde_json::from_slice(&bytes).map_err(|e| {
                 Failure::Fatal(format!("the model server's answer is not JSON: {e}"))
             })?;
             asm.whole(&whole, deltas);
             return Ok(asm.finish());
         }
-        let got_data = Arc::new(AtomicBool::new(false));
-        let mut events = tracked_bytes(resp, got_data.clone()).eventsource();
-        while let Some(ev) = events.next().await {
-            let ev = ev.map_err(|e| body_failure(got_data.load(Ordering::Relaxed), chain(&e)))?;
-            if ev.data.trim().is_empty() {
-                continue;
-            }
-            let data: Value = serde_json::from_str(&ev.data).map_err(|e| {
-                Failure::Fatal(format!("malformed stream event ({e}): {:.200}", ev.data))
+        read_sse(resp, idle, |ev| {
+            let Some(text) = ev.data.filter(|d| !d.trim().is_empty()) else {
+                return Ok(Progress::KeepAlive);
+            };
+            let data: Value = serde_json::from_str(&text).map_err(|e| {
+                Failure::Fatal(format!("malformed stream event ({e}): {text:.200}"))
             })?;
-            let kind = if ev.event.is_empty() || ev.event == "message" {
-                data["type"].as_str().unwrap_or_default().to_string()
-            } else {
-                ev.event
+            let kind = match ev.event {
+                Some(kind) if !kind.is_empty() && kind != "message" => kind,
+                _ => data["type"].as_str().unwrap_or_default().to_string(),
             };
             asm.event(&kind, &data, deltas)?;
-            if asm.stopped {
-                break;
-            }
-        }
+            Ok(if asm.stopped {
+                Progress::Done
+            } else if kind == "ping" {
+                // The server's keep-alive: it says the connection lives, not that the answer
+                // moves on.
+                Progress::KeepAlive
+            } else {
+                Progress::Data
+            })
+        })
+        .await?;
         if !asm.stopped {
             return Err(Failure::Fatal(
                 "the model's answer broke off: the stream ended before message_stop".into(),
             ));
         }
         Ok(asm.finish())
+    }
+
+    fn redact(&self, text: &str) -> String {
+        self.http.redactor.redact(text)
     }
 }
 
