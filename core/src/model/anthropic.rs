@@ -48,15 +48,26 @@ pub(crate) fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Valu
         Some((r, blocks)) if *r == role => blocks.push(block),
         _ => messages.push((role, vec![block])),
     };
+    // The API refuses text blocks without non-whitespace text (HTTP 400, not retried), so a
+    // reply that had neither text nor calls, once in the conversation, would fail every later
+    // request: such blocks are left out, and a message left with no block is left out whole
+    // (the user messages around it merge).
+    let text_block = |text: &str| {
+        (!text.trim().is_empty()).then(|| object([("type", "text".into()), ("text", text.into())]))
+    };
     for m in req.messages {
         match m {
-            Message::User { content } => push("user", json!({"type": "text", "text": content})),
+            Message::User { content } => {
+                if let Some(block) = text_block(content) {
+                    push("user", block);
+                }
+            }
             Message::Assistant {
                 content,
                 tool_calls,
             } => {
-                if !content.is_empty() || tool_calls.is_empty() {
-                    push("assistant", json!({"type": "text", "text": content}));
+                if let Some(block) = text_block(content) {
+                    push("assistant", block);
                 }
                 for c in tool_calls {
                     let (name, args) = wire_call(c);
@@ -354,5 +365,72 @@ mod tests {
         assert_eq!(msgs[2]["content"][1]["text"], "again");
         assert_eq!(body["system"], "sys");
         assert!(body.get("tools").is_none());
+    }
+
+    #[test]
+    fn an_empty_reply_is_left_out_and_the_user_turns_around_it_merge() {
+        let messages = vec![
+            Message::User {
+                content: "first".into(),
+            },
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![],
+            },
+            Message::User {
+                content: "second".into(),
+            },
+            Message::Assistant {
+                content: " \n".into(),
+                tool_calls: vec![ToolCall {
+                    id: "t1".into(),
+                    name: "echo".into(),
+                    arguments: json!({}),
+                    raw_arguments: false,
+                    via: None,
+                }],
+            },
+            Message::Tool {
+                call_id: "t1".into(),
+                name: "echo".into(),
+                content: String::new(),
+                is_error: false,
+            },
+            Message::User {
+                content: "  ".into(),
+            },
+        ];
+        let body = body(
+            "m",
+            10,
+            &ModelRequest {
+                system: None,
+                messages: &messages,
+                tools: &[],
+            },
+        );
+        let msgs = body["messages"].as_array().unwrap();
+        let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["user", "assistant", "user"], "{body}");
+        let texts: Vec<&str> = msgs[0]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(texts, ["first", "second"]);
+        // The whitespace-only text before the call is gone; the call stays.
+        assert_eq!(msgs[1]["content"].as_array().unwrap().len(), 1);
+        assert_eq!(msgs[1]["content"][0]["type"], "tool_use");
+        // No message and no block is empty or whitespace-only.
+        for m in msgs {
+            let blocks = m["content"].as_array().unwrap();
+            assert!(!blocks.is_empty(), "{body}");
+            for b in blocks {
+                if b["type"] == "text" {
+                    assert!(!b["text"].as_str().unwrap().trim().is_empty(), "{body}");
+                }
+            }
+        }
     }
 }
