@@ -70,6 +70,8 @@ pub struct RawServer {
     pub requests: Arc<Mutex<Vec<String>>>,
     /// Body bytes written successfully over all connections.
     pub written: Arc<AtomicUsize>,
+    /// Connections accepted and not ended yet (a held connection ends when the client closes it).
+    pub open: Arc<AtomicUsize>,
     stop: CancellationToken,
 }
 
@@ -81,9 +83,15 @@ impl RawServer {
         let addr = listener.local_addr().expect("addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
         let written = Arc::new(AtomicUsize::new(0));
+        let open = Arc::new(AtomicUsize::new(0));
         let stop = CancellationToken::new();
         let answer = Arc::new(answer);
-        let (reqs, wr, st) = (requests.clone(), written.clone(), stop.clone());
+        let (reqs, wr, st, op) = (
+            requests.clone(),
+            written.clone(),
+            stop.clone(),
+            open.clone(),
+        );
         tokio::spawn(async move {
             loop {
                 let conn = tokio::select! {
@@ -92,11 +100,14 @@ impl RawServer {
                 };
                 let Ok((sock, _)) = conn else { return };
                 let (reqs, wr, st, answer) = (reqs.clone(), wr.clone(), st.clone(), answer.clone());
+                let op = op.clone();
+                op.fetch_add(1, Ordering::SeqCst);
                 tokio::spawn(async move {
                     tokio::select! {
                         _ = st.cancelled() => {}
                         _ = serve(sock, reqs, wr, answer) => {}
                     }
+                    op.fetch_sub(1, Ordering::SeqCst);
                 });
             }
         });
@@ -104,6 +115,7 @@ impl RawServer {
             addr,
             requests,
             written,
+            open,
             stop,
         }
     }
@@ -114,6 +126,11 @@ impl RawServer {
 
     pub fn hits(&self) -> usize {
         self.requests.lock().unwrap().len()
+    }
+
+    /// Connections still open.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
     }
 
     pub fn written(&self) -> usize {
