@@ -10,6 +10,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+use crate::model::redact::Redactor;
+
 /// Host variables a child server gets (when the host has them); everything else comes from the
 /// server's `env`.
 const INHERITED_ENV: &[&str] = &[
@@ -63,8 +65,13 @@ impl StderrTail {
 }
 
 /// Read a server's stderr to its end into `tail`, keeping at most [`TAIL_LINE_MAX`] bytes of
-/// any line (a line without a newline is never buffered whole).
-pub(crate) async fn read_stderr(mut stderr: impl AsyncRead + Unpin, tail: Arc<StderrTail>) {
+/// any line (a line without a newline is never buffered whole). Lines are redacted of the
+/// server's secrets before they are logged or kept.
+pub(crate) async fn read_stderr(
+    mut stderr: impl AsyncRead + Unpin,
+    tail: Arc<StderrTail>,
+    secrets: Redactor,
+) {
     let mut buf = [0u8; 8192];
     let mut line: Vec<u8> = Vec::with_capacity(TAIL_LINE_MAX);
     let mut cut = false;
@@ -88,7 +95,7 @@ pub(crate) async fn read_stderr(mut stderr: impl AsyncRead + Unpin, tail: Arc<St
             }
             line.extend_from_slice(&text[..text.len().min(room)]);
             if ends {
-                let text = line_text(&line, cut);
+                let text = secrets.redact(&line_text(&line, cut));
                 tracing::debug!(target: "contenox::mcp", "{text}");
                 tail.push(text);
                 line.clear();
@@ -97,11 +104,11 @@ pub(crate) async fn read_stderr(mut stderr: impl AsyncRead + Unpin, tail: Arc<St
             }
         }
         if changed {
-            tail.set_partial(line_text(&line, cut));
+            tail.set_partial(secrets.redact(&line_text(&line, cut)));
         }
     }
     if !line.is_empty() {
-        tail.push(line_text(&line, cut));
+        tail.push(secrets.redact(&line_text(&line, cut)));
     }
 }
 
@@ -145,7 +152,8 @@ impl ChildProcess {
         let stderr = child.stderr.take().expect("piped stderr");
         let tail = Arc::new(StderrTail::default());
         let sink = tail.clone();
-        let reader = tokio::spawn(read_stderr(stderr, sink));
+        let secrets = Redactor::new(env.values().cloned());
+        let reader = tokio::spawn(read_stderr(stderr, sink, secrets));
         let pgid = child.id().map(|id| id as i32);
         Ok((
             ChildProcess {
@@ -233,7 +241,7 @@ mod tests {
     async fn a_line_without_newline_is_kept_only_up_to_its_cap() {
         let (mut writer, reader) = tokio::io::duplex(64 * 1024);
         let tail = Arc::new(StderrTail::default());
-        let task = tokio::spawn(read_stderr(reader, tail.clone()));
+        let task = tokio::spawn(read_stderr(reader, tail.clone(), Redactor::default()));
         writer.write_all(b"starting\n").await.unwrap();
         // 8 MiB of one line, and the server keeps its stderr open (it hangs mid-line).
         let chunk = vec![b'x'; 64 * 1024];
@@ -268,9 +276,22 @@ mod tests {
     async fn only_the_last_lines_are_kept() {
         let text: String = (0..100).map(|i| format!("line {i}\n")).collect();
         let tail = Arc::new(StderrTail::default());
-        read_stderr(text.as_bytes(), tail.clone()).await;
+        read_stderr(text.as_bytes(), tail.clone(), Redactor::default()).await;
         let kept = tail.text();
         assert_eq!(kept.lines().count(), TAIL_LINES);
         assert!(kept.ends_with("line 99"), "{kept}");
+    }
+
+    #[tokio::test]
+    async fn secrets_are_redacted_before_they_are_kept() {
+        let tail = Arc::new(StderrTail::default());
+        let secrets = Redactor::new(["tok-ENV-SECRET".to_string()]);
+        read_stderr(
+            &b"using token tok-ENV-SECRET\nhalf tok-ENV-SECRET"[..],
+            tail.clone(),
+            secrets,
+        )
+        .await;
+        assert_eq!(tail.text(), "using token [redacted]\nhalf [redacted]");
     }
 }
