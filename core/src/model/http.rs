@@ -106,7 +106,7 @@ impl Http {
     ) -> Result<reqwest::Response, Failure> {
         let mut req = self.client.post(self.url(path));
         for (k, v) in headers {
-            req = req.header(*k, sensitive(v));
+            req = with_header(req, k, v);
         }
         let body = serde_json::to_vec(body).expect("request bodies serialize");
         let req = req.header("content-type", "application/json").body(body);
@@ -126,7 +126,7 @@ impl Http {
     pub async fn get_json(&self, path: &str, headers: &[(&str, String)]) -> Result<Value> {
         let mut req = self.client.get(self.url(path));
         for (k, v) in headers {
-            req = req.header(*k, sensitive(v));
+            req = with_header(req, k, v);
         }
         let redact = |s: String| self.redactor.redact(&s);
         let resp = self
@@ -204,11 +204,17 @@ impl Http {
     }
 }
 
-/// A header value marked sensitive (kept out of reqwest's Debug output).
-fn sensitive(v: &str) -> HeaderValue {
-    let mut value = HeaderValue::from_str(v).unwrap_or_else(|_| HeaderValue::from_static(""));
-    value.set_sensitive(true);
-    value
+/// Add a header whose value is marked sensitive (kept out of Debug output). A value that is not
+/// a valid header value is passed as it is, so the request fails with reqwest's builder error
+/// (which does not quote it) instead of going out without it.
+fn with_header(req: reqwest::RequestBuilder, name: &str, v: &str) -> reqwest::RequestBuilder {
+    match HeaderValue::from_str(v) {
+        Ok(mut value) => {
+            value.set_sensitive(true);
+            req.header(name, value)
+        }
+        Err(_) => req.header(name, v),
+    }
 }
 
 /// An error with its sources, so "error sending request" says why.
