@@ -83,6 +83,11 @@ impl Default for RetryPolicy {
     }
 }
 
+/// The default `request_timeout_ms`: 10 minutes, as the official openai and anthropic SDKs.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 600_000;
+/// The default `idle_timeout_ms`: 10 minutes, the official SDKs' read timeout.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
+
 /// Every option of a client. The same names in every binding (spelled per language).
 ///
 /// ```
@@ -149,6 +154,17 @@ pub struct Config {
     /// `None` = no ceiling (a policy's `compute.maxTokens` may set one: the smaller wins).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_turn_tokens: Option<u64>,
+    /// How long a model request (and `list_models`) may wait for the server to start its answer
+    /// (the response headers), in milliseconds, from the moment it is sent. Default 600 000
+    /// (10 minutes, the official openai and anthropic SDKs' timeout). A request that hits it is
+    /// retried like a broken connection.
+    pub request_timeout_ms: u64,
+    /// The longest silence allowed inside a model answer, in milliseconds: between two SSE
+    /// events or NDJSON lines, or two chunks of a non-streamed body. Keep-alive comments (and
+    /// anthropic's `ping` events) do not count as progress. Default 600 000 (the official SDKs'
+    /// read timeout). Retried when nothing but keep-alives had arrived; otherwise the turn ends
+    /// with outcome `error`.
+    pub idle_timeout_ms: u64,
 }
 
 impl Default for Config {
@@ -174,6 +190,8 @@ impl Default for Config {
             policy: None,
             max_tool_calls: None,
             max_turn_tokens: None,
+            request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
+            idle_timeout_ms: DEFAULT_IDLE_TIMEOUT_MS,
         }
     }
 }

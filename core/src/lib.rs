@@ -65,6 +65,8 @@ pub use gate::{
     DEFAULT_DENIAL,
 };
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
+#[doc(hidden)]
+pub use model::fuzz;
 pub use model::{list_models, ModelInfo, ScriptCall, ScriptEntry, ScriptError};
 pub use policy::{Policy, PolicyError, BUDGET_RESULT};
 pub use tokio_util::sync::CancellationToken;

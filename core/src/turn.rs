@@ -138,7 +138,16 @@ pub(crate) async fn run_turn(
     cancel: CancellationToken,
     sink: EventSink,
 ) -> TurnResult {
-    let _one_at_a_time = inner.turn_lock.lock().await;
+    // Queued behind a running turn: a cancel while waiting (or before) ends this turn without
+    // touching the conversation.
+    let queued = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => None,
+        guard = inner.turn_lock.lock() => Some(guard).filter(|_| !cancel.is_cancelled()),
+    };
+    let Some(_one_at_a_time) = queued else {
+        return cancelled_before_start(&inner, prompt, &sink);
+    };
     let turn = Turn {
         inner: &inner,
         run_allow: run_allow.as_ref(),
@@ -161,6 +170,29 @@ pub(crate) async fn run_turn(
         final_text,
         usage,
         error,
+        transcript: inner
+            .conversation
+            .lock()
+            .expect("conversation lock")
+            .clone(),
+    }
+}
+
+/// A turn cancelled before it began: `turn_start` and `turn_end` (cancelled) as for any turn, and
+/// the conversation unchanged (the prompt is not appended).
+fn cancelled_before_start(inner: &Inner, prompt: String, sink: &EventSink) -> TurnResult {
+    sink.emit(Event::TurnStart { prompt });
+    sink.emit(Event::TurnEnd {
+        outcome: Outcome::Cancelled,
+        final_text: String::new(),
+        usage: Usage::default(),
+        error: None,
+    });
+    TurnResult {
+        outcome: Outcome::Cancelled,
+        final_text: String::new(),
+        usage: Usage::default(),
+        error: None,
         transcript: inner
             .conversation
             .lock()
