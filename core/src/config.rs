@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::model::ScriptEntry;
+use crate::sandbox::SandboxConfig;
 
 /// The wire style of the model server.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,6 +135,14 @@ pub struct Config {
     pub secret_env: Vec<String>,
     /// Connect timeout for model requests, in milliseconds.
     pub connect_timeout_ms: u64,
+    /// What bash and background shells get besides the allowlisted environment (`PATH`, `HOME`,
+    /// `USER`, `LOGNAME`, `SHELL`, `LANG`, `LANGUAGE`, `LC_*`, `TERM`, `TZ`, `SSL_CERT_FILE`,
+    /// `SSL_CERT_DIR`, and `TMPDIR` set to the client's scratch directory): `NAME` passes the
+    /// host's variable, `PREFIX*` every host variable with that prefix, `NAME=value` sets one.
+    /// Names in `secret_env` are withheld all the same.
+    pub shell_env: Vec<String>,
+    /// How bash and background shells are confined (Landlock, seccomp, network).
+    pub sandbox: SandboxConfig,
 }
 
 impl Default for Config {
@@ -156,6 +165,8 @@ impl Default for Config {
             notebook_edit: false,
             secret_env: Vec::new(),
             connect_timeout_ms: 10_000,
+            shell_env: Vec::new(),
+            sandbox: SandboxConfig::default(),
         }
     }
 }
@@ -200,6 +211,9 @@ impl Config {
     pub(crate) fn check(&self) -> Result<()> {
         if self.max_turns == 0 {
             return Err(Error::Config("max_turns must be at least 1".into()));
+        }
+        if let Some(problem) = crate::sandbox::config_problem(&self.shell_env, &self.sandbox) {
+            return Err(Error::Config(problem));
         }
         match self.style {
             Style::Scripted => {

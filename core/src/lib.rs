@@ -36,6 +36,7 @@
 //! - [`Hooks`] (`before_tool` / `after_tool`) and [`WaitFor`]: the gate every call passes.
 //! - [`Transcript`]: the conversation, saved and restored as JSON.
 //! - [`mcp`]: MCP servers as tool sources ([`load_mcp`], [`McpSource`]).
+//! - [`sandbox`]: how bash's commands are confined, and what this kernel offers ([`sandbox::status`]).
 
 #![warn(missing_docs)]
 
@@ -47,6 +48,7 @@ mod event;
 mod gate;
 pub mod mcp;
 mod model;
+pub mod sandbox;
 pub mod tool;
 mod transcript;
 mod turn;
@@ -63,6 +65,7 @@ pub use gate::{
 };
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 pub use model::{list_models, ModelInfo, ScriptCall, ScriptEntry, ScriptError};
+pub use sandbox::{SandboxConfig, SandboxStatus};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,
