@@ -81,12 +81,6 @@ impl Sandbox {
         }
     }
 
-    /// The client's scratch directory, when a command made it.
-    #[cfg(test)]
-    pub fn scratch_dir(&self) -> Option<std::path::PathBuf> {
-        self.scratch.made()
-    }
-
     /// Set `cmd` up to run confined in `root`: environment (less `secret_env`), session, death
     /// signal, Landlock, seccomp. A layer the status calls active that cannot be set up is an
     /// error: a command never runs less confined than the status says.
@@ -152,8 +146,8 @@ impl Sandbox {
         }
         if self.status.seccomp.is_active() {
             text.push_str(
-                " A command cannot leave its process group (setsid, setpgid are refused) or \
-                 trace other processes.",
+                " A command cannot leave its process group (setsid and setpgid are refused: use \
+                 `timeout --foreground`, or timeout_ms) or trace other processes.",
             );
         }
         if !self.status.network {

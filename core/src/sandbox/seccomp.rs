@@ -101,6 +101,18 @@ pub(crate) fn filter(network: bool) -> Result<&'static Filter, String> {
         .map_err(Clone::clone)
 }
 
+/// `kexec_file_load`, which some targets of the libc crate leave out (asm-generic number 294).
+#[cfg(target_arch = "x86_64")]
+const KEXEC_FILE_LOAD: libc::c_long = libc::SYS_kexec_file_load;
+#[cfg(not(target_arch = "x86_64"))]
+const KEXEC_FILE_LOAD: libc::c_long = 294;
+
+// The libc crate's ioctl request type is c_ulong with glibc and c_int with musl.
+#[allow(clippy::unnecessary_cast)]
+const TIOCSTI: u64 = libc::TIOCSTI as u64;
+#[allow(clippy::unnecessary_cast)]
+const TIOCLINUX: u64 = libc::TIOCLINUX as u64;
+
 fn build(network: bool) -> Result<Filter, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|_| {
         format!(
@@ -129,7 +141,7 @@ fn build(network: bool) -> Result<Filter, String> {
         libc::SYS_finit_module,
         libc::SYS_delete_module,
         libc::SYS_kexec_load,
-        libc::SYS_kexec_file_load,
+        KEXEC_FILE_LOAD,
         libc::SYS_reboot,
         libc::SYS_swapon,
         libc::SYS_swapoff,
@@ -142,10 +154,8 @@ fn build(network: bool) -> Result<Filter, String> {
     rules.insert(
         libc::SYS_ioctl,
         vec![
-            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCSTI as u64)?])
-                .map_err(fail)?,
-            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCLINUX as u64)?])
-                .map_err(fail)?,
+            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCSTI)?]).map_err(fail)?,
+            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCLINUX)?]).map_err(fail)?,
         ],
     );
     if !network {
