@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::model::ScriptEntry;
+use crate::sandbox::SandboxConfig;
 
 /// The wire style of the model server.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,6 +166,14 @@ pub struct Config {
     /// read timeout). Retried when nothing but keep-alives had arrived; otherwise the turn ends
     /// with outcome `error`.
     pub idle_timeout_ms: u64,
+    /// What bash and background shells get besides the allowlisted environment (`PATH`, `HOME`,
+    /// `USER`, `LOGNAME`, `SHELL`, `LANG`, `LANGUAGE`, `LC_*`, `TERM`, `TZ`, `SSL_CERT_FILE`,
+    /// `SSL_CERT_DIR`, and `TMPDIR` set to the client's scratch directory): `NAME` passes the
+    /// host's variable, `PREFIX*` every host variable with that prefix, `NAME=value` sets one.
+    /// Names in `secret_env` are withheld all the same.
+    pub shell_env: Vec<String>,
+    /// How bash and background shells are confined (Landlock, seccomp, network).
+    pub sandbox: SandboxConfig,
 }
 
 impl Default for Config {
@@ -192,6 +201,8 @@ impl Default for Config {
             max_turn_tokens: None,
             request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
             idle_timeout_ms: DEFAULT_IDLE_TIMEOUT_MS,
+            shell_env: Vec::new(),
+            sandbox: SandboxConfig::default(),
         }
     }
 }
@@ -246,6 +257,9 @@ impl Config {
                     "{name} must be at least 1 (leave it out for no ceiling)"
                 )));
             }
+        }
+        if let Some(problem) = crate::sandbox::config_problem(&self.shell_env, &self.sandbox) {
+            return Err(Error::Config(problem));
         }
         match self.style {
             Style::Scripted => {

@@ -38,6 +38,7 @@
 //! - [`mcp`]: MCP servers as tool sources ([`load_mcp`], [`McpSource`]).
 //! - [`policy`]: approval policies (hitl-policy-v1) as the first stage of the gate, presets,
 //!   compute ceilings.
+//! - [`sandbox`]: how bash's commands are confined, and what this kernel offers ([`sandbox::status`]).
 
 #![warn(missing_docs)]
 
@@ -50,6 +51,7 @@ mod gate;
 pub mod mcp;
 mod model;
 pub mod policy;
+pub mod sandbox;
 pub mod tool;
 mod transcript;
 mod turn;
@@ -69,6 +71,7 @@ pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 pub use model::fuzz;
 pub use model::{list_models, ModelInfo, ScriptCall, ScriptEntry, ScriptError};
 pub use policy::{Policy, PolicyError, BUDGET_RESULT};
+pub use sandbox::{SandboxConfig, SandboxStatus};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,

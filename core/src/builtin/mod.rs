@@ -57,6 +57,7 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::sandbox::Sandbox;
 use crate::tool::{Tool, ToolError, ToolSpec};
 
 /// The builtins offered when the config does not name any, in the order the model sees them.
@@ -100,7 +101,7 @@ pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
         "glob" => Arc::new(glob::Glob),
         "grep" => Arc::new(grep::Grep),
         "list" => Arc::new(list::List),
-        "bash" => Arc::new(bash::Bash::new(None)),
+        "bash" => Arc::new(bash::Bash::new(None, Arc::default())),
         "web_fetch" => Arc::new(web_fetch::WebFetch::new()),
         "todo_write" => Arc::new(todo_write::TodoWrite),
         "notebook_edit" => Arc::new(notebook_edit::NotebookEdit),
@@ -140,10 +141,13 @@ pub(crate) fn builtins_for(config: &Config, opt_ins: &OptIns) -> Result<Vec<Buil
     };
     for name in &names {
         let (key, tool): (&str, Arc<dyn Tool>) = match (name.as_str(), &opt_ins.shells) {
-            ("bash", Some(shells)) => (
-                "bash+background",
-                Arc::new(bash::Bash::new(Some(shells.clone()))),
-            ),
+            ("bash", shells) => {
+                // The sandbox (and scratch directory) of the client's bash and background shells.
+                let sandbox = Sandbox::new(config.sandbox.clone(), config.shell_env.clone());
+                let bash = bash::Bash::new(shells.clone(), Arc::new(sandbox));
+                push(&bash.spec_key(), Arc::new(bash))?;
+                continue;
+            }
             ("bash_output" | "kill_shell", Some(_)) => continue, // added below
             ("bash_output" | "kill_shell", None) => {
                 return Err(Error::Config(format!(

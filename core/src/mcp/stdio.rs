@@ -1,5 +1,7 @@
 //! A stdio server's child process: its own process group (so `npx`-style launchers and whatever
-//! they start stop together), an explicit environment, and the tail of its stderr.
+//! they start stop together), an explicit environment, and the tail of its stderr. It is tied to
+//! the host (`crate::sandbox`): a death signal, and the watchdog that kills its group when the
+//! host dies.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -116,6 +118,9 @@ pub(crate) async fn read_stderr(
 pub(crate) struct ChildProcess {
     child: Child,
     pgid: Option<i32>,
+    /// The watchdog's watch on the group, given up after the group was killed (fields drop
+    /// after `drop` ran).
+    _watched: Option<crate::sandbox::Watched>,
     pub stderr: Arc<StderrTail>,
     reader: tokio::task::JoinHandle<()>,
 }
@@ -146,7 +151,8 @@ impl ChildProcess {
         }
         #[cfg(unix)]
         cmd.process_group(0);
-        let mut child = cmd.spawn()?;
+        crate::sandbox::tie_to_host(&mut cmd);
+        let (mut child, watched) = crate::sandbox::spawn(cmd)?;
         let stdout = child.stdout.take().expect("piped stdout");
         let stdin = child.stdin.take().expect("piped stdin");
         let stderr = child.stderr.take().expect("piped stderr");
@@ -159,6 +165,7 @@ impl ChildProcess {
             ChildProcess {
                 child,
                 pgid,
+                _watched: watched,
                 stderr: tail,
                 reader,
             },
