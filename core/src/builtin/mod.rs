@@ -27,6 +27,7 @@ mod bash;
 mod edit;
 mod glob;
 mod grep;
+mod html;
 mod list;
 mod multi_edit;
 mod notebook;
@@ -43,6 +44,8 @@ mod websearch;
 mod write;
 
 pub use atomic::atomic_write;
+#[doc(hidden)]
+pub use html::html_to_markdown;
 pub use path::{confine, display_path};
 pub use shells::BackgroundShells;
 pub use websearch::{SearchRequest, SearchResult, WebSearchProvider};

@@ -1,5 +1,5 @@
-//! `web_fetch`: fetch an http(s) URL and return it as text, HTML turned into Markdown (with
-//! `htmd`, a maintained html5ever-based converter).
+//! `web_fetch`: fetch an http(s) URL and return it as text, HTML turned into Markdown
+//! ([`super::html`]).
 //!
 //! Limits: 30 s, 10 MiB of body (the rest is dropped and reported), 100000 characters of text
 //! per call (`offset` pages on). Redirects within the same host are followed (at most 10); a
@@ -184,13 +184,12 @@ async fn fetch(
         )
         .into());
     }
-    let raw = String::from_utf8_lossy(&body).into_owned();
     let text = if kind == Kind::Html {
-        tokio::task::spawn_blocking(move || html_to_markdown(&raw))
+        super::html::convert(body, tokio::time::Instant::now() + TIMEOUT)
             .await
-            .map_err(|e| format!("converting {final_url}: {e}"))??
+            .map_err(|e| format!("converting {final_url}: {e}"))?
     } else {
-        raw
+        String::from_utf8_lossy(&body).into_owned()
     };
     if !status.is_success() {
         let (snippet, _) = cut_chars(text.trim(), 2000);
@@ -265,17 +264,6 @@ impl Kind {
         }
         Kind::Binary
     }
-}
-
-/// HTML to Markdown, without scripts, styles and other non-content.
-pub(crate) fn html_to_markdown(html: &str) -> Result<String, ToolError> {
-    htmd::HtmlToMarkdown::builder()
-        .skip_tags(vec![
-            "script", "style", "noscript", "template", "svg", "head", "iframe",
-        ])
-        .build()
-        .convert(html)
-        .map_err(|e| format!("cannot convert the HTML: {e}").into())
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -427,5 +415,44 @@ mod tests {
             .await
             .unwrap_err();
         assert!(err.message.starts_with("cannot fetch"), "{}", err.message);
+    }
+
+    #[tokio::test]
+    async fn hostile_pages_do_not_take_the_host_down() {
+        let spans = format!(
+            "<html><body>{}deep{}</body></html>",
+            "<span>".repeat(100_000),
+            "</span>".repeat(100_000)
+        );
+        assert!(spans.len() > 1_300_000);
+        let tables = format!(
+            "<html><body>{}cell</body></html>",
+            "<table><tr><td>".repeat(50_000)
+        );
+        let line = format!(
+            "<html><body><p>{}</p></body></html>",
+            "word ".repeat(2 * 1024 * 1024)
+        );
+        let base = serve(vec![
+            ("/spans", ok("text/html", &spans)),
+            ("/tables", ok("text/html", &tables)),
+            ("/line", ok("text/html", &line)),
+        ])
+        .await;
+        let out = call(json!({"url": format!("{base}/spans")})).await.unwrap();
+        assert!(
+            out.content_text().contains("deep"),
+            "{}",
+            out.content_text()
+        );
+        let out = call(json!({"url": format!("{base}/tables")}))
+            .await
+            .unwrap();
+        assert!(out.content_text().contains("cell"));
+        let out = call(json!({"url": format!("{base}/line")})).await.unwrap();
+        assert!(out.content_text().starts_with("word word"));
+        let meta = out.metadata.unwrap();
+        assert_eq!(meta["bodyCutAtBytes"], MAX_BODY_BYTES);
+        assert_eq!(meta["truncated"], true);
     }
 }
