@@ -134,6 +134,11 @@ pub struct Config {
     pub secret_env: Vec<String>,
     /// Connect timeout for model requests, in milliseconds.
     pub connect_timeout_ms: u64,
+    /// Let `web_fetch` fetch internal addresses: loopback, private networks, link-local (the
+    /// cloud metadata address among them) and the other ranges no public page lives on
+    /// (`web_fetch` refuses them by default). For hosts whose model should read a local
+    /// service.
+    pub web_fetch_allow_private: bool,
 }
 
 impl Default for Config {
@@ -156,6 +161,7 @@ impl Default for Config {
             notebook_edit: false,
             secret_env: Vec::new(),
             connect_timeout_ms: 10_000,
+            web_fetch_allow_private: false,
         }
     }
 }
