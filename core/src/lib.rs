@@ -47,6 +47,7 @@ mod event;
 mod gate;
 pub mod mcp;
 mod model;
+mod redact;
 pub mod tool;
 mod transcript;
 mod turn;
