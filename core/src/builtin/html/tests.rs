@@ -238,18 +238,3 @@ async fn the_async_conversion_keeps_to_its_deadline() {
         .unwrap_err();
     assert!(err.contains("too long"), "{err}");
 }
-
-#[test]
-#[ignore]
-fn attr_probe() {
-    for n in [10_000, 20_000, 40_000] {
-        let attrs: String = (0..n).map(|i| format!(" a{i}")).collect();
-        let html = format!("<p><a href=\"/h\"{attrs}>link</a></p>");
-        let t = std::time::Instant::now();
-        let _ = converter().convert(&html).unwrap();
-        let a = t.elapsed();
-        let t = std::time::Instant::now();
-        let _ = md(&html);
-        eprintln!("PROBE {n}: htmd {a:?} bounded {:?}", t.elapsed());
-    }
-}
