@@ -79,8 +79,8 @@ impl WebFetch {
     }
 }
 
-/// The HTTP client of a web_fetch: no redirects (followed by hand), no proxies, and unless
-/// `allow_private` the guarded resolver.
+/// The HTTP client of a web_fetch: no redirects (followed by hand), no proxies, no
+/// decompression, and unless `allow_private` the guarded resolver.
 fn client_builder(allow_private: bool) -> reqwest::ClientBuilder {
     let builder = reqwest::Client::builder()
         .timeout(TIMEOUT)
@@ -91,7 +91,13 @@ fn client_builder(allow_private: bool) -> reqwest::ClientBuilder {
             " (web_fetch)"
         ))
         .redirect(reqwest::redirect::Policy::none())
-        .no_proxy();
+        .no_proxy()
+        // Nothing is decompressed, even if another crate of the build turns reqwest's
+        // decoders on: the body cap counts the bytes that arrive, and nothing expands past it.
+        .no_gzip()
+        .no_brotli()
+        .no_deflate()
+        .no_zstd();
     if allow_private {
         builder
     } else {
@@ -715,5 +721,19 @@ mod tests {
         let meta = out.metadata.unwrap();
         assert_eq!(meta["bodyCutAtBytes"], MAX_BODY_BYTES);
         assert_eq!(meta["truncated"], true);
+    }
+
+    #[tokio::test]
+    async fn compressed_bodies_are_never_expanded() {
+        // A "gzip" body that is not gzip at all: a decoding client would fail on it; web_fetch
+        // hands over the bytes that arrived.
+        let body = "not really gzip";
+        let resp = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-encoding: gzip\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let base = serve(vec![("/z", resp)]).await;
+        let out = call(json!({"url": format!("{base}/z")})).await.unwrap();
+        assert_eq!(out.content_text(), body);
     }
 }
