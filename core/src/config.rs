@@ -1,12 +1,14 @@
 //! The client's options: one serde struct that every binding passes through unchanged.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::model::ScriptEntry;
+use crate::redact::{redacted_option, RedactedAssignments, RedactedUrl, RedactedValues, UrlParts};
 use crate::sandbox::SandboxConfig;
 
 /// The wire style of the model server.
@@ -101,7 +103,10 @@ pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
 /// })).unwrap();
 /// assert_eq!(config.max_turns, 8);
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Its `Debug` print redacts secrets: `api_key` and header values print as `<redacted>`, and the
+/// `base_url`'s user info and query too.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// The wire style.
@@ -174,6 +179,11 @@ pub struct Config {
     pub shell_env: Vec<String>,
     /// How bash and background shells are confined (Landlock, seccomp, network).
     pub sandbox: SandboxConfig,
+    /// Let `web_fetch` fetch internal addresses: loopback, private networks, link-local (the
+    /// cloud metadata address among them) and the other ranges no public page lives on
+    /// (`web_fetch` refuses them by default). For hosts whose model should read a local
+    /// service.
+    pub web_fetch_allow_private: bool,
 }
 
 impl Default for Config {
@@ -203,7 +213,77 @@ impl Default for Config {
             idle_timeout_ms: DEFAULT_IDLE_TIMEOUT_MS,
             shell_env: Vec::new(),
             sandbox: SandboxConfig::default(),
+            web_fetch_allow_private: false,
         }
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Every field by name, no `..`: a new field does not compile here until its author
+        // decides whether it is secret.
+        let Config {
+            style,
+            base_url,
+            model,
+            api_key,
+            headers,
+            system,
+            root,
+            builtins,
+            allow,
+            max_turns,
+            max_tokens,
+            retry,
+            script,
+            background,
+            notebook_edit,
+            secret_env,
+            connect_timeout_ms,
+            policy,
+            max_tool_calls,
+            max_turn_tokens,
+            request_timeout_ms,
+            idle_timeout_ms,
+            shell_env,
+            sandbox,
+            web_fetch_allow_private,
+        } = self;
+        f.debug_struct("Config")
+            .field("style", style)
+            .field(
+                "base_url",
+                &base_url
+                    .as_deref()
+                    .map(|url| RedactedUrl(url, UrlParts::KeepPath)),
+            )
+            .field("model", model)
+            .field("api_key", &redacted_option(api_key))
+            .field("headers", &RedactedValues(headers))
+            .field("system", system)
+            .field("root", root)
+            .field("builtins", builtins)
+            .field("allow", allow)
+            .field("max_turns", max_turns)
+            .field("max_tokens", max_tokens)
+            .field("retry", retry)
+            .field("script", script)
+            .field("background", background)
+            .field("notebook_edit", notebook_edit)
+            // Names of variables, not their values.
+            .field("secret_env", secret_env)
+            .field("connect_timeout_ms", connect_timeout_ms)
+            // A policy holds rules, not secrets.
+            .field("policy", policy)
+            .field("max_tool_calls", max_tool_calls)
+            .field("max_turn_tokens", max_turn_tokens)
+            .field("request_timeout_ms", request_timeout_ms)
+            .field("idle_timeout_ms", idle_timeout_ms)
+            // `NAME=value` entries may carry a secret value.
+            .field("shell_env", &RedactedAssignments(shell_env))
+            .field("sandbox", sandbox)
+            .field("web_fetch_allow_private", web_fetch_allow_private)
+            .finish()
     }
 }
 
@@ -281,5 +361,44 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_prints_redact_secrets_and_keep_names() {
+        let config: Config = serde_json::from_value(serde_json::json!({
+            "style": "anthropic",
+            "base_url": "https://user:MARKER-pw@models.example:8443/v1?key=MARKER-query",
+            "model": "claude-sonnet-4-5",
+            "api_key": "sk-MARKER-key",
+            "headers": {"Authorization": "Bearer MARKER-auth", "X-Team": "MARKER-team"},
+            "secret_env": ["AWS_SECRET_ACCESS_KEY"],
+        }))
+        .unwrap();
+        for print in [format!("{config:?}"), format!("{config:#?}")] {
+            assert!(!print.contains("MARKER"), "{print}");
+            for name in [
+                "api_key",
+                "\"Authorization\": <redacted>",
+                "\"X-Team\"",
+                "https://<redacted>@models.example:8443/v1?<redacted>",
+                "claude-sonnet-4-5",
+                "AWS_SECRET_ACCESS_KEY",
+                "web_fetch_allow_private",
+            ] {
+                assert!(print.contains(name), "{name} missing from {print}");
+            }
+        }
+        assert!(format!("{config:?}").contains("api_key: Some(<redacted>)"));
+        // Unset secrets print as unset.
+        let print = format!("{:?}", Config::default());
+        assert!(
+            print.contains("api_key: None") && print.contains("headers: {}"),
+            "{print}"
+        );
     }
 }

@@ -51,6 +51,7 @@ mod gate;
 pub mod mcp;
 mod model;
 pub mod policy;
+mod redact;
 pub mod sandbox;
 pub mod tool;
 mod transcript;

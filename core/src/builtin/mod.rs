@@ -27,6 +27,7 @@ mod bash;
 mod edit;
 mod glob;
 mod grep;
+mod html;
 mod list;
 mod multi_edit;
 mod notebook;
@@ -38,13 +39,17 @@ mod shared_spec;
 mod shells;
 mod todo_write;
 mod walk;
+mod web_address;
 mod web_fetch;
+mod web_resolver;
 mod websearch;
 mod write;
 
 pub use atomic::atomic_write;
 // The pure edit functions, for the diff of an approval prompt (policy::diff).
 pub(crate) use edit::apply_edit;
+#[doc(hidden)]
+pub use html::html_to_markdown;
 pub(crate) use multi_edit::apply_edits;
 pub(crate) use notebook_edit::edit_notebook;
 pub use path::{confine, display_path};
@@ -91,7 +96,8 @@ pub const IMPLEMENTED_BUILTINS: &[&str] = &[
     "notebook_edit",
 ];
 
-/// The builtin of that name (bash without background shells).
+/// The builtin of that name (bash without background shells; web_fetch refusing internal
+/// addresses).
 pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
     Some(match name {
         "read" => Arc::new(read::Read),
@@ -102,7 +108,7 @@ pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
         "grep" => Arc::new(grep::Grep),
         "list" => Arc::new(list::List),
         "bash" => Arc::new(bash::Bash::new(None, Arc::default())),
-        "web_fetch" => Arc::new(web_fetch::WebFetch::new()),
+        "web_fetch" => Arc::new(web_fetch::WebFetch::new(false)),
         "todo_write" => Arc::new(todo_write::TodoWrite),
         "notebook_edit" => Arc::new(notebook_edit::NotebookEdit),
         _ => return None,
@@ -154,6 +160,11 @@ pub(crate) fn builtins_for(config: &Config, opt_ins: &OptIns) -> Result<Vec<Buil
                     "builtin {name:?} needs background shells (config `background: true`)"
                 )))
             }
+            // Same spec either way: the key names the builtin, not the config.
+            ("web_fetch", _) => (
+                "web_fetch",
+                Arc::new(web_fetch::WebFetch::new(config.web_fetch_allow_private)),
+            ),
             ("websearch", _) if opt_ins.websearch.is_some() => continue, // added below
             ("websearch", _) => {
                 return Err(Error::Config(
