@@ -1,5 +1,7 @@
-//! The builtin tools. Each file holds one builtin; `path.rs` confines paths to the root,
-//! `atomic.rs` writes files atomically, `walk.rs` walks directories the way ripgrep does,
+//! The builtin tools. Each file holds one builtin; `path.rs` confines paths to the root (every
+//! file operation goes through the opened root directory), `atomic.rs` writes files atomically,
+//! `load.rs` loads a file whole for the editing tools (capped), `walk.rs` walks directories the
+//! way ripgrep does,
 //! `process.rs` runs shell commands in their own process group and `shells.rs` keeps the
 //! opt-in background shells.
 //!
@@ -28,6 +30,7 @@ mod edit;
 mod glob;
 mod grep;
 mod list;
+mod load;
 mod multi_edit;
 mod notebook;
 mod notebook_edit;
@@ -42,8 +45,9 @@ mod web_fetch;
 mod websearch;
 mod write;
 
-pub use atomic::atomic_write;
-pub use path::{confine, display_path};
+pub use atomic::{atomic_write, WriteOptions, Written};
+pub use load::MAX_LOAD_BYTES;
+pub use path::{confine, display_path, Located, RootDir};
 pub use shells::BackgroundShells;
 pub use websearch::{SearchRequest, SearchResult, WebSearchProvider};
 
