@@ -1,5 +1,7 @@
-//! The builtin tools. Each file holds one builtin; `path.rs` confines paths to the root,
-//! `atomic.rs` writes files atomically, `walk.rs` walks directories the way ripgrep does,
+//! The builtin tools. Each file holds one builtin; `path.rs` confines paths to the root (every
+//! file operation goes through the opened root directory), `atomic.rs` writes files atomically,
+//! `load.rs` loads a file whole for the editing tools (capped), `walk.rs` walks directories the
+//! way ripgrep does,
 //! `process.rs` runs shell commands in their own process group and `shells.rs` keeps the
 //! opt-in background shells.
 //!
@@ -29,6 +31,7 @@ mod glob;
 mod grep;
 mod html;
 mod list;
+mod load;
 mod multi_edit;
 mod notebook;
 mod notebook_edit;
@@ -45,14 +48,16 @@ mod web_resolver;
 mod websearch;
 mod write;
 
-pub use atomic::atomic_write;
+pub use atomic::{atomic_write, WriteOptions, Written};
 // The pure edit functions, for the diff of an approval prompt (policy::diff).
 pub(crate) use edit::apply_edit;
 #[doc(hidden)]
 pub use html::html_to_markdown;
+pub(crate) use load::load_text;
+pub use load::MAX_LOAD_BYTES;
 pub(crate) use multi_edit::apply_edits;
 pub(crate) use notebook_edit::edit_notebook;
-pub use path::{confine, display_path};
+pub use path::{confine, display_path, Located, RootDir};
 pub use shells::BackgroundShells;
 pub use websearch::{SearchRequest, SearchResult, WebSearchProvider};
 
