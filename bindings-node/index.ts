@@ -46,7 +46,7 @@ export type JsonObject = { [key: string]: JsonValue }
 export type Style = 'openai' | 'anthropic' | 'ollama' | 'scripted'
 
 /** How a turn ended. */
-export type Outcome = 'done' | 'cancelled' | 'max_turns' | 'error'
+export type Outcome = 'done' | 'cancelled' | 'max_turns' | 'error' | 'budget'
 
 /** Where a tool comes from. */
 export type Source = 'builtin' | 'host' | 'mcp' | 'remote' | 'subagent'
@@ -315,7 +315,7 @@ export type Event =
   /** The model's call is complete (core: `call_id`, `arguments`). */
   | { type: 'tool_call'; callId: string; name: string; args: unknown }
   /** The gate's decision, for every call that reaches it. */
-  | { type: 'gate'; callId: string; name: string; decision: 'allow' | 'deny' | 'ask'; message?: string; hints: Hints; source: Source }
+  | { type: 'gate'; callId: string; name: string; decision: 'allow' | 'deny' | 'ask'; message?: string; hints: Hints; source: Source; rule?: string }
   | { type: 'pending'; callId: string; name: string; request: PendingRequest }
   | { type: 'answer'; callId: string; name: string; answer: Answer }
   | { type: 'tool_start'; callId: string; name: string }

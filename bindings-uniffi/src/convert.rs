@@ -21,6 +21,7 @@ pub enum Outcome {
     Cancelled,
     MaxTurns,
     Error,
+    Budget,
 }
 
 #[uniffi::remote(Enum)]
@@ -74,7 +75,8 @@ pub struct SearchResult {
     pub snippet: String,
 }
 
-/// The snake_case name of an outcome (`done`, `cancelled`, `max_turns`, `error`), as on every wire.
+/// The snake_case name of an outcome (`done`, `cancelled`, `max_turns`, `error`, `budget`), as
+/// on every wire.
 #[uniffi::export]
 pub fn outcome_name(outcome: Outcome) -> String {
     outcome.as_str().to_string()

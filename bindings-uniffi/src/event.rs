@@ -62,6 +62,9 @@ pub enum Event {
         hints: contenox::Hints,
         /// Where the tool comes from.
         source: contenox::Source,
+        /// The approval policy's rule that matched, when a policy is set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<String>,
     },
     /// A call waits for the host's answer.
     Pending {

@@ -14,6 +14,7 @@ use crate::error::{ConfigError, Error, Result};
 use crate::event::TurnResult;
 use crate::gate::{Hooks, WaitFor};
 use crate::model::{backend_for, list_models, ModelInfo};
+use crate::policy::{check_backend, Policy};
 use crate::run::{Run, RunOptions};
 use crate::script::ScriptEntry;
 use crate::spelling::Spelling;
@@ -118,6 +119,33 @@ impl Client {
         self.state.set_transcript(transcript)
     }
 
+    /// The approval policy in force (the one given at creation, or the last `set_policy`).
+    pub fn policy(&self) -> Option<Arc<Policy>> {
+        self.state.policy()
+    }
+
+    /// Replace the approval policy (`None` removes it); it applies from the next tool call,
+    /// also within a running turn. Refused, with the old policy kept, when its
+    /// `compute.modelAllowlist` / `backendAllowlist` exclude this client's model or style.
+    /// `client.config().policy` keeps showing the policy given at creation.
+    pub fn set_policy(&self, policy: Option<Policy>) -> Result<()> {
+        if let Some(p) = &policy {
+            check_backend(p, self.state.config())?;
+        }
+        self.state.set_policy(policy);
+        Ok(())
+    }
+
+    /// [`Client::set_policy`] from the `policy` option's forms (what bindings pass): a
+    /// document, its JSON text or a file path; JSON `null` removes the policy. A policy that
+    /// does not validate is refused and the old one stays.
+    pub fn set_policy_source(&self, source: &serde_json::Value) -> Result<()> {
+        if source.is_null() {
+            return self.set_policy(None);
+        }
+        self.set_policy(Some(Policy::from_source(source)?))
+    }
+
     /// The models the configured server offers.
     pub async fn list_models(&self) -> Result<Vec<ModelInfo>> {
         list_models(self.state.config()).await
@@ -180,6 +208,7 @@ pub struct ClientBuilder {
     wait_for: Option<Arc<dyn WaitFor>>,
     opt_ins: OptIns,
     spelling: Spelling,
+    policy: Option<Policy>,
 }
 
 impl ClientBuilder {
@@ -293,6 +322,22 @@ impl ClientBuilder {
         self.opt_ins.shells = Some(shells);
         self
     }
+    /// The approval policy (see [`crate::policy`]); also settable as config `policy`.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.config.policy = Some(policy.document().clone());
+        self.policy = Some(policy);
+        self
+    }
+    /// Tool calls per turn before the turn ends with outcome `budget`.
+    pub fn max_tool_calls(mut self, n: u64) -> Self {
+        self.config.max_tool_calls = Some(n);
+        self
+    }
+    /// Tokens (input + output) per turn before the turn ends with outcome `budget`.
+    pub fn max_turn_tokens(mut self, n: u64) -> Self {
+        self.config.max_turn_tokens = Some(n);
+        self
+    }
     /// Turn on the `websearch` builtin with the host's provider.
     pub fn websearch(mut self, provider: Arc<dyn WebSearchProvider>) -> Self {
         self.opt_ins.websearch = Some(provider);
@@ -330,6 +375,14 @@ impl ClientBuilder {
             Some(patterns) => Allowlist::new(patterns).map_err(option("allow"))?,
             None => Allowlist::all(),
         };
+        let policy = match (self.policy, &config.policy) {
+            (Some(p), _) => Some(p),
+            (None, Some(source)) => Some(Policy::from_source(source)?),
+            (None, None) => None,
+        };
+        if let Some(p) = &policy {
+            check_backend(p, &config)?;
+        }
         let backend = backend_for(&config).map_err(option(""))?;
         let toolkit = Toolkit::default();
         let mut opt_ins = self.opt_ins;
@@ -360,6 +413,7 @@ impl ClientBuilder {
                 root,
                 secret_env,
                 shells: opt_ins.shells,
+                policy,
             })),
         })
     }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tokio_util::sync::CancellationToken;
 
@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::gate::{Hooks, WaitFor};
 use crate::model::Backend;
+use crate::policy::Policy;
 use crate::tool::{Allowlist, Tool, ToolSpec, Toolkit};
 use crate::transcript::{Message, Transcript};
 
@@ -36,6 +37,8 @@ pub(crate) struct ClientState {
     shutdown: CancellationToken,
     /// The opt-in background shells (config `background`).
     shells: Option<BackgroundShells>,
+    /// The approval policy in force; replaced whole by `set_policy`, read once per call.
+    policy: RwLock<Option<Arc<Policy>>>,
 }
 
 /// What [`ClientState::new`] is built from (the builder's checked parts).
@@ -49,6 +52,7 @@ pub(crate) struct Parts {
     pub root: PathBuf,
     pub secret_env: Vec<String>,
     pub shells: Option<BackgroundShells>,
+    pub policy: Option<Policy>,
 }
 
 impl Drop for ClientState {
@@ -76,6 +80,7 @@ impl ClientState {
             next_id: AtomicU64::new(0),
             shutdown: CancellationToken::new(),
             shells: parts.shells,
+            policy: RwLock::new(parts.policy.map(Arc::new)),
         }
     }
 
@@ -113,6 +118,16 @@ impl ClientState {
 
     pub fn shells(&self) -> Option<&BackgroundShells> {
         self.shells.as_ref()
+    }
+
+    /// The policy in force now.
+    pub fn policy(&self) -> Option<Arc<Policy>> {
+        self.policy.read().expect("policy lock").clone()
+    }
+
+    /// Replace the policy (already checked); the next call sees it.
+    pub fn set_policy(&self, policy: Option<Policy>) {
+        *self.policy.write().expect("policy lock") = policy.map(Arc::new);
     }
 
     /// A call id no call of this conversation has: `call_cxN`.

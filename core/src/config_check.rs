@@ -5,13 +5,23 @@ use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::config::{Config, Style};
 use crate::error::{ConfigError, Error, Result};
+use crate::sandbox::config_problem;
 use crate::script::ScriptEntry;
 use crate::spelling::Spelling;
 
-/// What the model endpoint needs: a `base_url` that is an http(s) URL, headers HTTP can carry.
-/// Also what [`crate::list_models`] needs.
+/// What the model endpoint needs: a `base_url` that is an http(s) URL, headers HTTP can carry,
+/// timeouts that leave time to answer. Also what [`crate::list_models`] needs.
 pub(crate) fn check_endpoint(config: &Config, spelling: Spelling) -> Result<()> {
     let bad = |e: ConfigError| Error::Config(e.spelled(spelling));
+    for (name, ms) in [
+        ("request_timeout_ms", config.request_timeout_ms),
+        ("idle_timeout_ms", config.idle_timeout_ms),
+        ("connect_timeout_ms", config.connect_timeout_ms),
+    ] {
+        if ms == 0 {
+            return Err(bad(at_least_one(name)));
+        }
+    }
     if config.style != Style::Scripted {
         let url = config.resolved_base_url();
         let from = match (&config.base_url, config.style.base_url_env()) {
@@ -44,16 +54,28 @@ pub(crate) fn check_endpoint(config: &Config, spelling: Spelling) -> Result<()> 
     Ok(())
 }
 
-/// Everything a client needs: the endpoint, `max_turns`, a `model` (or a `script` for the
-/// scripted style), and script entries that each say what the model answers.
+/// Everything a client needs: the endpoint, `max_turns` and the per-turn ceilings, a `model`
+/// (or a `script` for the scripted style), script entries that each say what the model
+/// answers, and the sandbox's options. (The `policy` is read and checked by the builder.)
 pub(crate) fn check_client(config: &Config, spelling: Spelling) -> Result<()> {
     let bad = |e: ConfigError| Error::Config(e.spelled(spelling));
     if config.max_turns == 0 {
-        return Err(bad(ConfigError::new(
-            "max_turns",
-            "is too small; it must be at least 1",
-        )
-        .with_value("0")));
+        return Err(bad(at_least_one("max_turns")));
+    }
+    for (name, ceiling) in [
+        ("max_tool_calls", config.max_tool_calls),
+        ("max_turn_tokens", config.max_turn_tokens),
+    ] {
+        if ceiling == Some(0) {
+            return Err(bad(ConfigError::new(
+                name,
+                "is too small; it must be at least 1 (leave it out for no ceiling)",
+            )
+            .with_value("0")));
+        }
+    }
+    if let Some(problem) = config_problem(&config.shell_env, &config.sandbox) {
+        return Err(bad(problem));
     }
     match (&config.style, &config.script) {
         (Style::Scripted, None) => {
@@ -116,6 +138,10 @@ fn http_url(url: &str) -> Result<(), String> {
     }
 }
 
+fn at_least_one(option: &str) -> ConfigError {
+    ConfigError::new(option, "is too small; it must be at least 1").with_value("0")
+}
+
 fn quote(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
 }
@@ -171,6 +197,58 @@ mod tests {
             Spelling::Snake
         )
         .contains("headers.x-a: is not a valid HTTP header value"));
+        let scripted = |extra: serde_json::Value| {
+            let mut v = json!({"style": "scripted", "script": [{"text": "a"}]});
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            v
+        };
+        assert_eq!(
+            check(scripted(json!({"max_tool_calls": 0})), Spelling::Camel),
+            "invalid configuration: maxToolCalls: 0 is too small; it must be at least 1 (leave \
+             it out for no ceiling)"
+        );
+        assert!(
+            check(scripted(json!({"max_turn_tokens": 0})), Spelling::Snake)
+                .contains("max_turn_tokens: 0 is too small")
+        );
+        for name in [
+            "request_timeout_ms",
+            "idle_timeout_ms",
+            "connect_timeout_ms",
+        ] {
+            let camel = Spelling::Camel.path(name);
+            assert!(
+                check(scripted(json!({name: 0})), Spelling::Camel)
+                    .contains(&format!("{camel}: 0 is too small; it must be at least 1")),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            check(
+                scripted(json!({"shell_env": ["PATH", "*"]})),
+                Spelling::Camel
+            ),
+            "invalid configuration: shellEnv[1]: \"*\" would pass the host's whole environment"
+        );
+        // A value given by `NAME=value` stays out of the message: it may be a secret.
+        let e = check(
+            scripted(json!({"shell_env": ["A*=s3cret-value"]})),
+            Spelling::Snake,
+        );
+        assert!(
+            e.contains("shell_env[0]: \"A*=<redacted>\" sets a value for a pattern")
+                && !e.contains("s3cret"),
+            "{e}"
+        );
+        assert_eq!(
+            check(
+                scripted(json!({"sandbox": {"writable": ["/ok", "rel/dir"]}})),
+                Spelling::Camel
+            ),
+            "invalid configuration: sandbox.writable[1]: \"rel/dir\" is not an absolute path"
+        );
     }
 
     #[test]

@@ -20,16 +20,22 @@ pub enum Outcome {
     MaxTurns,
     /// The model could not be reached or answered badly; see the final event's `error`.
     Error,
+    /// A compute ceiling (`max_tool_calls`, `max_turn_tokens`, or the policy's `compute`) was
+    /// reached; the final event's `error` names it. Calls left unexecuted got the error result
+    /// `budget reached: ...`, so the transcript stays valid.
+    Budget,
 }
 
 impl Outcome {
-    /// The snake_case name used on every wire (`done`, `cancelled`, `max_turns`, `error`).
+    /// The snake_case name used on every wire (`done`, `cancelled`, `max_turns`, `error`,
+    /// `budget`).
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Done => "done",
             Outcome::Cancelled => "cancelled",
             Outcome::MaxTurns => "max_turns",
             Outcome::Error => "error",
+            Outcome::Budget => "budget",
         }
     }
 }
@@ -118,6 +124,11 @@ pub enum Event {
         hints: Hints,
         /// Where the tool comes from.
         source: Source,
+        /// The approval policy's rule that matched the call (`rules[3]`, `rules[3] ("name")`,
+        /// `default_action`), when a policy is set; the `decision` is the final verdict (a host
+        /// `before_tool` may have narrowed what the rule allowed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<String>,
     },
     /// A call waits for the host's answer.
     Pending {
@@ -204,7 +215,7 @@ pub enum Event {
         final_text: String,
         /// Usage summed over the turn.
         usage: Usage,
-        /// What went wrong, for outcome `error`.
+        /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
@@ -257,7 +268,7 @@ pub struct TurnResult {
     pub final_text: String,
     /// Usage summed over the turn's model responses.
     pub usage: Usage,
-    /// What went wrong, for outcome `error`.
+    /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The whole conversation after the turn.

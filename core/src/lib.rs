@@ -36,6 +36,9 @@
 //! - [`Hooks`] (`before_tool` / `after_tool`) and [`WaitFor`]: the gate every call passes.
 //! - [`Transcript`]: the conversation, saved and restored as JSON.
 //! - [`mcp`]: MCP servers as tool sources ([`load_mcp`], [`McpSource`]).
+//! - [`policy`]: approval policies (hitl-policy-v1) as the first stage of the gate, presets,
+//!   compute ceilings.
+//! - [`sandbox`]: how bash's commands are confined, and what this kernel offers ([`sandbox::status`]).
 
 #![warn(missing_docs)]
 
@@ -50,7 +53,10 @@ mod event;
 mod gate;
 pub mod mcp;
 mod model;
+pub mod policy;
+mod redact;
 mod run;
+pub mod sandbox;
 #[cfg(feature = "schema")]
 mod schema;
 mod script;
@@ -70,8 +76,12 @@ pub use gate::{
     DEFAULT_DENIAL,
 };
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
+#[doc(hidden)]
+pub use model::fuzz;
 pub use model::{list_models, ModelInfo};
+pub use policy::{Policy, PolicyError, BUDGET_RESULT};
 pub use run::{Run, RunOptions};
+pub use sandbox::{SandboxConfig, SandboxStatus};
 pub use script::{ScriptCall, ScriptEntry, ScriptError};
 pub use spelling::Spelling;
 pub use tokio_util::sync::CancellationToken;

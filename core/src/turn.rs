@@ -13,6 +13,7 @@ use crate::client_state::ClientState;
 use crate::event::{Event, GateVerdict, Outcome, TurnResult, Usage};
 use crate::gate::{Answer, Decision, ToolCallEvent, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL};
 use crate::model::{complete_with_retry, ModelRequest, RawCall};
+use crate::policy::{self, Budget, Ceilings};
 use crate::tool::{
     allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, CALL_TOOL,
 };
@@ -31,7 +32,16 @@ pub(crate) async fn run_turn(
     cancel: CancellationToken,
     sink: EventSink,
 ) -> TurnResult {
-    let _one_at_a_time = inner.lock_turn().await;
+    // Queued behind a running turn: a cancel while waiting (or before) ends this turn without
+    // touching the conversation.
+    let queued = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => None,
+        guard = inner.lock_turn() => Some(guard).filter(|_| !cancel.is_cancelled()),
+    };
+    let Some(_one_at_a_time) = queued else {
+        return cancelled_before_start(&inner, prompt, &sink);
+    };
     let turn = Turn {
         inner: &inner,
         run_allow: run_allow.as_ref(),
@@ -70,7 +80,7 @@ struct TurnEnd {
     final_text: String,
     /// Usage summed over the turn's model responses.
     usage: Usage,
-    /// What went wrong, for outcome `error`.
+    /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
     error: Option<String>,
 }
 
@@ -82,6 +92,25 @@ impl TurnEnd {
             usage,
             error: None,
         }
+    }
+}
+
+/// A turn cancelled before it began: `turn_start` and `turn_end` (cancelled) as for any turn, and
+/// the conversation unchanged (the prompt is not appended).
+fn cancelled_before_start(inner: &ClientState, prompt: String, sink: &EventSink) -> TurnResult {
+    sink.emit(Event::TurnStart { prompt });
+    sink.emit(Event::TurnEnd {
+        outcome: Outcome::Cancelled,
+        final_text: String::new(),
+        usage: Usage::default(),
+        error: None,
+    });
+    TurnResult {
+        outcome: Outcome::Cancelled,
+        final_text: String::new(),
+        usage: Usage::default(),
+        error: None,
+        transcript: inner.transcript(),
     }
 }
 
@@ -103,6 +132,7 @@ impl Turn<'_> {
         let mut usage = Usage::default();
         let mut final_text = String::new();
         let mut index = 0u32;
+        let mut budget = Budget::default();
         loop {
             let tools = inner.toolkit().offered(&allowed);
             let body = inner.with_messages(|messages| {
@@ -158,10 +188,15 @@ impl Turn<'_> {
                 inner.append(step);
                 return TurnEnd::new(Outcome::Done, final_text, usage);
             }
-            let at_limit = index >= inner.config().max_turns;
-            for c in &calls {
+            // The ceilings of the policy in force now (set_policy applies mid-turn).
+            let ceilings = Ceilings::of(inner.config(), inner.policy().as_deref());
+            let at_limit = index >= ceilings.max_turns;
+            let spend = budget.spend(calls.len(), response.usage, &ceilings);
+            for (i, c) in calls.iter().enumerate() {
                 let out = if at_limit {
                     ToolOutput::error(MAX_TURNS_RESULT)
+                } else if let Some(e) = spend.exhausted.filter(|_| i >= spend.run) {
+                    ToolOutput::error(e.result_text())
                 } else if self.cancel.is_cancelled() {
                     ToolOutput::error(CANCELLED_RESULT)
                 } else {
@@ -172,6 +207,12 @@ impl Turn<'_> {
             inner.append(step);
             if at_limit {
                 return TurnEnd::new(Outcome::MaxTurns, final_text, usage);
+            }
+            if let Some(e) = spend.exhausted {
+                return TurnEnd {
+                    error: Some(e.to_string()),
+                    ..TurnEnd::new(Outcome::Budget, final_text, usage)
+                };
             }
             if self.cancel.is_cancelled() {
                 return TurnEnd::new(Outcome::Cancelled, final_text, usage);
@@ -273,17 +314,22 @@ impl Turn<'_> {
             source: entry.source,
             server: entry.server.clone(),
         };
-        let decision = match self.inner.hooks() {
-            None => Ok(Decision::Allow),
-            Some(hooks) => {
+        // The approval policy decides first; the host's before_tool may only narrow.
+        let policy = policy::judge(self.inner.policy().as_deref(), &event, self.inner.root());
+        let decision = match (policy.denial(), self.inner.hooks()) {
+            (Some(denied), _) => Ok(denied),
+            (None, None) => policy.narrow(Ok(Decision::Allow)),
+            (None, Some(hooks)) => {
                 let hook = AssertUnwindSafe(hooks.before_tool(&event)).catch_unwind();
-                tokio::select! {
+                let host = tokio::select! {
                     biased;
                     _ = self.cancel.cancelled() => return ToolOutput::error(CANCELLED_RESULT),
                     d = hook => d.unwrap_or_else(|_| Err("before_tool panicked".into())),
-                }
+                };
+                policy.narrow(host.map_err(|e| e.to_string()))
             }
         };
+        let rule = policy.rule();
         let gate = |decision: GateVerdict, message: Option<String>| {
             self.sink.emit(Event::Gate {
                 call_id: event.call_id.clone(),
@@ -292,6 +338,7 @@ impl Turn<'_> {
                 message,
                 hints: event.hints,
                 source: event.source,
+                rule: rule.clone(),
             })
         };
         match decision {

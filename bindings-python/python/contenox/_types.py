@@ -30,7 +30,7 @@ __all__ = [
 JSON = Union[dict[str, Any], list[Any], str, int, float, bool, None]
 """A JSON value as Python objects."""
 
-Outcome = Literal["done", "cancelled", "max_turns", "error"]
+Outcome = Literal["done", "cancelled", "max_turns", "error", "budget"]
 """How a turn ended."""
 
 Source = Literal["builtin", "host", "mcp", "remote", "subagent"]

@@ -5085,7 +5085,10 @@ public enum Event: Equatable, Hashable {
          */hints: Hints, 
         /**
          * Where the tool comes from.
-         */source: Source
+         */source: Source, 
+        /**
+         * The approval policy's rule that matched, when a policy is set.
+         */rule: String?
     )
     /**
      * A call waits for the host's answer.
@@ -5293,7 +5296,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
         case 5: return .toolCall(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), argumentsJson: try FfiConverterString.read(from: &buf)
         )
         
-        case 6: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf)
+        case 6: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf), rule: try FfiConverterOptionString.read(from: &buf)
         )
         
         case 7: return .pending(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), request: try FfiConverterTypePendingRequest.read(from: &buf)
@@ -5362,7 +5365,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterString.write(argumentsJson, into: &buf)
             
         
-        case let .gate(callId,name,decision,message,hints,source):
+        case let .gate(callId,name,decision,message,hints,source,rule):
             writeInt(&buf, Int32(6))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
@@ -5370,6 +5373,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterOptionString.write(message, into: &buf)
             FfiConverterTypeHints.write(hints, into: &buf)
             FfiConverterTypeSource.write(source, into: &buf)
+            FfiConverterOptionString.write(rule, into: &buf)
             
         
         case let .pending(callId,name,request):
@@ -5659,6 +5663,7 @@ public enum Outcome: Equatable, Hashable {
     case cancelled
     case maxTurns
     case error
+    case budget
 
 
 
@@ -5688,6 +5693,8 @@ public struct FfiConverterTypeOutcome: FfiConverterRustBuffer {
         
         case 4: return .error
         
+        case 5: return .budget
+        
         default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
@@ -5710,6 +5717,10 @@ public struct FfiConverterTypeOutcome: FfiConverterRustBuffer {
         
         case .error:
             writeInt(&buf, Int32(4))
+        
+        
+        case .budget:
+            writeInt(&buf, Int32(5))
         
         }
     }
@@ -6640,7 +6651,8 @@ public func listModels(configJson: String)async throws  -> [ModelInfo]  {
         )
 }
 /**
- * The snake_case name of an outcome (`done`, `cancelled`, `max_turns`, `error`), as on every wire.
+ * The snake_case name of an outcome (`done`, `cancelled`, `max_turns`, `error`, `budget`), as
+ * on every wire.
  */
 public func outcomeName(outcome: Outcome) -> String  {
     return try!  FfiConverterString.lift(try! rustCall() {
@@ -6689,7 +6701,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_func_list_models() != 9862) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_func_outcome_name() != 50952) {
+    if (uniffi_contenox_uniffi_checksum_func_outcome_name() != 18011) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_func_load_mcp() != 11857) {
