@@ -47,8 +47,8 @@ impl Client {
         ClientBuilder::from_config(config).build()
     }
 
-    /// Run one turn to its end. Resolves with outcome `done`, `cancelled`, `max_turns` or `error`
-    /// (the transcript kept in every case); `Err` only when the client was closed.
+    /// Run one turn to its end. Resolves with outcome `done`, `cancelled`, `max_turns`, `budget`
+    /// or `error` (the transcript kept in every case); `Err` only when the client was closed.
     pub async fn run(&self, prompt: impl Into<String>) -> Result<TurnResult> {
         self.run_with(prompt, RunOptions::default()).await
     }
