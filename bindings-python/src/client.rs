@@ -10,7 +10,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3_async_runtimes::TaskLocals;
 
-use crate::convert::{from_py, ser_to_py};
+use crate::convert::{from_py, ser_to_py, to_value};
 use crate::error::to_py_err;
 use crate::host::{Callback, Host, Parts, PyHooks, PyTool, PyWaitFor, PyWebSearch, SharedHost};
 use crate::run::{result_dict, PyRun};
@@ -107,6 +107,10 @@ impl PyClient {
                 build(st.client.config().clone(), &tools, &self.parts).map_err(to_py_err)?;
             fresh
                 .set_transcript(st.client.transcript())
+                .map_err(to_py_err)?;
+            // The policy in force, which `set_policy` may have replaced since creation.
+            fresh
+                .set_policy(st.client.policy().map(|p| (*p).clone()))
                 .map_err(to_py_err)?;
             if st.client.is_closed() {
                 fresh.close();
@@ -264,6 +268,19 @@ impl PyClient {
         })
     }
 
+    /// Replace the approval policy from the `policy` option's forms (a dict, JSON text or a
+    /// file path; None removes it); a bad one raises and the old one stays.
+    fn set_policy(&self, source: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.core()?
+            .set_policy_source(&to_value(source)?)
+            .map_err(to_py_err)
+    }
+
+    /// The approval policy in force, as its document (None without one).
+    fn policy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.core()?.policy().map(|p| p.document().clone()))
+    }
+
     /// The config the client was built with, as a dict.
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         ser_to_py(py, self.core()?.config())
@@ -299,6 +316,19 @@ impl PyClient {
     fn closed(&self) -> PyResult<bool> {
         Ok(self.core()?.is_closed())
     }
+}
+
+/// A preset policy's document as JSON text (`default`, `strict`, `dev`): the engine's own.
+#[pyfunction]
+pub fn policy_preset(name: &str) -> PyResult<String> {
+    contenox::policy::presets::json_by_name(name)
+        .map(str::to_string)
+        .ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "no preset policy {name:?}; the presets are {}",
+                contenox::policy::presets::NAMES.join(", ")
+            ))
+        })
 }
 
 /// The models of the server a config points at; an awaitable of a list of dicts.

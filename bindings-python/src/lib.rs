@@ -45,6 +45,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<runtime::OnDone>()?;
     m.add_function(wrap_pyfunction!(runtime::shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(client::list_models, m)?)?;
+    m.add_function(wrap_pyfunction!(client::policy_preset, m)?)?;
     m.add_class::<mcp::PyMcpSource>()?;
     m.add_class::<mcp::PyNativeTool>()?;
     m.add_function(wrap_pyfunction!(mcp::load_mcp, m)?)?;

@@ -558,12 +558,16 @@ def test_fork_guard_http_client(tmp_path: Path) -> None:
             builtins=[],
         )
         assert client.run_sync("p").final_text == "parent"  # a pooled connection now exists
+        # Replaced after creation: the child's rebuilt engine client keeps it, not the config's.
+        policy = {"default_action": "deny"}
+        client.set_policy(policy)
         pid = os.fork()
         if pid == 0:
             code = 1
             try:
                 r = client.run_sync("c")
-                code = 0 if (r.final_text == "child" and len(client.transcript) == 4) else 2
+                ok = r.final_text == "child" and len(client.transcript) == 4
+                code = 0 if (ok and client.policy == policy) else 2
                 if code:
                     print("child got", r, file=sys.stderr)
             except BaseException as e:
