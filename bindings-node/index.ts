@@ -89,6 +89,58 @@ export interface ScriptEntry {
   breakAfterBytes?: number
 }
 
+/** How bash and background shells are confined (core: `sandbox`). */
+export interface SandboxOptions {
+  /** Confine commands with Landlock and seccomp where the kernel offers them (default true). */
+  enabled?: boolean
+  /** Whether commands may open network sockets (default true). */
+  network?: boolean
+  /** More directories (absolute paths) commands may write beneath, besides the root and `$TMPDIR`. */
+  writable?: string[]
+}
+
+/**
+ * One rule of an approval policy. The document is a file format (hitl-policy-v1), not options:
+ * its keys are written as the format spells them (`timeout_s`, `on_timeout`) and are never
+ * renamed.
+ */
+export interface PolicyRule {
+  /** A name for messages (an extension). */
+  name?: string
+  /** The group a tool comes from: `builtin`, `host`, an MCP server's name, ...; `*` or absent = any. */
+  tools?: string
+  /** A glob over tool names; absent = any. */
+  tool?: string
+  /** Conditions on the call's arguments; all must hold. */
+  when?: { key: string; op: string; value: unknown }[]
+  /** Matches on the tool's hints (an extension). */
+  hints?: Hints
+  action: 'allow' | 'approve' | 'deny'
+  /** Seconds an `approve` waits; `-1` = no deadline. */
+  timeout_s?: number
+  on_timeout?: 'deny'
+  [key: string]: unknown
+}
+
+/** An approval policy document (hitl-policy-v1; see `policies` for the engine's presets). */
+export interface PolicyDocument {
+  /** 0 or 1; a newer version is refused. */
+  version?: number
+  /** What no rule decides; absent = `approve` (fail closed). */
+  default_action?: 'allow' | 'approve' | 'deny'
+  /** First match wins. */
+  rules?: PolicyRule[]
+  /** Per-turn ceilings (`maxToolCalls`, `maxTokens`, ...), as the format spells them. */
+  compute?: Record<string, unknown>
+  [key: string]: unknown
+}
+
+/**
+ * The option `policy`: the document, its JSON text, or the path of a file holding it (the
+ * engine tells text from a path: JSON text starts with `{`).
+ */
+export type PolicySource = PolicyDocument | string
+
 /** What a tool's `execute` gets besides its arguments. */
 export interface ToolContext {
   /** The id of this call, as the model gave it (or the engine made it). */
@@ -260,6 +312,26 @@ export interface ClientOptions {
   /** Environment variables never passed to processes that tools start. */
   secretEnv?: string[]
   connectTimeoutMs?: number
+  /** How long a model request may wait for the server to start its answer (default 10 minutes). */
+  requestTimeoutMs?: number
+  /** The longest silence inside a model answer (default 10 minutes). */
+  idleTimeoutMs?: number
+  /**
+   * The approval policy, deciding first on every call (`beforeTool` may only narrow it): a
+   * document such as `policies.default()`, its JSON text, or a file path. Checked now; a
+   * policy that does not validate throws a `ConfigurationError` with `option: 'policy'`.
+   */
+  policy?: PolicySource
+  /** Tool calls per turn; one more ends the turn with outcome `budget`. */
+  maxToolCalls?: number
+  /** Input + output tokens per turn; reaching it ends the turn with outcome `budget`. */
+  maxTurnTokens?: number
+  /** What bash gets besides its allowlisted environment: `NAME`, `PREFIX*`, `NAME=value`. */
+  shellEnv?: string[]
+  /** How bash and background shells are confined. */
+  sandbox?: SandboxOptions
+  /** Let `web_fetch` reach loopback, private and link-local addresses (refused by default). */
+  webFetchAllowPrivate?: boolean
   /** The gate. */
   hooks?: Hooks
   /** What answers `pending(...)` asks. */
@@ -337,7 +409,7 @@ export interface TurnResult {
   finalText: string
   /** Usage summed over the turn. */
   usage: Usage
-  /** What went wrong, for outcome `error`. */
+  /** What went wrong, for outcome `error`; which ceiling, for outcome `budget`. */
   error?: string
   /** The whole conversation after the turn. */
   transcript: Transcript
@@ -369,6 +441,25 @@ export function deny(message?: string): Deny {
 /** `beforeTool`: ask the host's `waitFor` (`{ kind: 'approval', prompt: 'Run x?' }`). */
 export function pending(request: PendingRequestInit): Pending {
   return { decision: 'ask', request }
+}
+
+/** The engine's preset documents, a fresh copy on each call (edit it freely). */
+function preset(name: string): PolicyDocument {
+  return JSON.parse(native.policyPreset(name)) as PolicyDocument
+}
+
+/**
+ * The approval policies that ship with the engine, written for its builtins, with the Go
+ * runtime's secret quarantine (ssh keys, cloud credentials, shell history, browser profiles)
+ * and its command tiers for bash: `createClient({ policy: policies.default(), waitFor })`.
+ */
+export const policies = {
+  /** Secrets denied, reads allowed, writes and unknown shell commands asked, the rest asked. */
+  default: (): PolicyDocument => preset('default'),
+  /** As `default`, but every shell line asks and anything not named is denied. */
+  strict: (): PolicyDocument => preset('strict'),
+  /** Secrets still denied and destructive shell lines asked; the rest runs. */
+  dev: (): PolicyDocument => preset('dev'),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -763,6 +854,21 @@ export class Client {
   /** The models the configured server offers. */
   async listModels(): Promise<ModelInfo[]> {
     return JSON.parse(await this.#native.listModels()) as ModelInfo[]
+  }
+
+  /** The approval policy in force (given at creation or by the last `setPolicy`), or `undefined`. */
+  get policy(): PolicyDocument | undefined {
+    const doc = this.#native.policyJson()
+    return doc == null ? undefined : (JSON.parse(doc) as PolicyDocument)
+  }
+
+  /**
+   * Replace the approval policy (a document, its JSON text or a file path, as the `policy`
+   * option takes it; `null` removes it), from the next tool call on, also within a running turn.
+   * A policy that does not validate throws a `ConfigurationError` and the old one stays.
+   */
+  setPolicy(policy: PolicySource | null): void {
+    this.#native.setPolicy(JSON.stringify(policy ?? null))
   }
 
   /** @internal */

@@ -49,6 +49,14 @@ export declare class NativeClient {
   transcript(): NativeTranscript
   /** Replace the conversation (fails while a turn runs). */
   setTranscript(transcript: NativeTranscript): void
+  /**
+   * Replace the approval policy from the JSON text of the `policy` option's value (a
+   * document, a string of its JSON text or a file path; `null` removes it). A bad one throws
+   * a `ConfigurationError` and the old one stays.
+   */
+  setPolicy(sourceJson: string): void
+  /** The approval policy in force, as its document's JSON text (`null` without one). */
+  policyJson(): string | null
   /** The models the configured server offers, as JSON `[{id, displayName?}]`. */
   listModels(): Promise<string>
   /**
@@ -134,13 +142,13 @@ export declare function loadMcpSource(configJson: string, onServer?: (name: stri
 
 /** What a finished turn returns. */
 export interface NativeTurnResult {
-  /** `done` | `cancelled` | `max_turns` | `error`. */
+  /** `done` | `cancelled` | `max_turns` | `error` | `budget`. */
   outcome: string
   /** The text of the turn's last model response. */
   finalText: string
   /** Usage summed over the turn. */
   usage: NativeUsage
-  /** What went wrong, for outcome `error`. */
+  /** What went wrong, for outcome `error`; which ceiling, for outcome `budget`. */
   error?: string
   /** The whole conversation after the turn. */
   transcript: NativeTranscript
@@ -153,6 +161,9 @@ export interface NativeUsage {
   /** Tokens the model wrote. */
   outputTokens: number
 }
+
+/** A preset policy's document as JSON text (`default`, `strict`, `dev`): the engine's own. */
+export declare function policyPreset(name: string): string
 
 /** Set the factory that makes the binding's errors (called once by `index.ts`). */
 export declare function setErrorFactory(factory: (kind: string, message: string, detailsJson: string) => Error): void

@@ -39,13 +39,13 @@ pub struct NativeUsage {
 /// What a finished turn returns.
 #[napi(object, object_from_js = false)]
 pub struct NativeTurnResult {
-    /// `done` | `cancelled` | `max_turns` | `error`.
+    /// `done` | `cancelled` | `max_turns` | `error` | `budget`.
     pub outcome: String,
     /// The text of the turn's last model response.
     pub final_text: String,
     /// Usage summed over the turn.
     pub usage: NativeUsage,
-    /// What went wrong, for outcome `error`.
+    /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
     pub error: Option<String>,
     /// The whole conversation after the turn.
     pub transcript: NativeTranscript,
@@ -291,6 +291,23 @@ impl NativeClient {
             .map_err(|e| error::to_js(env, e))
     }
 
+    /// Replace the approval policy from the JSON text of the `policy` option's value (a
+    /// document, a string of its JSON text or a file path; `null` removes it). A bad one throws
+    /// a `ConfigurationError` and the old one stays.
+    #[napi]
+    pub fn set_policy(&self, env: &Env, source_json: String) -> Result<()> {
+        let source: Value = serde_json::from_str(&source_json).map_err(error::reason)?;
+        self.client
+            .set_policy_source(&source)
+            .map_err(|e| error::to_js(env, e))
+    }
+
+    /// The approval policy in force, as its document's JSON text (`null` without one).
+    #[napi]
+    pub fn policy_json(&self) -> Option<String> {
+        self.client.policy().map(|p| p.document().to_string())
+    }
+
     /// The models the configured server offers, as JSON `[{id, displayName?}]`.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn list_models<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, String>> {
@@ -348,6 +365,19 @@ pub fn list_models(env: &Env, options_json: String) -> Result<PromiseRaw<'_, Str
                 .map_err(|e| error::to_js(env, e))
         },
     )
+}
+
+/// A preset policy's document as JSON text (`default`, `strict`, `dev`): the engine's own.
+#[napi]
+pub fn policy_preset(name: String) -> Result<String> {
+    contenox::policy::presets::json_by_name(&name)
+        .map(str::to_string)
+        .ok_or_else(|| {
+            error::reason(format!(
+                "no preset policy {name:?}; the presets are {}",
+                contenox::policy::presets::NAMES.join(", ")
+            ))
+        })
 }
 
 /// The JavaScript spelling of one of the engine's names (`call_id` -> `callId`, `arguments` ->

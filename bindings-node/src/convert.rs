@@ -76,9 +76,11 @@ fn nested_of(keys: &[&str]) -> Vec<(&'static str, &'static [&'static str])> {
         .collect()
 }
 
-/// The options whose values are objects with option-like keys (not host data such as headers).
+/// The options whose values are objects with option-like keys (not host data such as headers,
+/// and not `policy`, a document in its own file format whose keys are never renamed).
 const NESTED: &[(&str, &[&str])] = &[
     ("retry", &[]),
+    ("sandbox", &[]),
     ("script", &["tool_calls", "error", "usage"]),
     ("tool_calls", &[]),
     ("error", &[]),
@@ -88,7 +90,7 @@ const NESTED: &[(&str, &[&str])] = &[
 /// The options of `createClient` (without the host callbacks) in core's vocabulary. Core checks
 /// them and names any mistake in JavaScript's spelling.
 pub fn config_from_js(options: Value) -> Value {
-    rename_tree(options, snake, &nested_of(&["retry", "script"]))
+    rename_tree(options, snake, &nested_of(&["retry", "script", "sandbox"]))
 }
 
 /// A tool declared in JavaScript (`{name, description, inputSchema, hints, tier}`) in core's
@@ -273,6 +275,25 @@ mod tests {
                 "headers": {"X-Api-Key": "k", "some_header": "v"},
                 "script": [{"tool_calls": [{"id": "c", "name": "n", "arguments": {"someKey": 1}}],
                             "break_after_bytes": 3, "error": {"retry_after_s": 1}, "usage": {"input_tokens": 1}}]
+            })
+        );
+        // The new options of the sandbox and the policy: the sandbox is options, the policy a
+        // document whose keys (`default_action`, `timeout_s`, `maxToolCalls`) stay as written.
+        let policy = json!({"default_action": "deny", "rules": [{"tool": "bash", "action": "approve",
+                            "timeout_s": 5, "on_timeout": "deny"}], "compute": {"maxToolCalls": 3}});
+        let v = config_from_js(json!({
+            "requestTimeoutMs": 1, "idleTimeoutMs": 2, "maxToolCalls": 3, "maxTurnTokens": 4,
+            "shellEnv": ["A=b"], "webFetchAllowPrivate": true,
+            "sandbox": {"enabled": true, "network": false, "writable": ["/w"]},
+            "policy": policy.clone(),
+        }));
+        assert_eq!(
+            v,
+            json!({
+                "request_timeout_ms": 1, "idle_timeout_ms": 2, "max_tool_calls": 3,
+                "max_turn_tokens": 4, "shell_env": ["A=b"], "web_fetch_allow_private": true,
+                "sandbox": {"enabled": true, "network": false, "writable": ["/w"]},
+                "policy": policy,
             })
         );
         let t = Transcript::from_json(

@@ -26,8 +26,8 @@ mod mcp;
 mod run;
 
 pub use client::{
-    js_name, list_models, NativeCancel, NativeClient, NativeTranscript, NativeTurnResult,
-    NativeUsage,
+    js_name, list_models, policy_preset, NativeCancel, NativeClient, NativeTranscript,
+    NativeTurnResult, NativeUsage,
 };
 pub use error::set_error_factory;
 pub use mcp::{load_mcp_source, NativeMcpSource, NativeTool};
