@@ -77,8 +77,8 @@ impl Client {
         }))
     }
 
-    /// Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns` or `Error`
-    /// (the transcript kept in every case); throws only for misuse (a closed client, a bad
+    /// Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns`, `Budget`
+    /// or `Error` (the transcript kept in every case); throws only for misuse (a closed client, a bad
     /// `allow` pattern). `allow` narrows the tools for this turn only (allowlist grammar).
     ///
     /// Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
@@ -170,6 +170,22 @@ impl Client {
             .map(|shells| Arc::new(BackgroundShells::new(shells.clone())))
     }
 
+    /// Replace the approval policy: `policy` is what config `policy` takes as a string, the
+    /// document's JSON text or a file path (`null` removes it; `Policies.default()` gives a
+    /// preset). It applies from the next tool call, also within a running turn. A policy that
+    /// does not validate throws `Config` (option `policy`) and the old one stays.
+    #[uniffi::method(default(policy = None))]
+    pub fn set_policy(&self, policy: Option<String>) -> Result<(), ContenoxError> {
+        let source = policy.map_or(serde_json::Value::Null, serde_json::Value::String);
+        Ok(self.inner.set_policy_source(&source)?)
+    }
+
+    /// The approval policy in force (given at creation or by the last `setPolicy`), as its
+    /// document's JSON text; `null` without one.
+    pub fn policy_json(&self) -> Option<String> {
+        self.inner.policy().map(|p| p.document().to_string())
+    }
+
     /// The config the client was built with, as JSON.
     pub fn config_json(&self) -> String {
         serde_json::to_string(self.inner.config()).expect("a config always serializes")
@@ -192,6 +208,22 @@ impl Drop for Client {
     fn drop(&mut self) {
         self.inner.close();
     }
+}
+
+/// A preset approval policy's document as JSON text: `default`, `strict` or `dev` (the engine's
+/// own; Kotlin and Swift: `Policies.default()` ...). For config `policy` or `setPolicy`.
+#[uniffi::export]
+pub fn policy_preset(name: String) -> Result<String, ContenoxError> {
+    use contenox::policy::presets;
+    presets::json_by_name(&name)
+        .map(str::to_string)
+        .ok_or_else(|| {
+            contenox::Error::config(format!(
+                "no preset policy {name:?}; the presets are {}",
+                presets::NAMES.join(", ")
+            ))
+            .into()
+        })
 }
 
 /// The models the server `config_json` points at, without building a client.

@@ -29,7 +29,7 @@ mod mcp;
 mod run;
 mod shells;
 
-pub use client::{list_models, Client};
+pub use client::{list_models, policy_preset, Client};
 pub use convert::{
     outcome_name, Answer, Decision, Message, PendingRequest, ToolCall, ToolCallEvent, ToolOutput,
     ToolSpec, Transcript, TurnResult,

@@ -802,6 +802,12 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func listModels() async throws  -> [ModelInfo]
     
     /**
+     * The approval policy in force (given at creation or by the last `setPolicy`), as its
+     * document's JSON text; `null` without one.
+     */
+    func policyJson()  -> String?
+    
+    /**
      * Add a tool (or replace the one of the same name). A tool registered while a turn runs is
      * offered from that turn's next model request.
      */
@@ -814,14 +820,22 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func registerSourceTool(tool: SourceTool) throws 
     
     /**
-     * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns` or `Error`
-     * (the transcript kept in every case); throws only for misuse (a closed client, a bad
+     * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns`, `Budget`
+     * or `Error` (the transcript kept in every case); throws only for misuse (a closed client, a bad
      * `allow` pattern). `allow` narrows the tools for this turn only (allowlist grammar).
      *
      * Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
      * `cancel()` does: it ends as `Cancelled` with a valid transcript.
      */
     func run(prompt: String, allow: [String]?) async throws  -> TurnResult
+    
+    /**
+     * Replace the approval policy: `policy` is what config `policy` takes as a string, the
+     * document's JSON text or a file path (`null` removes it; `Policies.default()` gives a
+     * preset). It applies from the next tool call, also within a running turn. A policy that
+     * does not validate throws `Config` (option `policy`) and the old one stays.
+     */
+    func setPolicy(policy: String?) throws 
     
     /**
      * Replace the conversation, for example with one saved earlier (`Transcript.fromJson`).
@@ -1005,6 +1019,19 @@ open func listModels()async throws  -> [ModelInfo]  {
 }
     
     /**
+     * The approval policy in force (given at creation or by the last `setPolicy`), as its
+     * document's JSON text; `null` without one.
+     */
+open func policyJson() -> String?  {
+    return try!  FfiConverterOptionString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_client_policy_json(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * Add a tool (or replace the one of the same name). A tool registered while a turn runs is
      * offered from that turn's next model request.
      */
@@ -1031,8 +1058,8 @@ open func registerSourceTool(tool: SourceTool)throws   {try rustCallWithError(Ff
 }
     
     /**
-     * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns` or `Error`
-     * (the transcript kept in every case); throws only for misuse (a closed client, a bad
+     * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns`, `Budget`
+     * or `Error` (the transcript kept in every case); throws only for misuse (a closed client, a bad
      * `allow` pattern). `allow` narrows the tools for this turn only (allowlist grammar).
      *
      * Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
@@ -1052,6 +1079,21 @@ open func run(prompt: String, allow: [String]? = nil)async throws  -> TurnResult
             liftFunc: FfiConverterTypeTurnResult_lift,
             errorHandler: FfiConverterTypeContenoxError_lift
         )
+}
+    
+    /**
+     * Replace the approval policy: `policy` is what config `policy` takes as a string, the
+     * document's JSON text or a file path (`null` removes it; `Policies.default()` gives a
+     * preset). It applies from the next tool call, also within a running turn. A policy that
+     * does not validate throws `Config` (option `policy`) and the old one stays.
+     */
+open func setPolicy(policy: String? = nil)throws   {try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_client_set_policy(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionString.lower(policy),uniffiCallStatus
+    )
+}
 }
     
     /**
@@ -6651,6 +6693,18 @@ public func listModels(configJson: String)async throws  -> [ModelInfo]  {
         )
 }
 /**
+ * A preset approval policy's document as JSON text: `default`, `strict` or `dev` (the engine's
+ * own; Kotlin and Swift: `Policies.default()` ...). For config `policy` or `setPolicy`.
+ */
+public func policyPreset(name: String)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_func_policy_preset(
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
+}
+/**
  * The snake_case name of an outcome (`done`, `cancelled`, `max_turns`, `error`, `budget`), as
  * on every wire.
  */
@@ -6701,6 +6755,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_func_list_models() != 9862) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_contenox_uniffi_checksum_func_policy_preset() != 25952) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_contenox_uniffi_checksum_func_outcome_name() != 18011) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -6722,13 +6779,19 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_client_list_models() != 58903) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_contenox_uniffi_checksum_method_client_policy_json() != 34737) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_contenox_uniffi_checksum_method_client_register() != 20229) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_register_source_tool() != 21830) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_run() != 213) {
+    if (uniffi_contenox_uniffi_checksum_method_client_run() != 7623) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_set_policy() != 24331) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_set_transcript() != 16835) {

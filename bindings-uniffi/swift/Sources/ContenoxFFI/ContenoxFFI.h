@@ -374,6 +374,11 @@ int8_t uniffi_contenox_uniffi_fn_method_client_is_closed(uint64_t ptr, RustCallS
 uint64_t uniffi_contenox_uniffi_fn_method_client_list_models(uint64_t ptr
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_POLICY_JSON
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_POLICY_JSON
+RustBuffer uniffi_contenox_uniffi_fn_method_client_policy_json(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_REGISTER
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_REGISTER
 void uniffi_contenox_uniffi_fn_method_client_register(uint64_t ptr, uint64_t tool, RustCallStatus *_Nonnull out_status
@@ -387,6 +392,11 @@ void uniffi_contenox_uniffi_fn_method_client_register_source_tool(uint64_t ptr, 
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN
 uint64_t uniffi_contenox_uniffi_fn_method_client_run(uint64_t ptr, RustBuffer prompt, RustBuffer allow
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_SET_POLICY
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_SET_POLICY
+void uniffi_contenox_uniffi_fn_method_client_set_policy(uint64_t ptr, RustBuffer policy, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_SET_TRANSCRIPT
@@ -730,6 +740,11 @@ RustBuffer uniffi_contenox_uniffi_fn_method_event_tool_name(RustBuffer ptr, Rust
 uint64_t uniffi_contenox_uniffi_fn_func_list_models(RustBuffer config_json
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_POLICY_PRESET
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_POLICY_PRESET
+RustBuffer uniffi_contenox_uniffi_fn_func_policy_preset(RustBuffer name, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_OUTCOME_NAME
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_OUTCOME_NAME
 RustBuffer uniffi_contenox_uniffi_fn_func_outcome_name(RustBuffer outcome, RustCallStatus *_Nonnull out_status
@@ -1006,6 +1021,12 @@ uint16_t uniffi_contenox_uniffi_checksum_func_list_models(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_POLICY_PRESET
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_POLICY_PRESET
+uint16_t uniffi_contenox_uniffi_checksum_func_policy_preset(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_OUTCOME_NAME
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_OUTCOME_NAME
 uint16_t uniffi_contenox_uniffi_checksum_func_outcome_name(void
@@ -1048,6 +1069,12 @@ uint16_t uniffi_contenox_uniffi_checksum_method_client_list_models(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_POLICY_JSON
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_POLICY_JSON
+uint16_t uniffi_contenox_uniffi_checksum_method_client_policy_json(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_REGISTER
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_REGISTER
 uint16_t uniffi_contenox_uniffi_checksum_method_client_register(void
@@ -1063,6 +1090,12 @@ uint16_t uniffi_contenox_uniffi_checksum_method_client_register_source_tool(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_RUN
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_RUN
 uint16_t uniffi_contenox_uniffi_checksum_method_client_run(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_SET_POLICY
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_SET_POLICY
+uint16_t uniffi_contenox_uniffi_checksum_method_client_set_policy(void
     
 );
 #endif
