@@ -190,6 +190,22 @@ impl Error {
 /// Shorthand for `Result<T, contenox::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// An error with its sources in one line, so "error sending request" says why (a source whose
+/// text the line already holds is not repeated).
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let msg = c.to_string();
+        if !s.contains(&msg) {
+            s.push_str(": ");
+            s.push_str(&msg);
+        }
+        cur = c.source();
+    }
+    s
+}
+
 /// Cut `s` to at most `max` bytes on a char boundary, marking the cut.
 pub(crate) fn cut(s: &str, max: usize) -> String {
     if s.len() <= max {

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::{ServerConfig, Transport};
 use super::names;
 use super::stdio::{ChildProcess, StderrTail};
-use super::tool::{convert_result, McpTool};
+use super::tool::{convert_result, McpTool, ToolServer};
 use crate::client_state::ClientState;
 use crate::model::redact::{display_url, url_secrets, Redactor};
 use crate::tool::{Tool, ToolOutput};
@@ -386,7 +386,13 @@ impl Server {
                 Some(n) if taken.insert(n.clone()) => n,
                 _ => names::unique(&names::base_name(&self.prefix, mcp_name), &mut taken),
             };
-            fresh.push(Arc::new(McpTool::new(self.clone(), name, &value)));
+            let server: Arc<dyn ToolServer> = Arc::new(self.clone());
+            fresh.push(Arc::new(McpTool::new(
+                server,
+                name,
+                &value,
+                &self.config.inject,
+            )));
         }
         let gone: Vec<String> = old
             .iter()
@@ -587,6 +593,23 @@ impl Server {
                 }
             }
         }
+    }
+}
+
+/// The server as its tools see it (implemented on the `Arc`: a call may outlive the borrow).
+#[async_trait::async_trait]
+impl ToolServer for Arc<Server> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn call_tool(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        Server::call_tool(self, tool, args, cancel).await
     }
 }
 

@@ -11,7 +11,7 @@ use super::body::{read_prefix, read_whole, MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES}
 use super::redact::{origin, url_secrets, Redactor};
 use super::Failure;
 use crate::config::Config;
-use crate::error::{cut, Error, Result};
+use crate::error::{chain, cut, Error, Result};
 
 /// How much of an error body ends up in a message.
 const BODY_CUT: usize = 2_000;
@@ -229,21 +229,6 @@ fn with_header(req: reqwest::RequestBuilder, name: &str, v: &str) -> reqwest::Re
         }
         Err(_) => req.header(name, v),
     }
-}
-
-/// An error with its sources, so "error sending request" says why.
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let msg = c.to_string();
-        if !s.contains(&msg) {
-            s.push_str(": ");
-            s.push_str(&msg);
-        }
-        cur = c.source();
-    }
-    s
 }
 
 #[cfg(test)]
