@@ -1,8 +1,8 @@
 //! The engine's small stable types as UniFFI sees them.
 //!
 //! Types whose fields UniFFI can carry as they are (`Outcome`, `GateVerdict`, `Source`, `Tier`,
-//! `Usage`, `Hints`, `ModelInfo`) are the engine's own, declared with `#[uniffi::remote]`: no
-//! copy, no conversion. Types with free-form values get a mirror whose values cross as JSON text
+//! `Usage`, `Hints`, `ModelInfo`, `SearchRequest`, `SearchResult`, `ServerState`) are the
+//! engine's own, declared with `#[uniffi::remote]`: no copy, no conversion. Types with free-form values get a mirror whose values cross as JSON text
 //! (fields named `…Json`); the mirrors derive serde with the engine's own JSON shape, so they
 //! convert through it ([`via_json`]) instead of field by field.
 
@@ -11,7 +11,10 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use contenox::{GateVerdict, Hints, ModelInfo, Outcome, SearchResult, Source, Tier, Usage};
+use contenox::{
+    GateVerdict, Hints, ModelInfo, Outcome, SearchRequest, SearchResult, ServerState, Source, Tier,
+    Usage,
+};
 
 use crate::error::ContenoxError;
 
@@ -73,6 +76,20 @@ pub struct SearchResult {
     pub title: String,
     pub url: String,
     pub snippet: String,
+}
+
+#[uniffi::remote(Record)]
+pub struct SearchRequest {
+    pub query: String,
+    pub max_results: u64,
+    pub allowed_domains: Vec<String>,
+    pub blocked_domains: Vec<String>,
+}
+
+#[uniffi::remote(Enum)]
+pub enum ServerState {
+    Ready { tools: u64 },
+    Failed { error: String },
 }
 
 /// The snake_case name of an outcome (`done`, `cancelled`, `max_turns`, `error`, `budget`), as

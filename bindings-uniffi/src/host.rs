@@ -12,7 +12,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use contenox::SearchResult;
+use contenox::{SearchRequest, SearchResult};
 use serde_json::Value;
 
 use crate::convert::{
@@ -73,19 +73,6 @@ pub trait WebSearchProvider: Send + Sync {
     async fn search(&self, request: SearchRequest) -> Result<Vec<SearchResult>, ContenoxError>;
 }
 
-/// What the model asked `websearch` for.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, uniffi::Record)]
-pub struct SearchRequest {
-    /// The query.
-    pub query: String,
-    /// How many results the tool will show (more are dropped).
-    pub max_results: u64,
-    /// Only results from these domains (and their subdomains); empty = any.
-    pub allowed_domains: Vec<String>,
-    /// No results from these domains (and their subdomains).
-    pub blocked_domains: Vec<String>,
-}
-
 /// The host's search provider as the engine sees it.
 pub(crate) struct WebSearchAdapter(pub(crate) Arc<dyn WebSearchProvider>);
 
@@ -93,11 +80,11 @@ pub(crate) struct WebSearchAdapter(pub(crate) Arc<dyn WebSearchProvider>);
 impl contenox::WebSearchProvider for WebSearchAdapter {
     async fn search(
         &self,
-        request: contenox::SearchRequest,
+        request: SearchRequest,
         _cancel: contenox::CancellationToken,
-    ) -> Result<Vec<contenox::SearchResult>, contenox::HostError> {
+    ) -> Result<Vec<SearchResult>, contenox::HostError> {
         // As for wait_for: the engine drops this future on cancel, which cancels the foreign call.
-        Ok(self.0.search(via_json(&request)?).await?)
+        Ok(self.0.search(request).await?)
     }
 }
 

@@ -36,10 +36,8 @@ pub use convert::{
 };
 pub use error::ContenoxError;
 pub use event::Event;
-pub use host::{
-    Hooks, HostTool, SearchRequest, ToolContext, ToolReporter, WaitFor, WebSearchProvider,
-};
-pub use mcp::{load_mcp, McpServer, McpServerListener, McpSource, ServerState, SourceTool};
+pub use host::{Hooks, HostTool, ToolContext, ToolReporter, WaitFor, WebSearchProvider};
+pub use mcp::{load_mcp, McpServer, McpServerListener, McpSource, SourceTool};
 pub use run::Run;
 pub use shells::BackgroundShells;
 

@@ -8,33 +8,10 @@
 use std::sync::Arc;
 
 use crate::client::Client;
+use contenox::ServerState;
+
 use crate::convert::{via_json, ToolSpec};
 use crate::error::ContenoxError;
-
-/// How a server came out of `loadMcp`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, uniffi::Enum)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum ServerState {
-    /// Connected, with this many tools.
-    Ready {
-        /// How many tools it offers.
-        tools: u64,
-    },
-    /// Could not be started or reached.
-    Failed {
-        /// What went wrong, with the last lines of a stdio server's stderr.
-        error: String,
-    },
-}
-
-impl From<&contenox::ServerState> for ServerState {
-    fn from(s: &contenox::ServerState) -> Self {
-        let failed = |e: ContenoxError| ServerState::Failed {
-            error: e.to_string(),
-        };
-        via_json(s).unwrap_or_else(failed)
-    }
-}
 
 /// One server of a source and how it came out of `loadMcp`.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
@@ -65,7 +42,7 @@ pub async fn load_mcp(
     let source = contenox::load_mcp(config, |name, state| {
         if let Some(listener) = &on_server {
             // A listener's error has nowhere to go: the load goes on (as in every binding).
-            let _ = listener.on_server(name.to_string(), state.into());
+            let _ = listener.on_server(name.to_string(), state.clone());
         }
     })
     .await;
@@ -125,7 +102,7 @@ impl McpSource {
             .iter()
             .map(|(name, state)| McpServer {
                 name: name.clone(),
-                state: state.into(),
+                state: state.clone(),
             })
             .collect()
     }
