@@ -24,15 +24,16 @@ cp -r "$repo/examples/node/src" "$repo/examples/node/test" "$repo/examples/node/
 cat >"$app/package.json" <<'JSON'
 { "name": "contenox-package-test", "private": true, "type": "module" }
 JSON
-# The examples' own TypeScript toolchain, at the versions their package.json asks for, into npm's
-# cache (registry, by name); the install below then runs offline.
+# The examples' own TypeScript toolchain, at the versions their package.json asks for, from the
+# registry; then the two tarballs with npm offline, so that no registry is asked for the platform
+# packages (the platform tarball satisfies its optionalDependency; the other platforms' packages
+# are optional and not installable here, and are skipped without a lookup).
 ts=$(node -p "require('$repo/examples/node/package.json').devDependencies.typescript")
 types=$(node -p "require('$repo/examples/node/package.json').devDependencies['@types/node']")
-npm cache add "typescript@$ts" "@types/node@$types" --loglevel=error
-
-echo "== npm install --offline the two tarballs (+ typescript, @types/node), no Rust on PATH"
-(cd "$app" && without_rust npm install --offline --no-audit --no-fund --loglevel=error \
-  "$main" "$platform" "typescript@$ts" "@types/node@$types")
+echo "== npm install typescript@$ts @types/node@$types"
+(cd "$app" && without_rust npm install --no-audit --no-fund --loglevel=error "typescript@$ts" "@types/node@$types")
+echo "== npm install --offline the two tarballs, no Rust on PATH"
+(cd "$app" && without_rust npm install --offline --no-audit --no-fund --loglevel=error "$main" "$platform")
 
 cd "$app"
 echo "== the native module comes from the platform package"
