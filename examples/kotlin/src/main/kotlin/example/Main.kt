@@ -68,7 +68,13 @@ object TerminalAnswers : WaitFor {
     }
 }
 
-fun main(args: Array<String>) = runBlocking {
+fun main(args: Array<String>) {
+    val outcome = runBlocking { turn(args) }
+    exitProcess(if (outcome == Outcome.DONE) 0 else 1)
+}
+
+/** One turn on the prompt given (or the default one); returns how it ended. */
+suspend fun turn(args: Array<String>): Outcome? {
     val prompt = args.joinToString(" ").ifBlank { "What's the weather in Lisbon? Book two nights if it's nice." }
 
     val weather = hostTool(
@@ -95,7 +101,7 @@ fun main(args: Array<String>) = runBlocking {
         ToolOutput(content = """{"booked":true,"ref":"${context.callId}"}""", isError = false, metadataJson = null)
     }
 
-    val outcome = Client(configJson = CONFIG, tools = listOf(weather, book), hooks = AskBeforeChanges, waitFor = TerminalAnswers).use { client ->
+    return Client(configJson = CONFIG, tools = listOf(weather, book), hooks = AskBeforeChanges, waitFor = TerminalAnswers).use { client ->
         var outcome: Outcome? = null
         client.streamFlow(prompt).collect { event ->
             when (event) {
@@ -111,5 +117,4 @@ fun main(args: Array<String>) = runBlocking {
         }
         outcome
     }
-    exitProcess(if (outcome == Outcome.DONE) 0 else 1)
 }
