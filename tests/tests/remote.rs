@@ -155,7 +155,7 @@ async fn an_unavailable_hook_is_probed_once_a_turn() {
 
 #[tokio::test]
 async fn tools_keep_working_when_the_source_handle_is_dropped() {
-    let mut fake = FakeRemote::start(&services(json!([
+    let fake = FakeRemote::start(&services(json!([
         {"name": "svc", "openapi": doc(json!({"/p": {"get": {"operationId": "p"}}})),
          "answers": [{"match": "*", "text": "still here"}]}
     ])))

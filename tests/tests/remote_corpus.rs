@@ -106,9 +106,9 @@ async fn check_document(path: &Path, tally: &mut Tally) {
     match &source.hooks()[0].1 {
         HookState::Ready { tools } => {
             tally.loaded += 1;
-            tally.tools += tools;
+            tally.tools += *tools as usize;
             let specs: Vec<_> = source.tools().iter().map(|t| t.spec()).collect();
-            assert_eq!(specs.len(), *tools);
+            assert_eq!(specs.len() as u64, *tools);
             let mut names = std::collections::HashSet::new();
             let mut problem = |p: String| tally.problems.push(format!("{}: {p}", path.display()));
             for spec in &specs {

@@ -105,8 +105,8 @@ use service::{Service, Shared};
 pub enum HookState {
     /// Its tools are known.
     Ready {
-        /// How many tools it offers.
-        tools: usize,
+        /// How many tools it offers (u64, as MCP's `ServerState`: every binding carries it).
+        tools: u64,
     },
     /// It could not be read (it is probed again before each turn and on refresh).
     Unavailable {
@@ -167,7 +167,9 @@ where
         (0..services.len()).map(|_| None).collect();
     while let Some((i, result)) = reading.next().await {
         let state = match &result {
-            Ok(defs) => HookState::Ready { tools: defs.len() },
+            Ok(defs) => HookState::Ready {
+                tools: defs.len() as u64,
+            },
             Err(e) => HookState::Unavailable { error: e.clone() },
         };
         on_hook(services[i].name(), &state);
@@ -223,12 +225,13 @@ impl RemoteSource {
     /// tool's name is taken in the client by a tool of another source.
     pub fn register_into(&self, client: &Client) -> Result<()> {
         if self.is_closed() {
-            return Err(Error::Config("the remote source is closed".into()));
+            return Err(Error::config("the remote source is closed".into()));
         }
         let mut clashes = Vec::new();
+        let client = client.state();
         for service in &self.inner.services {
             for tool in service.tools() {
-                let taken = client.inner.toolkit.lookup(&tool.name, &|_| true).is_some();
+                let taken = client.toolkit().lookup(&tool.name, &|_| true).is_some();
                 if taken && !service.owns(client, &tool.name) {
                     clashes.push(format!("{} (hook {:?})", tool.name, service.name()));
                 }
@@ -245,9 +248,9 @@ impl RemoteSource {
             clients.retain(|w| w.strong_count() > 0);
             if !clients
                 .iter()
-                .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&client.inner)))
+                .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(client)))
             {
-                clients.push(Arc::downgrade(&client.inner));
+                clients.push(Arc::downgrade(client));
             }
         }
         for service in &self.inner.services {
@@ -256,7 +259,7 @@ impl RemoteSource {
             }
         }
         let me: Weak<dyn BeforeTurn> = Arc::downgrade(&self.inner) as Weak<dyn BeforeTurn>;
-        client.inner.before_turn.add(me);
+        client.before_turn().add(me);
         Ok(())
     }
 

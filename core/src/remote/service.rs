@@ -16,7 +16,7 @@ use super::protocol;
 use super::redact::{redact_url, Secrets};
 use super::tool::{RemoteTool, ToolKind};
 use super::HookState;
-use crate::client::{Client, Inner};
+use crate::client_state::ClientState;
 use crate::tool::inject::strip_injected;
 use crate::tool::{check_spec, names, Source, Tool, ToolSpec};
 
@@ -25,7 +25,7 @@ pub(crate) struct Shared {
     /// Cancelled when the source closes.
     pub closed: CancellationToken,
     /// Clients the source's tools were registered into (weakly: a client's life is its host's).
-    pub clients: Mutex<Vec<Weak<Inner>>>,
+    pub clients: Mutex<Vec<Weak<ClientState>>>,
     /// Every tool name given out, across hooks.
     pub taken: Mutex<HashSet<String>>,
 }
@@ -40,13 +40,12 @@ impl Shared {
     }
 
     /// The clients still alive and open.
-    pub fn live_clients(&self) -> Vec<Client> {
+    pub fn live_clients(&self) -> Vec<Arc<ClientState>> {
         let mut clients = self.clients.lock().expect("clients lock");
         clients.retain(|w| w.strong_count() > 0);
         clients
             .iter()
             .filter_map(Weak::upgrade)
-            .map(|inner| Client { inner })
             .filter(|c| !c.is_closed())
             .collect()
     }
@@ -322,23 +321,22 @@ impl Service {
             }
         }
         let n = fresh.len();
-        self.set_state(HookState::Ready { tools: n });
+        self.set_state(HookState::Ready { tools: n as u64 });
         n
     }
 
     /// Whether `client`'s tool `name` is one of this hook's.
-    pub fn owns(&self, client: &Client, name: &str) -> bool {
+    pub fn owns(&self, client: &ClientState, name: &str) -> bool {
         client
-            .inner
-            .toolkit
+            .toolkit()
             .lookup(name, &|_| true)
             .is_some_and(|e| e.source == Source::Remote && e.server.as_deref() == Some(self.name()))
     }
 
     /// Register `tool` into `client` unless the name belongs to another tool there (a builtin,
     /// a host tool, another source's): a remote document never replaces those.
-    pub fn register_one(&self, client: &Client, tool: &Arc<RemoteTool>) {
-        let free = client.inner.toolkit.lookup(&tool.name, &|_| true).is_none();
+    pub fn register_one(&self, client: &ClientState, tool: &Arc<RemoteTool>) {
+        let free = client.toolkit().lookup(&tool.name, &|_| true).is_none();
         if !free && !self.owns(client, &tool.name) {
             tracing::warn!(
                 hook = %self.name(),
