@@ -14,6 +14,7 @@ from typing import Any, TypeVar, Union, overload
 from . import _native
 from ._bridge import is_async
 from ._errors import ConfigurationError
+from ._remote import RemoteSource
 from ._tools import HintsLike, Tool
 from ._types import (
     Ask,
@@ -270,8 +271,8 @@ class Client:
 
     async def run(self, prompt: str, *, allow: Sequence[str] | None = None) -> TurnResult:
         """Run one turn to its end. Resolves with outcome ``done``, ``cancelled``,
-        ``max_turns``, ``budget`` or ``error`` (the transcript kept in each case). Cancelling the awaiting
-        task cancels the turn and raises ``asyncio.CancelledError``.
+        ``max_turns``, ``budget`` or ``error`` (the transcript kept in each case). Cancelling the
+        awaiting task cancels the turn and raises ``asyncio.CancelledError``.
 
         ``allow``: an allowlist for this turn only (``*``, names, ``!name``), intersected with
         the client's: it can only narrow."""
@@ -476,6 +477,7 @@ def create_client(
     wait_for: WaitFor | None = None,
     tools: Sequence[ToolLike] = (),
     websearch: WebSearch | None = None,
+    remote: RemoteSource | Sequence[RemoteSource] | None = None,
     **options: Any,
 ) -> Client:
     """Create a client. The options are the engine's (``Config``), with the same names and
@@ -504,7 +506,8 @@ def create_client(
     ``wait_for=fn(request, cancel)`` answers asks. ``tools=[...]``, hooks and ``wait_for``
     take Python callables, sync or async. ``websearch``: a search provider (a function
     ``search(request)`` or an object with a ``search`` method, sync or async) turns on the
-    opt-in ``websearch`` builtin."""
+    opt-in ``websearch`` builtin. ``remote``: sources from :func:`contenox.load_remote` whose
+    tools the client gets (as ``source.register_into(client)``)."""
     config = _config_json(
         {
             "style": style,
@@ -549,7 +552,15 @@ def create_client(
         _callable(wait_for, "wait_for"),
         _search_callable(websearch),
     )
-    return Client(native)
+    client = Client(native)
+    sources = [remote] if isinstance(remote, RemoteSource) else list(remote or ())
+    try:
+        for source in sources:
+            source.register_into(client)
+    except BaseException:
+        client.close()
+        raise
+    return client
 
 
 async def list_models(
