@@ -5,7 +5,8 @@
 #
 #   gen.sh build               cargo build -p contenox-uniffi (cdylib + staticlib) and bindgen/
 #                              (uniffi-bindgen)
-#   gen.sh kotlin OUT_DIR      build, then write the Kotlin sources into OUT_DIR
+#   gen.sh kotlin OUT_DIR      build, then write the Kotlin sources into OUT_DIR (one line
+#                              patched: see kotlin_causes)
 #   gen.sh kotlin-release OUT_DIR NATIVE_DIR
 #                              release build; the Kotlin sources into OUT_DIR and the stripped
 #                              library into NATIVE_DIR/<JNA resource prefix>/ (linux-x86-64/...),
@@ -63,6 +64,21 @@ generate() { # LANGUAGE OUT_DIR
     --metadata-no-deps >/dev/null)
 }
 
+# UniFFI's Kotlin exceptions have no `cause`. The one place every ContenoxException is made is
+# its ErrorHandler's `lift`; this routes it through `withCauses()` (kotlin/src/main/kotlin/
+# contenox/Helpers.kt), which sets the engine's cause chain as the exception's `cause`. The
+# patch fails loudly when the generated line is not there exactly once.
+kotlin_causes() { # OUT_DIR
+  local file="$1/contenox/contenox.kt"
+  local line='override fun lift(error_buf: RustBuffer.ByValue): ContenoxException = FfiConverterTypeContenoxError.lift(error_buf)'
+  if [ "$(grep -cF "$line" "$file")" != 1 ]; then
+    echo "gen.sh: the ContenoxException lift line is not in the generated Kotlin once; update kotlin_causes" >&2
+    exit 1
+  fi
+  sed -i.bak "s|$line|$line.withCauses()|" "$file"
+  rm -f "$file.bak"
+}
+
 # The committed Swift layout: generated files renamed into a SwiftPM package.
 swift_layout() { # GENERATED_DIR PACKAGE_DIR
   mkdir -p "$2/Sources/Contenox" "$2/Sources/ContenoxFFI"
@@ -82,6 +98,7 @@ case "$cmd" in
     out=${2:?usage: gen.sh kotlin OUT_DIR}
     build
     generate kotlin "$out"
+    kotlin_causes "$out"
     ;;
   kotlin-release)
     out=${2:?usage: gen.sh kotlin-release OUT_DIR NATIVE_DIR}
@@ -92,6 +109,7 @@ case "$cmd" in
     # from the static library of the same build, whose objects keep their symbols.
     lib="$target/release/libcontenox_uniffi.a"
     generate kotlin "$out"
+    kotlin_causes "$out"
     prefix=$(jna_prefix)
     rm -rf "$native"
     mkdir -p "$native/$prefix"

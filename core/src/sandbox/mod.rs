@@ -23,6 +23,7 @@ mod capabilities;
 mod child;
 mod config;
 mod env;
+mod handshake;
 mod landlock;
 mod scratch;
 mod seccomp;
@@ -37,13 +38,24 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::error::ConfigError;
+use crate::redact::redacted_assignment;
 use child::ChildSetup;
 use scratch::Scratch;
 pub(crate) use watchdog::Watched;
 
 /// What is wrong with the sandbox's part of a config (`shell_env`, `sandbox`), if anything.
-pub(crate) fn config_problem(shell_env: &[String], sandbox: &SandboxConfig) -> Option<String> {
-    env::problem(shell_env).or_else(|| sandbox.problem())
+pub(crate) fn config_problem(shell_env: &[String], sandbox: &SandboxConfig) -> Option<ConfigError> {
+    let quoted = |s: String| serde_json::Value::String(s).to_string();
+    if let Some((i, why)) = env::problem(shell_env) {
+        // The value of a `NAME=value` entry may be a secret.
+        let shown = redacted_assignment(&shell_env[i]);
+        return Some(ConfigError::new(format!("shell_env[{i}]"), why).with_value(quoted(shown)));
+    }
+    sandbox.problem().map(|i| {
+        ConfigError::new(format!("sandbox.writable[{i}]"), "is not an absolute path")
+            .with_value(quoted(sandbox.writable[i].display().to_string()))
+    })
 }
 
 /// The sandbox of one client's commands: its options, its scratch directory, and what the
@@ -170,21 +182,18 @@ pub(crate) fn tie_to_host(cmd: &mut tokio::process::Command) {
     .install(cmd);
 }
 
-/// Spawn a prepared `cmd` (its child leads a process group) from the spawner thread, and have
-/// the watchdog watch that group. The watch is `None` when this host has no watchdog (the
-/// status says why).
+/// Spawn a prepared `cmd` (its child leads a process group) from the spawner thread, with the
+/// watchdog watching that group before the child execs ([`handshake`]). The watch is `None`
+/// when this host has no watchdog (the status says why).
 pub(crate) fn spawn(
-    cmd: tokio::process::Command,
+    mut cmd: tokio::process::Command,
 ) -> std::io::Result<(tokio::process::Child, Option<Watched>)> {
-    let child = spawner::spawn(cmd)?;
-    let watched = child
-        .id()
-        .and_then(|pid| match watchdog::watch(pid as i32) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::debug!(target: "contenox::sandbox", "process group {pid} is not watched: {e}");
-                None
-            }
-        });
+    let handshake = handshake::Handshake::new()?;
+    handshake.install(&mut cmd);
+    let (child, watched) = handshake.run(move || spawner::spawn(cmd));
+    let child = child?;
+    // The registrar read the pid the child wrote; a mismatch cannot happen, but a watch of
+    // another group must never be kept.
+    let watched = watched.filter(|w| child.id().is_some_and(|pid| w.pgid() == pid as i32));
     Ok((child, watched))
 }
