@@ -40,19 +40,43 @@ impl Outcome {
 }
 
 /// Token usage, per request or summed over a turn.
+///
+/// `input_tokens` counts every token the model read, cached or not; the two cache fields say
+/// how many of them were read from the server's prompt cache and how many were written to it
+/// (each style's own fields: anthropic `cache_read_input_tokens` /
+/// `cache_creation_input_tokens` on top of its `input_tokens`, openai
+/// `prompt_tokens_details.cached_tokens` within its `prompt_tokens`; ollama reports neither).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Tokens the model read.
+    /// Tokens the model read (the whole prompt: cached, written to the cache, or neither).
     pub input_tokens: u64,
     /// Tokens the model wrote.
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the server's prompt cache.
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+    /// Of `input_tokens`, those written to the server's prompt cache.
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
 }
 
 impl Usage {
     /// Add another usage to this one.
     pub fn add(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
+        // Saturating: a hostile server may report any count.
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_input_tokens = self
+            .cache_read_input_tokens
+            .saturating_add(other.cache_read_input_tokens);
+        self.cache_creation_input_tokens = self
+            .cache_creation_input_tokens
+            .saturating_add(other.cache_creation_input_tokens);
+    }
+
+    /// Whether nothing was reported.
+    pub fn is_zero(&self) -> bool {
+        *self == Usage::default()
     }
 }
 

@@ -460,13 +460,59 @@ impl From<ActionDo> for Value {
     }
 }
 
-/// Token counts, in a model entry and in `expect.usage`.
+/// Token counts, in a model entry and in `expect.usage`. `input_tokens` is every prompt token,
+/// cached or not (the engine's meaning); the cache fields are the parts of it read from and
+/// written to the prompt cache. The fake reports them in each style's own fields.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     #[serde(default)]
     pub input_tokens: u64,
     #[serde(default)]
     pub output_tokens: u64,
+    /// Extension: of `input_tokens`, read from the prompt cache (anthropic
+    /// `cache_read_input_tokens`, openai `prompt_tokens_details.cached_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_input_tokens: u64,
+    /// Extension: of `input_tokens`, written to the prompt cache (anthropic
+    /// `cache_creation_input_tokens`; openai and ollama have no such field).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_input_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Usage {
+    /// What a style can report: the cache parts within the whole, and only the fields the
+    /// style has.
+    pub fn validate(&self, style: Style) -> Result<(), String> {
+        let cached = self
+            .cache_read_input_tokens
+            .saturating_add(self.cache_creation_input_tokens);
+        if cached > self.input_tokens {
+            return Err(format!(
+                "usage: the cache tokens ({cached}) are part of input_tokens ({}) and cannot \
+                 exceed it",
+                self.input_tokens
+            ));
+        }
+        match style {
+            Style::Openai if self.cache_creation_input_tokens > 0 => {
+                Err("usage: openai reports no cache_creation_input_tokens".into())
+            }
+            Style::Ollama if cached > 0 => Err("usage: ollama reports no cache tokens".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The prompt tokens neither read from nor written to the cache (anthropic's
+    /// `input_tokens`).
+    pub fn uncached_input(&self) -> u64 {
+        self.input_tokens
+            .saturating_sub(self.cache_read_input_tokens)
+            .saturating_sub(self.cache_creation_input_tokens)
+    }
 }
 
 /// One model response of the script.
@@ -533,6 +579,9 @@ impl ModelEntry {
         }
         if kinds > 1 {
             return Err("text/tool_calls, error and stall exclude each other".into());
+        }
+        if let Some(u) = &self.usage {
+            u.validate(style)?;
         }
         if let Some(e) = &self.error {
             if !(400..=599).contains(&e.status) {
