@@ -8,15 +8,18 @@ use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
 use crate::builtin::{builtins_for, BackgroundShells, OptIns, WebSearchProvider};
-use crate::config::{Config, RetryPolicy, Style};
+use crate::compact::{
+    CompactFailed, CompactNotice, Compaction, Compactor, ContextMeasure, OnCompact,
+};
+use crate::config::{CompactionConfig, Config, RetryPolicy, Style};
 use crate::error::{Error, Result};
-use crate::event::TurnResult;
+use crate::event::{CompactTrigger, TurnResult};
 use crate::gate::{Hooks, WaitFor};
 use crate::model::{backend_for, list_models, Backend, ModelInfo, ScriptEntry};
 use crate::policy::{check_backend, Policy};
 use crate::tool::{Allowlist, EventSink, Tool, ToolSpec, Toolkit};
 use crate::transcript::{Message, Transcript};
-use crate::turn::{run_turn, Run, RunOptions};
+use crate::turn::{run_turn, Run, RunOptions, TurnSetup};
 
 /// An agent client: one conversation, its tools, its gate and its model.
 ///
@@ -44,6 +47,10 @@ pub(crate) struct Inner {
     pub shells: Option<BackgroundShells>,
     /// The approval policy in force; replaced whole by `set_policy`, read once per call.
     pub policy: RwLock<Option<Arc<Policy>>>,
+    /// The host's part in compaction (its notice, its own compaction).
+    pub compactor: Option<Arc<dyn Compactor>>,
+    /// What the model server last reported about the conversation's size.
+    pub context: Mutex<ContextMeasure>,
 }
 
 impl Drop for Inner {
@@ -59,6 +66,34 @@ impl Inner {
     /// The policy in force now.
     pub fn policy(&self) -> Option<Arc<Policy>> {
         self.policy.read().expect("policy lock").clone()
+    }
+
+    /// The compaction of the conversation, with these tools and this sink and token.
+    pub fn compaction<'a>(
+        &'a self,
+        settings: &'a CompactionConfig,
+        tools: &'a [Arc<ToolSpec>],
+        sink: &'a EventSink,
+        cancel: &'a CancellationToken,
+    ) -> Compaction<'a> {
+        Compaction {
+            backend: &*self.backend,
+            retry: &self.config.retry,
+            settings,
+            compactor: self.compactor.as_ref(),
+            conversation: &self.conversation,
+            context: &self.context,
+            system: self.config.system.as_deref(),
+            tools,
+            sink,
+            cancel,
+        }
+    }
+
+    /// Replace the conversation (the caller holds the turn lock or checked the transcript).
+    pub fn replace_conversation(&self, transcript: Transcript) {
+        *self.conversation.lock().expect("conversation lock") = transcript;
+        self.context.lock().expect("context lock").reset();
     }
 
     pub fn append(&self, messages: impl IntoIterator<Item = Message>) {
@@ -98,7 +133,11 @@ impl Client {
         Ok(run_turn(
             self.inner.clone(),
             prompt.into(),
-            options.allow,
+            TurnSetup {
+                allow: options.allow,
+                max_turns: options.max_turns,
+                ..TurnSetup::default()
+            },
             cancel,
             EventSink::discard(),
         )
@@ -119,7 +158,11 @@ impl Client {
         let handle = tokio::spawn(run_turn(
             self.inner.clone(),
             prompt.into(),
-            options.allow,
+            TurnSetup {
+                allow: options.allow,
+                max_turns: options.max_turns,
+                ..TurnSetup::default()
+            },
             cancel.clone(),
             EventSink::new(tx),
         ));
@@ -163,8 +206,40 @@ impl Client {
         self.inner
             .next_id
             .fetch_max(max, std::sync::atomic::Ordering::Relaxed);
-        *self.inner.conversation.lock().expect("conversation lock") = transcript;
+        self.inner.replace_conversation(transcript);
         Ok(())
+    }
+
+    /// Compact the conversation now (see [`crate::compact`]): the older part replaced by the
+    /// model's summary (or by the host compactor's transcript), keeping the most recent
+    /// `compaction.keep_recent` messages (4 when the option is not set). Waits for a running
+    /// turn to end. `Ok(None)` when there is nothing older to summarise; `Err` when the
+    /// summary request (or the compactor) failed, the conversation then unchanged. The
+    /// `compact` event of a manual compaction reaches no stream (there is no turn): the
+    /// returned notice and `on_compact` carry it.
+    pub async fn compact(&self) -> Result<Option<CompactNotice>> {
+        self.check_open()?;
+        let shutdown = self.inner.shutdown.clone();
+        let _idle = tokio::select! {
+            _ = shutdown.cancelled() => return Err(Error::Config("the client is closed".into())),
+            guard = self.inner.turn_lock.lock() => guard,
+        };
+        let settings = self
+            .inner
+            .config
+            .compaction
+            .clone()
+            .unwrap_or_else(|| CompactionConfig::new(u64::MAX));
+        let tools = self.inner.toolkit.offered(&|n| self.inner.allow.allows(n));
+        let sink = EventSink::discard();
+        let cancel = shutdown.child_token();
+        let compaction = self.inner.compaction(&settings, &tools, &sink, &cancel);
+        let pre = compaction.measure();
+        match compaction.run(CompactTrigger::Manual, pre).await {
+            Ok(notice) => Ok(notice),
+            Err(CompactFailed::Cancelled) => Err(Error::Cancelled),
+            Err(CompactFailed::Failed(why)) => Err(Error::Compaction(why)),
+        }
     }
 
     /// The approval policy in force (the one given at creation, or the last `set_policy`).
@@ -259,6 +334,7 @@ pub struct ClientBuilder {
     wait_for: Option<Arc<dyn WaitFor>>,
     opt_ins: OptIns,
     policy: Option<Policy>,
+    compactor: Option<Arc<dyn Compactor>>,
 }
 
 impl ClientBuilder {
@@ -381,6 +457,23 @@ impl ClientBuilder {
         self.config.max_turn_tokens = Some(n);
         self
     }
+    /// Compact the conversation when it grows over `config.threshold_tokens` (see
+    /// [`crate::compact`]).
+    pub fn compaction(mut self, config: CompactionConfig) -> Self {
+        self.config.compaction = Some(config);
+        self
+    }
+    /// The host's part in compaction: told after each one, and optionally compacting in its
+    /// own way.
+    pub fn compactor(mut self, compactor: Arc<dyn Compactor>) -> Self {
+        self.compactor = Some(compactor);
+        self
+    }
+    /// Be told after each compaction (what the `compact` event says). Replaces a
+    /// [`ClientBuilder::compactor`].
+    pub fn on_compact(self, f: impl Fn(&CompactNotice) + Send + Sync + 'static) -> Self {
+        self.compactor(Arc::new(OnCompact(f)))
+    }
     /// Turn on the `websearch` builtin with the host's provider.
     pub fn websearch(mut self, provider: Arc<dyn WebSearchProvider>) -> Self {
         self.opt_ins.websearch = Some(provider);
@@ -449,6 +542,8 @@ impl ClientBuilder {
                 shutdown: CancellationToken::new(),
                 shells: opt_ins.shells,
                 policy: RwLock::new(policy.map(Arc::new)),
+                compactor: self.compactor,
+                context: Mutex::new(ContextMeasure::default()),
                 config,
             }),
         })

@@ -83,6 +83,43 @@ impl Default for RetryPolicy {
     }
 }
 
+/// Compaction of a long conversation (option `compaction`; see [`crate::compact`]): before
+/// each model request, when the context is measured over `threshold_tokens`, the older part of
+/// the conversation is replaced by one summary the same model writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionConfig {
+    /// Compact when the context (all input tokens of the next request, cached or not) would be
+    /// over this many tokens.
+    pub threshold_tokens: u64,
+    /// How many of the most recent messages stay as they are (more when needed, so that a tool
+    /// call and its result are never separated). Default 4.
+    #[serde(default = "CompactionConfig::default_keep_recent")]
+    pub keep_recent: usize,
+    /// Extra instructions for the summary (what to keep, what to drop), appended to the
+    /// engine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+impl CompactionConfig {
+    /// The default of `keep_recent`.
+    pub const DEFAULT_KEEP_RECENT: usize = 4;
+
+    fn default_keep_recent() -> usize {
+        Self::DEFAULT_KEEP_RECENT
+    }
+
+    /// Compaction over `threshold_tokens`, keeping the default number of recent messages.
+    pub fn new(threshold_tokens: u64) -> Self {
+        CompactionConfig {
+            threshold_tokens,
+            keep_recent: Self::DEFAULT_KEEP_RECENT,
+            instructions: None,
+        }
+    }
+}
+
 /// Every option of a client. The same names in every binding (spelled per language).
 ///
 /// ```
@@ -149,6 +186,10 @@ pub struct Config {
     /// `None` = no ceiling (a policy's `compute.maxTokens` may set one: the smaller wins).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_turn_tokens: Option<u64>,
+    /// Compaction of a long conversation; `None` = off (`client.compact()` still works on
+    /// demand).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<CompactionConfig>,
 }
 
 impl Default for Config {
@@ -174,6 +215,7 @@ impl Default for Config {
             policy: None,
             max_tool_calls: None,
             max_turn_tokens: None,
+            compaction: None,
         }
     }
 }
@@ -227,6 +269,13 @@ impl Config {
                 return Err(Error::Config(format!(
                     "{name} must be at least 1 (leave it out for no ceiling)"
                 )));
+            }
+        }
+        if let Some(c) = &self.compaction {
+            if c.threshold_tokens == 0 {
+                return Err(Error::Config(
+                    "compaction.threshold_tokens must be at least 1".into(),
+                ));
             }
         }
         match self.style {

@@ -32,6 +32,10 @@ pub enum Error {
     /// The operation was cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// `client.compact()` could not compact: the summary request or the host's compactor
+    /// failed (the conversation is unchanged).
+    #[error("{0}")]
+    Compaction(String),
     /// A transcript or config could not be (de)serialized.
     #[error("serialization error: {0}")]
     Serde(#[from] serde_json::Error),

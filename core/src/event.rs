@@ -92,6 +92,17 @@ pub enum GateVerdict {
     Ask,
 }
 
+/// What started a compaction, as reported in [`Event::Compact`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactTrigger {
+    /// The engine: the context measured over `compaction.threshold_tokens` before a request,
+    /// or the server refused a request as over its context length.
+    Auto,
+    /// The host: `client.compact()`.
+    Manual,
+}
+
 /// One thing that happened in a turn. Serialized with a `type` tag in snake_case, the same in
 /// every language binding.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,16 +120,25 @@ pub enum Event {
         index: u32,
         /// 0 for the first attempt, 1.. for retries.
         attempt: u32,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A piece of streamed text.
     TextDelta {
         /// The new text.
         text: String,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The whole text of one model response (emitted when the response is complete).
     Text {
         /// The text.
         text: String,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The model asked for a tool call (emitted when the call is complete).
     ToolCall {
@@ -128,6 +148,9 @@ pub enum Event {
         name: String,
         /// The arguments: parsed JSON, or the raw string when they were not JSON.
         arguments: Value,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The gate's decision for a call (emitted for every call that reaches the gate).
     Gate {
@@ -149,6 +172,9 @@ pub enum Event {
         /// `before_tool` may have narrowed what the rule allowed).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rule: Option<String>,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A call waits for the host's answer.
     Pending {
@@ -158,6 +184,9 @@ pub enum Event {
         name: String,
         /// The request given to `wait_for`.
         request: PendingRequest,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The host answered a pending request (or the ask timed out, which denies).
     Answer {
@@ -167,6 +196,9 @@ pub enum Event {
         name: String,
         /// The answer.
         answer: Answer,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A tool is about to execute.
     ToolStart {
@@ -174,6 +206,9 @@ pub enum Event {
         call_id: String,
         /// The tool name.
         name: String,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A call's result, as the model will see it.
     ToolResult {
@@ -188,6 +223,12 @@ pub enum Event {
         /// Metadata of the result (for example `truncated`, `nextOffset`, `total`).
         #[serde(skip_serializing_if = "Option::is_none")]
         metadata: Option<Value>,
+        /// Tokens the tool spent on models (a subagent's turn usage); counted in the turn's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// Progress reported by a running tool.
     Progress {
@@ -197,23 +238,46 @@ pub enum Event {
         name: String,
         /// Free-form progress data.
         data: Value,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The turn's task list, replaced whole by `todo_write`.
     Todos {
         /// The task list.
         todos: Value,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// Usage of one model response.
     Usage {
         /// Tokens read and written by that response.
         usage: Usage,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
-    /// The conversation was compacted.
+    /// The older part of the conversation was replaced by one summary message (or by what the
+    /// host's compactor returned).
     Compact {
-        /// Messages before compaction.
-        before: u32,
-        /// Messages after compaction.
-        after: u32,
+        /// `auto` (over `compaction.threshold_tokens`, or a server refusing the request as over
+        /// its context length) or `manual` (`client.compact()`).
+        trigger: CompactTrigger,
+        /// The context's size before, in tokens (measured as the next request would be).
+        pre_tokens: u64,
+        /// The context's size after, in tokens (estimated).
+        post_tokens: u64,
+        /// The summary that replaced the older messages; absent when a host compactor did it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+        /// What the summary request cost (zero for a host compactor); counted in the turn's
+        /// usage (no `usage` event is emitted for it).
+        #[serde(default)]
+        usage: Usage,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A model request failed and will be retried.
     Retry {
@@ -226,6 +290,9 @@ pub enum Event {
         error: String,
         /// How long the engine waits before the next attempt.
         wait_ms: u64,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The turn ended. Every stream ends with exactly one of these.
     TurnEnd {
@@ -262,6 +329,55 @@ impl Event {
             Event::Retry { .. } => "retry",
             Event::TurnEnd { .. } => "turn_end",
         }
+    }
+
+    /// The chain of subagents this event comes from, outermost first (`["researcher"]`,
+    /// `["planner", "researcher"]`); empty, and left out of the JSON, for the client's own.
+    pub fn agent(&self) -> &[String] {
+        match self {
+            Event::TurnStart { .. } | Event::TurnEnd { .. } => &[],
+            Event::Request { agent, .. }
+            | Event::TextDelta { agent, .. }
+            | Event::Text { agent, .. }
+            | Event::ToolCall { agent, .. }
+            | Event::Gate { agent, .. }
+            | Event::Pending { agent, .. }
+            | Event::Answer { agent, .. }
+            | Event::ToolStart { agent, .. }
+            | Event::ToolResult { agent, .. }
+            | Event::Progress { agent, .. }
+            | Event::Todos { agent, .. }
+            | Event::Usage { agent, .. }
+            | Event::Compact { agent, .. }
+            | Event::Retry { agent, .. } => agent,
+        }
+    }
+
+    /// Tag the event as coming from the subagent chain `chain` (events already tagged, from
+    /// deeper subagents, keep their longer chain). `false` for `turn_start` / `turn_end`, which
+    /// a subagent's turn does not forward: its tool call's `tool_start` / `tool_result` frame it.
+    pub(crate) fn tag_agent(&mut self, chain: &[String]) -> bool {
+        let agent = match self {
+            Event::TurnStart { .. } | Event::TurnEnd { .. } => return false,
+            Event::Request { agent, .. }
+            | Event::TextDelta { agent, .. }
+            | Event::Text { agent, .. }
+            | Event::ToolCall { agent, .. }
+            | Event::Gate { agent, .. }
+            | Event::Pending { agent, .. }
+            | Event::Answer { agent, .. }
+            | Event::ToolStart { agent, .. }
+            | Event::ToolResult { agent, .. }
+            | Event::Progress { agent, .. }
+            | Event::Todos { agent, .. }
+            | Event::Usage { agent, .. }
+            | Event::Compact { agent, .. }
+            | Event::Retry { agent, .. } => agent,
+        };
+        if agent.is_empty() {
+            agent.extend(chain.iter().cloned());
+        }
+        true
     }
 
     /// The tool name this event is about, if any.

@@ -38,11 +38,16 @@
 //! - [`mcp`]: MCP servers as tool sources ([`load_mcp`], [`McpSource`]).
 //! - [`policy`]: approval policies (hitl-policy-v1) as the first stage of the gate, presets,
 //!   compute ceilings.
+//! - [`agent`]: a client as a tool of another ([`Client::as_tool_with`]), under both gates.
+//! - [`compact`]: compaction of a long conversation ([`CompactionConfig`], [`Compactor`],
+//!   [`Client::compact`]).
 
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod builtin;
 mod client;
+pub mod compact;
 mod config;
 mod error;
 mod event;
@@ -50,16 +55,19 @@ mod gate;
 pub mod mcp;
 mod model;
 pub mod policy;
+mod scope;
 pub mod tool;
 mod transcript;
 mod turn;
 
+pub use agent::{Conversation, SubagentOptions, DEFAULT_MAX_DEPTH};
 pub use async_trait::async_trait;
 pub use builtin::{BackgroundShells, SearchRequest, SearchResult, WebSearchProvider};
 pub use client::{Client, ClientBuilder};
-pub use config::{Config, RetryPolicy, Style};
+pub use compact::{CompactNotice, Compactor, OnCompact, SUMMARY_HEADER};
+pub use config::{CompactionConfig, Config, RetryPolicy, Style};
 pub use error::{Error, Result};
-pub use event::{Event, GateVerdict, Outcome, TurnResult, Usage};
+pub use event::{CompactTrigger, Event, GateVerdict, Outcome, TurnResult, Usage};
 pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
     DEFAULT_DENIAL,

@@ -6,6 +6,7 @@ mod http;
 mod list_models;
 mod ollama;
 mod openai;
+mod overflow;
 mod retry;
 mod scripted;
 
