@@ -169,6 +169,7 @@ mod tests {
             call_id: "c1".into(),
             name: "echo".into(),
             arguments: json!({"some_key": 1}),
+            agent: Vec::new(),
         };
         assert_eq!(
             event(&e),
@@ -180,13 +181,16 @@ mod tests {
             usage: Usage {
                 input_tokens: 3,
                 output_tokens: 4,
+                cache_read_input_tokens: 2,
+                cache_creation_input_tokens: 0,
             },
             error: None,
         };
         assert_eq!(
             event(&e),
             json!({"type": "turn_end", "outcome": "done", "finalText": "ok",
-                   "usage": {"inputTokens": 3, "outputTokens": 4}})
+                   "usage": {"inputTokens": 3, "outputTokens": 4, "cacheReadInputTokens": 2,
+                             "cacheCreationInputTokens": 0}})
         );
     }
 
@@ -199,6 +203,7 @@ mod tests {
             hints: Hints::destructive(),
             source: Source::Builtin,
             server: None,
+            agent: Vec::new(),
         };
         let v: Value = serde_json::from_str(&tool_call(&call)).unwrap();
         assert_eq!(

@@ -204,6 +204,9 @@ pub struct ToolCallEvent {
     pub source: Source,
     /// The MCP server or remote service the tool belongs to.
     pub server: Option<String>,
+    /// The chain of subagents whose turn makes the call (`["researcher"]`); empty for the
+    /// client's own calls.
+    pub agent: Vec<String>,
 }
 
 impl From<&contenox::ToolCallEvent> for ToolCallEvent {
@@ -215,6 +218,7 @@ impl From<&contenox::ToolCallEvent> for ToolCallEvent {
             hints: e.hints.into(),
             source: e.source.into(),
             server: e.server.clone(),
+            agent: e.agent.clone(),
         }
     }
 }
@@ -389,10 +393,16 @@ pub fn outcome_name(outcome: Outcome) -> String {
 /// Token usage, per response or summed over a turn.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, uniffi::Record)]
 pub struct Usage {
-    /// Tokens the model read.
+    /// Tokens the model read (the whole prompt: cached, written to the cache, or neither).
     pub input_tokens: u64,
     /// Tokens the model wrote.
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the server's prompt cache.
+    #[uniffi(default = 0)]
+    pub cache_read_input_tokens: u64,
+    /// Of `input_tokens`, those written to the server's prompt cache.
+    #[uniffi(default = 0)]
+    pub cache_creation_input_tokens: u64,
 }
 
 impl From<contenox::Usage> for Usage {
@@ -400,6 +410,8 @@ impl From<contenox::Usage> for Usage {
         Usage {
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,
+            cache_read_input_tokens: u.cache_read_input_tokens,
+            cache_creation_input_tokens: u.cache_creation_input_tokens,
         }
     }
 }
@@ -409,6 +421,35 @@ impl From<Usage> for contenox::Usage {
         contenox::Usage {
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,
+            cache_read_input_tokens: u.cache_read_input_tokens,
+            cache_creation_input_tokens: u.cache_creation_input_tokens,
+        }
+    }
+}
+
+/// What started a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum CompactTrigger {
+    /// The engine: over the threshold, or the server refused the request as too long.
+    Auto,
+    /// The host: `compact()`.
+    Manual,
+}
+
+impl From<contenox::CompactTrigger> for CompactTrigger {
+    fn from(t: contenox::CompactTrigger) -> Self {
+        match t {
+            contenox::CompactTrigger::Auto => CompactTrigger::Auto,
+            contenox::CompactTrigger::Manual => CompactTrigger::Manual,
+        }
+    }
+}
+
+impl From<CompactTrigger> for contenox::CompactTrigger {
+    fn from(t: CompactTrigger) -> Self {
+        match t {
+            CompactTrigger::Auto => contenox::CompactTrigger::Auto,
+            CompactTrigger::Manual => contenox::CompactTrigger::Manual,
         }
     }
 }
@@ -459,16 +500,25 @@ pub enum Event {
         index: u32,
         /// 0 for the first attempt, 1.. for retries.
         attempt: u32,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
     /// A piece of streamed text.
     TextDelta {
         /// The new text.
         text: String,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
     /// The whole text of one model response.
     Text {
         /// The text.
         text: String,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
     /// The model asked for a tool call.
     ToolCall {
@@ -478,6 +528,9 @@ pub enum Event {
         name: String,
         /// The arguments as JSON text (a JSON string when the model sent text that is not JSON).
         arguments_json: String,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
     /// The gate's decision for a call.
     Gate {
@@ -495,6 +548,9 @@ pub enum Event {
         source: Source,
         /// The approval policy's rule that matched, when a policy is set.
         rule: Option<String>,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
     /// A call waits for the host's answer.
     Pending {
@@ -504,6 +560,9 @@ pub enum Event {
         name: String,
         /// The request given to `WaitFor`.
         request: PendingRequest,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
     /// The host answered a pending request (or the ask timed out, which denies).
     Answer {
@@ -513,6 +572,9 @@ pub enum Event {
         name: String,
         /// The answer.
         answer: Answer,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
     /// A tool is about to execute.
     ToolStart {
@@ -520,6 +582,9 @@ pub enum Event {
         call_id: String,
         /// The tool name.
         name: String,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
     /// A call's result, as the model will see it.
     ToolResult {
@@ -533,6 +598,11 @@ pub enum Event {
         is_error: bool,
         /// Metadata of the result, as JSON text.
         metadata_json: Option<String>,
+        /// Tokens the tool spent on models (a subagent's turn); counted in the turn's usage.
+        usage: Option<Usage>,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
     /// Progress reported by a running tool.
     Progress {
@@ -542,23 +612,42 @@ pub enum Event {
         name: String,
         /// Free-form progress data, as JSON text.
         data_json: String,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
     /// The turn's task list, replaced whole by `todo_write`.
     Todos {
         /// The task list, as JSON text.
         todos_json: String,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
     /// Usage of one model response.
     Usage {
         /// Tokens read and written by that response.
         usage: Usage,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
-    /// The conversation was compacted.
+    /// The older part of the conversation was replaced by one summary (or by what the host's
+    /// compactor returned).
     Compact {
-        /// Messages before compaction.
-        before: u32,
-        /// Messages after compaction.
-        after: u32,
+        /// `Auto` (over the threshold, or a context-length refusal) or `Manual`.
+        trigger: CompactTrigger,
+        /// The context's size before, in tokens.
+        pre_tokens: u64,
+        /// The context's size after, in tokens (estimated).
+        post_tokens: u64,
+        /// The summary; absent when a host compactor did it.
+        summary: Option<String>,
+        /// What the summary request cost; counted in the turn's usage.
+        usage: Usage,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
     /// A model request failed and will be retried.
     Retry {
@@ -570,6 +659,9 @@ pub enum Event {
         error: String,
         /// How long the engine waits before the next attempt.
         wait_ms: u64,
+        /// The subagent chain this event comes from, outermost first (`["researcher"]`);
+        /// empty for the client's own events.
+        agent: Vec<String>,
     },
     /// The turn ended. Every stream ends with exactly one of these.
     TurnEnd {
@@ -608,17 +700,27 @@ impl From<contenox::Event> for Event {
         use contenox::Event as E;
         match e {
             E::TurnStart { prompt } => Event::TurnStart { prompt },
-            E::Request { index, attempt } => Event::Request { index, attempt },
-            E::TextDelta { text } => Event::TextDelta { text },
-            E::Text { text } => Event::Text { text },
+            E::Request {
+                index,
+                attempt,
+                agent,
+            } => Event::Request {
+                index,
+                attempt,
+                agent,
+            },
+            E::TextDelta { text, agent } => Event::TextDelta { text, agent },
+            E::Text { text, agent } => Event::Text { text, agent },
             E::ToolCall {
                 call_id,
                 name,
                 arguments,
+                agent,
             } => Event::ToolCall {
                 call_id,
                 name,
                 arguments_json: json_text(&arguments),
+                agent,
             },
             E::Gate {
                 call_id,
@@ -628,6 +730,7 @@ impl From<contenox::Event> for Event {
                 hints,
                 source,
                 rule,
+                agent,
             } => Event::Gate {
                 call_id,
                 name,
@@ -636,65 +739,102 @@ impl From<contenox::Event> for Event {
                 hints: hints.into(),
                 source: source.into(),
                 rule,
+                agent,
             },
             E::Pending {
                 call_id,
                 name,
                 request,
+                agent,
             } => Event::Pending {
                 call_id,
                 name,
                 request: request.into(),
+                agent,
             },
             E::Answer {
                 call_id,
                 name,
                 answer,
+                agent,
             } => Event::Answer {
                 call_id,
                 name,
                 answer: answer.into(),
+                agent,
             },
-            E::ToolStart { call_id, name } => Event::ToolStart { call_id, name },
+            E::ToolStart {
+                call_id,
+                name,
+                agent,
+            } => Event::ToolStart {
+                call_id,
+                name,
+                agent,
+            },
             E::ToolResult {
                 call_id,
                 name,
                 content,
                 is_error,
                 metadata,
+                usage,
+                agent,
             } => Event::ToolResult {
                 call_id,
                 name,
                 content,
                 is_error,
                 metadata_json: metadata.as_ref().map(json_text),
+                usage: usage.map(Usage::from),
+                agent,
             },
             E::Progress {
                 call_id,
                 name,
                 data,
+                agent,
             } => Event::Progress {
                 call_id,
                 name,
                 data_json: json_text(&data),
+                agent,
             },
-            E::Todos { todos } => Event::Todos {
+            E::Todos { todos, agent } => Event::Todos {
                 todos_json: json_text(&todos),
+                agent,
             },
-            E::Usage { usage } => Event::Usage {
+            E::Usage { usage, agent } => Event::Usage {
                 usage: usage.into(),
+                agent,
             },
-            E::Compact { before, after } => Event::Compact { before, after },
+            E::Compact {
+                trigger,
+                pre_tokens,
+                post_tokens,
+                summary,
+                usage,
+                agent,
+            } => Event::Compact {
+                trigger: trigger.into(),
+                pre_tokens,
+                post_tokens,
+                summary,
+                usage: usage.into(),
+                agent,
+            },
             E::Retry {
                 attempt,
                 status,
                 error,
                 wait_ms,
+                agent,
             } => Event::Retry {
                 attempt,
                 status,
                 error,
                 wait_ms,
+                agent,
             },
             E::TurnEnd {
                 outcome,
@@ -721,17 +861,27 @@ impl Event {
         use contenox::Event as E;
         Ok(match self.clone() {
             Event::TurnStart { prompt } => E::TurnStart { prompt },
-            Event::Request { index, attempt } => E::Request { index, attempt },
-            Event::TextDelta { text } => E::TextDelta { text },
-            Event::Text { text } => E::Text { text },
+            Event::Request {
+                index,
+                attempt,
+                agent,
+            } => E::Request {
+                index,
+                attempt,
+                agent,
+            },
+            Event::TextDelta { text, agent } => E::TextDelta { text, agent },
+            Event::Text { text, agent } => E::Text { text, agent },
             Event::ToolCall {
                 call_id,
                 name,
                 arguments_json,
+                agent,
             } => E::ToolCall {
                 call_id,
                 name,
                 arguments: json_value(&arguments_json),
+                agent,
             },
             Event::Gate {
                 call_id,
@@ -741,6 +891,7 @@ impl Event {
                 hints,
                 source,
                 rule,
+                agent,
             } => E::Gate {
                 call_id,
                 name,
@@ -749,11 +900,13 @@ impl Event {
                 hints: hints.into(),
                 source: source.into(),
                 rule,
+                agent,
             },
             Event::Pending {
                 call_id,
                 name,
                 request,
+                agent,
             } => E::Pending {
                 call_id,
                 name,
@@ -766,11 +919,13 @@ impl Event {
                     name: request.name,
                     arguments: json_value(&request.arguments_json),
                 },
+                agent,
             },
             Event::Answer {
                 call_id,
                 name,
                 answer,
+                agent,
             } => E::Answer {
                 call_id,
                 name,
@@ -781,47 +936,80 @@ impl Event {
                         contenox::Answer::Result(json_value(&value_json))
                     }
                 },
+                agent,
             },
-            Event::ToolStart { call_id, name } => E::ToolStart { call_id, name },
+            Event::ToolStart {
+                call_id,
+                name,
+                agent,
+            } => E::ToolStart {
+                call_id,
+                name,
+                agent,
+            },
             Event::ToolResult {
                 call_id,
                 name,
                 content,
                 is_error,
                 metadata_json,
+                usage,
+                agent,
             } => E::ToolResult {
                 call_id,
                 name,
                 content,
                 is_error,
                 metadata: metadata_json.map(|m| json_value(&m)),
+                usage: usage.map(contenox::Usage::from),
+                agent,
             },
             Event::Progress {
                 call_id,
                 name,
                 data_json,
+                agent,
             } => E::Progress {
                 call_id,
                 name,
                 data: json_value(&data_json),
+                agent,
             },
-            Event::Todos { todos_json } => E::Todos {
+            Event::Todos { todos_json, agent } => E::Todos {
                 todos: json_value(&todos_json),
+                agent,
             },
-            Event::Usage { usage } => E::Usage {
+            Event::Usage { usage, agent } => E::Usage {
                 usage: usage.into(),
+                agent,
             },
-            Event::Compact { before, after } => E::Compact { before, after },
+            Event::Compact {
+                trigger,
+                pre_tokens,
+                post_tokens,
+                summary,
+                usage,
+                agent,
+            } => E::Compact {
+                trigger: trigger.into(),
+                pre_tokens,
+                post_tokens,
+                summary,
+                usage: usage.into(),
+                agent,
+            },
             Event::Retry {
                 attempt,
                 status,
                 error,
                 wait_ms,
+                agent,
             } => E::Retry {
                 attempt,
                 status,
                 error,
                 wait_ms,
+                agent,
             },
             Event::TurnEnd {
                 outcome,
