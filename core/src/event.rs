@@ -52,12 +52,18 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Tokens the model wrote.
     pub output_tokens: u64,
-    /// Of `input_tokens`, those read from the server's prompt cache.
-    #[serde(default)]
+    /// Of `input_tokens`, those read from the server's prompt cache (left out of the JSON
+    /// when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_read_input_tokens: u64,
-    /// Of `input_tokens`, those written to the server's prompt cache.
-    #[serde(default)]
+    /// Of `input_tokens`, those written to the server's prompt cache (left out of the JSON
+    /// when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_creation_input_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
