@@ -1092,32 +1092,51 @@ mod tests {
         assert_eq!(s.model[0].usage().uncached_input(), 5);
         assert_eq!(s.settle_ms, Some(10));
         let base = |extra: &str| {
-            format!(r#"{{"name":"n","style":"openai","prompt":"p","model":[{{"text":"x"}}]{extra}}}"#)
+            format!(
+                r#"{{"name":"n","style":"openai","prompt":"p","model":[{{"text":"x"}}]{extra}}}"#
+            )
         };
-        assert!(parse(&base(r#","subagents":[{"name":"a","subagents":["zz"]}]"#))
-            .unwrap_err()
-            .contains("no subagent is named"));
+        assert!(
+            parse(&base(r#","subagents":[{"name":"a","subagents":["zz"]}]"#))
+                .unwrap_err()
+                .contains("no subagent is named")
+        );
         assert!(parse(&base(r#","subagents":[{"name":"a"},{"name":"a"}]"#))
             .unwrap_err()
             .contains("taken"));
-        assert!(parse(&base(r#","expect":{"compactions":[{"trigger":"sometimes"}]}"#))
-            .unwrap_err()
-            .contains("trigger"));
+        assert!(parse(&base(
+            r#","expect":{"compactions":[{"trigger":"sometimes"}]}"#
+        ))
+        .unwrap_err()
+        .contains("trigger"));
         let usage = |style: &str, u: &str| {
             parse(&format!(
                 r#"{{"name":"n","style":"{style}","prompt":"p","model":[{{"text":"x","usage":{u}}}]}}"#
             ))
         };
-        assert!(usage("openai", r#"{"input_tokens":3,"cache_read_input_tokens":4}"#)
-            .unwrap_err()
-            .contains("cannot exceed"));
-        assert!(usage("openai", r#"{"input_tokens":9,"cache_creation_input_tokens":4}"#)
-            .unwrap_err()
-            .contains("openai reports no cache_creation_input_tokens"));
-        assert!(usage("ollama", r#"{"input_tokens":9,"cache_read_input_tokens":4}"#)
-            .unwrap_err()
-            .contains("ollama reports no cache tokens"));
-        assert!(usage("openai", r#"{"input_tokens":9,"cache_read_input_tokens":4}"#).is_ok());
+        assert!(usage(
+            "openai",
+            r#"{"input_tokens":3,"cache_read_input_tokens":4}"#
+        )
+        .unwrap_err()
+        .contains("cannot exceed"));
+        assert!(usage(
+            "openai",
+            r#"{"input_tokens":9,"cache_creation_input_tokens":4}"#
+        )
+        .unwrap_err()
+        .contains("openai reports no cache_creation_input_tokens"));
+        assert!(usage(
+            "ollama",
+            r#"{"input_tokens":9,"cache_read_input_tokens":4}"#
+        )
+        .unwrap_err()
+        .contains("ollama reports no cache tokens"));
+        assert!(usage(
+            "openai",
+            r#"{"input_tokens":9,"cache_read_input_tokens":4}"#
+        )
+        .is_ok());
     }
 
     #[test]
@@ -1133,7 +1152,9 @@ mod tests {
         assert!(own.matches::<&str>("text", None, &[]));
         assert!(!own.matches("text", None, &["a"]));
         let any_sub = EventPattern::parse("text@*");
-        assert!(any_sub.matches("text", None, &["a"]) && !any_sub.matches::<&str>("text", None, &[]));
+        assert!(
+            any_sub.matches("text", None, &["a"]) && !any_sub.matches::<&str>("text", None, &[])
+        );
         let any = EventPattern::parse("text");
         assert!(any.matches("text", None, &["a"]) && any.matches::<&str>("text", None, &[]));
         assert_eq!(split_event_pattern("gate:write@w"), ("gate", Some("write")));

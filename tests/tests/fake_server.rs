@@ -394,11 +394,14 @@ async fn cache_tokens_in_each_styles_own_usage_fields() {
     server.shutdown().await;
     // anthropic: input_tokens leaves out what the cache served or stored.
     let server = fake::serve(script(entry), Style::Anthropic).await.unwrap();
-    let text = post(&server, json!({"model": "fake", "stream": true, "messages": []}))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let text = post(
+        &server,
+        json!({"model": "fake", "stream": true, "messages": []}),
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
     let start: Value = serde_json::from_str(&sse_data(&text)[0]).unwrap();
     let usage = &start["message"]["usage"];
     assert_eq!(
