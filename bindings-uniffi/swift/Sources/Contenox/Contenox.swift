@@ -4064,6 +4064,11 @@ public struct ToolCallEvent: Equatable, Hashable {
      * The MCP server or remote service the tool belongs to.
      */
     public var server: String?
+    /**
+     * The chain of subagents whose turn makes the call (`["researcher"]`); empty for the
+     * client's own calls.
+     */
+    public var agent: [String]
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -4085,13 +4090,18 @@ public struct ToolCallEvent: Equatable, Hashable {
          */source: Source, 
         /**
          * The MCP server or remote service the tool belongs to.
-         */server: String?) {
+         */server: String?, 
+        /**
+         * The chain of subagents whose turn makes the call (`["researcher"]`); empty for the
+         * client's own calls.
+         */agent: [String]) {
         self.name = name
         self.argumentsJson = argumentsJson
         self.callId = callId
         self.hints = hints
         self.source = source
         self.server = server
+        self.agent = agent
     }
 
     
@@ -4115,7 +4125,8 @@ public struct FfiConverterTypeToolCallEvent: FfiConverterRustBuffer {
                 callId: FfiConverterString.read(from: &buf), 
                 hints: FfiConverterTypeHints.read(from: &buf), 
                 source: FfiConverterTypeSource.read(from: &buf), 
-                server: FfiConverterOptionString.read(from: &buf)
+                server: FfiConverterOptionString.read(from: &buf), 
+                agent: FfiConverterSequenceString.read(from: &buf)
         )
     }
 
@@ -4126,6 +4137,7 @@ public struct FfiConverterTypeToolCallEvent: FfiConverterRustBuffer {
         FfiConverterTypeHints.write(value.hints, into: &buf)
         FfiConverterTypeSource.write(value.source, into: &buf)
         FfiConverterOptionString.write(value.server, into: &buf)
+        FfiConverterSequenceString.write(value.agent, into: &buf)
     }
 }
 
@@ -4518,25 +4530,41 @@ public func FfiConverterTypeTurnResult_lower(_ value: TurnResult) -> RustBuffer 
  */
 public struct Usage: Equatable, Hashable {
     /**
-     * Tokens the model read.
+     * Tokens the model read (the whole prompt: cached, written to the cache, or neither).
      */
     public var inputTokens: UInt64
     /**
      * Tokens the model wrote.
      */
     public var outputTokens: UInt64
+    /**
+     * Of `input_tokens`, those read from the server's prompt cache.
+     */
+    public var cacheReadInputTokens: UInt64
+    /**
+     * Of `input_tokens`, those written to the server's prompt cache.
+     */
+    public var cacheCreationInputTokens: UInt64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(
         /**
-         * Tokens the model read.
+         * Tokens the model read (the whole prompt: cached, written to the cache, or neither).
          */inputTokens: UInt64, 
         /**
          * Tokens the model wrote.
-         */outputTokens: UInt64) {
+         */outputTokens: UInt64, 
+        /**
+         * Of `input_tokens`, those read from the server's prompt cache.
+         */cacheReadInputTokens: UInt64 = UInt64(0), 
+        /**
+         * Of `input_tokens`, those written to the server's prompt cache.
+         */cacheCreationInputTokens: UInt64 = UInt64(0)) {
         self.inputTokens = inputTokens
         self.outputTokens = outputTokens
+        self.cacheReadInputTokens = cacheReadInputTokens
+        self.cacheCreationInputTokens = cacheCreationInputTokens
     }
 
     
@@ -4556,13 +4584,17 @@ public struct FfiConverterTypeUsage: FfiConverterRustBuffer {
         return
             try Usage(
                 inputTokens: FfiConverterUInt64.read(from: &buf), 
-                outputTokens: FfiConverterUInt64.read(from: &buf)
+                outputTokens: FfiConverterUInt64.read(from: &buf), 
+                cacheReadInputTokens: FfiConverterUInt64.read(from: &buf), 
+                cacheCreationInputTokens: FfiConverterUInt64.read(from: &buf)
         )
     }
 
     public static func write(_ value: Usage, into buf: inout [UInt8]) {
         FfiConverterUInt64.write(value.inputTokens, into: &buf)
         FfiConverterUInt64.write(value.outputTokens, into: &buf)
+        FfiConverterUInt64.write(value.cacheReadInputTokens, into: &buf)
+        FfiConverterUInt64.write(value.cacheCreationInputTokens, into: &buf)
     }
 }
 
@@ -4675,6 +4707,81 @@ public func FfiConverterTypeAnswer_lift(_ buf: RustBuffer) throws -> Answer {
 #endif
 public func FfiConverterTypeAnswer_lower(_ value: Answer) -> RustBuffer {
     return FfiConverterTypeAnswer.lower(value)
+}
+
+
+
+/**
+ * What started a compaction.
+ */
+
+public enum CompactTrigger: Equatable, Hashable {
+    
+    /**
+     * The engine: over the threshold, or the server refused the request as too long.
+     */
+    case auto
+    /**
+     * The host: `compact()`.
+     */
+    case manual
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension CompactTrigger: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCompactTrigger: FfiConverterRustBuffer {
+    typealias SwiftType = CompactTrigger
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CompactTrigger {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .auto
+        
+        case 2: return .manual
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: CompactTrigger, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .auto:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .manual:
+            writeInt(&buf, Int32(2))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCompactTrigger_lift(_ buf: RustBuffer) throws -> CompactTrigger {
+    return try FfiConverterTypeCompactTrigger.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCompactTrigger_lower(_ value: CompactTrigger) -> RustBuffer {
+    return FfiConverterTypeCompactTrigger.lower(value)
 }
 
 
@@ -5031,7 +5138,11 @@ public enum Event: Equatable, Hashable {
          */index: UInt32, 
         /**
          * 0 for the first attempt, 1.. for retries.
-         */attempt: UInt32
+         */attempt: UInt32, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
      * A piece of streamed text.
@@ -5039,7 +5150,11 @@ public enum Event: Equatable, Hashable {
     case textDelta(
         /**
          * The new text.
-         */text: String
+         */text: String, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
      * The whole text of one model response.
@@ -5047,7 +5162,11 @@ public enum Event: Equatable, Hashable {
     case text(
         /**
          * The text.
-         */text: String
+         */text: String, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
      * The model asked for a tool call.
@@ -5061,7 +5180,11 @@ public enum Event: Equatable, Hashable {
          */name: String, 
         /**
          * The arguments as JSON text (a JSON string when the model sent text that is not JSON).
-         */argumentsJson: String
+         */argumentsJson: String, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
      * The gate's decision for a call.
@@ -5084,7 +5207,14 @@ public enum Event: Equatable, Hashable {
          */hints: Hints, 
         /**
          * Where the tool comes from.
-         */source: Source
+         */source: Source, 
+        /**
+         * The approval policy's rule that matched, when a policy is set.
+         */rule: String?, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
      * A call waits for the host's answer.
@@ -5098,7 +5228,11 @@ public enum Event: Equatable, Hashable {
          */name: String, 
         /**
          * The request given to `WaitFor`.
-         */request: PendingRequest
+         */request: PendingRequest, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
      * The host answered a pending request (or the ask timed out, which denies).
@@ -5112,7 +5246,11 @@ public enum Event: Equatable, Hashable {
          */name: String, 
         /**
          * The answer.
-         */answer: Answer
+         */answer: Answer, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
      * A tool is about to execute.
@@ -5123,7 +5261,11 @@ public enum Event: Equatable, Hashable {
          */callId: String, 
         /**
          * The tool name.
-         */name: String
+         */name: String, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
      * A call's result, as the model will see it.
@@ -5143,7 +5285,14 @@ public enum Event: Equatable, Hashable {
          */isError: Bool, 
         /**
          * Metadata of the result, as JSON text.
-         */metadataJson: String?
+         */metadataJson: String?, 
+        /**
+         * Tokens the tool spent on models (a subagent's turn); counted in the turn's usage.
+         */usage: Usage?, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
      * Progress reported by a running tool.
@@ -5157,7 +5306,11 @@ public enum Event: Equatable, Hashable {
          */name: String, 
         /**
          * Free-form progress data, as JSON text.
-         */dataJson: String
+         */dataJson: String, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
      * The turn's task list, replaced whole by `todo_write`.
@@ -5165,7 +5318,11 @@ public enum Event: Equatable, Hashable {
     case todos(
         /**
          * The task list, as JSON text.
-         */todosJson: String
+         */todosJson: String, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
      * Usage of one model response.
@@ -5173,18 +5330,36 @@ public enum Event: Equatable, Hashable {
     case usage(
         /**
          * Tokens read and written by that response.
-         */usage: Usage
+         */usage: Usage, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
-     * The conversation was compacted.
+     * The older part of the conversation was replaced by one summary (or by what the host's
+     * compactor returned).
      */
     case compact(
         /**
-         * Messages before compaction.
-         */before: UInt32, 
+         * `Auto` (over the threshold, or a context-length refusal) or `Manual`.
+         */trigger: CompactTrigger, 
         /**
-         * Messages after compaction.
-         */after: UInt32
+         * The context's size before, in tokens.
+         */preTokens: UInt64, 
+        /**
+         * The context's size after, in tokens (estimated).
+         */postTokens: UInt64, 
+        /**
+         * The summary; absent when a host compactor did it.
+         */summary: String?, 
+        /**
+         * What the summary request cost; counted in the turn's usage.
+         */usage: Usage, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
      * A model request failed and will be retried.
@@ -5201,7 +5376,11 @@ public enum Event: Equatable, Hashable {
          */error: String, 
         /**
          * How long the engine waits before the next attempt.
-         */waitMs: UInt64
+         */waitMs: UInt64, 
+        /**
+         * The subagent chain this event comes from, outermost first (`["researcher"]`);
+         * empty for the client's own events.
+         */agent: [String]
     )
     /**
      * The turn ended. Every stream ends with exactly one of these.
@@ -5292,46 +5471,46 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
         case 1: return .turnStart(prompt: try FfiConverterString.read(from: &buf)
         )
         
-        case 2: return .request(index: try FfiConverterUInt32.read(from: &buf), attempt: try FfiConverterUInt32.read(from: &buf)
+        case 2: return .request(index: try FfiConverterUInt32.read(from: &buf), attempt: try FfiConverterUInt32.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 3: return .textDelta(text: try FfiConverterString.read(from: &buf)
+        case 3: return .textDelta(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 4: return .text(text: try FfiConverterString.read(from: &buf)
+        case 4: return .text(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 5: return .toolCall(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), argumentsJson: try FfiConverterString.read(from: &buf)
+        case 5: return .toolCall(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), argumentsJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 6: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf)
+        case 6: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf), rule: try FfiConverterOptionString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 7: return .pending(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), request: try FfiConverterTypePendingRequest.read(from: &buf)
+        case 7: return .pending(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), request: try FfiConverterTypePendingRequest.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 8: return .answer(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), answer: try FfiConverterTypeAnswer.read(from: &buf)
+        case 8: return .answer(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), answer: try FfiConverterTypeAnswer.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 9: return .toolStart(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf)
+        case 9: return .toolStart(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 10: return .toolResult(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), content: try FfiConverterString.read(from: &buf), isError: try FfiConverterBool.read(from: &buf), metadataJson: try FfiConverterOptionString.read(from: &buf)
+        case 10: return .toolResult(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), content: try FfiConverterString.read(from: &buf), isError: try FfiConverterBool.read(from: &buf), metadataJson: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterOptionTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 11: return .progress(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), dataJson: try FfiConverterString.read(from: &buf)
+        case 11: return .progress(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), dataJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 12: return .todos(todosJson: try FfiConverterString.read(from: &buf)
+        case 12: return .todos(todosJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 13: return .usage(usage: try FfiConverterTypeUsage.read(from: &buf)
+        case 13: return .usage(usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 14: return .compact(before: try FfiConverterUInt32.read(from: &buf), after: try FfiConverterUInt32.read(from: &buf)
+        case 14: return .compact(trigger: try FfiConverterTypeCompactTrigger.read(from: &buf), preTokens: try FfiConverterUInt64.read(from: &buf), postTokens: try FfiConverterUInt64.read(from: &buf), summary: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 15: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf)
+        case 15: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
         case 16: return .turnEnd(outcome: try FfiConverterTypeOutcome.read(from: &buf), finalText: try FfiConverterString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
@@ -5353,30 +5532,34 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterString.write(prompt, into: &buf)
             
         
-        case let .request(index,attempt):
+        case let .request(index,attempt,agent):
             writeInt(&buf, Int32(2))
             FfiConverterUInt32.write(index, into: &buf)
             FfiConverterUInt32.write(attempt, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .textDelta(text):
+        case let .textDelta(text,agent):
             writeInt(&buf, Int32(3))
             FfiConverterString.write(text, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .text(text):
+        case let .text(text,agent):
             writeInt(&buf, Int32(4))
             FfiConverterString.write(text, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .toolCall(callId,name,argumentsJson):
+        case let .toolCall(callId,name,argumentsJson,agent):
             writeInt(&buf, Int32(5))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(argumentsJson, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .gate(callId,name,decision,message,hints,source):
+        case let .gate(callId,name,decision,message,hints,source,rule,agent):
             writeInt(&buf, Int32(6))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
@@ -5384,66 +5567,81 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterOptionString.write(message, into: &buf)
             FfiConverterTypeHints.write(hints, into: &buf)
             FfiConverterTypeSource.write(source, into: &buf)
+            FfiConverterOptionString.write(rule, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .pending(callId,name,request):
+        case let .pending(callId,name,request,agent):
             writeInt(&buf, Int32(7))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterTypePendingRequest.write(request, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .answer(callId,name,answer):
+        case let .answer(callId,name,answer,agent):
             writeInt(&buf, Int32(8))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterTypeAnswer.write(answer, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .toolStart(callId,name):
+        case let .toolStart(callId,name,agent):
             writeInt(&buf, Int32(9))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .toolResult(callId,name,content,isError,metadataJson):
+        case let .toolResult(callId,name,content,isError,metadataJson,usage,agent):
             writeInt(&buf, Int32(10))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(content, into: &buf)
             FfiConverterBool.write(isError, into: &buf)
             FfiConverterOptionString.write(metadataJson, into: &buf)
+            FfiConverterOptionTypeUsage.write(usage, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .progress(callId,name,dataJson):
+        case let .progress(callId,name,dataJson,agent):
             writeInt(&buf, Int32(11))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(dataJson, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .todos(todosJson):
+        case let .todos(todosJson,agent):
             writeInt(&buf, Int32(12))
             FfiConverterString.write(todosJson, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .usage(usage):
+        case let .usage(usage,agent):
             writeInt(&buf, Int32(13))
             FfiConverterTypeUsage.write(usage, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .compact(before,after):
+        case let .compact(trigger,preTokens,postTokens,summary,usage,agent):
             writeInt(&buf, Int32(14))
-            FfiConverterUInt32.write(before, into: &buf)
-            FfiConverterUInt32.write(after, into: &buf)
+            FfiConverterTypeCompactTrigger.write(trigger, into: &buf)
+            FfiConverterUInt64.write(preTokens, into: &buf)
+            FfiConverterUInt64.write(postTokens, into: &buf)
+            FfiConverterOptionString.write(summary, into: &buf)
+            FfiConverterTypeUsage.write(usage, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .retry(attempt,status,error,waitMs):
+        case let .retry(attempt,status,error,waitMs,agent):
             writeInt(&buf, Int32(15))
             FfiConverterUInt32.write(attempt, into: &buf)
             FfiConverterOptionUInt16.write(status, into: &buf)
             FfiConverterString.write(error, into: &buf)
             FfiConverterUInt64.write(waitMs, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
         case let .turnEnd(outcome,finalText,usage,error):
@@ -5706,6 +5904,10 @@ public enum Outcome: Equatable, Hashable {
      * The model could not be reached or answered badly; see `error`.
      */
     case error
+    /**
+     * A compute ceiling was reached; `error` names it.
+     */
+    case budget
 
 
 
@@ -5735,6 +5937,8 @@ public struct FfiConverterTypeOutcome: FfiConverterRustBuffer {
         
         case 4: return .error
         
+        case 5: return .budget
+        
         default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
@@ -5757,6 +5961,10 @@ public struct FfiConverterTypeOutcome: FfiConverterRustBuffer {
         
         case .error:
             writeInt(&buf, Int32(4))
+        
+        
+        case .budget:
+            writeInt(&buf, Int32(5))
         
         }
     }
@@ -6280,6 +6488,30 @@ fileprivate struct FfiConverterOptionTypeToolOutput: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeToolOutput.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeUsage: FfiConverterRustBuffer {
+    typealias SwiftType = Usage?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeUsage.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeUsage.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
