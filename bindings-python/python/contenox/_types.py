@@ -175,18 +175,33 @@ class ToolOutput:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token usage of a response or of a whole turn."""
+    """Token usage of a response or of a whole turn. ``input_tokens`` counts the whole prompt,
+    cached or not; the cache fields are the parts of it read from and written to the server's
+    prompt cache."""
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> Usage:
         d = d or {}
-        return cls(int(d.get("input_tokens", 0)), int(d.get("output_tokens", 0)))
+        return cls(
+            int(d.get("input_tokens", 0)),
+            int(d.get("output_tokens", 0)),
+            int(d.get("cache_read_input_tokens", 0)),
+            int(d.get("cache_creation_input_tokens", 0)),
+        )
 
     def to_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        # As the engine writes it: the cache fields only when non-zero.
+        out = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.cache_read_input_tokens:
+            out["cache_read_input_tokens"] = self.cache_read_input_tokens
+        if self.cache_creation_input_tokens:
+            out["cache_creation_input_tokens"] = self.cache_creation_input_tokens
+        return out
 
 
 class Transcript:

@@ -182,11 +182,14 @@ class UsageEvent(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Compact(_Base):
-    """The conversation was compacted."""
+    """The older part of the conversation was replaced by one summary."""
 
     type: Literal["compact"] = field(default="compact", repr=False)
-    before: int
-    after: int
+    trigger: Literal["auto", "manual"]
+    pre_tokens: int
+    post_tokens: int
+    summary: str | None = None
+    usage: Usage = field(default_factory=Usage)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
