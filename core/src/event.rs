@@ -8,6 +8,7 @@ use crate::tool::{Hints, Source};
 use crate::transcript::Transcript;
 
 /// How a turn ended.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -46,6 +47,7 @@ impl Outcome {
 /// (each style's own fields: anthropic `cache_read_input_tokens` /
 /// `cache_creation_input_tokens` on top of its `input_tokens`, openai
 /// `prompt_tokens_details.cached_tokens` within its `prompt_tokens`; ollama reports neither).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens the model read (the whole prompt: cached, written to the cache, or neither).
@@ -87,6 +89,7 @@ impl Usage {
 }
 
 /// What the gate decided for one call, as reported in [`Event::Gate`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateVerdict {
@@ -100,6 +103,7 @@ pub enum GateVerdict {
 
 /// What started a compaction, as reported in [`Event::Compact`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CompactTrigger {
     /// The engine: the context measured over `compaction.threshold_tokens` before a request,
@@ -111,6 +115,7 @@ pub enum CompactTrigger {
 
 /// One thing that happened in a turn. Serialized with a `type` tag in snake_case, the same in
 /// every language binding.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]

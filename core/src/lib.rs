@@ -41,21 +41,32 @@
 //! - [`agent`]: a client as a tool of another ([`Client::as_tool_with`]), under both gates.
 //! - [`compact`]: compaction of a long conversation ([`CompactionConfig`], [`Compactor`],
 //!   [`Client::compact`]).
+//! - [`sandbox`]: how bash's commands are confined, and what this kernel offers ([`sandbox::status`]).
 
 #![warn(missing_docs)]
 
 pub mod agent;
 pub mod builtin;
 mod client;
+mod client_state;
 pub mod compact;
 mod config;
+mod config_check;
+mod config_read;
 mod error;
 mod event;
 mod gate;
 pub mod mcp;
 mod model;
 pub mod policy;
+mod redact;
+mod run;
+pub mod sandbox;
+#[cfg(feature = "schema")]
+mod schema;
 mod scope;
+mod script;
+mod spelling;
 pub mod tool;
 mod transcript;
 mod turn;
@@ -66,19 +77,25 @@ pub use builtin::{BackgroundShells, SearchRequest, SearchResult, WebSearchProvid
 pub use client::{Client, ClientBuilder};
 pub use compact::{CompactNotice, Compactor, OnCompact, SUMMARY_HEADER};
 pub use config::{CompactionConfig, Config, RetryPolicy, Style};
-pub use error::{Error, Result};
+pub use error::{ConfigError, Error, Result};
 pub use event::{CompactTrigger, Event, GateVerdict, Outcome, TurnResult, Usage};
 pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
     DEFAULT_DENIAL,
 };
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
-pub use model::{list_models, ModelInfo, ScriptCall, ScriptEntry, ScriptError};
+#[doc(hidden)]
+pub use model::fuzz;
+pub use model::{list_models, ModelInfo};
 pub use policy::{Policy, PolicyError, BUDGET_RESULT};
+pub use run::{Run, RunOptions};
+pub use sandbox::{SandboxConfig, SandboxStatus};
+pub use script::{ScriptCall, ScriptEntry, ScriptError};
+pub use spelling::Spelling;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,
     ToolError, ToolOutput, ToolSpec, Toolkit,
 };
 pub use transcript::{Message, ToolCall, Transcript};
-pub use turn::{Run, RunOptions, CANCELLED_RESULT, MAX_TURNS_RESULT};
+pub use turn::{CANCELLED_RESULT, MAX_TURNS_RESULT};

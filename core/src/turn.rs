@@ -2,22 +2,16 @@
 //! answers, the turn is cancelled, it fails, or it reaches `max_turns`.
 
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use futures::{FutureExt, Stream};
+use futures::FutureExt;
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::Inner;
+use crate::client_state::ClientState;
 use crate::compact::CompactFailed;
-use crate::error::{Error, Result};
 use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, TurnResult, Usage};
 use crate::gate::{
     Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
@@ -34,115 +28,6 @@ use crate::transcript::{Message, ToolCall, Transcript};
 pub const CANCELLED_RESULT: &str = "cancelled";
 /// The result text of a call left unexecuted at `max_turns`.
 pub const MAX_TURNS_RESULT: &str = "max_turns reached";
-
-/// Options of one run.
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    /// An allowlist for this run only, intersected with the client's: it can only narrow.
-    pub allow: Option<Allowlist>,
-    /// An outside token that cancels the run.
-    pub cancel: Option<CancellationToken>,
-    /// Model responses for this run instead of the client's `max_turns` (a policy's
-    /// `compute.maxTurns` still lowers it).
-    pub max_turns: Option<u32>,
-}
-
-impl RunOptions {
-    /// Narrow this run to the tools `patterns` allow (allowlist grammar).
-    pub fn allow<S: AsRef<str>>(mut self, patterns: &[S]) -> Result<Self> {
-        self.allow = Some(Allowlist::new(patterns)?);
-        Ok(self)
-    }
-
-    /// Cancel the run when `token` is cancelled.
-    pub fn cancel(mut self, token: CancellationToken) -> Self {
-        self.cancel = Some(token);
-        self
-    }
-
-    /// At most `n` model responses in this run.
-    pub fn max_turns(mut self, n: u32) -> Self {
-        self.max_turns = Some(n);
-        self
-    }
-}
-
-/// A running turn: its events, its cancel, its result. Dropping it before the turn ended cancels
-/// the turn.
-pub struct Run {
-    events: UnboundedReceiver<Event>,
-    cancel: CancellationToken,
-    handle: Option<JoinHandle<TurnResult>>,
-    /// Set once `turn_end` was handed out: the stream ends there even if a tool kept a clone of
-    /// the turn's event sink alive.
-    ended: bool,
-}
-
-impl Run {
-    pub(crate) fn new(
-        events: UnboundedReceiver<Event>,
-        cancel: CancellationToken,
-        handle: JoinHandle<TurnResult>,
-    ) -> Self {
-        Run {
-            events,
-            cancel,
-            handle: Some(handle),
-            ended: false,
-        }
-    }
-
-    /// The next event; `None` after `turn_end`.
-    pub async fn next_event(&mut self) -> Option<Event> {
-        std::future::poll_fn(|cx| self.poll_event(cx)).await
-    }
-
-    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        if self.ended {
-            return Poll::Ready(None);
-        }
-        let polled = self.events.poll_recv(cx);
-        if let Poll::Ready(Some(Event::TurnEnd { .. })) = &polled {
-            self.ended = true;
-        }
-        polled
-    }
-
-    /// Cancel the turn. It ends with outcome `cancelled` and a valid transcript.
-    pub fn cancel(&self) {
-        self.cancel.cancel();
-    }
-
-    /// The turn's cancel token.
-    pub fn cancel_token(&self) -> CancellationToken {
-        self.cancel.clone()
-    }
-
-    /// Wait for the turn to end (events not read are dropped).
-    pub async fn result(mut self) -> Result<TurnResult> {
-        let handle = self.handle.take().expect("result is taken once");
-        handle
-            .await
-            .map_err(|e| Error::Transport(format!("the turn's task failed: {e}")))
-    }
-}
-
-impl Stream for Run {
-    type Item = Event;
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        self.poll_event(cx)
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        if let Some(h) = &self.handle {
-            if !h.is_finished() {
-                self.cancel.cancel();
-            }
-        }
-    }
-}
 
 /// How one turn runs, beyond its prompt: what `run_with` / `stream_with` pass, and what a
 /// subagent's tool call sets for its child's turn.
@@ -162,19 +47,28 @@ pub(crate) struct TurnSetup {
 }
 
 /// Which client `inner` is: the address of its shared state.
-pub(crate) fn client_id(inner: &Arc<Inner>) -> usize {
+pub(crate) fn client_id(inner: &Arc<ClientState>) -> usize {
     Arc::as_ptr(inner) as *const () as usize
 }
 
 /// Run one turn on `inner`'s conversation.
 pub(crate) async fn run_turn(
-    inner: Arc<Inner>,
+    inner: Arc<ClientState>,
     prompt: String,
     setup: TurnSetup,
     cancel: CancellationToken,
     sink: EventSink,
 ) -> TurnResult {
-    let _one_at_a_time = inner.turn_lock.lock().await;
+    // Queued behind a running turn: a cancel while waiting (or before) ends this turn without
+    // touching the conversation.
+    let queued = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => None,
+        guard = inner.lock_turn() => Some(guard).filter(|_| !cancel.is_cancelled()),
+    };
+    let Some(_one_at_a_time) = queued else {
+        return cancelled_before_start(&inner, prompt, &sink);
+    };
     if setup.fresh {
         inner.replace_conversation(Transcript::default());
     }
@@ -195,7 +89,12 @@ pub(crate) async fn run_turn(
         prompt: prompt.clone(),
     });
     inner.append([Message::User { content: prompt }]);
-    let (outcome, final_text, usage, error) = turn.steps().await;
+    let TurnEnd {
+        outcome,
+        final_text,
+        usage,
+        error,
+    } = turn.steps().await;
     sink.emit(Event::TurnEnd {
         outcome,
         final_text: final_text.clone(),
@@ -207,17 +106,54 @@ pub(crate) async fn run_turn(
         final_text,
         usage,
         error,
-        transcript: inner
-            .conversation
-            .lock()
-            .expect("conversation lock")
-            .clone(),
+        transcript: inner.transcript(),
+    }
+}
+
+/// How the step loop ended: what the turn's `turn_end` event and result report.
+struct TurnEnd {
+    outcome: Outcome,
+    /// The text of the last model response.
+    final_text: String,
+    /// Usage summed over the turn's model responses.
+    usage: Usage,
+    /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
+    error: Option<String>,
+}
+
+impl TurnEnd {
+    fn new(outcome: Outcome, final_text: String, usage: Usage) -> Self {
+        TurnEnd {
+            outcome,
+            final_text,
+            usage,
+            error: None,
+        }
+    }
+}
+
+/// A turn cancelled before it began: `turn_start` and `turn_end` (cancelled) as for any turn, and
+/// the conversation unchanged (the prompt is not appended).
+fn cancelled_before_start(inner: &ClientState, prompt: String, sink: &EventSink) -> TurnResult {
+    sink.emit(Event::TurnStart { prompt });
+    sink.emit(Event::TurnEnd {
+        outcome: Outcome::Cancelled,
+        final_text: String::new(),
+        usage: Usage::default(),
+        error: None,
+    });
+    TurnResult {
+        outcome: Outcome::Cancelled,
+        final_text: String::new(),
+        usage: Usage::default(),
+        error: None,
+        transcript: inner.transcript(),
     }
 }
 
 /// A client's gate, as one level of a turn's chain: its approval policy first, then its
 /// `before_tool`, which may only narrow.
-impl Gatekeeper for Inner {
+impl Gatekeeper for ClientState {
     fn judge<'a>(
         &'a self,
         call: &'a ToolCallEvent,
@@ -226,7 +162,7 @@ impl Gatekeeper for Inner {
     ) -> BoxFuture<'a, Option<Judgement>> {
         Box::pin(async move {
             let policy = policy::judge(self.policy().as_deref(), call, root);
-            let decision = match (policy.denial(), &self.hooks) {
+            let decision = match (policy.denial(), self.hooks()) {
                 (Some(denied), _) => Ok(denied),
                 (None, None) => policy.narrow(Ok(Decision::Allow)),
                 (None, Some(hooks)) => {
@@ -253,7 +189,7 @@ impl Gatekeeper for Inner {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Option<std::result::Result<Option<ToolOutput>, String>>> {
         Box::pin(async move {
-            let Some(hooks) = &self.hooks else {
+            let Some(hooks) = self.hooks() else {
                 return Some(Ok(None));
             };
             let after = AssertUnwindSafe(hooks.after_tool(call, output)).catch_unwind();
@@ -269,15 +205,15 @@ impl Gatekeeper for Inner {
     }
 
     fn wait_for(&self) -> Option<Arc<dyn WaitFor>> {
-        self.wait_for.clone()
+        ClientState::wait_for(self).cloned()
     }
 }
 
-/// How a turn ends: outcome, and the error for `error` / `budget`.
+/// How a turn ends when compaction stops it: outcome, and the error for `error`.
 type Ending = (Outcome, Option<String>);
 
 struct Turn<'a> {
-    inner: &'a Arc<Inner>,
+    inner: &'a Arc<ClientState>,
     run_allow: Option<&'a Allowlist>,
     max_turns: Option<u32>,
     report_to: Option<&'a UsageCell>,
@@ -288,7 +224,7 @@ struct Turn<'a> {
 
 impl Turn<'_> {
     fn allowed(&self, name: &str) -> bool {
-        allowed_by(&self.inner.allow, self.run_allow, name)
+        allowed_by(self.inner.allow(), self.run_allow, name)
     }
 
     /// Count tokens in the turn's usage (and in the parent's subagent call, if any).
@@ -302,7 +238,7 @@ impl Turn<'_> {
     /// The ceilings in force now (set_policy applies mid-turn), with this run's `max_turns`.
     fn ceilings(&self) -> Ceilings {
         let policy = self.inner.policy();
-        let mut ceilings = Ceilings::of(&self.inner.config, policy.as_deref());
+        let mut ceilings = Ceilings::of(self.inner.config(), policy.as_deref());
         if let Some(n) = self.max_turns {
             let policy_max = policy.as_deref().and_then(|p| p.compute().max_turns);
             ceilings.max_turns = policy_max.map_or(n, |p| p.min(n));
@@ -310,7 +246,7 @@ impl Turn<'_> {
         ceilings
     }
 
-    async fn steps(&self) -> (Outcome, String, Usage, Option<String>) {
+    async fn steps(&self) -> TurnEnd {
         let inner = self.inner;
         let allowed = |n: &str| self.allowed(n);
         let mut usage = Usage::default();
@@ -321,30 +257,34 @@ impl Turn<'_> {
         // request is sent again once, not in a loop.
         let mut compacted_for_refusal = false;
         loop {
-            let tools = inner.toolkit.offered(&allowed);
+            let tools = inner.toolkit().offered(&allowed);
             match self.compact_when_over(&tools).await {
                 Ok(spent) => {
                     self.spend(&mut usage, spent);
                     budget.spend(0, spent, &self.ceilings());
                 }
-                Err((outcome, error)) => return (outcome, final_text, usage, error),
+                Err((outcome, error)) => {
+                    return TurnEnd {
+                        error,
+                        ..TurnEnd::new(outcome, final_text, usage)
+                    }
+                }
             }
-            let (body, sent) = {
-                let conv = inner.conversation.lock().expect("conversation lock");
-                let body = inner.backend.body(&ModelRequest {
-                    system: inner.config.system.as_deref(),
-                    messages: &conv.messages,
+            let (body, sent) = inner.with_messages(|messages| {
+                let body = inner.backend().body(&ModelRequest {
+                    system: inner.config().system.as_deref(),
+                    messages,
                     tools: &tools,
                 });
-                (body, conv.messages.len())
-            };
+                (body, messages.len())
+            });
             let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
             let response = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => {
-                    return (Outcome::Cancelled, final_text, usage, None);
+                    return TurnEnd::new(Outcome::Cancelled, final_text, usage);
                 }
-                r = complete_with_retry(&*inner.backend, &body, &inner.config.retry, self.sink, index) => r,
+                r = complete_with_retry(inner.backend(), &body, &inner.config().retry, self.sink, index) => r,
             };
             let response = match response {
                 Ok(r) => r,
@@ -356,27 +296,35 @@ impl Turn<'_> {
                             compacted_for_refusal = true;
                             continue;
                         }
-                        Err((outcome, error)) => return (outcome, final_text, usage, error),
+                        Err((outcome, error)) => {
+                            return TurnEnd {
+                                error,
+                                ..TurnEnd::new(outcome, final_text, usage)
+                            }
+                        }
                     }
                 }
-                Err(f) if f.context_overflow => {
-                    let error = format!(
-                        "{} (the request was refused again after the conversation was compacted)",
+                Err(f) => {
+                    let error = if f.context_overflow {
+                        format!(
+                            "{} (the request was refused again after the conversation was \
+                             compacted)",
+                            f.message
+                        )
+                    } else {
                         f.message
-                    );
-                    return (Outcome::Error, final_text, usage, Some(error));
+                    };
+                    return TurnEnd {
+                        error: Some(error),
+                        ..TurnEnd::new(Outcome::Error, final_text, usage)
+                    };
                 }
-                Err(f) => return (Outcome::Error, final_text, usage, Some(f.message)),
             };
             drop(tools);
             compacted_for_refusal = false;
             index += 1;
             self.spend(&mut usage, response.usage);
-            inner
-                .context
-                .lock()
-                .expect("context lock")
-                .record(sent, response.usage);
+            inner.record_context(sent, response.usage);
             self.sink.emit(Event::Usage {
                 usage: response.usage,
                 agent: Vec::new(),
@@ -404,7 +352,7 @@ impl Turn<'_> {
             });
             if calls.is_empty() {
                 inner.append(step);
-                return (Outcome::Done, final_text, usage, None);
+                return TurnEnd::new(Outcome::Done, final_text, usage);
             }
             let ceilings = self.ceilings();
             let at_limit = index >= ceilings.max_turns;
@@ -431,13 +379,16 @@ impl Turn<'_> {
             }
             inner.append(step);
             if at_limit {
-                return (Outcome::MaxTurns, final_text, usage, None);
+                return TurnEnd::new(Outcome::MaxTurns, final_text, usage);
             }
             if let Some(e) = spend.exhausted {
-                return (Outcome::Budget, final_text, usage, Some(e.to_string()));
+                return TurnEnd {
+                    error: Some(e.to_string()),
+                    ..TurnEnd::new(Outcome::Budget, final_text, usage)
+                };
             }
             if self.cancel.is_cancelled() {
-                return (Outcome::Cancelled, final_text, usage, None);
+                return TurnEnd::new(Outcome::Cancelled, final_text, usage);
             }
         }
     }
@@ -445,7 +396,7 @@ impl Turn<'_> {
     /// Compact before a request when the context is measured over the threshold; what the
     /// summary cost.
     async fn compact_when_over(&self, tools: &[Arc<ToolSpec>]) -> Result<Usage, Ending> {
-        let Some(settings) = &self.inner.config.compaction else {
+        let Some(settings) = &self.inner.config().compaction else {
             return Ok(Usage::default());
         };
         let compaction = self
@@ -469,7 +420,7 @@ impl Turn<'_> {
         tools: &[Arc<ToolSpec>],
         refusal: &str,
     ) -> Result<Usage, Ending> {
-        let Some(settings) = &self.inner.config.compaction else {
+        let Some(settings) = &self.inner.config().compaction else {
             return Err((
                 Outcome::Error,
                 Some(format!(
@@ -503,10 +454,7 @@ impl Turn<'_> {
         for r in raw {
             let id = match r.id.filter(|id| !id.is_empty()) {
                 Some(id) if !calls.iter().any(|c| c.id == id) => id,
-                _ => format!(
-                    "call_cx{}",
-                    self.inner.next_id.fetch_add(1, Ordering::Relaxed) + 1
-                ),
+                _ => self.inner.next_call_id(),
             };
             let text = r.arguments.trim();
             let (arguments, raw_arguments) = if text.is_empty() {
@@ -562,7 +510,7 @@ impl Turn<'_> {
         if call.name == CALL_TOOL && call.via.is_none() {
             return self.call_tool_search(call);
         }
-        let Some(entry) = self.inner.toolkit.lookup(&call.name, &allowed) else {
+        let Some(entry) = self.inner.toolkit().lookup(&call.name, &allowed) else {
             return ToolOutput::error(self.unknown_tool(&call.name));
         };
         if call.raw_arguments {
@@ -656,7 +604,7 @@ impl Turn<'_> {
         for (level, frame) in self.scope.gates_inner_to_outer().enumerate() {
             let judged = frame
                 .gate
-                .judge(event, &self.inner.root, self.cancel)
+                .judge(event, self.inner.root(), self.cancel)
                 .await?;
             if first_rule.is_none() {
                 first_rule = judged.rule.clone();
@@ -736,9 +684,9 @@ impl Turn<'_> {
             call_id: event.call_id.clone(),
             name: event.name.clone(),
             cancel: self.cancel.clone(),
-            root: self.inner.root.clone(),
+            root: self.inner.root().clone(),
             events: self.sink.clone(),
-            secret_env: self.inner.secret_env.clone(),
+            secret_env: self.inner.secret_env().clone(),
             scope: self.scope.clone(),
             spent: spent.clone(),
         };
@@ -770,7 +718,7 @@ impl Turn<'_> {
         let allowed = |n: &str| self.allowed(n);
         match call.arguments.get("query").and_then(Value::as_str) {
             Some(q) if !call.raw_arguments => {
-                let found = self.inner.toolkit.search_deferred(q, &allowed);
+                let found = self.inner.toolkit().search_deferred(q, &allowed);
                 if found.is_empty() {
                     ToolOutput::text(format!("No tool matches {q:?}."))
                 } else {
@@ -787,7 +735,7 @@ impl Turn<'_> {
         let allowed = |n: &str| self.allowed(n);
         let names: Vec<String> = self
             .inner
-            .toolkit
+            .toolkit()
             .offered(&allowed)
             .into_iter()
             .map(|s| s.name.clone())

@@ -112,7 +112,7 @@ impl SubagentOptions {
         if value.is_null() {
             return Ok(SubagentOptions::default());
         }
-        serde_json::from_value(value).map_err(|e| Error::Config(format!("subagent options: {e}")))
+        serde_json::from_value(value).map_err(|e| Error::config(format!("subagent options: {e}")))
     }
 }
 
@@ -153,14 +153,14 @@ impl Client {
             .map(|patterns| Allowlist::new(patterns))
             .transpose()?;
         if options.max_turns == Some(0) {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "subagent {}: max_turns must be at least 1",
                 spec.name
             )));
         }
         let max_depth = options.max_depth.unwrap_or(DEFAULT_MAX_DEPTH);
         if max_depth == 0 {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "subagent {}: max_depth must be at least 1",
                 spec.name
             )));

@@ -69,7 +69,7 @@ impl Tool for SubagentTool {
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let name = &self.spec.name;
-        let inner = &self.child.inner;
+        let inner = self.child.state();
         let id = client_id(inner);
         let outer = ctx.scope.agent();
         if ctx.scope.contains(id) {
@@ -114,7 +114,7 @@ impl Tool for SubagentTool {
             sink,
         );
         tokio::pin!(turn);
-        let shutdown = inner.shutdown.clone();
+        let shutdown = inner.shutdown_token().clone();
         let result = tokio::select! {
             r = &mut turn => r,
             _ = shutdown.cancelled() => {

@@ -70,7 +70,7 @@ pub(crate) async fn complete_with_retry(
                 sink.emit(Event::Retry {
                     attempt,
                     status,
-                    error: message,
+                    error: backend.redact(&message),
                     wait_ms: wait.as_millis() as u64,
                     agent: Vec::new(),
                 });
@@ -79,7 +79,7 @@ pub(crate) async fn complete_with_retry(
             }
             Err(f) => {
                 let tries = attempt + 1;
-                let msg = f.message().to_string();
+                let msg = backend.redact(f.message());
                 let context_overflow = is_context_overflow(&f);
                 return Err(RequestFailed {
                     message: if tries > 1 {

@@ -3,14 +3,13 @@
 //! is now, confined to the root, read with a cap and never blocking on a FIFO, diffed with a
 //! deadline (crate `similar`: Myers with a time limit), and cut to [`MAX_DIFF_BYTES`].
 
-use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
 use similar::TextDiff;
 
-use crate::builtin::{confine, display_path};
+use crate::builtin::{load_text, RootDir};
 use crate::tool::Source;
 
 /// The longest diff shown; a longer one is cut with a marker.
@@ -38,9 +37,16 @@ pub fn change_diff(name: &str, source: Source, args: &Value, root: &Path) -> Opt
 
 fn diff_of(name: &str, args: &Value, root: &Path) -> Result<String, String> {
     let given = args.get("path").and_then(Value::as_str).ok_or("no path")?;
-    let path = confine(root, given).map_err(|e| e.message)?;
-    let shown = display_path(root, &path);
-    let old = read_capped(&path)?;
+    // The same kernel-checked resolution beneath the root as the file tools (no path-based
+    // check-then-open): a path that leaves the root gives no diff, and nothing outside is read.
+    let dir = RootDir::open(root).map_err(|e| format!("cannot open the root: {e}"))?;
+    let at = dir.locate(given).map_err(|e| e.message)?;
+    let shown = at.relative().to_string_lossy().into_owned();
+    let old = if at.missing.is_empty() {
+        load_text(&dir, given, MAX_DIFF_FILE_BYTES).map_err(|e| e.message)?
+    } else {
+        String::new()
+    };
     let new = match name {
         "write" => args
             .get("content")
@@ -81,40 +87,6 @@ fn diff_of(name: &str, args: &Value, root: &Path) -> Result<String, String> {
         .context_radius(3)
         .header(&format!("a/{shown}"), &format!("b/{shown}"))
         .to_string())
-}
-
-/// The file's text; "" when it does not exist yet. Refuses what is not a regular file (opened
-/// non-blocking, so a FIFO cannot hold the turn), a file over the cap, and non-UTF-8 bytes.
-fn read_capped(path: &Path) -> Result<String, String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
-        Err(e) => return Err(format!("cannot read the file: {e}")),
-    };
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    if meta.len() > MAX_DIFF_FILE_BYTES {
-        return Err(format!(
-            "the file is larger than {MAX_DIFF_FILE_BYTES} bytes"
-        ));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_DIFF_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > MAX_DIFF_FILE_BYTES {
-        return Err(format!(
-            "the file is larger than {MAX_DIFF_FILE_BYTES} bytes"
-        ));
-    }
-    String::from_utf8(bytes).map_err(|_| "the file is not UTF-8 text".to_string())
 }
 
 #[cfg(test)]
@@ -199,7 +171,7 @@ mod tests {
             &root,
         )
         .unwrap();
-        assert!(d.contains("larger than"), "{d}");
+        assert!(d.contains("over the 1 MiB"), "{d}");
         let huge: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
         let d = change_diff(
             "write",

@@ -802,6 +802,12 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func listModels() async throws  -> [ModelInfo]
     
     /**
+     * The approval policy in force (given at creation or by the last `setPolicy`), as its
+     * document's JSON text; `null` without one.
+     */
+    func policyJson()  -> String?
+    
+    /**
      * Add a tool (or replace the one of the same name). A tool registered while a turn runs is
      * offered from that turn's next model request.
      */
@@ -814,14 +820,22 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func registerSourceTool(tool: SourceTool) throws 
     
     /**
-     * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns` or `Error`
-     * (the transcript kept in every case); throws only for misuse (a closed client, a bad
+     * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns`, `Budget`
+     * or `Error` (the transcript kept in every case); throws only for misuse (a closed client, a bad
      * `allow` pattern). `allow` narrows the tools for this turn only (allowlist grammar).
      *
      * Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
      * `cancel()` does: it ends as `Cancelled` with a valid transcript.
      */
     func run(prompt: String, allow: [String]?) async throws  -> TurnResult
+    
+    /**
+     * Replace the approval policy: `policy` is what config `policy` takes as a string, the
+     * document's JSON text or a file path (`null` removes it; `Policies.default()` gives a
+     * preset). It applies from the next tool call, also within a running turn. A policy that
+     * does not validate throws `Config` (option `policy`) and the old one stays.
+     */
+    func setPolicy(policy: String?) throws 
     
     /**
      * Replace the conversation, for example with one saved earlier (`Transcript.fromJson`).
@@ -836,7 +850,7 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func shutdown() 
     
     /**
-     * Start a turn and return its `Run`: events as they happen (`nextEvent()`), `cancel()`,
+     * Start a turn and return its `Run`: events as they happen (`nextBatch()`), `cancel()`,
      * and `result()`. See the Kotlin `Run.events()` Flow and the Swift `Run.events`
      * AsyncStream helpers.
      */
@@ -1005,6 +1019,19 @@ open func listModels()async throws  -> [ModelInfo]  {
 }
     
     /**
+     * The approval policy in force (given at creation or by the last `setPolicy`), as its
+     * document's JSON text; `null` without one.
+     */
+open func policyJson() -> String?  {
+    return try!  FfiConverterOptionString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_client_policy_json(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * Add a tool (or replace the one of the same name). A tool registered while a turn runs is
      * offered from that turn's next model request.
      */
@@ -1031,8 +1058,8 @@ open func registerSourceTool(tool: SourceTool)throws   {try rustCallWithError(Ff
 }
     
     /**
-     * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns` or `Error`
-     * (the transcript kept in every case); throws only for misuse (a closed client, a bad
+     * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns`, `Budget`
+     * or `Error` (the transcript kept in every case); throws only for misuse (a closed client, a bad
      * `allow` pattern). `allow` narrows the tools for this turn only (allowlist grammar).
      *
      * Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
@@ -1052,6 +1079,21 @@ open func run(prompt: String, allow: [String]? = nil)async throws  -> TurnResult
             liftFunc: FfiConverterTypeTurnResult_lift,
             errorHandler: FfiConverterTypeContenoxError_lift
         )
+}
+    
+    /**
+     * Replace the approval policy: `policy` is what config `policy` takes as a string, the
+     * document's JSON text or a file path (`null` removes it; `Policies.default()` gives a
+     * preset). It applies from the next tool call, also within a running turn. A policy that
+     * does not validate throws `Config` (option `policy`) and the old one stays.
+     */
+open func setPolicy(policy: String? = nil)throws   {try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_client_set_policy(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionString.lower(policy),uniffiCallStatus
+    )
+}
 }
     
     /**
@@ -1080,7 +1122,7 @@ open func shutdown()  {try! rustCall() {
 }
     
     /**
-     * Start a turn and return its `Run`: events as they happen (`nextEvent()`), `cancel()`,
+     * Start a turn and return its `Run`: events as they happen (`nextBatch()`), `cancel()`,
      * and `result()`. See the Kotlin `Run.events()` Flow and the Swift `Run.events`
      * AsyncStream helpers.
      */
@@ -2253,9 +2295,11 @@ public protocol RunProtocol: AnyObject, Sendable {
     func isFinished()  -> Bool
     
     /**
-     * The next event; `null` after `TurnEnd`.
+     * The next events: every event ready now, or (when none is) the next one and those behind
+     * it; an empty list once the stream ended (after `TurnEnd`). See the Kotlin `Run.events()`
+     * Flow and the Swift `Run.events` AsyncStream.
      */
-    func nextEvent() async  -> Event?
+    func nextBatch() async  -> [Event]
     
     /**
      * Wait for the turn to end and return its result. May be called any number of times, also
@@ -2345,20 +2389,22 @@ open func isFinished() -> Bool  {
 }
     
     /**
-     * The next event; `null` after `TurnEnd`.
+     * The next events: every event ready now, or (when none is) the next one and those behind
+     * it; an empty list once the stream ended (after `TurnEnd`). See the Kotlin `Run.events()`
+     * Flow and the Swift `Run.events` AsyncStream.
      */
-open func nextEvent()async  -> Event?  {
+open func nextBatch()async  -> [Event]  {
     return
         try!  await uniffiRustCallAsync(
             rustFutureFunc: {
-                uniffi_contenox_uniffi_fn_method_run_next_event(
+                uniffi_contenox_uniffi_fn_method_run_next_batch(
                         self.uniffiCloneHandle()
                 )
             },
             pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
             completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterOptionTypeEvent.lift,
+            liftFunc: FfiConverterSequenceTypeEvent.lift,
             errorHandler: nil
             
         )
@@ -2458,7 +2504,7 @@ public protocol SourceToolProtocol: AnyObject, Sendable {
     /**
      * Its declaration.
      */
-    func spec()  -> ToolSpec
+    func spec() throws  -> ToolSpec
     
 }
 /**
@@ -2557,8 +2603,8 @@ open func source() -> Source  {
     /**
      * Its declaration.
      */
-open func spec() -> ToolSpec  {
-    return try!  FfiConverterTypeToolSpec_lift(try! rustCall() {
+open func spec()throws  -> ToolSpec  {
+    return try  FfiConverterTypeToolSpec_lift(try rustCallWithError(FfiConverterTypeContenoxError_lift) {
         uniffiCallStatus in
     uniffi_contenox_uniffi_fn_method_sourcetool_spec(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -3432,35 +3478,14 @@ public func FfiConverterTypeWebSearchProvider_lower(_ value: WebSearchProvider) 
 
 
 
-/**
- * Advisory hints about a tool. `null` means unknown (treat as mutating). Never sent to the model.
- */
 public struct Hints: Equatable, Hashable {
-    /**
-     * The tool only reads.
-     */
     public var readOnly: Bool?
-    /**
-     * The tool may destroy or overwrite data.
-     */
     public var destructive: Bool?
-    /**
-     * The tool reaches outside the machine.
-     */
     public var openWorld: Bool?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(
-        /**
-         * The tool only reads.
-         */readOnly: Bool? = nil, 
-        /**
-         * The tool may destroy or overwrite data.
-         */destructive: Bool? = nil, 
-        /**
-         * The tool reaches outside the machine.
-         */openWorld: Bool? = nil) {
+    public init(readOnly: Bool? = nil, destructive: Bool? = nil, openWorld: Bool? = nil) {
         self.readOnly = readOnly
         self.destructive = destructive
         self.openWorld = openWorld
@@ -3580,28 +3605,13 @@ public func FfiConverterTypeMcpServer_lower(_ value: McpServer) -> RustBuffer {
 }
 
 
-/**
- * A model the server offers.
- */
 public struct ModelInfo: Equatable, Hashable {
-    /**
-     * The name to pass as `model`.
-     */
     public var id: String
-    /**
-     * A human-readable name, when the server gives one.
-     */
     public var displayName: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(
-        /**
-         * The name to pass as `model`.
-         */id: String, 
-        /**
-         * A human-readable name, when the server gives one.
-         */displayName: String?) {
+    public init(id: String, displayName: String?) {
         self.id = id
         self.displayName = displayName
     }
@@ -3858,35 +3868,14 @@ public func FfiConverterTypeSearchRequest_lower(_ value: SearchRequest) -> RustB
 }
 
 
-/**
- * One search result.
- */
 public struct SearchResult: Equatable, Hashable {
-    /**
-     * The page title.
-     */
     public var title: String
-    /**
-     * The page URL.
-     */
     public var url: String
-    /**
-     * A short extract of the page.
-     */
     public var snippet: String
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(
-        /**
-         * The page title.
-         */title: String, 
-        /**
-         * The page URL.
-         */url: String, 
-        /**
-         * A short extract of the page.
-         */snippet: String) {
+    public init(title: String, url: String, snippet: String) {
         self.title = title
         self.url = url
         self.snippet = snippet
@@ -4064,11 +4053,6 @@ public struct ToolCallEvent: Equatable, Hashable {
      * The MCP server or remote service the tool belongs to.
      */
     public var server: String?
-    /**
-     * The chain of subagents whose turn makes the call (`["researcher"]`); empty for the
-     * client's own calls.
-     */
-    public var agent: [String]
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -4090,18 +4074,13 @@ public struct ToolCallEvent: Equatable, Hashable {
          */source: Source, 
         /**
          * The MCP server or remote service the tool belongs to.
-         */server: String?, 
-        /**
-         * The chain of subagents whose turn makes the call (`["researcher"]`); empty for the
-         * client's own calls.
-         */agent: [String]) {
+         */server: String?) {
         self.name = name
         self.argumentsJson = argumentsJson
         self.callId = callId
         self.hints = hints
         self.source = source
         self.server = server
-        self.agent = agent
     }
 
     
@@ -4125,8 +4104,7 @@ public struct FfiConverterTypeToolCallEvent: FfiConverterRustBuffer {
                 callId: FfiConverterString.read(from: &buf), 
                 hints: FfiConverterTypeHints.read(from: &buf), 
                 source: FfiConverterTypeSource.read(from: &buf), 
-                server: FfiConverterOptionString.read(from: &buf), 
-                agent: FfiConverterSequenceString.read(from: &buf)
+                server: FfiConverterOptionString.read(from: &buf)
         )
     }
 
@@ -4137,7 +4115,6 @@ public struct FfiConverterTypeToolCallEvent: FfiConverterRustBuffer {
         FfiConverterTypeHints.write(value.hints, into: &buf)
         FfiConverterTypeSource.write(value.source, into: &buf)
         FfiConverterOptionString.write(value.server, into: &buf)
-        FfiConverterSequenceString.write(value.agent, into: &buf)
     }
 }
 
@@ -4525,46 +4502,15 @@ public func FfiConverterTypeTurnResult_lower(_ value: TurnResult) -> RustBuffer 
 }
 
 
-/**
- * Token usage, per response or summed over a turn.
- */
 public struct Usage: Equatable, Hashable {
-    /**
-     * Tokens the model read (the whole prompt: cached, written to the cache, or neither).
-     */
     public var inputTokens: UInt64
-    /**
-     * Tokens the model wrote.
-     */
     public var outputTokens: UInt64
-    /**
-     * Of `input_tokens`, those read from the server's prompt cache.
-     */
-    public var cacheReadInputTokens: UInt64
-    /**
-     * Of `input_tokens`, those written to the server's prompt cache.
-     */
-    public var cacheCreationInputTokens: UInt64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(
-        /**
-         * Tokens the model read (the whole prompt: cached, written to the cache, or neither).
-         */inputTokens: UInt64, 
-        /**
-         * Tokens the model wrote.
-         */outputTokens: UInt64, 
-        /**
-         * Of `input_tokens`, those read from the server's prompt cache.
-         */cacheReadInputTokens: UInt64 = UInt64(0), 
-        /**
-         * Of `input_tokens`, those written to the server's prompt cache.
-         */cacheCreationInputTokens: UInt64 = UInt64(0)) {
+    public init(inputTokens: UInt64, outputTokens: UInt64) {
         self.inputTokens = inputTokens
         self.outputTokens = outputTokens
-        self.cacheReadInputTokens = cacheReadInputTokens
-        self.cacheCreationInputTokens = cacheCreationInputTokens
     }
 
     
@@ -4584,17 +4530,13 @@ public struct FfiConverterTypeUsage: FfiConverterRustBuffer {
         return
             try Usage(
                 inputTokens: FfiConverterUInt64.read(from: &buf), 
-                outputTokens: FfiConverterUInt64.read(from: &buf), 
-                cacheReadInputTokens: FfiConverterUInt64.read(from: &buf), 
-                cacheCreationInputTokens: FfiConverterUInt64.read(from: &buf)
+                outputTokens: FfiConverterUInt64.read(from: &buf)
         )
     }
 
     public static func write(_ value: Usage, into buf: inout [UInt8]) {
         FfiConverterUInt64.write(value.inputTokens, into: &buf)
         FfiConverterUInt64.write(value.outputTokens, into: &buf)
-        FfiConverterUInt64.write(value.cacheReadInputTokens, into: &buf)
-        FfiConverterUInt64.write(value.cacheCreationInputTokens, into: &buf)
     }
 }
 
@@ -4712,89 +4654,12 @@ public func FfiConverterTypeAnswer_lower(_ value: Answer) -> RustBuffer {
 
 
 /**
- * What started a compaction.
- */
-
-public enum CompactTrigger: Equatable, Hashable {
-    
-    /**
-     * The engine: over the threshold, or the server refused the request as too long.
-     */
-    case auto
-    /**
-     * The host: `compact()`.
-     */
-    case manual
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension CompactTrigger: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeCompactTrigger: FfiConverterRustBuffer {
-    typealias SwiftType = CompactTrigger
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CompactTrigger {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .auto
-        
-        case 2: return .manual
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: CompactTrigger, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .auto:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .manual:
-            writeInt(&buf, Int32(2))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCompactTrigger_lift(_ buf: RustBuffer) throws -> CompactTrigger {
-    return try FfiConverterTypeCompactTrigger.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCompactTrigger_lower(_ value: CompactTrigger) -> RustBuffer {
-    return FfiConverterTypeCompactTrigger.lower(value)
-}
-
-
-
-/**
- * Everything that can go wrong outside a turn, plus what host code raises.
- *
- * Kotlin sees it as `ContenoxException` (a sealed class, one subclass per variant), Swift as
- * `ContenoxError`. Inside a turn nothing is raised: failures are the outcome and events.
- *
- * Host callbacks (tools, hooks, wait_for) may throw it; any other exception they throw arrives as
- * [`ContenoxError::Unexpected`] (through `From<UnexpectedUniFFICallbackError>`). Either way the
- * engine turns it into an error result the model sees; nothing panics.
+ * Everything that can go wrong outside a turn (one variant per kind of the engine's error; see
+ * `contenox::Error` for who raises each and what to do), plus what host code raises. Kotlin:
+ * `ContenoxException`, a sealed class (a `Transport` error's causes are its `cause`, see
+ * `gen.sh`); Swift: `ContenoxError`. Host callbacks may throw it; anything else they throw
+ * arrives as [`ContenoxError::Unexpected`]. The engine turns either into an error result the
+ * model sees; nothing panics.
  */
 public 
 enum ContenoxError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
@@ -4802,17 +4667,48 @@ enum ContenoxError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError 
     
     
     /**
-     * The configuration is invalid (bad JSON, unknown key, missing model, bad allowlist...).
+     * An option is invalid. `option` is its name as in the config JSON (`base_url`,
+     * `script[0]`; empty when no single option is at fault), `value` the bad value as JSON
+     * text, `reason` what is wrong and what is allowed; `detail` all of it in a sentence.
      */
     case Config(
         /**
-         * What is wrong.
-         */detail: String
+         * The whole message.
+         */detail: String, 
+        /**
+         * The option at fault.
+         */option: String, 
+        /**
+         * The bad value, as JSON text.
+         */value: String?, 
+        /**
+         * What is wrong, and what is allowed.
+         */reason: String
     )
     /**
      * A tool could not be registered (bad name, bad schema...).
      */
     case Tool(
+        /**
+         * What is wrong.
+         */detail: String
+    )
+    /**
+     * The client was shut down: it runs no more turns.
+     */
+    case Closed
+    /**
+     * A turn is running and the operation needs the client idle (`setTranscript`).
+     */
+    case Busy(
+        /**
+         * What was refused.
+         */detail: String
+    )
+    /**
+     * A transcript is not valid (a result without its call, a call without its result).
+     */
+    case Transcript(
         /**
          * What is wrong.
          */detail: String
@@ -4829,17 +4725,25 @@ enum ContenoxError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError 
          */body: String
     )
     /**
-     * The model server could not be reached, or its answer could not be read.
+     * The model server could not be reached, or its answer could not be read (from
+     * `listModels`). `causes`: the messages of the underlying errors, outermost first.
      */
     case Transport(
         /**
          * What went wrong.
-         */detail: String
+         */detail: String, 
+        /**
+         * The cause chain, outermost first.
+         */causes: [String]
     )
     /**
-     * The operation was cancelled.
+     * The engine failed where it should not (a turn's task panicked); a bug.
      */
-    case Cancelled
+    case Internal(
+        /**
+         * What failed.
+         */detail: String
+    )
     /**
      * A value given as JSON text is not valid JSON, or does not have the expected shape.
      */
@@ -4904,29 +4808,42 @@ public struct FfiConverterTypeContenoxError: FfiConverterRustBuffer {
 
         
         case 1: return .Config(
-            detail: try FfiConverterString.read(from: &buf)
+            detail: try FfiConverterString.read(from: &buf), 
+            option: try FfiConverterString.read(from: &buf), 
+            value: try FfiConverterOptionString.read(from: &buf), 
+            reason: try FfiConverterString.read(from: &buf)
             )
         case 2: return .Tool(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 3: return .Http(
+        case 3: return .Closed
+        case 4: return .Busy(
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 5: return .Transcript(
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 6: return .Http(
             status: try FfiConverterUInt16.read(from: &buf), 
             body: try FfiConverterString.read(from: &buf)
             )
-        case 4: return .Transport(
+        case 7: return .Transport(
+            detail: try FfiConverterString.read(from: &buf), 
+            causes: try FfiConverterSequenceString.read(from: &buf)
+            )
+        case 8: return .Internal(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 5: return .Cancelled
-        case 6: return .Json(
+        case 9: return .Json(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 7: return .Io(
+        case 10: return .Io(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 8: return .Host(
+        case 11: return .Host(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 9: return .Unexpected(
+        case 12: return .Unexpected(
             reason: try FfiConverterString.read(from: &buf)
             )
 
@@ -4941,9 +4858,12 @@ public struct FfiConverterTypeContenoxError: FfiConverterRustBuffer {
 
         
         
-        case let .Config(detail):
+        case let .Config(detail,option,value,reason):
             writeInt(&buf, Int32(1))
             FfiConverterString.write(detail, into: &buf)
+            FfiConverterString.write(option, into: &buf)
+            FfiConverterOptionString.write(value, into: &buf)
+            FfiConverterString.write(reason, into: &buf)
             
         
         case let .Tool(detail):
@@ -4951,38 +4871,54 @@ public struct FfiConverterTypeContenoxError: FfiConverterRustBuffer {
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Http(status,body):
+        case .Closed:
             writeInt(&buf, Int32(3))
-            FfiConverterUInt16.write(status, into: &buf)
-            FfiConverterString.write(body, into: &buf)
-            
         
-        case let .Transport(detail):
+        
+        case let .Busy(detail):
             writeInt(&buf, Int32(4))
             FfiConverterString.write(detail, into: &buf)
             
         
-        case .Cancelled:
+        case let .Transcript(detail):
             writeInt(&buf, Int32(5))
-        
-        
-        case let .Json(detail):
-            writeInt(&buf, Int32(6))
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Io(detail):
+        case let .Http(status,body):
+            writeInt(&buf, Int32(6))
+            FfiConverterUInt16.write(status, into: &buf)
+            FfiConverterString.write(body, into: &buf)
+            
+        
+        case let .Transport(detail,causes):
             writeInt(&buf, Int32(7))
             FfiConverterString.write(detail, into: &buf)
+            FfiConverterSequenceString.write(causes, into: &buf)
             
         
-        case let .Host(detail):
+        case let .Internal(detail):
             writeInt(&buf, Int32(8))
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Unexpected(reason):
+        case let .Json(detail):
             writeInt(&buf, Int32(9))
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .Io(detail):
+            writeInt(&buf, Int32(10))
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .Host(detail):
+            writeInt(&buf, Int32(11))
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .Unexpected(reason):
+            writeInt(&buf, Int32(12))
             FfiConverterString.write(reason, into: &buf)
             
         }
@@ -5115,8 +5051,8 @@ public func FfiConverterTypeDecision_lower(_ value: Decision) -> RustBuffer {
 
 
 /**
- * One thing that happened in a turn: the engine's `Event`, typed. `toJson()` gives the engine's
- * own JSON (a `type` tag in snake_case), the same in every language binding.
+ * One thing that happened in a turn. `toJson()` gives the engine's own JSON (a `type` tag in
+ * snake_case), the same in every language binding.
  */
 
 public enum Event: Equatable, Hashable {
@@ -5138,11 +5074,7 @@ public enum Event: Equatable, Hashable {
          */index: UInt32, 
         /**
          * 0 for the first attempt, 1.. for retries.
-         */attempt: UInt32, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         */attempt: UInt32
     )
     /**
      * A piece of streamed text.
@@ -5150,11 +5082,7 @@ public enum Event: Equatable, Hashable {
     case textDelta(
         /**
          * The new text.
-         */text: String, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         */text: String
     )
     /**
      * The whole text of one model response.
@@ -5162,11 +5090,7 @@ public enum Event: Equatable, Hashable {
     case text(
         /**
          * The text.
-         */text: String, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         */text: String
     )
     /**
      * The model asked for a tool call.
@@ -5180,11 +5104,7 @@ public enum Event: Equatable, Hashable {
          */name: String, 
         /**
          * The arguments as JSON text (a JSON string when the model sent text that is not JSON).
-         */argumentsJson: String, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         */argumentsJson: String
     )
     /**
      * The gate's decision for a call.
@@ -5210,11 +5130,7 @@ public enum Event: Equatable, Hashable {
          */source: Source, 
         /**
          * The approval policy's rule that matched, when a policy is set.
-         */rule: String?, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         */rule: String?
     )
     /**
      * A call waits for the host's answer.
@@ -5228,11 +5144,7 @@ public enum Event: Equatable, Hashable {
          */name: String, 
         /**
          * The request given to `WaitFor`.
-         */request: PendingRequest, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         */request: PendingRequest
     )
     /**
      * The host answered a pending request (or the ask timed out, which denies).
@@ -5246,11 +5158,7 @@ public enum Event: Equatable, Hashable {
          */name: String, 
         /**
          * The answer.
-         */answer: Answer, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         */answer: Answer
     )
     /**
      * A tool is about to execute.
@@ -5261,11 +5169,7 @@ public enum Event: Equatable, Hashable {
          */callId: String, 
         /**
          * The tool name.
-         */name: String, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         */name: String
     )
     /**
      * A call's result, as the model will see it.
@@ -5285,14 +5189,7 @@ public enum Event: Equatable, Hashable {
          */isError: Bool, 
         /**
          * Metadata of the result, as JSON text.
-         */metadataJson: String?, 
-        /**
-         * Tokens the tool spent on models (a subagent's turn); counted in the turn's usage.
-         */usage: Usage?, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         */metadataJson: String?
     )
     /**
      * Progress reported by a running tool.
@@ -5306,11 +5203,7 @@ public enum Event: Equatable, Hashable {
          */name: String, 
         /**
          * Free-form progress data, as JSON text.
-         */dataJson: String, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         */dataJson: String
     )
     /**
      * The turn's task list, replaced whole by `todo_write`.
@@ -5318,11 +5211,7 @@ public enum Event: Equatable, Hashable {
     case todos(
         /**
          * The task list, as JSON text.
-         */todosJson: String, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         */todosJson: String
     )
     /**
      * Usage of one model response.
@@ -5330,36 +5219,18 @@ public enum Event: Equatable, Hashable {
     case usage(
         /**
          * Tokens read and written by that response.
-         */usage: Usage, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         */usage: Usage
     )
     /**
-     * The older part of the conversation was replaced by one summary (or by what the host's
-     * compactor returned).
+     * The conversation was compacted.
      */
     case compact(
         /**
-         * `Auto` (over the threshold, or a context-length refusal) or `Manual`.
-         */trigger: CompactTrigger, 
+         * Messages before compaction.
+         */before: UInt32, 
         /**
-         * The context's size before, in tokens.
-         */preTokens: UInt64, 
-        /**
-         * The context's size after, in tokens (estimated).
-         */postTokens: UInt64, 
-        /**
-         * The summary; absent when a host compactor did it.
-         */summary: String?, 
-        /**
-         * What the summary request cost; counted in the turn's usage.
-         */usage: Usage, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         * Messages after compaction.
+         */after: UInt32
     )
     /**
      * A model request failed and will be retried.
@@ -5376,11 +5247,7 @@ public enum Event: Equatable, Hashable {
          */error: String, 
         /**
          * How long the engine waits before the next attempt.
-         */waitMs: UInt64, 
-        /**
-         * The subagent chain this event comes from, outermost first (`["researcher"]`);
-         * empty for the client's own events.
-         */agent: [String]
+         */waitMs: UInt64
     )
     /**
      * The turn ended. Every stream ends with exactly one of these.
@@ -5398,18 +5265,6 @@ public enum Event: Equatable, Hashable {
         /**
          * What went wrong, for outcome `Error`.
          */error: String?
-    )
-    /**
-     * An event kind this binding does not know yet (the engine is newer): its `type` tag and
-     * its JSON.
-     */
-    case other(
-        /**
-         * The `type` tag.
-         */kind: String, 
-        /**
-         * The event's JSON.
-         */json: String
     )
 
 
@@ -5471,52 +5326,49 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
         case 1: return .turnStart(prompt: try FfiConverterString.read(from: &buf)
         )
         
-        case 2: return .request(index: try FfiConverterUInt32.read(from: &buf), attempt: try FfiConverterUInt32.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 2: return .request(index: try FfiConverterUInt32.read(from: &buf), attempt: try FfiConverterUInt32.read(from: &buf)
         )
         
-        case 3: return .textDelta(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 3: return .textDelta(text: try FfiConverterString.read(from: &buf)
         )
         
-        case 4: return .text(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 4: return .text(text: try FfiConverterString.read(from: &buf)
         )
         
-        case 5: return .toolCall(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), argumentsJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 5: return .toolCall(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), argumentsJson: try FfiConverterString.read(from: &buf)
         )
         
-        case 6: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf), rule: try FfiConverterOptionString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 6: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf), rule: try FfiConverterOptionString.read(from: &buf)
         )
         
-        case 7: return .pending(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), request: try FfiConverterTypePendingRequest.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 7: return .pending(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), request: try FfiConverterTypePendingRequest.read(from: &buf)
         )
         
-        case 8: return .answer(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), answer: try FfiConverterTypeAnswer.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 8: return .answer(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), answer: try FfiConverterTypeAnswer.read(from: &buf)
         )
         
-        case 9: return .toolStart(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 9: return .toolStart(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf)
         )
         
-        case 10: return .toolResult(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), content: try FfiConverterString.read(from: &buf), isError: try FfiConverterBool.read(from: &buf), metadataJson: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterOptionTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 10: return .toolResult(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), content: try FfiConverterString.read(from: &buf), isError: try FfiConverterBool.read(from: &buf), metadataJson: try FfiConverterOptionString.read(from: &buf)
         )
         
-        case 11: return .progress(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), dataJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 11: return .progress(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), dataJson: try FfiConverterString.read(from: &buf)
         )
         
-        case 12: return .todos(todosJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 12: return .todos(todosJson: try FfiConverterString.read(from: &buf)
         )
         
-        case 13: return .usage(usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 13: return .usage(usage: try FfiConverterTypeUsage.read(from: &buf)
         )
         
-        case 14: return .compact(trigger: try FfiConverterTypeCompactTrigger.read(from: &buf), preTokens: try FfiConverterUInt64.read(from: &buf), postTokens: try FfiConverterUInt64.read(from: &buf), summary: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 14: return .compact(before: try FfiConverterUInt32.read(from: &buf), after: try FfiConverterUInt32.read(from: &buf)
         )
         
-        case 15: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 15: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf)
         )
         
         case 16: return .turnEnd(outcome: try FfiConverterTypeOutcome.read(from: &buf), finalText: try FfiConverterString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
-        )
-        
-        case 17: return .other(kind: try FfiConverterString.read(from: &buf), json: try FfiConverterString.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -5532,34 +5384,30 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterString.write(prompt, into: &buf)
             
         
-        case let .request(index,attempt,agent):
+        case let .request(index,attempt):
             writeInt(&buf, Int32(2))
             FfiConverterUInt32.write(index, into: &buf)
             FfiConverterUInt32.write(attempt, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .textDelta(text,agent):
+        case let .textDelta(text):
             writeInt(&buf, Int32(3))
             FfiConverterString.write(text, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .text(text,agent):
+        case let .text(text):
             writeInt(&buf, Int32(4))
             FfiConverterString.write(text, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .toolCall(callId,name,argumentsJson,agent):
+        case let .toolCall(callId,name,argumentsJson):
             writeInt(&buf, Int32(5))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(argumentsJson, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .gate(callId,name,decision,message,hints,source,rule,agent):
+        case let .gate(callId,name,decision,message,hints,source,rule):
             writeInt(&buf, Int32(6))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
@@ -5568,80 +5416,66 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterTypeHints.write(hints, into: &buf)
             FfiConverterTypeSource.write(source, into: &buf)
             FfiConverterOptionString.write(rule, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .pending(callId,name,request,agent):
+        case let .pending(callId,name,request):
             writeInt(&buf, Int32(7))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterTypePendingRequest.write(request, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .answer(callId,name,answer,agent):
+        case let .answer(callId,name,answer):
             writeInt(&buf, Int32(8))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterTypeAnswer.write(answer, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .toolStart(callId,name,agent):
+        case let .toolStart(callId,name):
             writeInt(&buf, Int32(9))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .toolResult(callId,name,content,isError,metadataJson,usage,agent):
+        case let .toolResult(callId,name,content,isError,metadataJson):
             writeInt(&buf, Int32(10))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(content, into: &buf)
             FfiConverterBool.write(isError, into: &buf)
             FfiConverterOptionString.write(metadataJson, into: &buf)
-            FfiConverterOptionTypeUsage.write(usage, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .progress(callId,name,dataJson,agent):
+        case let .progress(callId,name,dataJson):
             writeInt(&buf, Int32(11))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(dataJson, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .todos(todosJson,agent):
+        case let .todos(todosJson):
             writeInt(&buf, Int32(12))
             FfiConverterString.write(todosJson, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .usage(usage,agent):
+        case let .usage(usage):
             writeInt(&buf, Int32(13))
             FfiConverterTypeUsage.write(usage, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .compact(trigger,preTokens,postTokens,summary,usage,agent):
+        case let .compact(before,after):
             writeInt(&buf, Int32(14))
-            FfiConverterTypeCompactTrigger.write(trigger, into: &buf)
-            FfiConverterUInt64.write(preTokens, into: &buf)
-            FfiConverterUInt64.write(postTokens, into: &buf)
-            FfiConverterOptionString.write(summary, into: &buf)
-            FfiConverterTypeUsage.write(usage, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
+            FfiConverterUInt32.write(before, into: &buf)
+            FfiConverterUInt32.write(after, into: &buf)
             
         
-        case let .retry(attempt,status,error,waitMs,agent):
+        case let .retry(attempt,status,error,waitMs):
             writeInt(&buf, Int32(15))
             FfiConverterUInt32.write(attempt, into: &buf)
             FfiConverterOptionUInt16.write(status, into: &buf)
             FfiConverterString.write(error, into: &buf)
             FfiConverterUInt64.write(waitMs, into: &buf)
-            FfiConverterSequenceString.write(agent, into: &buf)
             
         
         case let .turnEnd(outcome,finalText,usage,error):
@@ -5650,12 +5484,6 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterString.write(finalText, into: &buf)
             FfiConverterTypeUsage.write(usage, into: &buf)
             FfiConverterOptionString.write(error, into: &buf)
-            
-        
-        case let .other(kind,json):
-            writeInt(&buf, Int32(17))
-            FfiConverterString.write(kind, into: &buf)
-            FfiConverterString.write(json, into: &buf)
             
         }
     }
@@ -5678,23 +5506,11 @@ public func FfiConverterTypeEvent_lower(_ value: Event) -> RustBuffer {
 
 
 
-/**
- * What the gate decided for one call, as reported in [`Event::Gate`].
- */
 
 public enum GateVerdict: Equatable, Hashable {
     
-    /**
-     * The call runs.
-     */
     case allow
-    /**
-     * The call is refused with an error result.
-     */
     case deny
-    /**
-     * The call waits for the host's `WaitFor`.
-     */
     case ask
 
 
@@ -5882,31 +5698,13 @@ public func FfiConverterTypeMessage_lower(_ value: Message) -> RustBuffer {
 
 
 
-/**
- * How a turn ended.
- */
 
 public enum Outcome: Equatable, Hashable {
     
-    /**
-     * The model gave a final answer.
-     */
     case done
-    /**
-     * The turn was cancelled; the transcript is kept and valid.
-     */
     case cancelled
-    /**
-     * The turn reached `max_turns` model responses.
-     */
     case maxTurns
-    /**
-     * The model could not be reached or answered badly; see `error`.
-     */
     case error
-    /**
-     * A compute ceiling was reached; `error` names it.
-     */
     case budget
 
 
@@ -6074,31 +5872,13 @@ public func FfiConverterTypeServerState_lower(_ value: ServerState) -> RustBuffe
 
 
 
-/**
- * Where a tool comes from.
- */
 
 public enum Source: Equatable, Hashable {
     
-    /**
-     * Built into contenox.
-     */
     case builtin
-    /**
-     * Given by the host program.
-     */
     case host
-    /**
-     * An MCP server's tool.
-     */
     case mcp
-    /**
-     * An HTTP service discovered from its OpenAPI document.
-     */
     case remote
-    /**
-     * A subagent offered as a tool.
-     */
     case subagent
 
 
@@ -6179,19 +5959,10 @@ public func FfiConverterTypeSource_lower(_ value: Source) -> RustBuffer {
 
 
 
-/**
- * Whether a tool is sent to the model (`Core`) or reached through `call_tool` (`Deferred`).
- */
 
 public enum Tier: Equatable, Hashable {
     
-    /**
-     * Sent to the model with every request.
-     */
     case core
-    /**
-     * Listed in `call_tool`'s description and called through it.
-     */
     case deferred
 
 
@@ -6496,54 +6267,6 @@ fileprivate struct FfiConverterOptionTypeToolOutput: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionTypeUsage: FfiConverterRustBuffer {
-    typealias SwiftType = Usage?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeUsage.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeUsage.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeEvent: FfiConverterRustBuffer {
-    typealias SwiftType = Event?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeEvent.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeEvent.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterOptionSequenceString: FfiConverterRustBuffer {
     typealias SwiftType = [String]?
 
@@ -6768,6 +6491,31 @@ fileprivate struct FfiConverterSequenceTypeToolSpec: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeEvent: FfiConverterRustBuffer {
+    typealias SwiftType = [Event]
+
+    public static func write(_ value: [Event], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeEvent.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Event] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Event]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeEvent.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeMessage: FfiConverterRustBuffer {
     typealias SwiftType = [Message]
 
@@ -6945,6 +6693,30 @@ public func listModels(configJson: String)async throws  -> [ModelInfo]  {
         )
 }
 /**
+ * A preset approval policy's document as JSON text: `default`, `strict` or `dev` (the engine's
+ * own; Kotlin and Swift: `Policies.default()` ...). For config `policy` or `setPolicy`.
+ */
+public func policyPreset(name: String)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_func_policy_preset(
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
+}
+/**
+ * The snake_case name of an outcome (`done`, `cancelled`, `max_turns`, `error`, `budget`), as
+ * on every wire.
+ */
+public func outcomeName(outcome: Outcome) -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_func_outcome_name(
+        FfiConverterTypeOutcome_lower(outcome),uniffiCallStatus
+    )
+})
+}
+/**
  * Start every server of an MCP config (`{"mcpServers": {...}}` as JSON text, the document
  * Claude Desktop and Claude Code read, plus contenox's `inject` and `timeout_ms`), list their
  * tools, and report each server to `on_server` as it settles. Servers that fail are reported and
@@ -6964,17 +6736,6 @@ public func loadMcp(configJson: String, onServer: McpServerListener? = nil)async
             errorHandler: FfiConverterTypeContenoxError_lift
         )
 }
-/**
- * The snake_case name of an outcome (`done`, `cancelled`, `max_turns`, `error`), as on every wire.
- */
-public func outcomeName(outcome: Outcome) -> String  {
-    return try!  FfiConverterString.lift(try! rustCall() {
-        uniffiCallStatus in
-    uniffi_contenox_uniffi_fn_func_outcome_name(
-        FfiConverterTypeOutcome_lower(outcome),uniffiCallStatus
-    )
-})
-}
 
 private enum InitializationResult {
     case ok
@@ -6991,34 +6752,16 @@ private let initializationResult: InitializationResult = {
     if bindings_contract_version != scaffolding_contract_version {
         return InitializationResult.contractVersionMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_func_list_models() != 9781) {
+    if (uniffi_contenox_uniffi_checksum_func_list_models() != 9862) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_func_policy_preset() != 25952) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_func_outcome_name() != 18011) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_func_load_mcp() != 11857) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_func_outcome_name() != 29358) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_hooks_before_tool() != 46235) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_hooks_after_tool() != 41006) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_hosttool_spec() != 32961) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_hosttool_call() != 46776) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_toolreporter_progress() != 14884) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_waitfor_wait_for() != 56065) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_websearchprovider_search() != 38719) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_background_shells() != 5990) {
@@ -7033,46 +6776,73 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_client_is_closed() != 64676) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_list_models() != 52606) {
+    if (uniffi_contenox_uniffi_checksum_method_client_list_models() != 58903) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_register() != 29750) {
+    if (uniffi_contenox_uniffi_checksum_method_client_policy_json() != 34737) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_register() != 20229) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_register_source_tool() != 21830) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_run() != 21256) {
+    if (uniffi_contenox_uniffi_checksum_method_client_run() != 7623) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_set_transcript() != 9873) {
+    if (uniffi_contenox_uniffi_checksum_method_client_set_policy() != 24331) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_set_transcript() != 16835) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_shutdown() != 59147) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_stream() != 28388) {
+    if (uniffi_contenox_uniffi_checksum_method_client_stream() != 30764) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_tools() != 39982) {
+    if (uniffi_contenox_uniffi_checksum_method_client_tools() != 46900) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_transcript() != 6204) {
+    if (uniffi_contenox_uniffi_checksum_method_client_transcript() != 58788) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_unregister() != 16428) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_run_cancel() != 15668) {
+    if (uniffi_contenox_uniffi_checksum_method_transcript_is_empty() != 3664) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_run_is_finished() != 54766) {
+    if (uniffi_contenox_uniffi_checksum_method_transcript_len() != 15794) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_run_next_event() != 7548) {
+    if (uniffi_contenox_uniffi_checksum_method_transcript_messages() != 56260) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_run_result() != 46752) {
+    if (uniffi_contenox_uniffi_checksum_method_transcript_to_json() != 57728) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_hooks_before_tool() != 15764) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_hooks_after_tool() != 13497) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_hosttool_spec() != 19548) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_hosttool_call() != 28321) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_toolreporter_progress() != 34407) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_waitfor_wait_for() != 10636) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_websearchprovider_search() != 33814) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_mcpserverlistener_on_server() != 23508) {
@@ -7102,10 +6872,22 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_sourcetool_server() != 42112) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_sourcetool_source() != 65147) {
+    if (uniffi_contenox_uniffi_checksum_method_sourcetool_source() != 60564) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_sourcetool_spec() != 19463) {
+    if (uniffi_contenox_uniffi_checksum_method_sourcetool_spec() != 41606) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_run_cancel() != 13170) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_run_is_finished() != 30206) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_run_next_batch() != 43554) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_run_result() != 3217) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_backgroundshells_close_all() != 7703) {
@@ -7117,25 +6899,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_backgroundshells_status() != 13967) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_transcript_is_empty() != 16914) {
+    if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 25076) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_transcript_len() != 40535) {
+    if (uniffi_contenox_uniffi_checksum_constructor_transcript_empty() != 58648) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_transcript_messages() != 13404) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_transcript_to_json() != 17155) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 23339) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_constructor_transcript_empty() != 64547) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_constructor_transcript_from_json() != 17715) {
+    if (uniffi_contenox_uniffi_checksum_constructor_transcript_from_json() != 33092) {
         return InitializationResult.apiChecksumMismatch
     }
 
