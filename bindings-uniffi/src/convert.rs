@@ -1,7 +1,7 @@
 //! The engine's small stable types as UniFFI sees them.
 //!
 //! Types whose fields UniFFI can carry as they are (`Outcome`, `GateVerdict`, `Source`, `Tier`,
-//! `Usage`, `CompactTrigger`, `Hints`, `ModelInfo`, `SearchRequest`, `SearchResult`, `ServerState`) are the
+//! `Usage`, `CompactTrigger`, `CompactNotice`, `Hints`, `ModelInfo`, `SearchRequest`, `SearchResult`, `ServerState`) are the
 //! engine's own, declared with `#[uniffi::remote]`: no copy, no conversion. Types with free-form values get a mirror whose values cross as JSON text
 //! (fields named `…Json`); the mirrors derive serde with the engine's own JSON shape, so they
 //! convert through it ([`via_json`]) instead of field by field.
@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use contenox::{
-    CompactTrigger, GateVerdict, Hints, ModelInfo, Outcome, SearchRequest, SearchResult,
-    ServerState, Source, Tier, Usage,
+    CompactNotice, CompactTrigger, GateVerdict, Hints, ModelInfo, Outcome, SearchRequest,
+    SearchResult, ServerState, Source, Tier, Usage,
 };
 
 use crate::error::ContenoxError;
@@ -63,6 +63,15 @@ pub struct Usage {
 pub enum CompactTrigger {
     Auto,
     Manual,
+}
+
+#[uniffi::remote(Record)]
+pub struct CompactNotice {
+    pub trigger: CompactTrigger,
+    pub pre_tokens: u64,
+    pub post_tokens: u64,
+    pub summary: Option<String>,
+    pub usage: Usage,
 }
 
 #[uniffi::remote(Record)]

@@ -262,4 +262,17 @@ impl Event {
     pub fn tool_name(&self) -> Option<String> {
         self.json()["name"].as_str().map(str::to_string)
     }
+
+    /// The chain of subagents this event comes from, outermost first (`["researcher"]`);
+    /// empty for the client's own events.
+    pub fn agent(&self) -> Vec<String> {
+        self.json()["agent"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
 }
