@@ -5,30 +5,57 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::client_state::ClientState;
-use crate::event::{Event, GateVerdict, Outcome, TurnResult, Usage};
-use crate::gate::{Answer, Decision, ToolCallEvent, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL};
+use crate::compact::CompactFailed;
+use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, TurnResult, Usage};
+use crate::gate::{
+    Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
+};
 use crate::model::{complete_with_retry, ModelRequest, RawCall};
 use crate::policy::{self, Budget, Ceilings};
+use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
 use crate::tool::{
-    allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, CALL_TOOL,
+    allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, ToolSpec, CALL_TOOL,
 };
-use crate::transcript::{Message, ToolCall};
+use crate::transcript::{Message, ToolCall, Transcript};
 
 /// The result text of a call cut off by a cancel.
 pub const CANCELLED_RESULT: &str = "cancelled";
 /// The result text of a call left unexecuted at `max_turns`.
 pub const MAX_TURNS_RESULT: &str = "max_turns reached";
 
+/// How one turn runs, beyond its prompt: what `run_with` / `stream_with` pass, and what a
+/// subagent's tool call sets for its child's turn.
+#[derive(Default)]
+pub(crate) struct TurnSetup {
+    /// Narrows the client's allowlist for this turn.
+    pub allow: Option<Allowlist>,
+    /// Replaces the client's `max_turns` for this turn.
+    pub max_turns: Option<u32>,
+    /// The chain of clients the turn runs in, its own last; `None` = a host's own turn.
+    pub scope: Option<TurnScope>,
+    /// Start from an empty conversation (a subagent's fresh conversation per call).
+    pub fresh: bool,
+    /// Also count every token the turn spends here (the parent's subagent call), as it goes,
+    /// so a cancelled child's spending is counted too.
+    pub report_to: Option<UsageCell>,
+}
+
+/// Which client `inner` is: the address of its shared state.
+pub(crate) fn client_id(inner: &Arc<ClientState>) -> usize {
+    Arc::as_ptr(inner) as *const () as usize
+}
+
 /// Run one turn on `inner`'s conversation.
 pub(crate) async fn run_turn(
     inner: Arc<ClientState>,
     prompt: String,
-    run_allow: Option<Allowlist>,
+    setup: TurnSetup,
     cancel: CancellationToken,
     sink: EventSink,
 ) -> TurnResult {
@@ -42,11 +69,21 @@ pub(crate) async fn run_turn(
     let Some(_one_at_a_time) = queued else {
         return cancelled_before_start(&inner, prompt, &sink);
     };
+    if setup.fresh {
+        inner.replace_conversation(Transcript::default());
+    }
+    let scope = match setup.scope {
+        Some(s) => s,
+        None => TurnScope::root(client_id(&inner), inner.clone()),
+    };
     let turn = Turn {
         inner: &inner,
-        run_allow: run_allow.as_ref(),
+        run_allow: setup.allow.as_ref(),
+        max_turns: setup.max_turns,
+        report_to: setup.report_to.as_ref(),
         cancel: &cancel,
         sink: &sink,
+        scope,
     };
     sink.emit(Event::TurnStart {
         prompt: prompt.clone(),
@@ -117,16 +154,99 @@ fn cancelled_before_start(inner: &ClientState, prompt: String, sink: &EventSink)
     }
 }
 
+/// A client's gate, as one level of a turn's chain: its approval policy first, then its
+/// `before_tool`, which may only narrow.
+impl Gatekeeper for ClientState {
+    fn judge<'a>(
+        &'a self,
+        call: &'a ToolCallEvent,
+        root: &'a std::path::Path,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<Judgement>> {
+        Box::pin(async move {
+            let policy = policy::judge(self.policy().as_deref(), call, root);
+            let decision = match (policy.denial(), self.hooks()) {
+                (Some(denied), _) => Ok(denied),
+                (None, None) => policy.narrow(Ok(Decision::Allow)),
+                (None, Some(hooks)) => {
+                    let hook = AssertUnwindSafe(hooks.before_tool(call)).catch_unwind();
+                    let host = tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => return None,
+                        d = hook => d.unwrap_or_else(|_| Err("before_tool panicked".into())),
+                    };
+                    policy.narrow(host.map_err(|e| e.to_string()))
+                }
+            };
+            Some(Judgement {
+                decision,
+                rule: policy.rule(),
+            })
+        })
+    }
+
+    fn after<'a>(
+        &'a self,
+        call: &'a ToolCallEvent,
+        output: &'a ToolOutput,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<std::result::Result<Option<ToolOutput>, String>>> {
+        Box::pin(async move {
+            let Some(hooks) = self.hooks() else {
+                return Some(Ok(None));
+            };
+            let after = AssertUnwindSafe(hooks.after_tool(call, output)).catch_unwind();
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => None,
+                r = after => Some(match r {
+                    Ok(r) => r.map_err(|e| e.to_string()),
+                    Err(_) => Err("after_tool panicked".into()),
+                }),
+            }
+        })
+    }
+
+    fn wait_for(&self) -> Option<Arc<dyn WaitFor>> {
+        ClientState::wait_for(self).cloned()
+    }
+}
+
+/// How a turn ends when compaction stops it: outcome, and the error for `error`.
+type Ending = (Outcome, Option<String>);
+
 struct Turn<'a> {
-    inner: &'a ClientState,
+    inner: &'a Arc<ClientState>,
     run_allow: Option<&'a Allowlist>,
+    max_turns: Option<u32>,
+    report_to: Option<&'a UsageCell>,
     cancel: &'a CancellationToken,
     sink: &'a EventSink,
+    scope: TurnScope,
 }
 
 impl Turn<'_> {
     fn allowed(&self, name: &str) -> bool {
         allowed_by(self.inner.allow(), self.run_allow, name)
+    }
+
+    /// Count tokens in the turn's usage (and in the parent's subagent call, if any).
+    fn spend(&self, usage: &mut Usage, spent: Usage) {
+        usage.add(spent);
+        if let Some(cell) = self.report_to {
+            cell.add(spent);
+        }
+    }
+
+    /// The ceilings in force now (set_policy applies mid-turn), with this run's `max_turns`.
+    fn ceilings(&self) -> Ceilings {
+        let policy = self.inner.policy();
+        let mut ceilings = Ceilings::of(self.inner.config(), policy.as_deref());
+        if let Some(n) = self.max_turns {
+            let policy_max = policy.as_deref().and_then(|p| p.compute().max_turns);
+            ceilings.max_turns = policy_max.map_or(n, |p| p.min(n));
+        }
+        ceilings
     }
 
     async fn steps(&self) -> TurnEnd {
@@ -136,17 +256,32 @@ impl Turn<'_> {
         let mut final_text = String::new();
         let mut index = 0u32;
         let mut budget = Budget::default();
+        // Set when a refusal as over the context length was answered by compacting: the same
+        // request is sent again once, not in a loop.
+        let mut compacted_for_refusal = false;
         loop {
             let tools = inner.toolkit().offered(&allowed);
-            let body = inner.with_messages(|messages| {
-                inner.backend().body(&ModelRequest {
+            match self.compact_when_over(&tools).await {
+                Ok(spent) => {
+                    self.spend(&mut usage, spent);
+                    budget.spend(0, spent, &self.ceilings());
+                }
+                Err((outcome, error)) => {
+                    return TurnEnd {
+                        error,
+                        ..TurnEnd::new(outcome, final_text, usage)
+                    }
+                }
+            }
+            let (body, sent) = inner.with_messages(|messages| {
+                let body = inner.backend().body(&ModelRequest {
                     system: inner.config().system.as_deref(),
                     messages,
                     tools: &tools,
-                })
+                });
+                (body, messages.len())
             });
             let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
-            drop(tools);
             let response = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => {
@@ -156,21 +291,51 @@ impl Turn<'_> {
             };
             let response = match response {
                 Ok(r) => r,
-                Err(message) => {
-                    return TurnEnd {
-                        error: Some(message),
-                        ..TurnEnd::new(Outcome::Error, final_text, usage)
+                Err(f) if f.context_overflow && !compacted_for_refusal => {
+                    match self.compact_for_refusal(&tools, &f.message).await {
+                        Ok(spent) => {
+                            self.spend(&mut usage, spent);
+                            budget.spend(0, spent, &self.ceilings());
+                            compacted_for_refusal = true;
+                            continue;
+                        }
+                        Err((outcome, error)) => {
+                            return TurnEnd {
+                                error,
+                                ..TurnEnd::new(outcome, final_text, usage)
+                            }
+                        }
                     }
                 }
+                Err(f) => {
+                    let error = if f.context_overflow {
+                        format!(
+                            "{} (the request was refused again after the conversation was \
+                             compacted)",
+                            f.message
+                        )
+                    } else {
+                        f.message
+                    };
+                    return TurnEnd {
+                        error: Some(error),
+                        ..TurnEnd::new(Outcome::Error, final_text, usage)
+                    };
+                }
             };
+            drop(tools);
+            compacted_for_refusal = false;
             index += 1;
-            usage.add(response.usage);
+            self.spend(&mut usage, response.usage);
+            inner.record_context(sent, response.usage);
             self.sink.emit(Event::Usage {
                 usage: response.usage,
+                agent: Vec::new(),
             });
             if !response.text.is_empty() {
                 self.sink.emit(Event::Text {
                     text: response.text.clone(),
+                    agent: Vec::new(),
                 });
             }
             final_text = response.text.clone();
@@ -180,6 +345,7 @@ impl Turn<'_> {
                     call_id: c.id.clone(),
                     name: c.name.clone(),
                     arguments: c.arguments.clone(),
+                    agent: Vec::new(),
                 });
             }
             let mut step = Vec::with_capacity(calls.len() + 1);
@@ -191,11 +357,11 @@ impl Turn<'_> {
                 inner.append(step);
                 return TurnEnd::new(Outcome::Done, final_text, usage);
             }
-            // The ceilings of the policy in force now (set_policy applies mid-turn).
-            let ceilings = Ceilings::of(inner.config(), inner.policy().as_deref());
+            let ceilings = self.ceilings();
             let at_limit = index >= ceilings.max_turns;
             let spend = budget.spend(calls.len(), response.usage, &ceilings);
             for (i, c) in calls.iter().enumerate() {
+                let cell = UsageCell::default();
                 let out = if at_limit {
                     ToolOutput::error(MAX_TURNS_RESULT)
                 } else if let Some(e) = spend.exhausted.filter(|_| i >= spend.run) {
@@ -203,9 +369,16 @@ impl Turn<'_> {
                 } else if self.cancel.is_cancelled() {
                     ToolOutput::error(CANCELLED_RESULT)
                 } else {
-                    self.handle_call(c).await
+                    self.handle_call(c, &cell).await
                 };
-                step.push(self.result_message(c, out));
+                // What the call spent on models (a subagent's turn) is the turn's too.
+                let spent = cell.get();
+                let spent = (!spent.is_zero()).then(|| {
+                    self.spend(&mut usage, spent);
+                    budget.spend(0, spent, &ceilings);
+                    spent
+                });
+                step.push(self.result_message(c, out, spent));
             }
             inner.append(step);
             if at_limit {
@@ -220,6 +393,61 @@ impl Turn<'_> {
             if self.cancel.is_cancelled() {
                 return TurnEnd::new(Outcome::Cancelled, final_text, usage);
             }
+        }
+    }
+
+    /// Compact before a request when the context is measured over the threshold; what the
+    /// summary cost.
+    async fn compact_when_over(&self, tools: &[Arc<ToolSpec>]) -> Result<Usage, Ending> {
+        let Some(settings) = &self.inner.config().compaction else {
+            return Ok(Usage::default());
+        };
+        let compaction = self
+            .inner
+            .compaction(settings, tools, self.sink, self.cancel);
+        let pre = compaction.measure();
+        if pre <= settings.threshold_tokens {
+            return Ok(Usage::default());
+        }
+        match compaction.run(CompactTrigger::Auto, pre).await {
+            Ok(notice) => Ok(notice.map(|n| n.usage).unwrap_or_default()),
+            Err(CompactFailed::Cancelled) => Err((Outcome::Cancelled, None)),
+            Err(CompactFailed::Failed(why)) => Err((Outcome::Error, Some(why))),
+        }
+    }
+
+    /// The server refused the request as over its context length (`refusal`): compact once so
+    /// that it can be sent again.
+    async fn compact_for_refusal(
+        &self,
+        tools: &[Arc<ToolSpec>],
+        refusal: &str,
+    ) -> Result<Usage, Ending> {
+        let Some(settings) = &self.inner.config().compaction else {
+            return Err((
+                Outcome::Error,
+                Some(format!(
+                    "{refusal} (the conversation is over the model's context length: set the \
+                     `compaction` option, or compact the conversation before the next turn)"
+                )),
+            ));
+        };
+        let compaction = self
+            .inner
+            .compaction(settings, tools, self.sink, self.cancel);
+        let pre = compaction.measure();
+        match compaction.run(CompactTrigger::Auto, pre).await {
+            Ok(Some(notice)) => Ok(notice.usage),
+            Ok(None) => Err((
+                Outcome::Error,
+                Some(format!(
+                    "{refusal} (compaction found nothing older than the last {} messages to \
+                     summarise)",
+                    settings.keep_recent
+                )),
+            )),
+            Err(CompactFailed::Cancelled) => Err((Outcome::Cancelled, None)),
+            Err(CompactFailed::Failed(why)) => Err((Outcome::Error, Some(why))),
         }
     }
 
@@ -260,7 +488,7 @@ impl Turn<'_> {
         calls
     }
 
-    fn result_message(&self, call: &ToolCall, out: ToolOutput) -> Message {
+    fn result_message(&self, call: &ToolCall, out: ToolOutput, spent: Option<Usage>) -> Message {
         let content = out.model_text();
         self.sink.emit(Event::ToolResult {
             call_id: call.id.clone(),
@@ -268,6 +496,8 @@ impl Turn<'_> {
             content: content.clone(),
             is_error: out.is_error,
             metadata: out.metadata,
+            usage: spent,
+            agent: Vec::new(),
         });
         Message::Tool {
             call_id: call.id.clone(),
@@ -278,7 +508,7 @@ impl Turn<'_> {
     }
 
     /// Check one call, pass it through the gate, and run it.
-    async fn handle_call(&self, call: &ToolCall) -> ToolOutput {
+    async fn handle_call(&self, call: &ToolCall, spent: &UsageCell) -> ToolOutput {
         let allowed = |n: &str| self.allowed(n);
         if call.name == CALL_TOOL && call.via.is_none() {
             return self.call_tool_search(call);
@@ -316,23 +546,11 @@ impl Turn<'_> {
             hints: entry.spec.hints,
             source: entry.source,
             server: entry.server.clone(),
+            agent: self.scope.agent(),
         };
-        // The approval policy decides first; the host's before_tool may only narrow.
-        let policy = policy::judge(self.inner.policy().as_deref(), &event, self.inner.root());
-        let decision = match (policy.denial(), self.inner.hooks()) {
-            (Some(denied), _) => Ok(denied),
-            (None, None) => policy.narrow(Ok(Decision::Allow)),
-            (None, Some(hooks)) => {
-                let hook = AssertUnwindSafe(hooks.before_tool(&event)).catch_unwind();
-                let host = tokio::select! {
-                    biased;
-                    _ = self.cancel.cancelled() => return ToolOutput::error(CANCELLED_RESULT),
-                    d = hook => d.unwrap_or_else(|_| Err("before_tool panicked".into())),
-                };
-                policy.narrow(host.map_err(|e| e.to_string()))
-            }
+        let Some(gated) = self.gate(&event).await else {
+            return ToolOutput::error(CANCELLED_RESULT);
         };
-        let rule = policy.rule();
         let gate = |decision: GateVerdict, message: Option<String>| {
             self.sink.emit(Event::Gate {
                 call_id: event.call_id.clone(),
@@ -341,56 +559,95 @@ impl Turn<'_> {
                 message,
                 hints: event.hints,
                 source: event.source,
-                rule: rule.clone(),
+                rule: gated.rule.clone(),
+                agent: Vec::new(),
             })
         };
-        match decision {
-            Err(e) => {
-                let message = format!("before_tool hook failed: {e}");
-                gate(GateVerdict::Deny, Some(message.clone()));
-                ToolOutput::error(message)
-            }
-            Ok(Decision::Allow) => {
-                gate(GateVerdict::Allow, None);
-                self.execute(&entry, &event).await
-            }
-            Ok(Decision::Deny(message)) => {
-                let message = message.unwrap_or_else(|| DEFAULT_DENIAL.to_string());
-                gate(GateVerdict::Deny, Some(message.clone()));
-                ToolOutput::error(message)
-            }
-            Ok(Decision::Ask(mut request)) => {
-                gate(GateVerdict::Ask, None);
-                request.call_id = event.call_id.clone();
-                request.name = event.name.clone();
-                request.arguments = event.arguments.clone();
-                let Some(answer) = self.ask(request).await else {
-                    return ToolOutput::error(CANCELLED_RESULT);
-                };
-                self.sink.emit(Event::Answer {
-                    call_id: event.call_id.clone(),
-                    name: event.name.clone(),
-                    answer: answer.clone(),
-                });
-                match answer {
-                    Answer::Approve => self.execute(&entry, &event).await,
-                    Answer::Deny(message) => {
-                        ToolOutput::error(message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()))
-                    }
-                    Answer::Result(value) => ToolOutput::json(value),
+        if let Some(message) = gated.denied {
+            gate(GateVerdict::Deny, Some(message.clone()));
+            return ToolOutput::error(message);
+        }
+        if gated.asks.is_empty() {
+            gate(GateVerdict::Allow, None);
+            return self.execute(&entry, &event, spent).await;
+        }
+        gate(GateVerdict::Ask, None);
+        // Every gate that asked must approve, the innermost first.
+        for (level, mut request) in gated.asks {
+            request.call_id = event.call_id.clone();
+            request.name = event.name.clone();
+            request.arguments = event.arguments.clone();
+            let Some(answer) = self.ask(request, level).await else {
+                return ToolOutput::error(CANCELLED_RESULT);
+            };
+            self.sink.emit(Event::Answer {
+                call_id: event.call_id.clone(),
+                name: event.name.clone(),
+                answer: answer.clone(),
+                agent: Vec::new(),
+            });
+            match answer {
+                Answer::Approve => {}
+                Answer::Deny(message) => {
+                    return ToolOutput::error(message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()))
                 }
+                Answer::Result(value) => return ToolOutput::json(value),
             }
         }
+        self.execute(&entry, &event, spent).await
     }
 
-    /// Wait for the host's answer; `None` when the turn was cancelled meanwhile.
-    async fn ask(&self, request: crate::gate::PendingRequest) -> Option<Answer> {
+    /// Pass `event` through every gate of the chain, the turn's own client first, then
+    /// outwards (a subagent's call also passes its parent's gate). The stricter answer wins:
+    /// a deny ends it (the gates further out are not asked); asks add up. `None` when
+    /// cancelled.
+    async fn gate(&self, event: &ToolCallEvent) -> Option<Gated> {
+        let mut gated = Gated::default();
+        let mut first_rule = None;
+        for (level, frame) in self.scope.gates_inner_to_outer().enumerate() {
+            let judged = frame
+                .gate
+                .judge(event, self.inner.root(), self.cancel)
+                .await?;
+            if first_rule.is_none() {
+                first_rule = judged.rule.clone();
+            }
+            match judged.decision {
+                Err(e) => {
+                    gated.denied = Some(format!("before_tool hook failed: {e}"));
+                    gated.rule = judged.rule;
+                    break;
+                }
+                Ok(Decision::Deny(message)) => {
+                    gated.denied = Some(message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()));
+                    gated.rule = judged.rule;
+                    break;
+                }
+                Ok(Decision::Ask(request)) => {
+                    if gated.asks.is_empty() {
+                        gated.rule = judged.rule;
+                    }
+                    gated.asks.push((level, request));
+                }
+                Ok(Decision::Allow) => {}
+            }
+        }
+        // The gate event names the rule that decided, else the turn's own client's.
+        gated.rule = gated.rule.or(first_rule);
+        Some(gated)
+    }
+
+    /// Wait for the host's answer; `None` when the turn was cancelled meanwhile. The ask of the
+    /// gate at `level` is answered by that client's `wait_for`, else the nearest one further
+    /// out (a subagent without one asks its parent's).
+    async fn ask(&self, request: PendingRequest, level: usize) -> Option<Answer> {
         self.sink.emit(Event::Pending {
             call_id: request.call_id.clone(),
             name: request.name.clone(),
             request: request.clone(),
+            agent: Vec::new(),
         });
-        let Some(wait_for) = self.inner.wait_for() else {
+        let Some(wait_for) = self.scope.wait_for_from(level) else {
             return Some(Answer::deny(
                 "The operation needs approval, but the host has no wait_for to ask; it was denied.",
             ));
@@ -420,10 +677,11 @@ impl Turn<'_> {
     }
 
     /// Run an allowed call, then `after_tool`.
-    async fn execute(&self, entry: &Entry, event: &ToolCallEvent) -> ToolOutput {
+    async fn execute(&self, entry: &Entry, event: &ToolCallEvent, spent: &UsageCell) -> ToolOutput {
         self.sink.emit(Event::ToolStart {
             call_id: event.call_id.clone(),
             name: event.name.clone(),
+            agent: Vec::new(),
         });
         let ctx = ToolContext {
             call_id: event.call_id.clone(),
@@ -432,6 +690,8 @@ impl Turn<'_> {
             root: self.inner.root().clone(),
             events: self.sink.clone(),
             secret_env: self.inner.secret_env().clone(),
+            scope: self.scope.clone(),
+            spent: spent.clone(),
         };
         let call = AssertUnwindSafe(entry.tool.call(event.arguments.clone(), ctx)).catch_unwind();
         let output = tokio::select! {
@@ -443,20 +703,17 @@ impl Turn<'_> {
                 Err(_) => ToolOutput::error(format!("the tool {} panicked", event.name)),
             },
         };
-        let Some(hooks) = self.inner.hooks() else {
-            return output;
-        };
-        let after = AssertUnwindSafe(hooks.after_tool(event, &output)).catch_unwind();
-        let replaced = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => return ToolOutput::error(CANCELLED_RESULT),
-            r = after => r.unwrap_or_else(|_| Err("after_tool panicked".into())),
-        };
-        match replaced {
-            Ok(Some(new)) => new,
-            Ok(None) => output,
-            Err(e) => ToolOutput::error(format!("after_tool hook failed: {e}")),
+        // Every client of the chain sees the result, the innermost first; each may replace it.
+        let mut output = output;
+        for frame in self.scope.gates_inner_to_outer() {
+            match frame.gate.after(event, &output, self.cancel).await {
+                None => return ToolOutput::error(CANCELLED_RESULT),
+                Some(Ok(Some(new))) => output = new,
+                Some(Ok(None)) => {}
+                Some(Err(e)) => return ToolOutput::error(format!("after_tool hook failed: {e}")),
+            }
         }
+        output
     }
 
     /// `call_tool` with only `query`: the matching deferred tools and their schemas.
@@ -496,4 +753,15 @@ impl Turn<'_> {
             )
         }
     }
+}
+
+/// What the chain of gates said about one call.
+#[derive(Default)]
+struct Gated {
+    /// The denial message, when a gate denied.
+    denied: Option<String>,
+    /// The asks to answer, in order, with the level of the gate that raised each.
+    asks: Vec<(usize, PendingRequest)>,
+    /// The policy rule for the gate event.
+    rule: Option<String>,
 }

@@ -51,8 +51,20 @@ class _Base:
             v = getattr(self, f.name)
             if hasattr(v, "to_dict"):
                 v = v.to_dict()
-            if v is None and f.name in ("message", "metadata", "status", "error", "rule"):
+            if v is None and f.name in (
+                "message",
+                "metadata",
+                "status",
+                "error",
+                "rule",
+                "summary",
+                "usage",
+            ):
                 continue
+            if f.name == "agent":
+                if not v:
+                    continue
+                v = list(v)
             out[f.name] = v
         return out
 
@@ -72,6 +84,9 @@ class Request(_Base):
     type: Literal["request"] = field(default="request", repr=False)
     index: int
     attempt: int
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +95,9 @@ class TextDelta(_Base):
 
     type: Literal["text_delta"] = field(default="text_delta", repr=False)
     text: str
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,6 +106,9 @@ class Text(_Base):
 
     type: Literal["text"] = field(default="text", repr=False)
     text: str
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,6 +119,9 @@ class ToolCall(_Base):
     call_id: str
     name: str
     arguments: Any
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,6 +138,9 @@ class Gate(_Base):
     rule: str | None = None
     """The approval policy's rule that matched (``rules[3]``, ``default_action``), when a policy
     is set."""
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +151,9 @@ class Pending(_Base):
     call_id: str
     name: str
     request: PendingRequest
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,6 +164,9 @@ class Answer(_Base):
     call_id: str
     name: str
     answer: dict[str, Any]
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,6 +176,9 @@ class ToolStart(_Base):
     type: Literal["tool_start"] = field(default="tool_start", repr=False)
     call_id: str
     name: str
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,6 +191,11 @@ class ToolResult(_Base):
     content: str
     is_error: bool
     metadata: dict[str, Any] | None = None
+    usage: Usage | None = None
+    """Tokens the tool spent on models (a subagent's turn usage); counted in the turn's."""
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,6 +206,9 @@ class Progress(_Base):
     call_id: str
     name: str
     data: Any
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,6 +217,9 @@ class Todos(_Base):
 
     type: Literal["todos"] = field(default="todos", repr=False)
     todos: Any
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,15 +228,24 @@ class UsageEvent(_Base):
 
     type: Literal["usage"] = field(default="usage", repr=False)
     usage: Usage
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Compact(_Base):
-    """The conversation was compacted."""
+    """The older part of the conversation was replaced by one summary."""
 
     type: Literal["compact"] = field(default="compact", repr=False)
-    before: int
-    after: int
+    trigger: Literal["auto", "manual"]
+    pre_tokens: int
+    post_tokens: int
+    summary: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -201,6 +257,9 @@ class Retry(_Base):
     error: str
     wait_ms: int
     status: int | None = None
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -280,6 +339,8 @@ def event_from_dict(d: dict[str, Any]) -> Event:
         kwargs["hints"] = Hints.from_dict(kwargs["hints"])
     if "usage" in kwargs:
         kwargs["usage"] = Usage.from_dict(kwargs["usage"])
+    if "agent" in kwargs:
+        kwargs["agent"] = tuple(kwargs["agent"] or ())
     if kind == "pending":
         kwargs["request"] = PendingRequest.from_dict(kwargs.get("request") or {})
     event: Event = cls(raw=d, **kwargs)  # type: ignore[assignment]
