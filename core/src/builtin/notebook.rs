@@ -255,7 +255,7 @@ pub(crate) fn render(
         .unwrap_or("python");
     let mut out = String::new();
     let mut outputs_cut = 0;
-    let end = (offset - 1 + limit).min(total);
+    let end = (offset - 1).saturating_add(limit).min(total);
     for (i, cell) in cells.iter().enumerate().take(end).skip(offset - 1) {
         let id = cell
             .get("id")
