@@ -6,10 +6,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::model::ScriptEntry;
 use crate::redact::{redacted_option, RedactedAssignments, RedactedUrl, RedactedValues, UrlParts};
 use crate::sandbox::SandboxConfig;
+use crate::script::ScriptEntry;
 
 /// The wire style of the model server.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -288,11 +287,6 @@ impl fmt::Debug for Config {
 }
 
 impl Config {
-    /// Parse a config from JSON (what the bindings do with the options they are given).
-    pub fn from_json(json: &str) -> Result<Self> {
-        serde_json::from_str(json).map_err(|e| Error::Config(e.to_string()))
-    }
-
     /// The base URL in use, without a trailing slash.
     pub fn resolved_base_url(&self) -> String {
         let from_env = || {
@@ -322,45 +316,6 @@ impl Config {
                 .and_then(|k| std::env::var(k).ok())
                 .filter(|v| !v.is_empty())
         })
-    }
-
-    pub(crate) fn check(&self) -> Result<()> {
-        if self.max_turns == 0 {
-            return Err(Error::Config("max_turns must be at least 1".into()));
-        }
-        for (name, v) in [
-            ("max_tool_calls", self.max_tool_calls),
-            ("max_turn_tokens", self.max_turn_tokens),
-        ] {
-            if v == Some(0) {
-                return Err(Error::Config(format!(
-                    "{name} must be at least 1 (leave it out for no ceiling)"
-                )));
-            }
-        }
-        if let Some(problem) = crate::sandbox::config_problem(&self.shell_env, &self.sandbox) {
-            return Err(Error::Config(problem));
-        }
-        match self.style {
-            Style::Scripted => {
-                if self.script.is_none() {
-                    return Err(Error::Config(
-                        "style `scripted` needs a `script` (a list of responses)".into(),
-                    ));
-                }
-            }
-            _ => {
-                if self.model.as_deref().unwrap_or("").is_empty() {
-                    return Err(Error::Config(format!(
-                        "style `{}` needs a `model`",
-                        serde_json::to_value(self.style)?
-                            .as_str()
-                            .unwrap_or_default()
-                    )));
-                }
-            }
-        }
-        Ok(())
     }
 }
 

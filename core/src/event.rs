@@ -8,6 +8,7 @@ use crate::tool::{Hints, Source};
 use crate::transcript::Transcript;
 
 /// How a turn ended.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -40,6 +41,7 @@ impl Outcome {
 }
 
 /// Token usage, per request or summed over a turn.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens the model read.
@@ -57,6 +59,7 @@ impl Usage {
 }
 
 /// What the gate decided for one call, as reported in [`Event::Gate`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateVerdict {
@@ -70,6 +73,7 @@ pub enum GateVerdict {
 
 /// One thing that happened in a turn. Serialized with a `type` tag in snake_case, the same in
 /// every language binding.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]

@@ -44,7 +44,10 @@
 
 pub mod builtin;
 mod client;
+mod client_state;
 mod config;
+mod config_check;
+mod config_read;
 mod error;
 mod event;
 mod gate;
@@ -52,7 +55,12 @@ pub mod mcp;
 mod model;
 pub mod policy;
 mod redact;
+mod run;
 pub mod sandbox;
+#[cfg(feature = "schema")]
+mod schema;
+mod script;
+mod spelling;
 pub mod tool;
 mod transcript;
 mod turn;
@@ -61,7 +69,7 @@ pub use async_trait::async_trait;
 pub use builtin::{BackgroundShells, SearchRequest, SearchResult, WebSearchProvider};
 pub use client::{Client, ClientBuilder};
 pub use config::{Config, RetryPolicy, Style};
-pub use error::{Error, Result};
+pub use error::{ConfigError, Error, Result};
 pub use event::{Event, GateVerdict, Outcome, TurnResult, Usage};
 pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
@@ -70,13 +78,16 @@ pub use gate::{
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 #[doc(hidden)]
 pub use model::fuzz;
-pub use model::{list_models, ModelInfo, ScriptCall, ScriptEntry, ScriptError};
+pub use model::{list_models, ModelInfo};
 pub use policy::{Policy, PolicyError, BUDGET_RESULT};
+pub use run::{Run, RunOptions};
 pub use sandbox::{SandboxConfig, SandboxStatus};
+pub use script::{ScriptCall, ScriptEntry, ScriptError};
+pub use spelling::Spelling;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,
     ToolError, ToolOutput, ToolSpec, Toolkit,
 };
 pub use transcript::{Message, ToolCall, Transcript};
-pub use turn::{Run, RunOptions, CANCELLED_RESULT, MAX_TURNS_RESULT};
+pub use turn::{CANCELLED_RESULT, MAX_TURNS_RESULT};

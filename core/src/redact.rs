@@ -63,13 +63,19 @@ impl fmt::Debug for RedactedList {
 /// not (`NAME=<redacted>`).
 pub(crate) struct RedactedAssignments<'a>(pub &'a [String]);
 
+/// A `NAME=value` entry as `NAME=<redacted>` (an entry without `=` names a variable and is
+/// shown as it is).
+pub(crate) fn redacted_assignment(entry: &str) -> String {
+    match entry.split_once('=') {
+        Some((name, _)) => format!("{name}={REDACTED}"),
+        None => entry.to_string(),
+    }
+}
+
 impl fmt::Debug for RedactedAssignments<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
-            .entries(self.0.iter().map(|entry| match entry.split_once('=') {
-                Some((name, _)) => format!("{name}={REDACTED}"),
-                None => entry.clone(),
-            }))
+            .entries(self.0.iter().map(|entry| redacted_assignment(entry)))
             .finish()
     }
 }

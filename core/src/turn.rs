@@ -2,20 +2,14 @@
 //! answers, the turn is cancelled, it fails, or it reaches `max_turns`.
 
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::{FutureExt, Stream};
+use futures::FutureExt;
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::Inner;
-use crate::error::{Error, Result};
+use crate::client_state::ClientState;
 use crate::event::{Event, GateVerdict, Outcome, TurnResult, Usage};
 use crate::gate::{Answer, Decision, ToolCallEvent, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL};
 use crate::model::{complete_with_retry, ModelRequest, RawCall};
@@ -30,109 +24,9 @@ pub const CANCELLED_RESULT: &str = "cancelled";
 /// The result text of a call left unexecuted at `max_turns`.
 pub const MAX_TURNS_RESULT: &str = "max_turns reached";
 
-/// Options of one run.
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    /// An allowlist for this run only, intersected with the client's: it can only narrow.
-    pub allow: Option<Allowlist>,
-    /// An outside token that cancels the run.
-    pub cancel: Option<CancellationToken>,
-}
-
-impl RunOptions {
-    /// Narrow this run to the tools `patterns` allow (allowlist grammar).
-    pub fn allow<S: AsRef<str>>(mut self, patterns: &[S]) -> Result<Self> {
-        self.allow = Some(Allowlist::new(patterns)?);
-        Ok(self)
-    }
-
-    /// Cancel the run when `token` is cancelled.
-    pub fn cancel(mut self, token: CancellationToken) -> Self {
-        self.cancel = Some(token);
-        self
-    }
-}
-
-/// A running turn: its events, its cancel, its result. Dropping it before the turn ended cancels
-/// the turn.
-pub struct Run {
-    events: UnboundedReceiver<Event>,
-    cancel: CancellationToken,
-    handle: Option<JoinHandle<TurnResult>>,
-    /// Set once `turn_end` was handed out: the stream ends there even if a tool kept a clone of
-    /// the turn's event sink alive.
-    ended: bool,
-}
-
-impl Run {
-    pub(crate) fn new(
-        events: UnboundedReceiver<Event>,
-        cancel: CancellationToken,
-        handle: JoinHandle<TurnResult>,
-    ) -> Self {
-        Run {
-            events,
-            cancel,
-            handle: Some(handle),
-            ended: false,
-        }
-    }
-
-    /// The next event; `None` after `turn_end`.
-    pub async fn next_event(&mut self) -> Option<Event> {
-        std::future::poll_fn(|cx| self.poll_event(cx)).await
-    }
-
-    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        if self.ended {
-            return Poll::Ready(None);
-        }
-        let polled = self.events.poll_recv(cx);
-        if let Poll::Ready(Some(Event::TurnEnd { .. })) = &polled {
-            self.ended = true;
-        }
-        polled
-    }
-
-    /// Cancel the turn. It ends with outcome `cancelled` and a valid transcript.
-    pub fn cancel(&self) {
-        self.cancel.cancel();
-    }
-
-    /// The turn's cancel token.
-    pub fn cancel_token(&self) -> CancellationToken {
-        self.cancel.clone()
-    }
-
-    /// Wait for the turn to end (events not read are dropped).
-    pub async fn result(mut self) -> Result<TurnResult> {
-        let handle = self.handle.take().expect("result is taken once");
-        handle
-            .await
-            .map_err(|e| Error::Transport(format!("the turn's task failed: {e}")))
-    }
-}
-
-impl Stream for Run {
-    type Item = Event;
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        self.poll_event(cx)
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        if let Some(h) = &self.handle {
-            if !h.is_finished() {
-                self.cancel.cancel();
-            }
-        }
-    }
-}
-
 /// Run one turn on `inner`'s conversation.
 pub(crate) async fn run_turn(
-    inner: Arc<Inner>,
+    inner: Arc<ClientState>,
     prompt: String,
     run_allow: Option<Allowlist>,
     cancel: CancellationToken,
@@ -143,7 +37,7 @@ pub(crate) async fn run_turn(
     let queued = tokio::select! {
         biased;
         _ = cancel.cancelled() => None,
-        guard = inner.turn_lock.lock() => Some(guard).filter(|_| !cancel.is_cancelled()),
+        guard = inner.lock_turn() => Some(guard).filter(|_| !cancel.is_cancelled()),
     };
     let Some(_one_at_a_time) = queued else {
         return cancelled_before_start(&inner, prompt, &sink);
@@ -158,7 +52,12 @@ pub(crate) async fn run_turn(
         prompt: prompt.clone(),
     });
     inner.append([Message::User { content: prompt }]);
-    let (outcome, final_text, usage, error) = turn.steps().await;
+    let TurnEnd {
+        outcome,
+        final_text,
+        usage,
+        error,
+    } = turn.steps().await;
     sink.emit(Event::TurnEnd {
         outcome,
         final_text: final_text.clone(),
@@ -170,17 +69,35 @@ pub(crate) async fn run_turn(
         final_text,
         usage,
         error,
-        transcript: inner
-            .conversation
-            .lock()
-            .expect("conversation lock")
-            .clone(),
+        transcript: inner.transcript(),
+    }
+}
+
+/// How the step loop ended: what the turn's `turn_end` event and result report.
+struct TurnEnd {
+    outcome: Outcome,
+    /// The text of the last model response.
+    final_text: String,
+    /// Usage summed over the turn's model responses.
+    usage: Usage,
+    /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
+    error: Option<String>,
+}
+
+impl TurnEnd {
+    fn new(outcome: Outcome, final_text: String, usage: Usage) -> Self {
+        TurnEnd {
+            outcome,
+            final_text,
+            usage,
+            error: None,
+        }
     }
 }
 
 /// A turn cancelled before it began: `turn_start` and `turn_end` (cancelled) as for any turn, and
 /// the conversation unchanged (the prompt is not appended).
-fn cancelled_before_start(inner: &Inner, prompt: String, sink: &EventSink) -> TurnResult {
+fn cancelled_before_start(inner: &ClientState, prompt: String, sink: &EventSink) -> TurnResult {
     sink.emit(Event::TurnStart { prompt });
     sink.emit(Event::TurnEnd {
         outcome: Outcome::Cancelled,
@@ -193,16 +110,12 @@ fn cancelled_before_start(inner: &Inner, prompt: String, sink: &EventSink) -> Tu
         final_text: String::new(),
         usage: Usage::default(),
         error: None,
-        transcript: inner
-            .conversation
-            .lock()
-            .expect("conversation lock")
-            .clone(),
+        transcript: inner.transcript(),
     }
 }
 
 struct Turn<'a> {
-    inner: &'a Inner,
+    inner: &'a ClientState,
     run_allow: Option<&'a Allowlist>,
     cancel: &'a CancellationToken,
     sink: &'a EventSink,
@@ -210,10 +123,10 @@ struct Turn<'a> {
 
 impl Turn<'_> {
     fn allowed(&self, name: &str) -> bool {
-        allowed_by(&self.inner.allow, self.run_allow, name)
+        allowed_by(self.inner.allow(), self.run_allow, name)
     }
 
-    async fn steps(&self) -> (Outcome, String, Usage, Option<String>) {
+    async fn steps(&self) -> TurnEnd {
         let inner = self.inner;
         let allowed = |n: &str| self.allowed(n);
         let mut usage = Usage::default();
@@ -221,27 +134,31 @@ impl Turn<'_> {
         let mut index = 0u32;
         let mut budget = Budget::default();
         loop {
-            let tools = inner.toolkit.offered(&allowed);
-            let body = {
-                let conv = inner.conversation.lock().expect("conversation lock");
-                inner.backend.body(&ModelRequest {
-                    system: inner.config.system.as_deref(),
-                    messages: &conv.messages,
+            let tools = inner.toolkit().offered(&allowed);
+            let body = inner.with_messages(|messages| {
+                inner.backend().body(&ModelRequest {
+                    system: inner.config().system.as_deref(),
+                    messages,
                     tools: &tools,
                 })
-            };
+            });
             let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
             drop(tools);
             let response = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => {
-                    return (Outcome::Cancelled, final_text, usage, None);
+                    return TurnEnd::new(Outcome::Cancelled, final_text, usage);
                 }
-                r = complete_with_retry(&*inner.backend, &body, &inner.config.retry, self.sink, index) => r,
+                r = complete_with_retry(inner.backend(), &body, &inner.config().retry, self.sink, index) => r,
             };
             let response = match response {
                 Ok(r) => r,
-                Err(message) => return (Outcome::Error, final_text, usage, Some(message)),
+                Err(message) => {
+                    return TurnEnd {
+                        error: Some(message),
+                        ..TurnEnd::new(Outcome::Error, final_text, usage)
+                    }
+                }
             };
             index += 1;
             usage.add(response.usage);
@@ -269,10 +186,10 @@ impl Turn<'_> {
             });
             if calls.is_empty() {
                 inner.append(step);
-                return (Outcome::Done, final_text, usage, None);
+                return TurnEnd::new(Outcome::Done, final_text, usage);
             }
             // The ceilings of the policy in force now (set_policy applies mid-turn).
-            let ceilings = Ceilings::of(&inner.config, inner.policy().as_deref());
+            let ceilings = Ceilings::of(inner.config(), inner.policy().as_deref());
             let at_limit = index >= ceilings.max_turns;
             let spend = budget.spend(calls.len(), response.usage, &ceilings);
             for (i, c) in calls.iter().enumerate() {
@@ -289,13 +206,16 @@ impl Turn<'_> {
             }
             inner.append(step);
             if at_limit {
-                return (Outcome::MaxTurns, final_text, usage, None);
+                return TurnEnd::new(Outcome::MaxTurns, final_text, usage);
             }
             if let Some(e) = spend.exhausted {
-                return (Outcome::Budget, final_text, usage, Some(e.to_string()));
+                return TurnEnd {
+                    error: Some(e.to_string()),
+                    ..TurnEnd::new(Outcome::Budget, final_text, usage)
+                };
             }
             if self.cancel.is_cancelled() {
-                return (Outcome::Cancelled, final_text, usage, None);
+                return TurnEnd::new(Outcome::Cancelled, final_text, usage);
             }
         }
     }
@@ -306,10 +226,7 @@ impl Turn<'_> {
         for r in raw {
             let id = match r.id.filter(|id| !id.is_empty()) {
                 Some(id) if !calls.iter().any(|c| c.id == id) => id,
-                _ => format!(
-                    "call_cx{}",
-                    self.inner.next_id.fetch_add(1, Ordering::Relaxed) + 1
-                ),
+                _ => self.inner.next_call_id(),
             };
             let text = r.arguments.trim();
             let (arguments, raw_arguments) = if text.is_empty() {
@@ -363,7 +280,7 @@ impl Turn<'_> {
         if call.name == CALL_TOOL && call.via.is_none() {
             return self.call_tool_search(call);
         }
-        let Some(entry) = self.inner.toolkit.lookup(&call.name, &allowed) else {
+        let Some(entry) = self.inner.toolkit().lookup(&call.name, &allowed) else {
             return ToolOutput::error(self.unknown_tool(&call.name));
         };
         if call.raw_arguments {
@@ -398,8 +315,8 @@ impl Turn<'_> {
             server: entry.server.clone(),
         };
         // The approval policy decides first; the host's before_tool may only narrow.
-        let policy = policy::judge(self.inner.policy().as_deref(), &event, &self.inner.root);
-        let decision = match (policy.denial(), &self.inner.hooks) {
+        let policy = policy::judge(self.inner.policy().as_deref(), &event, self.inner.root());
+        let decision = match (policy.denial(), self.inner.hooks()) {
             (Some(denied), _) => Ok(denied),
             (None, None) => policy.narrow(Ok(Decision::Allow)),
             (None, Some(hooks)) => {
@@ -470,7 +387,7 @@ impl Turn<'_> {
             name: request.name.clone(),
             request: request.clone(),
         });
-        let Some(wait_for) = &self.inner.wait_for else {
+        let Some(wait_for) = self.inner.wait_for() else {
             return Some(Answer::deny(
                 "The operation needs approval, but the host has no wait_for to ask; it was denied.",
             ));
@@ -509,9 +426,9 @@ impl Turn<'_> {
             call_id: event.call_id.clone(),
             name: event.name.clone(),
             cancel: self.cancel.clone(),
-            root: self.inner.root.clone(),
+            root: self.inner.root().clone(),
             events: self.sink.clone(),
-            secret_env: self.inner.secret_env.clone(),
+            secret_env: self.inner.secret_env().clone(),
         };
         let call = AssertUnwindSafe(entry.tool.call(event.arguments.clone(), ctx)).catch_unwind();
         let output = tokio::select! {
@@ -523,7 +440,7 @@ impl Turn<'_> {
                 Err(_) => ToolOutput::error(format!("the tool {} panicked", event.name)),
             },
         };
-        let Some(hooks) = &self.inner.hooks else {
+        let Some(hooks) = self.inner.hooks() else {
             return output;
         };
         let after = AssertUnwindSafe(hooks.after_tool(event, &output)).catch_unwind();
@@ -544,7 +461,7 @@ impl Turn<'_> {
         let allowed = |n: &str| self.allowed(n);
         match call.arguments.get("query").and_then(Value::as_str) {
             Some(q) if !call.raw_arguments => {
-                let found = self.inner.toolkit.search_deferred(q, &allowed);
+                let found = self.inner.toolkit().search_deferred(q, &allowed);
                 if found.is_empty() {
                     ToolOutput::text(format!("No tool matches {q:?}."))
                 } else {
@@ -561,7 +478,7 @@ impl Turn<'_> {
         let allowed = |n: &str| self.allowed(n);
         let names: Vec<String> = self
             .inner
-            .toolkit
+            .toolkit()
             .offered(&allowed)
             .into_iter()
             .map(|s| s.name.clone())

@@ -163,7 +163,7 @@ pub(crate) fn builtins_for(config: &Config, opt_ins: &OptIns) -> Result<Vec<Buil
             }
             ("bash_output" | "kill_shell", Some(_)) => continue, // added below
             ("bash_output" | "kill_shell", None) => {
-                return Err(Error::Config(format!(
+                return Err(Error::config(format!(
                     "builtin {name:?} needs background shells (config `background: true`)"
                 )))
             }
@@ -174,14 +174,14 @@ pub(crate) fn builtins_for(config: &Config, opt_ins: &OptIns) -> Result<Vec<Buil
             ),
             ("websearch", _) if opt_ins.websearch.is_some() => continue, // added below
             ("websearch", _) => {
-                return Err(Error::Config(
+                return Err(Error::config(
                     "builtin \"websearch\" needs a web search provider from the host".into(),
                 ))
             }
             _ => (
                 name.as_str(),
                 builtin(name).ok_or_else(|| {
-                    Error::Config(format!(
+                    Error::config(format!(
                         "unknown builtin {name:?} (available: {})",
                         IMPLEMENTED_BUILTINS.join(", ")
                     ))

@@ -232,7 +232,7 @@ fn send_error(url: &reqwest::Url, e: &reqwest::Error) -> ToolError {
         }
         cur = err.source();
     }
-    ToolError::new(format!("cannot fetch {url}: {}", error_chain(e)))
+    ToolError::new(format!("cannot fetch {url}: {}", crate::error::chain(e)))
 }
 
 /// Read an answer's body (up to the cap) and turn it into the tool's result.
@@ -254,7 +254,7 @@ async fn read(
     while let Some(chunk) = resp
         .chunk()
         .await
-        .map_err(|e| format!("reading {final_url}: {}", error_chain(&e)))?
+        .map_err(|e| format!("reading {final_url}: {}", crate::error::chain(&e)))?
     {
         let room = MAX_BODY_BYTES - body.len();
         if chunk.len() > room {
@@ -356,17 +356,6 @@ impl Kind {
         }
         Kind::Binary
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(inner) = cur {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        cur = inner.source();
-    }
-    s
 }
 
 #[cfg(test)]

@@ -156,28 +156,28 @@ impl McpConfig {
     /// Parse the JSON text of an `mcpServers` document.
     pub fn from_json(text: &str) -> Result<McpConfig> {
         let value: Value = serde_json::from_str(text)
-            .map_err(|e| Error::Config(format!("MCP config is not valid JSON: {e}")))?;
+            .map_err(|e| Error::config(format!("MCP config is not valid JSON: {e}")))?;
         McpConfig::from_value(value)
     }
 
     /// Read an `mcpServers` document from a JSON value.
     pub fn from_value(value: Value) -> Result<McpConfig> {
         if !value.is_object() {
-            return Err(Error::Config(
+            return Err(Error::config(
                 "MCP config must be an object {\"mcpServers\": {...}}".into(),
             ));
         }
         let raw: RawConfig =
-            serde_json::from_value(value).map_err(|e| Error::Config(format!("MCP config: {e}")))?;
+            serde_json::from_value(value).map_err(|e| Error::config(format!("MCP config: {e}")))?;
         let Some(entries) = raw.mcp_servers else {
-            return Err(Error::Config(
+            return Err(Error::config(
                 "MCP config has no \"mcpServers\" object".into(),
             ));
         };
         let mut servers = BTreeMap::new();
         for (name, entry) in entries {
             if name.is_empty() {
-                return Err(Error::Config("MCP server names must not be empty".into()));
+                return Err(Error::config("MCP server names must not be empty".into()));
             }
             let server = ServerConfig::from_value(&name, entry)?;
             servers.insert(name, server);
@@ -188,7 +188,7 @@ impl McpConfig {
 
 impl ServerConfig {
     fn from_value(name: &str, value: Value) -> Result<ServerConfig> {
-        let bad = |msg: String| Error::Config(format!("MCP server {name:?}: {msg}"));
+        let bad = |msg: String| Error::config(format!("MCP server {name:?}: {msg}"));
         let raw: RawServer = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
         let kind = match raw.kind.as_deref() {
             None if raw.url.is_some() && raw.command.is_none() => "http",

@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use super::config::{ServerConfig, Transport};
 use super::names;
 use super::stdio::{ChildProcess, StderrTail};
-use super::tool::{convert_result, McpTool};
-use crate::client::Inner;
+use super::tool::{convert_result, McpTool, ToolServer};
+use crate::client_state::ClientState;
 use crate::model::redact::{display_url, url_secrets, Redactor};
 use crate::tool::{Tool, ToolOutput};
 use crate::CANCELLED_RESULT;
@@ -39,7 +39,7 @@ pub(crate) struct Shared {
     pub closed: CancellationToken,
     /// Clients the source's tools were registered into (kept weakly: a client's life is its
     /// host's business).
-    pub clients: Mutex<Vec<Weak<Inner>>>,
+    pub clients: Mutex<Vec<Weak<ClientState>>>,
     /// Every tool name given out, across servers.
     pub taken: Mutex<HashSet<String>>,
 }
@@ -54,13 +54,12 @@ impl Shared {
     }
 
     /// The clients still alive and open.
-    pub fn live_clients(&self) -> Vec<crate::Client> {
+    pub fn live_clients(&self) -> Vec<Arc<ClientState>> {
         let mut clients = self.clients.lock().expect("clients lock");
         clients.retain(|w| w.strong_count() > 0);
         clients
             .iter()
             .filter_map(Weak::upgrade)
-            .map(|inner| crate::Client { inner })
             .filter(|c| !c.is_closed())
             .collect()
     }
@@ -387,7 +386,13 @@ impl Server {
                 Some(n) if taken.insert(n.clone()) => n,
                 _ => names::unique(&names::base_name(&self.prefix, mcp_name), &mut taken),
             };
-            fresh.push(Arc::new(McpTool::new(self.clone(), name, &value)));
+            let server: Arc<dyn ToolServer> = Arc::new(self.clone());
+            fresh.push(Arc::new(McpTool::new(
+                server,
+                name,
+                &value,
+                &self.config.inject,
+            )));
         }
         let gone: Vec<String> = old
             .iter()
@@ -588,6 +593,23 @@ impl Server {
                 }
             }
         }
+    }
+}
+
+/// The server as its tools see it (implemented on the `Arc`: a call may outlive the borrow).
+#[async_trait::async_trait]
+impl ToolServer for Arc<Server> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn call_tool(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        Server::call_tool(self, tool, args, cancel).await
     }
 }
 

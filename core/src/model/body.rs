@@ -56,7 +56,7 @@ impl Chunks {
                 Err(_) => return Err(Interrupt::Idle),
                 Ok(None) => return Ok(None),
                 Ok(Some(Err(e))) => {
-                    return Err(Interrupt::Broken(super::http::chain(&e.without_url())))
+                    return Err(Interrupt::Broken(crate::error::chain(&e.without_url())))
                 }
                 Ok(Some(Ok(chunk))) if chunk.is_empty() => continue,
                 Ok(Some(Ok(chunk))) => return Ok(Some(chunk)),

@@ -11,7 +11,7 @@ use super::body::{read_prefix, read_whole, MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES}
 use super::redact::{origin, url_secrets, Redactor};
 use super::Failure;
 use crate::config::Config;
-use crate::error::{cut, Error, Result};
+use crate::error::{chain, cut, Error, Result};
 
 /// How much of an error body ends up in a message.
 const BODY_CUT: usize = 2_000;
@@ -39,26 +39,17 @@ impl Http {
         let mut headers = HeaderMap::new();
         for (k, v) in &config.headers {
             let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|e| Error::Config(format!("header name {k:?}: {e}")))?;
+                .map_err(|e| Error::config(format!("header name {k:?}: {e}")))?;
             let mut value = HeaderValue::from_str(v)
-                .map_err(|_| Error::Config(format!("header {k:?}: the value is not valid")))?;
+                .map_err(|_| Error::config(format!("header {k:?}: the value is not valid")))?;
             value.set_sensitive(true);
             headers.insert(name, value);
-        }
-        for (name, ms) in [
-            ("request_timeout_ms", config.request_timeout_ms),
-            ("idle_timeout_ms", config.idle_timeout_ms),
-            ("connect_timeout_ms", config.connect_timeout_ms),
-        ] {
-            if ms == 0 {
-                return Err(Error::Config(format!("{name} must be at least 1")));
-            }
         }
         let client = client_builder()
             .default_headers(headers)
             .connect_timeout(Duration::from_millis(config.connect_timeout_ms))
             .build()
-            .map_err(|e| Error::Config(format!("HTTP client: {e}")))?;
+            .map_err(|e| Error::config(format!("HTTP client: {e}")))?;
         let base = config.resolved_base_url();
         let mut secrets = url_secrets(&base);
         secrets.extend(config.headers.values().cloned());
@@ -82,16 +73,20 @@ impl Http {
     }
 
     /// Send `req` within the request timeout.
-    async fn send(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response, String> {
+    async fn send(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response, NoResponse> {
         match tokio::time::timeout(self.request_timeout, req.send()).await {
-            Err(_) => Err(format!(
-                "the model server did not answer within {} ms (request_timeout_ms)",
-                self.request_timeout.as_millis()
-            )),
-            Ok(Err(e)) => Err(format!(
-                "could not reach the model server: {}",
-                chain(&e.without_url())
-            )),
+            Err(_) => Err(NoResponse {
+                what: format!(
+                    "the model server did not answer within {} ms (request_timeout_ms)",
+                    self.request_timeout.as_millis()
+                ),
+                source: None,
+            }),
+            Ok(Err(e)) => Err(NoResponse {
+                what: "could not reach the model server".into(),
+                // Its URL may carry secrets (userinfo, a key in the query).
+                source: Some(e.without_url()),
+            }),
             Ok(Ok(resp)) => Ok(resp),
         }
     }
@@ -110,15 +105,12 @@ impl Http {
         }
         let body = serde_json::to_vec(body).expect("request bodies serialize");
         let req = req.header("content-type", "application/json").body(body);
-        let resp = self
-            .send(req)
-            .await
-            .map_err(|message| Failure::BeforeData {
-                status: None,
-                message,
-                retry_after: None,
-                retryable: true,
-            })?;
+        let resp = self.send(req).await.map_err(|e| Failure::BeforeData {
+            status: None,
+            message: e.sentence(),
+            retry_after: None,
+            retryable: true,
+        })?;
         self.check_status(resp).await
     }
 
@@ -129,10 +121,14 @@ impl Http {
             req = with_header(req, k, v);
         }
         let redact = |s: String| self.redactor.redact(&s);
-        let resp = self
-            .send(req)
-            .await
-            .map_err(|message| Error::Transport(redact(message)))?;
+        let transport = |message: String| Error::Transport {
+            message: redact(message),
+            source: None,
+        };
+        let resp = self.send(req).await.map_err(|e| Error::Transport {
+            message: redact(e.what),
+            source: e.source.map(Into::into),
+        })?;
         let resp = self.check_status(resp).await.map_err(|f| match f {
             Failure::BeforeData {
                 status: Some(status),
@@ -148,13 +144,13 @@ impl Http {
                 ),
                 retry_after,
             },
-            other => Error::Transport(redact(other.message().to_string())),
+            other => transport(other.message().to_string()),
         })?;
         let bytes = read_whole(resp, MAX_BODY_BYTES, self.idle_timeout)
             .await
-            .map_err(|f| Error::Transport(redact(f.message().to_string())))?;
+            .map_err(|f| transport(f.message().to_string()))?;
         serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Transport(redact(format!("the model list is not JSON: {e}"))))
+            .map_err(|e| transport(format!("the model list is not JSON: {e}")))
     }
 
     async fn check_status(&self, resp: reqwest::Response) -> Result<reqwest::Response, Failure> {
@@ -204,6 +200,24 @@ impl Http {
     }
 }
 
+/// Why a request got no response: what failed, and reqwest's error (without its URL) when
+/// there is one. Turns report [`NoResponse::sentence`]; `list_models` keeps the error as the
+/// cause of its [`Error::Transport`].
+struct NoResponse {
+    what: String,
+    source: Option<reqwest::Error>,
+}
+
+impl NoResponse {
+    /// `what` and the causes, in one line.
+    fn sentence(&self) -> String {
+        match &self.source {
+            Some(e) => format!("{}: {}", self.what, chain(e)),
+            None => self.what.clone(),
+        }
+    }
+}
+
 /// Add a header whose value is marked sensitive (kept out of Debug output). A value that is not
 /// a valid header value is passed as it is, so the request fails with reqwest's builder error
 /// (which does not quote it) instead of going out without it.
@@ -215,21 +229,6 @@ fn with_header(req: reqwest::RequestBuilder, name: &str, v: &str) -> reqwest::Re
         }
         Err(_) => req.header(name, v),
     }
-}
-
-/// An error with its sources, so "error sending request" says why.
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let msg = c.to_string();
-        if !s.contains(&msg) {
-            s.push_str(": ");
-            s.push_str(&msg);
-        }
-        cur = c.source();
-    }
-    s
 }
 
 #[cfg(test)]
@@ -250,15 +249,5 @@ mod tests {
             "https://h/openai/v1/chat/completions?api-version=1&key=s"
         );
         assert_eq!(http("https://h/v1/").url("/models"), "https://h/v1/models");
-    }
-
-    #[test]
-    fn zero_timeouts_are_configuration_errors() {
-        let cfg: Config = serde_json::from_value(serde_json::json!({
-            "model": "m", "idle_timeout_ms": 0
-        }))
-        .unwrap();
-        let err = Http::new(&cfg).err().unwrap().to_string();
-        assert!(err.contains("idle_timeout_ms"), "{err}");
     }
 }

@@ -14,7 +14,6 @@ mod scripted;
 pub(crate) mod sse;
 
 pub use list_models::{list_models, ModelInfo};
-pub use scripted::{ScriptCall, ScriptEntry, ScriptError};
 
 pub(crate) use retry::complete_with_retry;
 

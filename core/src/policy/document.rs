@@ -65,9 +65,14 @@ impl PolicyError {
     }
 }
 
+/// A policy that does not validate is a configuration error of the option `policy` (the same
+/// word in every host's spelling); the path into the document keeps the document's own keys.
 impl From<PolicyError> for crate::Error {
     fn from(e: PolicyError) -> Self {
-        crate::Error::Config(e.to_string())
+        crate::Error::Config(crate::ConfigError::new(
+            "policy",
+            format!("{}: {}", e.at, e.message),
+        ))
     }
 }
 
@@ -176,10 +181,8 @@ impl Policy {
             Value::String(s) if s.trim_start().starts_with('{') => Policy::from_json(s),
             Value::String(s) => Policy::load(s),
             other => Err(PolicyError::new(
-                "option",
-                format!(
-                    "`policy` is a document (an object), its JSON text or a file path, got {other}"
-                ),
+                "document",
+                format!("must be an object, its JSON text or a file path, got {other}"),
             )),
         }
     }

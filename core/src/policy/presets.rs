@@ -44,10 +44,16 @@ pub fn dev() -> Policy {
 
 /// A preset by name (`default`, `strict`, `dev`).
 pub fn by_name(name: &str) -> Option<Policy> {
+    json_by_name(name).map(parse)
+}
+
+/// A preset's JSON text by name (`default`, `strict`, `dev`): what the bindings hand their hosts
+/// as `policies.default()` and the like, so every language serves the engine's own documents.
+pub fn json_by_name(name: &str) -> Option<&'static str> {
     match name {
-        "default" => Some(default()),
-        "strict" => Some(strict()),
-        "dev" => Some(dev()),
+        "default" => Some(DEFAULT_JSON),
+        "strict" => Some(STRICT_JSON),
+        "dev" => Some(DEV_JSON),
         _ => None,
     }
 }

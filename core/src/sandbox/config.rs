@@ -43,13 +43,9 @@ impl Default for SandboxConfig {
 }
 
 impl SandboxConfig {
-    /// What is wrong with these options, if anything.
-    pub(crate) fn problem(&self) -> Option<String> {
-        self.writable.iter().find(|p| !p.is_absolute()).map(|p| {
-            format!(
-                "sandbox.writable: {:?} is not an absolute path",
-                p.display().to_string()
-            )
-        })
+    /// What is wrong with these options, if anything: the index of a `writable` entry that is
+    /// not an absolute path.
+    pub(crate) fn problem(&self) -> Option<usize> {
+        self.writable.iter().position(|p| !p.is_absolute())
     }
 }

@@ -38,10 +38,10 @@ enum Entry<'a> {
     Set(&'a str, &'a str),
 }
 
-fn parse(entry: &str) -> Result<Entry<'_>, String> {
-    let bad = |why: &str| Err(format!("shell_env: {entry:?} {why}"));
+/// Parse one entry; the error says what is wrong with it.
+fn parse(entry: &str) -> Result<Entry<'_>, &'static str> {
     if entry.contains('\0') {
-        return bad("contains a NUL byte");
+        return Err("contains a NUL byte");
     }
     let (name, value) = match entry.split_once('=') {
         Some((name, value)) => (name, Some(value)),
@@ -49,21 +49,21 @@ fn parse(entry: &str) -> Result<Entry<'_>, String> {
     };
     if let Some(prefix) = name.strip_suffix('*') {
         if value.is_some() {
-            return bad("sets a value for a pattern; use NAME=value");
+            return Err("sets a value for a pattern; use NAME=value");
         }
         if prefix.is_empty() {
-            return bad("would pass the host's whole environment");
+            return Err("would pass the host's whole environment");
         }
         if prefix.contains('*') {
-            return bad("may hold `*` only at its end");
+            return Err("may hold `*` only at its end");
         }
         return Ok(Entry::PassPrefix(prefix));
     }
     if name.is_empty() {
-        return bad("has no variable name");
+        return Err("has no variable name");
     }
     if name.contains('*') {
-        return bad("may hold `*` only at the end of a name");
+        return Err("may hold `*` only at the end of a name");
     }
     Ok(match value {
         Some(value) => Entry::Set(name, value),
@@ -71,9 +71,12 @@ fn parse(entry: &str) -> Result<Entry<'_>, String> {
     })
 }
 
-/// What is wrong with a `shell_env` list, if anything.
-pub(crate) fn problem(shell_env: &[String]) -> Option<String> {
-    shell_env.iter().find_map(|e| parse(e).err())
+/// What is wrong with a `shell_env` list, if anything: the entry's index and why.
+pub(crate) fn problem(shell_env: &[String]) -> Option<(usize, &'static str)> {
+    shell_env
+        .iter()
+        .enumerate()
+        .find_map(|(i, e)| parse(e).err().map(|why| (i, why)))
 }
 
 fn allowed(name: &OsStr, extra: &[Entry<'_>]) -> bool {
@@ -197,9 +200,8 @@ mod tests {
     #[test]
     fn bad_entries_are_named() {
         for bad in ["", "=x", "*", "A*B", "A*=x", "A\0B", "*=1"] {
-            let p = problem(&[bad.to_string()]);
-            assert!(p.is_some(), "{bad:?} passed");
-            assert!(p.unwrap().starts_with("shell_env: "));
+            let p = problem(&["OK".to_string(), bad.to_string()]);
+            assert!(matches!(p, Some((1, _))), "{bad:?}: {p:?}");
         }
         assert_eq!(
             problem(&["A".into(), "B=".into(), "C_*".into(), "D=x=y".into()]),

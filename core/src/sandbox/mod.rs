@@ -37,13 +37,24 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::error::ConfigError;
+use crate::redact::redacted_assignment;
 use child::ChildSetup;
 use scratch::Scratch;
 pub(crate) use watchdog::Watched;
 
 /// What is wrong with the sandbox's part of a config (`shell_env`, `sandbox`), if anything.
-pub(crate) fn config_problem(shell_env: &[String], sandbox: &SandboxConfig) -> Option<String> {
-    env::problem(shell_env).or_else(|| sandbox.problem())
+pub(crate) fn config_problem(shell_env: &[String], sandbox: &SandboxConfig) -> Option<ConfigError> {
+    let quoted = |s: String| serde_json::Value::String(s).to_string();
+    if let Some((i, why)) = env::problem(shell_env) {
+        // The value of a `NAME=value` entry may be a secret.
+        let shown = redacted_assignment(&shell_env[i]);
+        return Some(ConfigError::new(format!("shell_env[{i}]"), why).with_value(quoted(shown)));
+    }
+    sandbox.problem().map(|i| {
+        ConfigError::new(format!("sandbox.writable[{i}]"), "is not an absolute path")
+            .with_value(quoted(sandbox.writable[i].display().to_string()))
+    })
 }
 
 /// The sandbox of one client's commands: its options, its scratch directory, and what the

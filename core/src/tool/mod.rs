@@ -5,12 +5,14 @@ mod allowlist;
 mod call_tool;
 mod context;
 mod fn_tool;
+mod output;
 mod spec;
 mod toolkit;
 
 pub use allowlist::Allowlist;
-pub use context::{EventSink, HostError, ToolContext, ToolError, ToolOutput};
+pub use context::{EventSink, ToolContext};
 pub use fn_tool::{tool_fn, FnTool};
+pub use output::{HostError, ToolError, ToolOutput};
 pub use spec::{valid_tool_name, Hints, Source, Tier, ToolSpec};
 pub use toolkit::Toolkit;
 

@@ -1,4 +1,5 @@
-//! Host code the engine calls: tools, hooks and wait_for, implemented in Kotlin or Swift.
+//! Host code the engine calls: tools, hooks, wait_for and a web search provider, implemented in
+//! Kotlin or Swift.
 //!
 //! Each is a foreign trait with async methods (`suspend fun` in Kotlin, `async throws` in Swift).
 //! The adapters below translate them to the engine's `Tool`, `Hooks` and `WaitFor` traits and do
@@ -11,10 +12,13 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use contenox::{SearchRequest, SearchResult};
 use serde_json::Value;
 
+use crate::convert::{
+    via_json, Answer, Decision, PendingRequest, ToolCallEvent, ToolOutput, ToolSpec,
+};
 use crate::error::ContenoxError;
-use crate::types::{Answer, Decision, PendingRequest, ToolCallEvent, ToolOutput, ToolSpec};
 
 /// A tool implemented by the host.
 #[uniffi::export(foreign)]
@@ -69,30 +73,6 @@ pub trait WebSearchProvider: Send + Sync {
     async fn search(&self, request: SearchRequest) -> Result<Vec<SearchResult>, ContenoxError>;
 }
 
-/// What the model asked `websearch` for.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct SearchRequest {
-    /// The query.
-    pub query: String,
-    /// How many results the tool will show (more are dropped).
-    pub max_results: u64,
-    /// Only results from these domains (and their subdomains); empty = any.
-    pub allowed_domains: Vec<String>,
-    /// No results from these domains (and their subdomains).
-    pub blocked_domains: Vec<String>,
-}
-
-/// One search result.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct SearchResult {
-    /// The page title.
-    pub title: String,
-    /// The page URL.
-    pub url: String,
-    /// A short extract of the page.
-    pub snippet: String,
-}
-
 /// The host's search provider as the engine sees it.
 pub(crate) struct WebSearchAdapter(pub(crate) Arc<dyn WebSearchProvider>);
 
@@ -100,25 +80,11 @@ pub(crate) struct WebSearchAdapter(pub(crate) Arc<dyn WebSearchProvider>);
 impl contenox::WebSearchProvider for WebSearchAdapter {
     async fn search(
         &self,
-        request: contenox::SearchRequest,
+        request: SearchRequest,
         _cancel: contenox::CancellationToken,
-    ) -> Result<Vec<contenox::SearchResult>, contenox::HostError> {
+    ) -> Result<Vec<SearchResult>, contenox::HostError> {
         // As for wait_for: the engine drops this future on cancel, which cancels the foreign call.
-        let request = SearchRequest {
-            query: request.query,
-            max_results: request.max_results as u64,
-            allowed_domains: request.allowed_domains,
-            blocked_domains: request.blocked_domains,
-        };
-        let results = self.0.search(request).await?;
-        Ok(results
-            .into_iter()
-            .map(|r| contenox::SearchResult {
-                title: r.title,
-                url: r.url,
-                snippet: r.snippet,
-            })
-            .collect())
+        Ok(self.0.search(request).await?)
     }
 }
 
@@ -150,13 +116,11 @@ impl ToolReporter {
     /// already ended (nothing was emitted).
     pub fn progress(&self, data_json: String) -> Result<bool, ContenoxError> {
         let data = crate::error::parse_json("progress data", &data_json)?;
-        match self.ctx.lock().expect("reporter lock").as_ref() {
-            Some(ctx) => {
-                ctx.progress(data);
-                Ok(true)
-            }
-            None => Ok(false),
+        let ctx = self.ctx.lock().expect("reporter lock");
+        if let Some(ctx) = ctx.as_ref() {
+            ctx.progress(data);
         }
+        Ok(ctx.is_some())
     }
 }
 
@@ -178,7 +142,7 @@ pub(crate) struct ToolAdapter {
 impl ToolAdapter {
     /// Read the tool's spec (once) and wrap it.
     pub(crate) fn wrap(tool: Arc<dyn HostTool>) -> Result<Arc<dyn contenox::Tool>, ContenoxError> {
-        let spec = tool.spec()?.into_core()?;
+        let spec = via_json(&tool.spec()?)?;
         Ok(Arc::new(ToolAdapter { spec, tool }))
     }
 }
@@ -205,7 +169,7 @@ impl contenox::Tool for ToolAdapter {
             reporter,
         };
         let out = self.tool.call(args.to_string(), context).await?;
-        Ok(out.into_core()?)
+        Ok(via_json(&out)?)
     }
 }
 
@@ -218,7 +182,7 @@ impl contenox::Hooks for HooksAdapter {
         &self,
         call: &contenox::ToolCallEvent,
     ) -> Result<contenox::Decision, contenox::HostError> {
-        let decision = self.0.before_tool(call.into()).await?;
+        let decision = self.0.before_tool(via_json(call)?).await?;
         Ok(decision.into_core()?)
     }
 
@@ -227,10 +191,11 @@ impl contenox::Hooks for HooksAdapter {
         call: &contenox::ToolCallEvent,
         result: &contenox::ToolOutput,
     ) -> Result<Option<contenox::ToolOutput>, contenox::HostError> {
-        match self.0.after_tool(call.into(), result.into()).await? {
-            Some(out) => Ok(Some(out.into_core()?)),
-            None => Ok(None),
-        }
+        let replaced = self
+            .0
+            .after_tool(via_json(call)?, via_json(result)?)
+            .await?;
+        Ok(replaced.map(|out| via_json(&out)).transpose()?)
     }
 }
 
@@ -246,7 +211,7 @@ impl contenox::WaitFor for WaitForAdapter {
     ) -> Result<contenox::Answer, contenox::HostError> {
         // The token needs no forwarding: the engine drops this future when it fires, and
         // dropping it cancels the foreign call.
-        let answer = self.0.wait_for(request.into()).await?;
+        let answer = self.0.wait_for(via_json(&request)?).await?;
         Ok(answer.into_core()?)
     }
 }

@@ -1,9 +1,12 @@
-//! The JavaScript spelling of core's JSON: camelCase keys for the small typed surface, and
-//! `args` for `arguments` (a reserved name in strict-mode JavaScript). Values the host or the
-//! model own (tool arguments, results, metadata, progress data, todos) are never touched.
+//! The JavaScript spelling of core's JSON, in one place: camelCase keys for the small typed
+//! surface (core's own rule, [`Spelling::Camel`]), plus `args` for `arguments` (a reserved name
+//! in strict-mode JavaScript). Values the host or the model own (tool arguments, results,
+//! metadata, headers, progress data, todos) are never touched. The TypeScript layer passes
+//! objects as the host wrote them and receives them spelled here.
 
 use contenox::{
-    Event, ModelInfo, PendingRequest, SearchRequest, SearchResult, ToolCallEvent, ToolOutput,
+    Event, Message, ModelInfo, PendingRequest, SearchRequest, SearchResult, Spelling,
+    ToolCallEvent, ToolOutput, Transcript,
 };
 use serde_json::{Map, Value};
 
@@ -12,19 +15,7 @@ pub fn camel(key: &str) -> String {
     if key == "arguments" {
         return "args".to_string();
     }
-    let mut out = String::with_capacity(key.len());
-    let mut upper = false;
-    for c in key.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    Spelling::Camel.name(key)
 }
 
 /// `timeoutMs` -> `timeout_ms`; `args` -> `arguments`; other keys as they are.
@@ -32,16 +23,7 @@ pub fn snake(key: &str) -> String {
     if key == "args" {
         return "arguments".to_string();
     }
-    let mut out = String::with_capacity(key.len() + 4);
-    for c in key.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    Spelling::Camel.engine_name(key)
 }
 
 /// Rename the keys of one object level; nested values are left alone.
@@ -55,6 +37,94 @@ fn rename_value(value: Value, f: fn(&str) -> String) -> Value {
         Value::Object(map) => Value::Object(rename(map, f)),
         other => other,
     }
+}
+
+/// Rename the keys of `value` and of the objects under `nested` keys (each an object, or a list
+/// of objects whose own `nested` keys are given too).
+fn rename_tree(value: Value, f: fn(&str) -> String, nested: &[(&str, &[&str])]) -> Value {
+    let Value::Object(map) = value else {
+        return value;
+    };
+    let mut out = Map::with_capacity(map.len());
+    for (k, v) in map {
+        let key = f(&k);
+        let inner = nested
+            .iter()
+            .find(|(name, _)| *name == snake(&key) || *name == key)
+            .map(|(_, keys)| *keys);
+        let v = match (inner, v) {
+            (Some(keys), Value::Array(items)) => Value::Array(
+                items
+                    .into_iter()
+                    .map(|item| rename_tree(item, f, &nested_of(keys)))
+                    .collect(),
+            ),
+            (Some(keys), v) => rename_tree(v, f, &nested_of(keys)),
+            (None, v) => v,
+        };
+        out.insert(key, v);
+    }
+    Value::Object(out)
+}
+
+/// Which keys of an object hold objects whose keys are renamed too.
+fn nested_of(keys: &[&str]) -> Vec<(&'static str, &'static [&'static str])> {
+    NESTED
+        .iter()
+        .filter(|(name, _)| keys.contains(name))
+        .copied()
+        .collect()
+}
+
+/// The options whose values are objects with option-like keys (not host data such as headers,
+/// and not `policy`, a document in its own file format whose keys are never renamed).
+const NESTED: &[(&str, &[&str])] = &[
+    ("retry", &[]),
+    ("sandbox", &[]),
+    ("script", &["tool_calls", "error", "usage"]),
+    ("tool_calls", &[]),
+    ("error", &[]),
+    ("usage", &[]),
+];
+
+/// The options of `createClient` (without the host callbacks) in core's vocabulary. Core checks
+/// them and names any mistake in JavaScript's spelling.
+pub fn config_from_js(options: Value) -> Value {
+    rename_tree(options, snake, &nested_of(&["retry", "script", "sandbox"]))
+}
+
+/// A tool declared in JavaScript (`{name, description, inputSchema, hints, tier}`) in core's
+/// shape (hints are camelCase in core too).
+pub fn tool_spec_from_js(spec: Value) -> Value {
+    rename_value(spec, snake)
+}
+
+/// A conversation's messages as JavaScript reads them: `callId`, `toolCalls`, `isError`,
+/// `rawArguments` (always present), `args`.
+pub fn messages(transcript: &Transcript) -> String {
+    let messages = transcript.messages.iter().map(|m| {
+        let mut v = rename_tree(
+            serde_json::to_value(m).unwrap_or(Value::Null),
+            camel,
+            &nested_of(&["tool_calls"]),
+        );
+        match (m, &mut v) {
+            (Message::Assistant { .. }, Value::Object(o)) => {
+                let calls = o.entry("toolCalls").or_insert_with(|| Value::Array(vec![]));
+                for call in calls.as_array_mut().into_iter().flatten() {
+                    if let Value::Object(c) = call {
+                        c.entry("rawArguments").or_insert(Value::Bool(false));
+                    }
+                }
+            }
+            (Message::Tool { .. }, Value::Object(o)) => {
+                o.entry("isError").or_insert(Value::Bool(false));
+            }
+            _ => {}
+        }
+        v
+    });
+    Value::Array(messages.collect()).to_string()
 }
 
 /// An event as JavaScript sees it: its own keys and those of `usage` and `request` in camelCase.
@@ -187,6 +257,57 @@ mod tests {
             event(&e),
             json!({"type": "turn_end", "outcome": "done", "finalText": "ok",
                    "usage": {"inputTokens": 3, "outputTokens": 4}})
+        );
+    }
+
+    #[test]
+    fn options_rename_their_keys_and_never_host_values() {
+        let v = config_from_js(json!({
+            "baseUrl": "u", "maxTurns": 3, "retry": {"maxRetries": 1},
+            "headers": {"X-Api-Key": "k", "some_header": "v"},
+            "script": [{"toolCalls": [{"id": "c", "name": "n", "args": {"someKey": 1}}],
+                        "breakAfterBytes": 3, "error": {"retryAfterS": 1}, "usage": {"inputTokens": 1}}]
+        }));
+        assert_eq!(
+            v,
+            json!({
+                "base_url": "u", "max_turns": 3, "retry": {"max_retries": 1},
+                "headers": {"X-Api-Key": "k", "some_header": "v"},
+                "script": [{"tool_calls": [{"id": "c", "name": "n", "arguments": {"someKey": 1}}],
+                            "break_after_bytes": 3, "error": {"retry_after_s": 1}, "usage": {"input_tokens": 1}}]
+            })
+        );
+        // The new options of the sandbox and the policy: the sandbox is options, the policy a
+        // document whose keys (`default_action`, `timeout_s`, `maxToolCalls`) stay as written.
+        let policy = json!({"default_action": "deny", "rules": [{"tool": "bash", "action": "approve",
+                            "timeout_s": 5, "on_timeout": "deny"}], "compute": {"maxToolCalls": 3}});
+        let v = config_from_js(json!({
+            "requestTimeoutMs": 1, "idleTimeoutMs": 2, "maxToolCalls": 3, "maxTurnTokens": 4,
+            "shellEnv": ["A=b"], "webFetchAllowPrivate": true,
+            "sandbox": {"enabled": true, "network": false, "writable": ["/w"]},
+            "policy": policy.clone(),
+        }));
+        assert_eq!(
+            v,
+            json!({
+                "request_timeout_ms": 1, "idle_timeout_ms": 2, "max_tool_calls": 3,
+                "max_turn_tokens": 4, "shell_env": ["A=b"], "web_fetch_allow_private": true,
+                "sandbox": {"enabled": true, "network": false, "writable": ["/w"]},
+                "policy": policy,
+            })
+        );
+        let t = Transcript::from_json(
+            r#"{"messages": [{"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "name": "x", "arguments": {"a_b": 1}}]},
+                {"role": "tool", "call_id": "c1", "name": "x", "content": "r"}]}"#,
+        )
+        .unwrap();
+        let m: Value = serde_json::from_str(&messages(&t)).unwrap();
+        assert_eq!(
+            m,
+            json!([{"role": "assistant", "content": "",
+                    "toolCalls": [{"id": "c1", "name": "x", "args": {"a_b": 1}, "rawArguments": false}]},
+                   {"role": "tool", "callId": "c1", "name": "x", "content": "r", "isError": false}])
         );
     }
 
