@@ -17,7 +17,7 @@ use crate::event::Usage;
 use crate::gate::{Hooks, WaitFor};
 use crate::model::Backend;
 use crate::policy::Policy;
-use crate::tool::{Allowlist, EventSink, Tool, ToolSpec, Toolkit};
+use crate::tool::{Allowlist, BeforeTurnList, EventSink, Tool, ToolSpec, Toolkit};
 use crate::transcript::{Message, Transcript};
 
 /// The state of one client. Fields are private: the methods below are what turns, MCP sources
@@ -42,6 +42,8 @@ pub(crate) struct ClientState {
     shells: Option<BackgroundShells>,
     /// The approval policy in force; replaced whole by `set_policy`, read once per call.
     policy: RwLock<Option<Arc<Policy>>>,
+    /// Sources polled before each turn (remote hooks that were unreachable).
+    before_turn: BeforeTurnList,
     /// The host's part in compaction (its notice, its own compaction).
     compactor: Option<Arc<dyn Compactor>>,
     /// What the model server last reported about the conversation's size.
@@ -89,6 +91,7 @@ impl ClientState {
             shutdown: CancellationToken::new(),
             shells: parts.shells,
             policy: RwLock::new(parts.policy.map(Arc::new)),
+            before_turn: BeforeTurnList::default(),
             compactor: parts.compactor,
             context: Mutex::new(ContextMeasure::default()),
         }
@@ -128,6 +131,11 @@ impl ClientState {
 
     pub fn shells(&self) -> Option<&BackgroundShells> {
         self.shells.as_ref()
+    }
+
+    /// The sources to poll before each turn.
+    pub fn before_turn(&self) -> &BeforeTurnList {
+        &self.before_turn
     }
 
     /// The policy in force now.

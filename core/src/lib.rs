@@ -36,6 +36,8 @@
 //! - [`Hooks`] (`before_tool` / `after_tool`) and [`WaitFor`]: the gate every call passes.
 //! - [`Transcript`]: the conversation, saved and restored as JSON.
 //! - [`mcp`]: MCP servers as tool sources ([`load_mcp`], [`McpSource`]).
+//! - [`remote`]: HTTP services as tool sources, from their OpenAPI document or one of five
+//!   protocols ([`load_remote`], [`RemoteSource`]).
 //! - [`policy`]: approval policies (hitl-policy-v1) as the first stage of the gate, presets,
 //!   compute ceilings.
 //! - [`agent`]: a client as a tool of another ([`Client::as_tool_with`]), under both gates.
@@ -60,6 +62,7 @@ pub mod mcp;
 mod model;
 pub mod policy;
 mod redact;
+pub mod remote;
 mod run;
 pub mod sandbox;
 #[cfg(feature = "schema")]
@@ -88,6 +91,7 @@ pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 pub use model::fuzz;
 pub use model::{list_models, ModelInfo};
 pub use policy::{Policy, PolicyError, BUDGET_RESULT};
+pub use remote::{load_remote, HookState, RemoteHook, RemoteSource};
 pub use run::{Run, RunOptions};
 pub use sandbox::{SandboxConfig, SandboxStatus};
 pub use script::{ScriptCall, ScriptEntry, ScriptError};

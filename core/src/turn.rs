@@ -89,6 +89,9 @@ pub(crate) async fn run_turn(
         prompt: prompt.clone(),
     });
     inner.append([Message::User { content: prompt }]);
+    // Sources that asked for it (a remote hook that was down) are probed before the first
+    // request, so what came up is offered in it.
+    inner.before_turn().run(&cancel).await;
     let TurnEnd {
         outcome,
         final_text,

@@ -34,6 +34,10 @@ pub struct Trace {
     /// Every file under the root after the run: relative path (`/`-separated) -> content.
     #[serde(default)]
     pub workspace: BTreeMap<String, Option<String>>,
+    /// What the fake remote services recorded, in order of arrival: `{service, method, path,
+    /// query, headers, body}` (spec fetches excluded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote_requests: Vec<Value>,
     /// The error text when creating the client failed (then no turn ran); only a scenario
     /// with `expect.config_error_contains` may have one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -368,6 +372,17 @@ fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>
             (None, None) => {}
         }
     }
+    if let Some(want) = &e.remote_requests {
+        check_remote_requests(want, &trace.remote_requests, fails);
+    }
+    if let Some(want) = e.remote_request_count {
+        if trace.remote_requests.len() != want {
+            fails.push(format!(
+                "remote_request_count: expected {want}, got {}",
+                trace.remote_requests.len()
+            ));
+        }
+    }
     let turn_errors: Vec<&str> = trace
         .events
         .iter()
@@ -393,6 +408,131 @@ fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>
                 Show(&want),
                 Show(&trace.usage)
             ));
+        }
+    }
+}
+
+/// Each expected entry against the recorded request at the same position, for the keys it gives.
+fn check_remote_requests(
+    want: &[crate::remote::ExpectRemoteRequest],
+    got: &[Value],
+    fails: &mut Vec<String>,
+) {
+    for (i, w) in want.iter().enumerate() {
+        let Some(g) = got.get(i) else {
+            fails.push(format!(
+                "remote_requests[{i}]: no such request (the services received {})",
+                got.len()
+            ));
+            continue;
+        };
+        let field = |k: &str| g.get(k).and_then(Value::as_str).unwrap_or_default();
+        let mut fail = |what: String| fails.push(format!("remote_requests[{i}]: {what}"));
+        if let Some(s) = &w.service {
+            if field("service") != s {
+                fail(format!(
+                    "service: expected {}, got {}",
+                    Show(s),
+                    Show(&field("service"))
+                ));
+            }
+        }
+        if let Some(m) = &w.method {
+            if !field("method").eq_ignore_ascii_case(m) {
+                fail(format!(
+                    "method: expected {}, got {}",
+                    Show(m),
+                    Show(&field("method"))
+                ));
+            }
+        }
+        if let Some(p) = &w.path {
+            if field("path") != p {
+                fail(format!(
+                    "path: expected {}, got {}",
+                    Show(p),
+                    Show(&field("path"))
+                ));
+            }
+        }
+        let query = g.get("query").cloned().unwrap_or(Value::Null);
+        for (k, v) in w.query.iter().flatten() {
+            let got_v = query.get(k);
+            if got_v != Some(v) {
+                fail(format!(
+                    "query {}: expected {}, got {} (query {})",
+                    Show(k),
+                    Show(v),
+                    Show(&got_v),
+                    Show(&query)
+                ));
+            }
+        }
+        let header = |name: &str| -> Option<String> {
+            g.get("headers")
+                .and_then(Value::as_object)
+                .and_then(|h| h.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)))
+                .and_then(|(_, v)| v.as_str())
+                .map(str::to_string)
+        };
+        for (k, v) in w.headers.iter().flatten() {
+            let got_v = header(k);
+            if got_v.as_deref() != Some(v.as_str()) {
+                fail(format!(
+                    "header {}: expected {}, got {}",
+                    Show(k),
+                    Show(v),
+                    Show(&got_v)
+                ));
+            }
+        }
+        for k in w.no_headers.iter().flatten() {
+            if let Some(v) = header(k) {
+                fail(format!(
+                    "header {} must be absent, got {}",
+                    Show(k),
+                    Show(&v)
+                ));
+            }
+        }
+        let body = field("body");
+        if let Some(want_json) = &w.json {
+            match serde_json::from_str::<Value>(body) {
+                Ok(v) if &v == want_json => {}
+                Ok(v) => fail(format!(
+                    "json: expected {}, got {}",
+                    Show(want_json),
+                    Show(&v)
+                )),
+                Err(_) => fail(format!(
+                    "json: expected {}, the body is not JSON: {}",
+                    Show(want_json),
+                    Show(&body)
+                )),
+            }
+        }
+        if let Some(want_body) = &w.body {
+            if body != want_body {
+                fail(format!(
+                    "body: expected {}, got {}",
+                    Show(want_body),
+                    Show(&body)
+                ));
+            }
+        }
+        for t in texts(&w.body_contains) {
+            if !body.contains(t.as_str()) {
+                fail(format!(
+                    "body does not contain {}: {}",
+                    Show(t),
+                    Show(&body)
+                ));
+            }
+        }
+        for t in texts(&w.body_not_contains) {
+            if body.contains(t.as_str()) {
+                fail(format!("body contains {}: {}", Show(t), Show(&body)));
+            }
         }
     }
 }
@@ -1035,6 +1175,99 @@ mod tests {
             json!({"usage": {"input_tokens": 0, "output_tokens": 0}}),
             json!({}),
             "got null",
+        );
+    }
+
+    #[test]
+    fn remote_requests_every_key() {
+        let rec = json!({"service": "api", "method": "POST", "path": "/users/a b",
+            "query": {"tag": ["x", "y"], "q": "1"},
+            "headers": {"authorization": "Bearer t", "content-type": "application/json"},
+            "body": "{\"b\":1,\"a\":\"z\"}"});
+        let good = json!({"remote_requests": [rec.clone()]});
+        let cases: Vec<(Value, Value, &str)> = vec![
+            (
+                json!({"service": "api"}),
+                json!({"service": "other"}),
+                "service: expected",
+            ),
+            (
+                json!({"method": "post"}),
+                json!({"method": "GET"}),
+                "method: expected",
+            ),
+            (
+                json!({"path": "/users/a b"}),
+                json!({"path": "/users/a%20b"}),
+                "path: expected",
+            ),
+            (
+                json!({"query": {"tag": ["x", "y"]}}),
+                json!({"query": {"tag": "x"}}),
+                "query \"tag\"",
+            ),
+            (
+                json!({"headers": {"Authorization": "Bearer t"}}),
+                json!({"headers": {}}),
+                "header \"Authorization\"",
+            ),
+            (
+                json!({"no_headers": ["X-Secret"]}),
+                json!({"headers": {"x-secret": "s"}}),
+                "must be absent",
+            ),
+            (
+                json!({"json": {"a": "z", "b": 1}}),
+                json!({"body": "{\"a\":1}"}),
+                "json: expected",
+            ),
+            (
+                json!({"json": {"b": 1, "a": "z"}}),
+                json!({"body": "nope"}),
+                "not JSON",
+            ),
+            (
+                json!({"body": "{\"b\":1,\"a\":\"z\"}"}),
+                json!({"body": "{\"a\":\"z\",\"b\":1}"}),
+                "body: expected",
+            ),
+            (
+                json!({"body_contains": "\"a\""}),
+                json!({"body": "{}"}),
+                "body does not contain",
+            ),
+            (
+                json!({"body_not_contains": "secret"}),
+                json!({"body": "a secret"}),
+                "body contains",
+            ),
+        ];
+        for (want, change, needle) in cases {
+            let mut bad = rec.clone();
+            for (k, v) in change.as_object().unwrap() {
+                bad[k] = v.clone();
+            }
+            pass_fail(
+                "openai",
+                json!({"remote_requests": [want]}),
+                good.clone(),
+                json!({"remote_requests": [bad]}),
+                needle,
+            );
+        }
+        pass_fail(
+            "openai",
+            json!({"remote_requests": [{}, {}]}),
+            json!({"remote_requests": [rec.clone(), rec.clone()]}),
+            good.clone(),
+            "remote_requests[1]: no such request",
+        );
+        pass_fail(
+            "openai",
+            json!({"remote_request_count": 1}),
+            good,
+            json!({}),
+            "remote_request_count: expected 1, got 0",
         );
     }
 

@@ -4,6 +4,8 @@
 pub mod check;
 pub mod fake;
 pub mod mcp_support;
+pub mod remote;
+pub mod remote_support;
 pub mod runner;
 pub mod scenario;
 pub mod suite;

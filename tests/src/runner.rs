@@ -89,6 +89,11 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
     if let Some(m) = &mcp {
         m.register_into(&client)?;
     }
+    let mut remote = crate::remote_support::setup(scenario).await?;
+    if let Some(r) = &mut remote {
+        r.register_into(&client)?;
+        r.bring_up().await?;
+    }
     if let Some(saved) = &scenario.transcript {
         let restored =
             contenox::Transcript::from_json(&saved.to_string()).map_err(|e| e.to_string())?;
@@ -109,6 +114,9 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
             client = build_client(scenario, &parts)?;
             let restored = contenox::Transcript::from_json(&saved).map_err(|e| e.to_string())?;
             client.set_transcript(restored).map_err(|e| e.to_string())?;
+            if let Some(r) = &remote {
+                r.register_into(&client)?;
+            }
         }
         let mut run = client.stream(prompt.clone()).map_err(|e| e.to_string())?;
         while let Some(event) = run.next_event().await {
@@ -142,6 +150,10 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
     if let Some(m) = mcp {
         m.close().await;
     }
+    let remote_requests = remote.as_ref().map(|r| r.requests()).unwrap_or_default();
+    if let Some(r) = remote {
+        r.close().await;
+    }
     Ok(Trace {
         scenario: scenario.name.clone(),
         binding: "rust".into(),
@@ -156,6 +168,7 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         events,
         requests,
         workspace: snapshot(root.path()),
+        remote_requests,
         config_error: None,
         compactions: told,
         extra: Default::default(),
@@ -455,6 +468,11 @@ fn rule_matches(m: &Match, call: &ToolCallEvent) -> bool {
     if let Some(s) = m.source {
         let wanted = serde_json::to_value(s).unwrap_or_default();
         if wanted.as_str() != Some(call.source.as_str()) {
+            return false;
+        }
+    }
+    if let Some(server) = &m.server {
+        if call.server.as_deref() != Some(server.as_str()) {
             return false;
         }
     }

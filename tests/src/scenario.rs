@@ -96,6 +96,9 @@ pub struct Scenario {
     pub more_prompts: Vec<String>,
     #[serde(default)]
     pub expect: Expect,
+    /// HTTP services registered as remote hooks (see `crate::remote`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote: Vec<crate::remote::RemoteService>,
     /// Extension: clients offered as tools (`as_tool_with`); their model requests come from
     /// the same scripted server, in order of arrival.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -178,7 +181,8 @@ impl Scenario {
 
     /// Parses and validates a scenario from JSON text.
     pub fn from_json(text: &str) -> Result<Scenario, String> {
-        let scenario: Scenario = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut scenario: Scenario = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        crate::remote::attach_documents(text, &mut scenario.remote)?;
         scenario.validate()?;
         Ok(scenario)
     }
@@ -190,6 +194,17 @@ impl Scenario {
             entry
                 .validate(self.style)
                 .map_err(|e| format!("model[{i}]: {e}"))?;
+        }
+        for (i, service) in self.remote.iter().enumerate() {
+            service
+                .validate()
+                .map_err(|e| format!("remote[{i}]: {e}"))?;
+            if self.remote[..i].iter().any(|s| s.name == service.name) {
+                return Err(format!(
+                    "remote[{i}]: the name {:?} is given twice",
+                    service.name
+                ));
+            }
         }
         for (i, sub) in self.subagents.iter().enumerate() {
             if self.subagents[..i].iter().any(|s| s.name == sub.name) {
@@ -325,6 +340,9 @@ pub struct Match {
     pub no_hints: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Source>,
+    /// The MCP server's or remote hook's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -856,6 +874,12 @@ pub struct Expect {
     pub workspace: Option<BTreeMap<String, Option<String>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// What the remote services received, in order of arrival (spec fetches not listed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_requests: Option<Vec<crate::remote::ExpectRemoteRequest>>,
+    /// How many requests the remote services received (spec fetches not counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_request_count: Option<usize>,
     /// SPEC "Approval policies": creating the client must fail with an error containing this
     /// (a list = all of them); no turn runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,5 +1,6 @@
-//! The two binaries: `fake-model-server` (port line, stdin EOF exit) and `conformance-check`
-//! (exit codes), plus the scenario files themselves.
+//! The binaries: `fake-model-server` (port line, stdin EOF exit), `fake-remote-service` (its
+//! JSON line, control endpoints, stdin EOF exit) and `conformance-check` (exit codes), plus the
+//! scenario files themselves.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use serde_json::json;
 
 const SERVER: &str = env!("CARGO_BIN_EXE_fake-model-server");
 const CHECK: &str = env!("CARGO_BIN_EXE_conformance-check");
+const REMOTE: &str = env!("CARGO_BIN_EXE_fake-remote-service");
 
 fn write(dir: &Path, name: &str, v: &serde_json::Value) -> PathBuf {
     let path = dir.join(name);
@@ -27,6 +29,109 @@ fn wait_exit(child: &mut Child, within: Duration) -> Option<std::process::ExitSt
         std::thread::sleep(Duration::from_millis(20));
     }
     None
+}
+
+#[test]
+fn remote_service_prints_hooks_serves_and_exits_on_stdin_eof() {
+    let dir = tempfile::tempdir().unwrap();
+    // Written as text: the document's path order (/b before /a) must survive.
+    let scenario = dir.path().join("r.json");
+    std::fs::write(
+        &scenario,
+        r#"{"name": "r", "style": "openai", "prompt": "p", "model": [{"text": "hi"}],
+            "remote": [
+              {"name": "api", "headers": {"X-Key": "k"},
+               "openapi": {"openapi": "3.1.0", "paths": {"/b": {"get": {}}, "/a": {"get": {}}}},
+               "answers": [{"match": "GET /b", "json": {"ok": true}}]},
+              {"name": "late", "unreachable": true, "protocol": "langserve",
+               "tool": {"input_schema": {"type": "object"}},
+               "answers": [{"match": "POST /", "text": "up"}]}]}"#,
+    )
+    .unwrap();
+    let mut child = Command::new(REMOTE)
+        .args(["--scenario", scenario.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let info: serde_json::Value = serde_json::from_str(&line).expect("one JSON line");
+    let control = info["control"].as_u64().unwrap();
+    let api = info["services"]["api"]["url"].as_str().unwrap().to_string();
+    let late = info["services"]["late"]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        info["hooks"],
+        json!([{"name": "api", "url": api, "protocol": "openapi", "headers": {"X-Key": "k"}},
+               {"name": "late", "url": late, "protocol": "langserve",
+                "tool": {"input_schema": {"type": "object"}}}])
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        let doc = http
+            .get(format!("{api}/openapi.json"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            doc.find("\"/b\"").unwrap() < doc.find("\"/a\"").unwrap(),
+            "{doc}"
+        );
+        let answer = http.get(format!("{api}/b?x=1")).send().await.unwrap();
+        assert_eq!(answer.text().await.unwrap(), r#"{"ok":true}"#);
+        assert!(
+            http.post(&late).send().await.is_err(),
+            "down until /_fake/up"
+        );
+        let up = http
+            .post(format!("http://127.0.0.1:{control}/_fake/up"))
+            .send()
+            .await
+            .unwrap();
+        assert!(up.status().is_success());
+        let answer = http.post(&late).body("{}").send().await.unwrap();
+        assert_eq!(answer.text().await.unwrap(), "up");
+        let log: serde_json::Value = http
+            .get(format!("http://127.0.0.1:{control}/_fake/remote_requests"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(log.as_array().unwrap().len(), 2, "{log}");
+        assert_eq!(log[0]["service"], "api");
+        assert_eq!(log[0]["query"], json!({"x": "1"}));
+        assert_eq!(log[1]["service"], "late");
+        assert_eq!(log[1]["body"], "{}");
+    });
+    drop(child.stdin.take());
+    let status = wait_exit(&mut child, Duration::from_secs(5));
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    let no_remote = write(
+        dir.path(),
+        "n.json",
+        &json!({"name": "n", "style": "openai", "prompt": "p"}),
+    );
+    let out = Command::new(REMOTE)
+        .args(["--scenario", no_remote.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no \"remote\""));
 }
 
 #[test]

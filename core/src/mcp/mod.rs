@@ -64,7 +64,6 @@
 
 mod config;
 mod http;
-pub mod names;
 mod resource;
 mod server;
 mod stdio;
@@ -81,6 +80,7 @@ pub use resource::{LIST_MCP_RESOURCES, READ_MCP_RESOURCE};
 
 use crate::client::Client;
 use crate::error::Result;
+pub use crate::tool::names;
 use crate::tool::Tool;
 use server::{Server, Shared};
 

@@ -5,7 +5,10 @@ mod allowlist;
 mod call_tool;
 mod context;
 mod fn_tool;
+pub(crate) mod inject;
+pub mod names;
 mod output;
+mod source;
 mod spec;
 mod toolkit;
 
@@ -17,6 +20,7 @@ pub use spec::{valid_tool_name, Hints, Source, Tier, ToolSpec};
 pub use toolkit::Toolkit;
 
 pub(crate) use call_tool::{CallTool, CALL_TOOL};
+pub(crate) use source::{BeforeTurn, BeforeTurnList};
 pub(crate) use toolkit::{allowed_by, check_spec, Entry};
 
 use async_trait::async_trait;

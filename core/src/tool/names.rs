@@ -1,6 +1,8 @@
-//! Tool names for MCP tools: `<server>__<tool>`, sanitised to `^[A-Za-z0-9_-]{1,64}$`.
+//! Tool names from sources that name tools themselves (MCP servers, remote services), sanitised
+//! to `^[A-Za-z0-9_-]{1,64}$`.
 //!
-//! The rule, predictable from the config and the server's tool list alone:
+//! MCP tools are named `<server>__<tool>`; remote (OpenAPI) tools by their operation ([`fit`]).
+//! The rule, predictable from the config and the source's tool list alone:
 //! 1. every character outside `A-Z a-z 0-9 _ -` becomes `_` (an empty server name becomes
 //!    `server`, an empty tool name `tool`);
 //! 2. a name longer than 64 characters keeps its first 55 and gets `_` plus the first 8 hex
@@ -66,6 +68,19 @@ pub fn server_prefix(server: &str) -> String {
     p
 }
 
+/// A name of its own (no prefix) made to fit: rules 1 and 2 (an empty name becomes `tool`).
+pub fn fit(name: &str) -> String {
+    let clean = if name.is_empty() {
+        "tool".to_string()
+    } else {
+        sanitize(name)
+    };
+    if clean.len() <= MAX_NAME {
+        return clean;
+    }
+    format!("{}_{:08x}", &clean[..55], fnv1a(name))
+}
+
 /// `base` if free, otherwise `base_2`, `base_3`, ... (rule 3). Marks the result as taken.
 pub fn unique(base: &str, taken: &mut HashSet<String>) -> String {
     if taken.insert(base.to_string()) {
@@ -102,6 +117,17 @@ mod tests {
         let p = server_prefix(&"s".repeat(50));
         assert!(p.len() <= 30 && valid_tool_name(&p));
         assert!(valid_tool_name(&base_name(&server_prefix("ü"), "ß")));
+    }
+
+    #[test]
+    fn own_names_fit() {
+        assert_eq!(fit("get_user"), "get_user");
+        assert_eq!(fit("users.{id}.get"), "users__id__get");
+        assert_eq!(fit(""), "tool");
+        let long = fit(&"ü".repeat(100));
+        assert_eq!(long.len(), 64);
+        assert!(valid_tool_name(&long));
+        assert_ne!(fit(&"a".repeat(70)), fit(&"a".repeat(71)));
     }
 
     #[test]

@@ -1,0 +1,285 @@
+//! Remote tools: HTTP services as tool sources, from their OpenAPI document or one of five
+//! one-tool wire protocols.
+//!
+//! [`load_remote`] takes [`RemoteHook`]s, reads every hook's tools at once and reports each
+//! hook's [`HookState`] to `on_hook` as it settles. One failing hook never stops the others.
+//!
+//! ```no_run
+//! use contenox::remote::{load_remote, RemoteHook};
+//! use serde_json::json;
+//!
+//! # async fn demo(client: contenox::Client) -> contenox::Result<()> {
+//! let hooks = RemoteHook::list_from_value(json!([
+//!     {"name": "tickets", "url": "http://127.0.0.1:8000",
+//!      "headers": {"Authorization": "Bearer ..."}, "inject": {"tenant_id": "acme"}},
+//!     {"name": "summarize", "url": "http://127.0.0.1:9000/run", "protocol": "langserve",
+//!      "tool": {"description": "Summarise a text.",
+//!               "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}}}}
+//! ]))?;
+//! let source = load_remote(hooks, |name, state| println!("{name}: {state:?}")).await?;
+//! source.register_into(&client)?;
+//! let result = client.run("Open a ticket about the outage").await?;
+//! source.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! OpenAPI (`protocol: "openapi"`, the default):
+//! - The document is `GET {url}/openapi.json` (or `spec_url`: a URL, or a local file path),
+//!   fetched with the hook's headers; OpenAPI 3.0 and 3.1, JSON or YAML, at most 64 MiB.
+//! - Every operation (GET, POST, PUT, PATCH, DELETE) of every path is a tool, except the probes
+//!   `/health`, `/healthz`, `/ready`, `/readyz`, `/metrics` (any case, trailing slash ignored).
+//!   Name: `operationId`, else `x-tool-name`, else `<last path segment>_<method>` (`root` for
+//!   `/`), sanitised by the rule of [`names`](crate::tool::names) and made unique within the
+//!   source (`_2`, `_3` in document order; hooks in the order given). Description: summary and
+//!   description (each once), at most 1024 characters. Hints: GET read-only (not destructive),
+//!   DELETE destructive, others absent.
+//! - Input schema: path, query, header and cookie parameters (each with its schema and
+//!   `required`), plus the request body's properties lifted to the top level; a body that is not
+//!   an object with properties, or whose property names collide with a parameter, is the one
+//!   argument `body`. Property names are made to fit `^[A-Za-z0-9_.-]{1,64}$`. Schemas are
+//!   made self-contained JSON Schema 2020-12: every local `$ref` resolved (cycles cut),
+//!   `allOf` merged where the parts agree, 3.0's `nullable` as `null`, read-only properties
+//!   and keywords that are not JSON Schema left out; nesting deeper than 24 levels or a schema
+//!   past 4000 nodes is cut (the tool says so), a document expanding past 10 million nodes is
+//!   refused, as is one with more than 50000 operations.
+//! - Calls go to `{url}` plus the document's first server path when that is relative
+//!   (`servers: [{"url": "/api"}]`); an absolute server URL is not used, so the hook's headers
+//!   only ever go where the host pointed them. Redirects are not followed.
+//! - Results: a 2xx JSON answer as compact JSON text, other text as it is, an empty body
+//!   `(no content)`, binary content as one line naming its type and size; a body over 4 MiB is
+//!   cut (metadata `truncated`). Any other status is the error result `HTTP <status>: <body cut
+//!   to 2 KiB>`; a timeout names the limit, a connection failure the host. Cancelling the turn
+//!   aborts the request.
+//!
+//! The five protocols (`openai`, `openai-object`, `ollama`, `langserve-openai`, `langserve`):
+//! one tool named after the hook, its schema the hook's `tool` or `GET {url}/schema`; the
+//! request bodies are the Go runtime's exact bytes (see `protocol.rs`).
+//!
+//! Secrets: header values and injected parameters never reach the model, an event, the
+//! transcript, an error message or a `Debug` print. Injected names leave the input schema
+//! (also inside a lifted body) and are merged into every call after the model's arguments,
+//! winning, where the operation declares them (a parameter, the body), else in the query for
+//! GET and DELETE and in the JSON body otherwise. The gate and the events see the model's
+//! arguments only. A service that echoes a header value (or an injected string) back gets it
+//! replaced by `<redacted>` in the result.
+//!
+//! Availability: a hook that cannot be read at load time is [`HookState::Unavailable`] and
+//! stays registered: it is probed again by [`RemoteSource::refresh`] and before the first model
+//! request of every turn of a client it was registered into (at most once a turn, each probe
+//! bounded by its `timeout_ms`); its tools appear once it answers. A remote tool never replaces
+//! a client's tool of another source with the same name (it is left out, with a warning).
+//! The source holds no process: [`RemoteSource::close`] removes its tools from the clients and
+//! makes calls in flight return an error; closing a client does not close the source. Dropping
+//! every handle of the source ends the probes before turns; the tools already registered keep
+//! working.
+
+mod document;
+mod gojson;
+mod hook;
+mod http;
+mod openapi;
+mod protocol;
+mod redact;
+mod request;
+mod schema;
+mod service;
+mod tool;
+
+use std::sync::{Arc, Weak};
+
+use async_trait::async_trait;
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+pub use hook::{HookTool, Protocol, RemoteHook, DEFAULT_TIMEOUT_MS};
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::tool::{BeforeTurn, Tool};
+use service::{Service, Shared};
+
+/// How a hook is now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum HookState {
+    /// Its tools are known.
+    Ready {
+        /// How many tools it offers (u64, as MCP's `ServerState`: every binding carries it).
+        tools: u64,
+    },
+    /// It could not be read (it is probed again before each turn and on refresh).
+    Unavailable {
+        /// What went wrong (never a header, an injected value or a URL's query).
+        error: String,
+    },
+}
+
+/// The hooks given to [`load_remote`], their states and tools. Cheap to clone.
+#[derive(Clone)]
+pub struct RemoteSource {
+    inner: Arc<SourceInner>,
+}
+
+struct SourceInner {
+    services: Vec<Arc<Service>>,
+    shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl BeforeTurn for SourceInner {
+    async fn before_turn(&self, cancel: &CancellationToken) {
+        let down = self
+            .services
+            .iter()
+            .filter(|s| matches!(s.state(), HookState::Unavailable { .. }));
+        futures::future::join_all(down.map(|s| s.probe(cancel, true))).await;
+    }
+}
+
+/// Read every hook's tools at once and call `on_hook` once per hook, as each settles, with
+/// its name and [`HookState`]. Hooks that fail are reported and kept as unavailable (they are
+/// probed again later); the others work. `Err` only for invalid hooks (see
+/// [`RemoteHook::check`]) or a name given twice. Needs a tokio runtime.
+pub async fn load_remote<F>(hooks: Vec<RemoteHook>, on_hook: F) -> Result<RemoteSource>
+where
+    F: Fn(&str, &HookState) + Send + Sync,
+{
+    for h in &hooks {
+        h.check()?;
+    }
+    hook::check_unique(&hooks)?;
+    let shared = Shared::new();
+    let services: Vec<Arc<Service>> = hooks
+        .into_iter()
+        .map(|h| Arc::new(Service::new(h, shared.clone())))
+        .collect();
+    let never = CancellationToken::new();
+    let mut reading: FuturesUnordered<_> = services
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let never = &never;
+            async move { (i, s.discover(never).await) }
+        })
+        .collect();
+    let mut found: Vec<Option<Result<Vec<service::ToolDef>, String>>> =
+        (0..services.len()).map(|_| None).collect();
+    while let Some((i, result)) = reading.next().await {
+        let state = match &result {
+            Ok(defs) => HookState::Ready {
+                tools: defs.len() as u64,
+            },
+            Err(e) => HookState::Unavailable { error: e.clone() },
+        };
+        on_hook(services[i].name(), &state);
+        found[i] = Some(result);
+    }
+    drop(reading);
+    // Names are given out in the hooks' order, whatever order they answered in.
+    for (service, result) in services.iter().zip(found) {
+        match result {
+            Some(Ok(defs)) => {
+                service.install(defs);
+            }
+            Some(Err(e)) => service.fail(e),
+            None => service.fail("not read".into()),
+        }
+    }
+    Ok(RemoteSource {
+        inner: Arc::new(SourceInner { services, shared }),
+    })
+}
+
+impl RemoteSource {
+    /// Every tool of every ready hook, as they are now.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.inner
+            .services
+            .iter()
+            .flat_map(|s| s.tools())
+            .map(|t| t as Arc<dyn Tool>)
+            .collect()
+    }
+
+    /// Each hook's name and state now, in the order given.
+    pub fn hooks(&self) -> Vec<(String, HookState)> {
+        self.inner
+            .services
+            .iter()
+            .map(|s| (s.name().to_string(), s.state()))
+            .collect()
+    }
+
+    /// Read every hook again: unavailable hooks are probed (their tools appear once they
+    /// answer), ready hooks re-read their document (tools that changed are replaced in the
+    /// clients; a ready hook whose new read fails keeps its tools). Returns the states.
+    pub async fn refresh(&self) -> Vec<(String, HookState)> {
+        let never = CancellationToken::new();
+        futures::future::join_all(self.inner.services.iter().map(|s| s.probe(&never, false))).await;
+        self.hooks()
+    }
+
+    /// Register every tool into `client`, probe unavailable hooks before each of its turns,
+    /// and keep its tools in step with later refreshes. `Err` (and nothing registered) when a
+    /// tool's name is taken in the client by a tool of another source.
+    pub fn register_into(&self, client: &Client) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::config("the remote source is closed".into()));
+        }
+        let mut clashes = Vec::new();
+        let client = client.state();
+        for service in &self.inner.services {
+            for tool in service.tools() {
+                let taken = client.toolkit().lookup(&tool.name, &|_| true).is_some();
+                if taken && !service.owns(client, &tool.name) {
+                    clashes.push(format!("{} (hook {:?})", tool.name, service.name()));
+                }
+            }
+        }
+        if !clashes.is_empty() {
+            return Err(Error::Tool(format!(
+                "remote tools would replace the client's tools of the same name: {}",
+                clashes.join(", ")
+            )));
+        }
+        {
+            let mut clients = self.inner.shared.clients.lock().expect("clients lock");
+            clients.retain(|w| w.strong_count() > 0);
+            if !clients
+                .iter()
+                .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(client)))
+            {
+                clients.push(Arc::downgrade(client));
+            }
+        }
+        for service in &self.inner.services {
+            for tool in service.tools() {
+                service.register_one(client, &tool);
+            }
+        }
+        let me: Weak<dyn BeforeTurn> = Arc::downgrade(&self.inner) as Weak<dyn BeforeTurn>;
+        client.before_turn().add(me);
+        Ok(())
+    }
+
+    /// Whether the source was closed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.shared.closed.is_cancelled()
+    }
+
+    /// Remove the tools from the clients they were registered into and make calls in flight
+    /// (and later calls of a tool kept elsewhere) return an error. Idempotent.
+    pub async fn close(&self) {
+        self.inner.shared.closed.cancel();
+        for client in self.inner.shared.live_clients() {
+            for service in &self.inner.services {
+                for tool in service.tools() {
+                    if service.owns(&client, &tool.name) {
+                        client.unregister(&tool.name);
+                    }
+                }
+            }
+        }
+    }
+}
