@@ -1,8 +1,7 @@
 //! One hook at run time: its client, its state, its tools, discovery (the OpenAPI document or
 //! the one protocol tool) and the probe that makes an unavailable hook's tools appear.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -20,36 +19,8 @@ use crate::client_state::ClientState;
 use crate::tool::inject::strip_injected;
 use crate::tool::{check_spec, names, Source, Tool, ToolSpec};
 
-/// What the hooks of one source share.
-pub(crate) struct Shared {
-    /// Cancelled when the source closes.
-    pub closed: CancellationToken,
-    /// Clients the source's tools were registered into (weakly: a client's life is its host's).
-    pub clients: Mutex<Vec<Weak<ClientState>>>,
-    /// Every tool name given out, across hooks.
-    pub taken: Mutex<HashSet<String>>,
-}
-
-impl Shared {
-    pub fn new() -> Arc<Shared> {
-        Arc::new(Shared {
-            closed: CancellationToken::new(),
-            clients: Mutex::new(Vec::new()),
-            taken: Mutex::new(HashSet::new()),
-        })
-    }
-
-    /// The clients still alive and open.
-    pub fn live_clients(&self) -> Vec<Arc<ClientState>> {
-        let mut clients = self.clients.lock().expect("clients lock");
-        clients.retain(|w| w.strong_count() > 0);
-        clients
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|c| !c.is_closed())
-            .collect()
-    }
-}
+/// What the servers or hooks of one source share (one type for MCP and remote sources).
+pub(crate) use crate::source_shared::SourceShared as Shared;
 
 /// A tool as discovered, before its name is made unique.
 pub(crate) struct ToolDef {
