@@ -55,6 +55,15 @@ impl Drop for Inner {
 }
 
 impl Inner {
+    /// A call id unique over the conversation, for calls that came without one.
+    pub fn next_call_id(&self) -> String {
+        let n = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        format!("call_cx{n}")
+    }
+
     pub fn append(&self, messages: impl IntoIterator<Item = Message>) {
         self.conversation
             .lock()
@@ -190,7 +199,7 @@ impl Client {
         self.inner.shutdown.is_cancelled()
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.is_closed() {
             Err(Error::Config("the client is closed".into()))
         } else {
@@ -198,7 +207,7 @@ impl Client {
         }
     }
 
-    fn turn_token(&self, options: &RunOptions) -> CancellationToken {
+    pub(crate) fn turn_token(&self, options: &RunOptions) -> CancellationToken {
         let token = self.inner.shutdown.child_token();
         if let Some(outer) = &options.cancel {
             let (outer, inner) = (outer.clone(), token.clone());

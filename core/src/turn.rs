@@ -3,7 +3,6 @@
 
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -141,6 +140,7 @@ pub(crate) async fn run_turn(
     let turn = Turn {
         inner: &inner,
         run_allow: run_allow.as_ref(),
+        narrow: None,
         cancel: &cancel,
         sink: &sink,
     };
@@ -171,69 +171,114 @@ pub(crate) async fn run_turn(
     }
 }
 
-struct Turn<'a> {
-    inner: &'a Inner,
-    run_allow: Option<&'a Allowlist>,
-    cancel: &'a CancellationToken,
-    sink: &'a EventSink,
+/// One turn's view of a client: what it may call, its cancel, where its events go. Task chains
+/// (`crate::chain`) run their tasks through the same pieces, each task with its own `narrow`.
+pub(crate) struct Turn<'a> {
+    pub inner: &'a Inner,
+    pub run_allow: Option<&'a Allowlist>,
+    /// A further narrowing by tool name (a chain task's allowlist); `None` narrows nothing.
+    pub narrow: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
+    pub cancel: &'a CancellationToken,
+    pub sink: &'a EventSink,
+}
+
+/// What one model request came back with.
+pub(crate) enum Response {
+    /// The model answered: its text, its calls (ids given, arguments parsed, `call_tool`
+    /// unwrapped) and the usage of the request.
+    Answer {
+        text: String,
+        calls: Vec<ToolCall>,
+        usage: Usage,
+    },
+    /// The turn was cancelled before the answer came.
+    Cancelled,
+    /// The request failed for good (after retries).
+    Failed(String),
 }
 
 impl Turn<'_> {
-    fn allowed(&self, name: &str) -> bool {
-        allowed_by(&self.inner.allow, self.run_allow, name)
+    pub(crate) fn allowed(&self, name: &str) -> bool {
+        allowed_by(&self.inner.allow, self.run_allow, name) && self.narrow.is_none_or(|n| n(name))
+    }
+
+    /// Send the conversation to the model with the tools this turn may offer now; emits
+    /// `request`, `text_delta`, `usage`, `text` and `tool_call`. `index` counts the turn's model
+    /// responses; `system` and `model` are this request's (a chain task may set its own).
+    pub(crate) async fn respond(
+        &self,
+        index: u32,
+        system: Option<&str>,
+        model: Option<&str>,
+    ) -> Response {
+        let inner = self.inner;
+        let allowed = |n: &str| self.allowed(n);
+        let tools = inner.toolkit.offered(&allowed);
+        let body = {
+            let conv = inner.conversation.lock().expect("conversation lock");
+            inner.backend.body(&ModelRequest {
+                system,
+                model,
+                messages: &conv.messages,
+                tools: &tools,
+            })
+        };
+        let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
+        drop(tools);
+        let response = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return Response::Cancelled,
+            r = complete_with_retry(&*inner.backend, &body, &inner.config.retry, self.sink, index) => r,
+        };
+        let response = match response {
+            Ok(r) => r,
+            Err(message) => return Response::Failed(message),
+        };
+        self.sink.emit(Event::Usage {
+            usage: response.usage,
+        });
+        if !response.text.is_empty() {
+            self.sink.emit(Event::Text {
+                text: response.text.clone(),
+            });
+        }
+        let calls = self.parse_calls(response.calls, call_tool_offered);
+        for c in &calls {
+            self.sink.emit(Event::ToolCall {
+                call_id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            });
+        }
+        Response::Answer {
+            text: response.text,
+            calls,
+            usage: response.usage,
+        }
     }
 
     async fn steps(&self) -> (Outcome, String, Usage, Option<String>) {
         let inner = self.inner;
-        let allowed = |n: &str| self.allowed(n);
         let mut usage = Usage::default();
         let mut final_text = String::new();
         let mut index = 0u32;
         loop {
-            let tools = inner.toolkit.offered(&allowed);
-            let body = {
-                let conv = inner.conversation.lock().expect("conversation lock");
-                inner.backend.body(&ModelRequest {
-                    system: inner.config.system.as_deref(),
-                    messages: &conv.messages,
-                    tools: &tools,
-                })
-            };
-            let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
-            drop(tools);
-            let response = tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => {
-                    return (Outcome::Cancelled, final_text, usage, None);
+            let (text, calls, used) = match self
+                .respond(index, inner.config.system.as_deref(), None)
+                .await
+            {
+                Response::Answer { text, calls, usage } => (text, calls, usage),
+                Response::Cancelled => return (Outcome::Cancelled, final_text, usage, None),
+                Response::Failed(message) => {
+                    return (Outcome::Error, final_text, usage, Some(message))
                 }
-                r = complete_with_retry(&*inner.backend, &body, &inner.config.retry, self.sink, index) => r,
-            };
-            let response = match response {
-                Ok(r) => r,
-                Err(message) => return (Outcome::Error, final_text, usage, Some(message)),
             };
             index += 1;
-            usage.add(response.usage);
-            self.sink.emit(Event::Usage {
-                usage: response.usage,
-            });
-            if !response.text.is_empty() {
-                self.sink.emit(Event::Text {
-                    text: response.text.clone(),
-                });
-            }
-            final_text = response.text.clone();
-            let calls = self.parse_calls(response.calls, call_tool_offered);
-            for c in &calls {
-                self.sink.emit(Event::ToolCall {
-                    call_id: c.id.clone(),
-                    name: c.name.clone(),
-                    arguments: c.arguments.clone(),
-                });
-            }
+            usage.add(used);
+            final_text = text.clone();
             let mut step = Vec::with_capacity(calls.len() + 1);
             step.push(Message::Assistant {
-                content: response.text,
+                content: text,
                 tool_calls: calls.clone(),
             });
             if calls.is_empty() {
@@ -262,15 +307,12 @@ impl Turn<'_> {
     }
 
     /// Give every call an id, parse its arguments, and unwrap `call_tool`.
-    fn parse_calls(&self, raw: Vec<RawCall>, call_tool_offered: bool) -> Vec<ToolCall> {
+    pub(crate) fn parse_calls(&self, raw: Vec<RawCall>, call_tool_offered: bool) -> Vec<ToolCall> {
         let mut calls: Vec<ToolCall> = Vec::with_capacity(raw.len());
         for r in raw {
             let id = match r.id.filter(|id| !id.is_empty()) {
                 Some(id) if !calls.iter().any(|c| c.id == id) => id,
-                _ => format!(
-                    "call_cx{}",
-                    self.inner.next_id.fetch_add(1, Ordering::Relaxed) + 1
-                ),
+                _ => self.inner.next_call_id(),
             };
             let text = r.arguments.trim();
             let (arguments, raw_arguments) = if text.is_empty() {
@@ -301,7 +343,8 @@ impl Turn<'_> {
         calls
     }
 
-    fn result_message(&self, call: &ToolCall, out: ToolOutput) -> Message {
+    /// Emit `tool_result` for `out` and make it the call's result message.
+    pub(crate) fn result_message(&self, call: &ToolCall, out: ToolOutput) -> Message {
         let content = out.model_text();
         self.sink.emit(Event::ToolResult {
             call_id: call.id.clone(),
@@ -319,7 +362,7 @@ impl Turn<'_> {
     }
 
     /// Check one call, pass it through the gate, and run it.
-    async fn handle_call(&self, call: &ToolCall) -> ToolOutput {
+    pub(crate) async fn handle_call(&self, call: &ToolCall) -> ToolOutput {
         let allowed = |n: &str| self.allowed(n);
         if call.name == CALL_TOOL && call.via.is_none() {
             return self.call_tool_search(call);
