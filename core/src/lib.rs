@@ -38,10 +38,13 @@
 //! - [`mcp`]: MCP servers as tool sources ([`load_mcp`], [`McpSource`]).
 //! - [`remote`]: HTTP services as tool sources, from their OpenAPI document or one of five
 //!   protocols ([`load_remote`], [`RemoteSource`]).
+//! - [`chain`]: task chains (the Go runtime's chain JSON), run as a turn of the client
+//!   ([`Chain`], [`Client::run_chain`]).
 
 #![warn(missing_docs)]
 
 pub mod builtin;
+pub mod chain;
 mod client;
 mod config;
 mod error;
@@ -56,6 +59,7 @@ mod turn;
 
 pub use async_trait::async_trait;
 pub use builtin::{BackgroundShells, SearchRequest, SearchResult, WebSearchProvider};
+pub use chain::Chain;
 pub use client::{Client, ClientBuilder};
 pub use config::{Config, RetryPolicy, Style};
 pub use error::{Error, Result};
