@@ -718,6 +718,13 @@ pub struct Expect {
     /// How many requests the remote services received (spec fetches not counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_request_count: Option<usize>,
+    /// Extension: substrings of the `error` of the last `turn_end` event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_contains: Option<Texts>,
+    /// Extension (`chain` scenarios): the chain is refused before anything runs, with an error
+    /// holding these substrings (the trace's `chain_error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_error_contains: Option<Texts>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
