@@ -9,9 +9,11 @@ HTTP requests per turn with the standard library's http.client and no agent loop
 `overhead = per-turn time - floor`.
 
     python -m venv bench/.venv
-    bench/.venv/bin/pip install openai-agents ./bindings-python
-    cargo build -p contenox-conformance
-    bench/.venv/bin/python bench/python_side_by_side.py [--turns 300] [--warmup 30]
+    (cd bindings-python && maturin build --profile profiling --out ../target/dist/bench)
+    bench/.venv/bin/pip install openai-agents target/dist/bench/contenox-*.whl
+    cargo build --profile profiling -p contenox-conformance
+    FAKE_MODEL_SERVER=target/profiling/fake-model-server \
+      bench/.venv/bin/python bench/python_side_by_side.py [--turns 300] [--warmup 30]
 
 Prints per-turn time (median, mean, p90), overhead over the floor, and peak RSS for each.
 Not part of CI: numbers depend on the machine (results in docs/benchmarks-python.md).

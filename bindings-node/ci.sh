@@ -33,15 +33,12 @@ npm run --silent build:ts
 step "rust unit tests of the crate"
 cargo test -p contenox-node --lib --quiet
 
-step "examples: tsc --strict, then run them"
+step "examples: tsc --strict, then run them (examples/node/test: each example, the SSE server over HTTP)"
 (
   cd "$repo/examples/node"
   npm ci --no-audit --no-fund
   npx tsc -p tsconfig.json --strict
-  for example in build/*.js; do
-    echo "-- node $example"
-    node "$example"
-  done
+  node --test --test-reporter=spec test/
 )
 
 step "node --test"

@@ -46,7 +46,7 @@ export type JsonObject = { [key: string]: JsonValue }
 export type Style = 'openai' | 'anthropic' | 'ollama' | 'scripted'
 
 /** How a turn ended. */
-export type Outcome = 'done' | 'cancelled' | 'max_turns' | 'error'
+export type Outcome = 'done' | 'cancelled' | 'max_turns' | 'error' | 'budget'
 
 /** Where a tool comes from. */
 export type Source = 'builtin' | 'host' | 'mcp' | 'remote' | 'subagent'
@@ -88,6 +88,58 @@ export interface ScriptEntry {
   usage?: Usage
   breakAfterBytes?: number
 }
+
+/** How bash and background shells are confined (core: `sandbox`). */
+export interface SandboxOptions {
+  /** Confine commands with Landlock and seccomp where the kernel offers them (default true). */
+  enabled?: boolean
+  /** Whether commands may open network sockets (default true). */
+  network?: boolean
+  /** More directories (absolute paths) commands may write beneath, besides the root and `$TMPDIR`. */
+  writable?: string[]
+}
+
+/**
+ * One rule of an approval policy. The document is a file format (hitl-policy-v1), not options:
+ * its keys are written as the format spells them (`timeout_s`, `on_timeout`) and are never
+ * renamed.
+ */
+export interface PolicyRule {
+  /** A name for messages (an extension). */
+  name?: string
+  /** The group a tool comes from: `builtin`, `host`, an MCP server's name, ...; `*` or absent = any. */
+  tools?: string
+  /** A glob over tool names; absent = any. */
+  tool?: string
+  /** Conditions on the call's arguments; all must hold. */
+  when?: { key: string; op: string; value: unknown }[]
+  /** Matches on the tool's hints (an extension). */
+  hints?: Hints
+  action: 'allow' | 'approve' | 'deny'
+  /** Seconds an `approve` waits; `-1` = no deadline. */
+  timeout_s?: number
+  on_timeout?: 'deny'
+  [key: string]: unknown
+}
+
+/** An approval policy document (hitl-policy-v1; see `policies` for the engine's presets). */
+export interface PolicyDocument {
+  /** 0 or 1; a newer version is refused. */
+  version?: number
+  /** What no rule decides; absent = `approve` (fail closed). */
+  default_action?: 'allow' | 'approve' | 'deny'
+  /** First match wins. */
+  rules?: PolicyRule[]
+  /** Per-turn ceilings (`maxToolCalls`, `maxTokens`, ...), as the format spells them. */
+  compute?: Record<string, unknown>
+  [key: string]: unknown
+}
+
+/**
+ * The option `policy`: the document, its JSON text, or the path of a file holding it (the
+ * engine tells text from a path: JSON text starts with `{`).
+ */
+export type PolicySource = PolicyDocument | string
 
 /** What a tool's `execute` gets besides its arguments. */
 export interface ToolContext {
@@ -260,6 +312,26 @@ export interface ClientOptions {
   /** Environment variables never passed to processes that tools start. */
   secretEnv?: string[]
   connectTimeoutMs?: number
+  /** How long a model request may wait for the server to start its answer (default 10 minutes). */
+  requestTimeoutMs?: number
+  /** The longest silence inside a model answer (default 10 minutes). */
+  idleTimeoutMs?: number
+  /**
+   * The approval policy, deciding first on every call (`beforeTool` may only narrow it): a
+   * document such as `policies.default()`, its JSON text, or a file path. Checked now; a
+   * policy that does not validate throws a `ConfigurationError` with `option: 'policy'`.
+   */
+  policy?: PolicySource
+  /** Tool calls per turn; one more ends the turn with outcome `budget`. */
+  maxToolCalls?: number
+  /** Input + output tokens per turn; reaching it ends the turn with outcome `budget`. */
+  maxTurnTokens?: number
+  /** What bash gets besides its allowlisted environment: `NAME`, `PREFIX*`, `NAME=value`. */
+  shellEnv?: string[]
+  /** How bash and background shells are confined. */
+  sandbox?: SandboxOptions
+  /** Let `web_fetch` reach loopback, private and link-local addresses (refused by default). */
+  webFetchAllowPrivate?: boolean
   /** The gate. */
   hooks?: Hooks
   /** What answers `pending(...)` asks. */
@@ -315,7 +387,7 @@ export type Event =
   /** The model's call is complete (core: `call_id`, `arguments`). */
   | { type: 'tool_call'; callId: string; name: string; args: unknown }
   /** The gate's decision, for every call that reaches it. */
-  | { type: 'gate'; callId: string; name: string; decision: 'allow' | 'deny' | 'ask'; message?: string; hints: Hints; source: Source }
+  | { type: 'gate'; callId: string; name: string; decision: 'allow' | 'deny' | 'ask'; message?: string; hints: Hints; source: Source; rule?: string }
   | { type: 'pending'; callId: string; name: string; request: PendingRequest }
   | { type: 'answer'; callId: string; name: string; answer: Answer }
   | { type: 'tool_start'; callId: string; name: string }
@@ -337,7 +409,7 @@ export interface TurnResult {
   finalText: string
   /** Usage summed over the turn. */
   usage: Usage
-  /** What went wrong, for outcome `error`. */
+  /** What went wrong, for outcome `error`; which ceiling, for outcome `budget`. */
   error?: string
   /** The whole conversation after the turn. */
   transcript: Transcript
@@ -371,45 +443,134 @@ export function pending(request: PendingRequestInit): Pending {
   return { decision: 'ask', request }
 }
 
+/** The engine's preset documents, a fresh copy on each call (edit it freely). */
+function preset(name: string): PolicyDocument {
+  return JSON.parse(native.policyPreset(name)) as PolicyDocument
+}
+
+/**
+ * The approval policies that ship with the engine, written for its builtins, with the Go
+ * runtime's secret quarantine (ssh keys, cloud credentials, shell history, browser profiles)
+ * and its command tiers for bash: `createClient({ policy: policies.default(), waitFor })`.
+ */
+export const policies = {
+  /** Secrets denied, reads allowed, writes and unknown shell commands asked, the rest asked. */
+  default: (): PolicyDocument => preset('default'),
+  /** As `default`, but every shell line asks and anything not named is denied. */
+  strict: (): PolicyDocument => preset('strict'),
+  /** Secrets still denied and destructive shell lines asked; the rest runs. */
+  dev: (): PolicyDocument => preset('dev'),
+}
+
 // ---------------------------------------------------------------------------------------------
-// Translation
+// Errors
 
-function snake(key: string): string {
-  return key === 'args' ? 'arguments' : key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+/**
+ * Base class of every error contenox throws. They are thrown for misuse and invalid options
+ * only: everything that happens inside a turn (a model that fails, a tool that throws, a cancel)
+ * is the turn's outcome and events. `cause` is the engine's cause chain (`ContenoxCause`s).
+ */
+export class ContenoxError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = new.target.name
+  }
 }
 
-function camel(key: string): string {
-  return key === 'arguments' ? 'args' : key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
+/**
+ * An option is invalid (unknown option or key, wrong value, missing `model`, a `baseUrl` that is
+ * not a URL...). Thrown by `createClient` and `listModels`. `option` names it as you wrote it
+ * (`baseUrl`, `script[0]`; empty when no single option is at fault), `value` is the bad value
+ * as JSON text, `reason` what is wrong and what is allowed.
+ */
+export class ConfigurationError extends ContenoxError {
+  readonly option: string
+  readonly value?: string
+  readonly reason: string
+  constructor(message: string, options: { option?: string; value?: string | null; reason?: string; cause?: unknown } = {}) {
+    super(message, options)
+    this.option = options.option ?? ''
+    if (options.value != null) this.value = options.value
+    this.reason = options.reason ?? message
+  }
 }
 
-/** Rename the keys of one object level; values stay as they are. */
-function renameKeys(value: unknown, f: (key: string) => string): unknown {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
-  const out: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(value)) out[f(k)] = v
-  return out
+/** A tool could not be registered (bad name, input schema that is not an object schema...). */
+export class ToolDefinitionError extends ContenoxError {}
+/** The client was closed (`client.close()`): it runs no more turns. */
+export class ClosedError extends ContenoxError {}
+/** A turn is running and the operation needs the client idle (`setTranscript`). */
+export class BusyError extends ContenoxError {}
+/** A transcript is not valid (a tool result without its call, a call without a result). */
+export class TranscriptError extends ContenoxError {}
+/** The model server failed outside a turn (`listModels`). */
+export class ModelError extends ContenoxError {}
+/** The model server answered with an HTTP error. */
+export class HttpError extends ModelError {
+  readonly status: number
+  readonly body: string
+  /** The server's Retry-After, in seconds, when it sent one. */
+  readonly retryAfter?: number
+  constructor(message: string, options: { status?: number; body?: string; retryAfter?: number | null; cause?: unknown } = {}) {
+    super(message, options)
+    this.status = options.status ?? 0
+    this.body = options.body ?? ''
+    if (options.retryAfter != null) this.retryAfter = options.retryAfter
+  }
+}
+/** The model server could not be reached, or its answer broke off; `cause` says why. */
+export class TransportError extends ModelError {}
+/** The engine failed where it should not (a turn's task panicked): a bug. */
+export class InternalError extends ContenoxError {}
+/** A transcript or options document could not be read or written as JSON. */
+export class SerializationError extends ContenoxError {}
+/** A file system error outside any tool. */
+export class ContenoxIOError extends ContenoxError {}
+/** One link of an engine error's cause chain. */
+export class ContenoxCause extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'ContenoxCause'
+  }
 }
 
-function scriptEntry(entry: unknown): unknown {
-  const e = renameKeys(entry, snake) as Record<string, unknown>
-  if (e === null || typeof e !== 'object') return e
-  if (Array.isArray(e.tool_calls)) e.tool_calls = e.tool_calls.map((c) => renameKeys(c, snake))
-  if ('error' in e) e.error = renameKeys(e.error, snake)
-  if ('usage' in e) e.usage = renameKeys(e.usage, snake)
-  return e
+type ErrorClass = new (message: string, options?: { cause?: unknown }) => ContenoxError
+const ERROR_CLASSES: Record<string, ErrorClass> = {
+  configuration: ConfigurationError,
+  tool: ToolDefinitionError,
+  closed: ClosedError,
+  busy: BusyError,
+  transcript: TranscriptError,
+  http: HttpError,
+  transport: TransportError,
+  internal: InternalError,
+  serialization: SerializationError,
+  io: ContenoxIOError,
 }
+
+// The native side makes every engine error through this, on the JavaScript thread (see
+// src/error.rs): the kind picks the class, `causes` (outermost first) becomes the `cause` chain.
+native.setErrorFactory((kind: string, message: string, detailsJson: string) => {
+  const details = JSON.parse(detailsJson) as { causes?: string[] } & Record<string, unknown>
+  const cause = (details.causes ?? []).reduceRight<Error | undefined>(
+    (inner, text) => new ContenoxCause(text, inner === undefined ? undefined : { cause: inner }),
+    undefined,
+  )
+  const Class = ERROR_CLASSES[kind] ?? ContenoxError
+  const { causes: _, ...fields } = details
+  return new Class(message, cause === undefined ? fields : { ...fields, cause })
+})
+
+// ---------------------------------------------------------------------------------------------
+// Translation (the casing rule is the native side's: src/convert.rs)
 
 const HOST_ONLY = new Set(['hooks', 'waitFor', 'tools', 'websearch'])
 
-/** The options in core's `Config` vocabulary, as JSON text (core checks them). */
+/** The options without the host callbacks, as JSON text (the native side renames and checks them). */
 function coreConfig(options: ClientOptions): string {
   const out: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(options)) {
-    if (HOST_ONLY.has(k)) continue
-    const key = snake(k)
-    if (key === 'retry') out[key] = renameKeys(v, snake)
-    else if (key === 'script' && Array.isArray(v)) out[key] = v.map(scriptEntry)
-    else out[key] = v
+    if (!HOST_ONLY.has(k) && v !== undefined) out[k] = v
   }
   return JSON.stringify(out)
 }
@@ -453,13 +614,7 @@ function gateDecision(d: unknown, wrapped = false): unknown {
 }
 
 function toolSpec(t: ToolDefinition): string {
-  return JSON.stringify({
-    name: t.name,
-    description: t.description,
-    input_schema: t.inputSchema,
-    hints: t.hints,
-    tier: t.tier,
-  })
+  return JSON.stringify({ name: t.name, description: t.description, inputSchema: t.inputSchema, hints: t.hints, tier: t.tier })
 }
 
 function turnResult(r: native.NativeTurnResult): TurnResult {
@@ -493,7 +648,7 @@ function linkSignal(signal: AbortSignal | undefined): { token?: native.NativeCan
 export class Transcript {
   readonly #native: native.NativeTranscript
 
-  /** Use `client.transcript()`, `result.transcript` or `Transcript.fromJSON()`. */
+  /** Use `client.transcript`, `result.transcript` or `Transcript.fromJSON()`. */
   constructor(handle: native.NativeTranscript) {
     this.#native = handle
   }
@@ -521,19 +676,7 @@ export class Transcript {
 
   /** The messages, oldest first (camelCase view). */
   get messages(): Message[] {
-    return this.toJSON().messages.map((m) => {
-      const out = renameKeys(m, camel) as Record<string, unknown>
-      if (out.role === 'assistant') {
-        const calls = Array.isArray(out.toolCalls) ? out.toolCalls : []
-        out.toolCalls = calls.map((c) => {
-          const call = renameKeys(c, camel) as Record<string, unknown>
-          call.rawArguments = call.rawArguments === true
-          return call
-        })
-      }
-      if (out.role === 'tool') out.isError = out.isError === true
-      return out as Message
-    })
+    return JSON.parse(this.#native.messagesJson()) as Message[]
   }
 
   /** @internal */
@@ -693,12 +836,16 @@ export class Client {
     return this.#native.toolNames()
   }
 
-  /** The conversation so far. */
-  transcript(): Transcript {
+  /** The conversation so far. Assigning one replaces it, as `setTranscript` does. */
+  get transcript(): Transcript {
     return new Transcript(this.#native.transcript())
   }
 
-  /** Replace the conversation (a Transcript, or a saved document); throws while a turn runs. */
+  set transcript(transcript: Transcript) {
+    this.setTranscript(transcript)
+  }
+
+  /** Replace the conversation (a Transcript, or a saved document); throws `BusyError` while a turn runs. */
   setTranscript(transcript: Transcript | string | TranscriptData): void {
     const t = transcript instanceof Transcript ? transcript : Transcript.fromJSON(transcript)
     this.#native.setTranscript(t.handle)
@@ -707,6 +854,21 @@ export class Client {
   /** The models the configured server offers. */
   async listModels(): Promise<ModelInfo[]> {
     return JSON.parse(await this.#native.listModels()) as ModelInfo[]
+  }
+
+  /** The approval policy in force (given at creation or by the last `setPolicy`), or `undefined`. */
+  get policy(): PolicyDocument | undefined {
+    const doc = this.#native.policyJson()
+    return doc == null ? undefined : (JSON.parse(doc) as PolicyDocument)
+  }
+
+  /**
+   * Replace the approval policy (a document, its JSON text or a file path, as the `policy`
+   * option takes it; `null` removes it), from the next tool call on, also within a running turn.
+   * A policy that does not validate throws a `ConfigurationError` and the old one stays.
+   */
+  setPolicy(policy: PolicySource | null): void {
+    this.#native.setPolicy(JSON.stringify(policy ?? null))
   }
 
   /** @internal */
@@ -740,7 +902,10 @@ function withSignal(aborts: Map<number, AbortController>, key: number, f: (signa
   return envelope(() => f(controller.signal)).finally(() => aborts.delete(key))
 }
 
-/** Create a client. Throws for invalid options (core's message). */
+/**
+ * Create a client. Every option is checked now: a mistake throws a `ConfigurationError` naming
+ * the option as you spelled it (`baseUrl: "not a url" is not a URL ...`).
+ */
 export function createClient(options: ClientOptions = {}): Client {
   return new Client(options)
 }

@@ -22,15 +22,17 @@ export declare class NativeCancel {
 /** A client: one conversation, its tools, its gate and its model. */
 export declare class NativeClient {
   /**
-   * Build a client from core's config JSON and the wrapped host callbacks. Each callback
-   * resolves to JSON text: `{"value": ...}`, or `{"error": message}` when the host's function
-   * threw or rejected. `abort(key)` aborts the AbortSignal of the call that was given `key`.
+   * Build a client from its options (JSON text, JavaScript's spelling) and the wrapped host
+   * callbacks. Each callback resolves to JSON text: `{"value": ...}`, or `{"error": message}`
+   * when the host's function threw or rejected. `abort(key)` aborts the AbortSignal of the
+   * call that was given `key`.
    * `websearch` (a search provider) turns on the `websearch` builtin.
    */
-  constructor(configJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>)
+  constructor(optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>)
   /**
-   * Add a host tool (or replace the one of the same name); `spec_json` is core's ToolSpec.
-   * `execute` resolves to `{"value": content}` or `{"error": message}`.
+   * Add a host tool (or replace the one of the same name); `spec_json` is its declaration
+   * (`{name, description, inputSchema, hints, tier}`). `execute` resolves to
+   * `{"value": content}` or `{"error": message}`.
    */
   register(specJson: string, execute: (argsJson: string, callId: string, key: number) => Promise<string>): void
   /** Add a tool of another source (an MCP server's, a resource tool) as it is. */
@@ -47,6 +49,14 @@ export declare class NativeClient {
   transcript(): NativeTranscript
   /** Replace the conversation (fails while a turn runs). */
   setTranscript(transcript: NativeTranscript): void
+  /**
+   * Replace the approval policy from the JSON text of the `policy` option's value (a
+   * document, a string of its JSON text or a file path; `null` removes it). A bad one throws
+   * a `ConfigurationError` and the old one stays.
+   */
+  setPolicy(sourceJson: string): void
+  /** The approval policy in force, as its document's JSON text (`null` without one). */
+  policyJson(): string | null
   /** The models the configured server offers, as JSON `[{id, displayName?}]`. */
   listModels(): Promise<string>
   /**
@@ -90,7 +100,7 @@ export declare class NativeRun {
   next(): Promise<string | null>
   /** Cancel the turn: it ends with outcome `cancelled` and a valid transcript. */
   cancel(): void
-  /** The turn's result, once it ended. */
+  /** The turn's result, once it ended (any number of times). */
   result(): Promise<NativeTurnResult>
 }
 
@@ -108,10 +118,21 @@ export declare class NativeTranscript {
   toJson(): string
   /** How many messages it holds. */
   get length(): number
+  /** The messages in JavaScript's spelling, as JSON. */
+  messagesJson(): string
 }
 
-/** The models of the server a config (core's JSON) points at, as JSON `[{id, displayName?}]`. */
-export declare function listModels(configJson: string): Promise<string>
+/**
+ * The JavaScript spelling of one of the engine's names (`call_id` -> `callId`, `arguments` ->
+ * `args`): the rule `convert` applies, for the TypeScript layer's tests.
+ */
+export declare function jsName(name: string): string
+
+/**
+ * The models of the server the options (JSON text, JavaScript's spelling) point at, as JSON
+ * `[{id, displayName?}]`.
+ */
+export declare function listModels(optionsJson: string): Promise<string>
 
 /**
  * Start the servers of an MCP config (`{"mcpServers": {...}}` JSON); `onServer(name,
@@ -121,13 +142,13 @@ export declare function loadMcpSource(configJson: string, onServer?: (name: stri
 
 /** What a finished turn returns. */
 export interface NativeTurnResult {
-  /** `done` | `cancelled` | `max_turns` | `error`. */
+  /** `done` | `cancelled` | `max_turns` | `error` | `budget`. */
   outcome: string
   /** The text of the turn's last model response. */
   finalText: string
   /** Usage summed over the turn. */
   usage: NativeUsage
-  /** What went wrong, for outcome `error`. */
+  /** What went wrong, for outcome `error`; which ceiling, for outcome `budget`. */
   error?: string
   /** The whole conversation after the turn. */
   transcript: NativeTranscript
@@ -140,3 +161,9 @@ export interface NativeUsage {
   /** Tokens the model wrote. */
   outputTokens: number
 }
+
+/** A preset policy's document as JSON text (`default`, `strict`, `dev`): the engine's own. */
+export declare function policyPreset(name: string): string
+
+/** Set the factory that makes the binding's errors (called once by `index.ts`). */
+export declare function setErrorFactory(factory: (kind: string, message: string, detailsJson: string) => Error): void

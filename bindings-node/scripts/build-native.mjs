@@ -5,22 +5,40 @@
 // `--target <host>`, which would compile every dependency a second time in a separate
 // directory.
 //
-//   node scripts/build-native.mjs [--release] [--check-dts]
+//   node scripts/build-native.mjs [--release | --profile NAME] [--check-dts] [--out DIR]
 //
+// --profile NAME: a cargo profile of the workspace (`profiling`: the release settings plus line
+// tables, for the benchmarks).
 // --check-dts: leave native.d.ts as it is and fail when the build's type definitions differ from
 // it (the committed file drifted from the Rust source).
+// --out DIR: write the native module, native.js and native.d.ts into DIR instead of this package
+// (scripts/pack.mjs: the release build goes into the packages, not over the development build).
 import { spawnSync } from 'node:child_process'
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
 
-import { generateTypeDef, parseTriple, writeJsBinding } from '@napi-rs/cli'
+import { generateTypeDef, parseTriple, readNapiConfig, writeJsBinding } from '@napi-rs/cli'
 
 const here = dirname(dirname(fileURLToPath(import.meta.url)))
-const release = process.argv.includes('--release')
-const checkDts = process.argv.includes('--check-dts')
-const pkg = JSON.parse(readFileSync(join(here, 'package.json'), 'utf8'))
+const { values: args } = parseArgs({
+  options: {
+    release: { type: 'boolean', default: false },
+    profile: { type: 'string' },
+    'check-dts': { type: 'boolean', default: false },
+    out: { type: 'string' },
+  },
+})
+if (args.release && args.profile) throw new Error('--release or --profile, not both')
+const profile = args.profile ?? (args.release ? 'release' : 'dev')
+const checkDts = args['check-dts']
+const outDir = args.out ? resolve(args.out) : here
+mkdirSync(outDir, { recursive: true })
+// packageName: the prefix of the platform packages (napi.packageName in package.json), which the
+// loader requires when the module is not beside it: `@contenox/node-linux-x64-gnu`, ...
+const { packageName, binaryName, packageJson: pkg } = await readNapiConfig(join(here, 'package.json'))
 const crate = 'contenox-node'
 
 const rustc = spawnSync(process.env.RUSTC ?? 'rustc', ['-vV'], { encoding: 'utf8' })
@@ -32,7 +50,7 @@ const typeDefDir = mkdtempSync(join(tmpdir(), 'contenox-node-typedef-'))
 try {
   const cargo = spawnSync(
     process.env.CARGO ?? 'cargo',
-    ['build', '-p', crate, '--lib', '--message-format=json-render-diagnostics', ...(release ? ['--release'] : [])],
+    ['build', '-p', crate, '--lib', '--message-format=json-render-diagnostics', '--profile', profile],
     {
       cwd: here,
       encoding: 'utf8',
@@ -55,13 +73,12 @@ try {
     .find((m) => m.reason === 'compiler-artifact' && m.target?.kind?.includes('cdylib') && m.target.name === 'contenox_node')
   if (!artifact) throw new Error('cargo did not report the contenox_node cdylib')
   const library = artifact.filenames.find((f) => /\.(so|dylib|dll)$/.test(f))
-  const binaryName = pkg.napi.binaryName
-  copyFileSync(library, join(here, `${binaryName}.${platformArchABI}.node`))
+  copyFileSync(library, join(outDir, `${binaryName}.${platformArchABI}.node`))
 
   const { exports, dts } = await generateTypeDef({ typeDefDir, cwd: here, declareBindingTarget: true })
-  const dtsPath = join(here, 'native.d.ts')
+  const dtsPath = join(outDir, 'native.d.ts')
   if (checkDts) {
-    const committed = readFileSync(dtsPath, 'utf8')
+    const committed = readFileSync(join(here, 'native.d.ts'), 'utf8')
     if (committed !== dts) {
       const a = committed.split('\n')
       const b = dts.split('\n')
@@ -83,11 +100,11 @@ try {
     jsBinding: 'native.js',
     format: 'commonjs',
     binaryName,
-    packageName: pkg.name,
+    packageName,
     version: pkg.version,
-    outputDir: here,
+    outputDir: outDir,
   })
-  console.log(`built ${binaryName}.${platformArchABI}.node (${release ? 'release' : 'debug'}), native.js, native.d.ts`)
+  console.log(`built ${binaryName}.${platformArchABI}.node (profile ${profile}), native.js, native.d.ts`)
 } finally {
   rmSync(typeDefDir, { recursive: true, force: true })
 }

@@ -3,22 +3,28 @@
 use std::sync::Arc;
 
 use contenox::CancellationToken;
-use contenox::{Client, ClientBuilder, Config, RunOptions, ToolSpec, Transcript, TurnResult};
+use contenox::{
+    Client, ClientBuilder, Config, RunOptions, Spelling, ToolSpec, Transcript, TurnResult,
+};
 use napi::bindgen_prelude::{Function, Promise, PromiseRaw};
 use napi::threadsafe_function::UnknownReturnValue;
-use napi::{Env, Error, Result};
+use napi::{Env, Result};
 use napi_derive::napi;
+use serde_json::Value;
 
 use crate::host::{
     self, AfterArgs, BeforeArgs, JsHooks, JsTool, JsWaitFor, JsWebSearch, SearchArgs, Shared,
     ToolArgs, WaitArgs,
 };
 use crate::run::NativeRun;
-use crate::shape;
+use crate::{convert, error};
 
-/// Any core error as a JavaScript `Error` with core's message.
-pub(crate) fn js_error(e: impl std::fmt::Display) -> Error {
-    Error::from_reason(e.to_string())
+/// The options of `createClient` / `listModels` (JSON text, as the host wrote them) as core's
+/// config; mistakes are named in JavaScript's spelling.
+fn config(env: &Env, options_json: &str) -> Result<Config> {
+    let options: Value = serde_json::from_str(options_json).map_err(error::reason)?;
+    Config::from_value(&convert::config_from_js(options), Spelling::Camel)
+        .map_err(|e| error::to_js(env, e))
 }
 
 /// Token usage (`input_tokens` -> `inputTokens`).
@@ -33,13 +39,13 @@ pub struct NativeUsage {
 /// What a finished turn returns.
 #[napi(object, object_from_js = false)]
 pub struct NativeTurnResult {
-    /// `done` | `cancelled` | `max_turns` | `error`.
+    /// `done` | `cancelled` | `max_turns` | `error` | `budget`.
     pub outcome: String,
     /// The text of the turn's last model response.
     pub final_text: String,
     /// Usage summed over the turn.
     pub usage: NativeUsage,
-    /// What went wrong, for outcome `error`.
+    /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
     pub error: Option<String>,
     /// The whole conversation after the turn.
     pub transcript: NativeTranscript,
@@ -68,10 +74,10 @@ pub struct NativeTranscript(pub(crate) Transcript);
 impl NativeTranscript {
     /// Parse and check a saved transcript (core's JSON document).
     #[napi(factory)]
-    pub fn from_json(json: String) -> Result<NativeTranscript> {
+    pub fn from_json(env: &Env, json: String) -> Result<NativeTranscript> {
         Transcript::from_json(&json)
             .map(NativeTranscript)
-            .map_err(js_error)
+            .map_err(|e| error::to_js(env, e))
     }
 
     /// Core's JSON document (the format every binding saves and loads).
@@ -84,6 +90,12 @@ impl NativeTranscript {
     #[napi(getter)]
     pub fn length(&self) -> u32 {
         self.0.messages.len() as u32
+    }
+
+    /// The messages in JavaScript's spelling, as JSON.
+    #[napi]
+    pub fn messages_json(&self) -> String {
+        convert::messages(&self.0)
     }
 }
 
@@ -124,10 +136,14 @@ pub struct NativeClient {
     shared: Arc<Shared>,
 }
 
-fn run_options(allow: Option<Vec<String>>, cancel: Option<&NativeCancel>) -> Result<RunOptions> {
+fn run_options(
+    env: &Env,
+    allow: Option<Vec<String>>,
+    cancel: Option<&NativeCancel>,
+) -> Result<RunOptions> {
     let mut options = RunOptions::default();
     if let Some(patterns) = allow {
-        options = options.allow(&patterns).map_err(js_error)?;
+        options = options.allow(&patterns).map_err(|e| error::to_js(env, e))?;
     }
     if let Some(c) = cancel {
         options = options.cancel(c.token.clone());
@@ -144,25 +160,27 @@ impl NativeClient {
 
 #[napi]
 impl NativeClient {
-    /// Build a client from core's config JSON and the wrapped host callbacks. Each callback
-    /// resolves to JSON text: `{"value": ...}`, or `{"error": message}` when the host's function
-    /// threw or rejected. `abort(key)` aborts the AbortSignal of the call that was given `key`.
+    /// Build a client from its options (JSON text, JavaScript's spelling) and the wrapped host
+    /// callbacks. Each callback resolves to JSON text: `{"value": ...}`, or `{"error": message}`
+    /// when the host's function threw or rejected. `abort(key)` aborts the AbortSignal of the
+    /// call that was given `key`.
     /// `websearch` (a search provider) turns on the `websearch` builtin.
     #[napi(
         constructor,
-        ts_args_type = "configJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>"
+        ts_args_type = "optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>"
     )]
     pub fn new(
-        config_json: String,
+        env: &Env,
+        options_json: String,
         abort: Function<'_, u32, UnknownReturnValue>,
         before_tool: Option<Function<'_, BeforeArgs, Promise<String>>>,
         after_tool: Option<Function<'_, AfterArgs, Promise<String>>>,
         wait_for: Option<Function<'_, WaitArgs, Promise<String>>>,
         websearch: Option<Function<'_, SearchArgs, Promise<String>>>,
     ) -> Result<Self> {
-        let config = Config::from_json(&config_json).map_err(js_error)?;
+        let config = config(env, &options_json)?;
         let shared = Shared::new(&abort)?;
-        let mut builder = ClientBuilder::from_config(config);
+        let mut builder = ClientBuilder::from_config(config).spelling(Spelling::Camel);
         if before_tool.is_some() || after_tool.is_some() {
             let before = before_tool.as_ref().map(host::weak).transpose()?;
             let after = after_tool.as_ref().map(host::weak).transpose()?;
@@ -174,30 +192,37 @@ impl NativeClient {
         if let Some(f) = &websearch {
             builder = builder.websearch(Arc::new(JsWebSearch::new(host::weak(f)?, shared.clone())));
         }
-        let client = builder.build().map_err(js_error)?;
+        let client = builder.build().map_err(|e| error::to_js(env, e))?;
         Ok(NativeClient { client, shared })
     }
 
-    /// Add a host tool (or replace the one of the same name); `spec_json` is core's ToolSpec.
-    /// `execute` resolves to `{"value": content}` or `{"error": message}`.
+    /// Add a host tool (or replace the one of the same name); `spec_json` is its declaration
+    /// (`{name, description, inputSchema, hints, tier}`). `execute` resolves to
+    /// `{"value": content}` or `{"error": message}`.
     #[napi(
         ts_args_type = "specJson: string, execute: (argsJson: string, callId: string, key: number) => Promise<string>"
     )]
     pub fn register(
         &self,
+        env: &Env,
         spec_json: String,
         execute: Function<'_, ToolArgs, Promise<String>>,
     ) -> Result<()> {
-        let spec: ToolSpec =
-            serde_json::from_str(&spec_json).map_err(|e| js_error(format!("invalid tool: {e}")))?;
+        let spec: Value = serde_json::from_str(&spec_json).map_err(error::reason)?;
+        let spec: ToolSpec = serde_json::from_value(convert::tool_spec_from_js(spec))
+            .map_err(|e| error::to_js(env, contenox::Error::Tool(e.to_string())))?;
         let tool = JsTool::new(spec, host::weak(&execute)?, self.shared.clone());
-        self.client.register(Arc::new(tool)).map_err(js_error)
+        self.client
+            .register(Arc::new(tool))
+            .map_err(|e| error::to_js(env, e))
     }
 
     /// Add a tool of another source (an MCP server's, a resource tool) as it is.
     #[napi]
-    pub fn register_native(&self, tool: &crate::mcp::NativeTool) -> Result<()> {
-        self.client.register(tool.0.clone()).map_err(js_error)
+    pub fn register_native(&self, env: &Env, tool: &crate::mcp::NativeTool) -> Result<()> {
+        self.client
+            .register(tool.0.clone())
+            .map_err(|e| error::to_js(env, e))
     }
 
     /// Remove a tool; true when it was there.
@@ -221,30 +246,34 @@ impl NativeClient {
         allow: Option<Vec<String>>,
         cancel: Option<&NativeCancel>,
     ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
-        let options = run_options(allow, cancel)?;
+        let options = run_options(env, allow, cancel)?;
         let client = self.client.clone();
-        env.spawn_future(async move {
-            client
-                .run_with(prompt, options)
-                .await
-                .map(NativeTurnResult::from)
-                .map_err(js_error)
-        })
+        env.spawn_future_with_callback(
+            async move { Ok(client.run_with(prompt, options).await) },
+            |env, r| {
+                r.map(NativeTurnResult::from)
+                    .map_err(|e| error::to_js(env, e))
+            },
+        )
     }
 
     /// Start a turn and return its handle (events, cancel, result).
     #[napi]
     pub fn stream(
         &self,
+        env: &Env,
         prompt: String,
         allow: Option<Vec<String>>,
         cancel: Option<&NativeCancel>,
     ) -> Result<NativeRun> {
-        let options = run_options(allow, cancel)?;
+        let options = run_options(env, allow, cancel)?;
         // Core spawns the turn on the current tokio runtime: napi's.
         napi::bindgen_prelude::within_runtime_if_available(|| {
-            let run = self.client.stream_with(prompt, options).map_err(js_error)?;
-            Ok(NativeRun::start(run))
+            let run = self
+                .client
+                .stream_with(prompt, options)
+                .map_err(|e| error::to_js(env, e))?;
+            Ok(NativeRun::new(run))
         })
     }
 
@@ -256,22 +285,36 @@ impl NativeClient {
 
     /// Replace the conversation (fails while a turn runs).
     #[napi]
-    pub fn set_transcript(&self, transcript: &NativeTranscript) -> Result<()> {
+    pub fn set_transcript(&self, env: &Env, transcript: &NativeTranscript) -> Result<()> {
         self.client
             .set_transcript(transcript.0.clone())
-            .map_err(js_error)
+            .map_err(|e| error::to_js(env, e))
+    }
+
+    /// Replace the approval policy from the JSON text of the `policy` option's value (a
+    /// document, a string of its JSON text or a file path; `null` removes it). A bad one throws
+    /// a `ConfigurationError` and the old one stays.
+    #[napi]
+    pub fn set_policy(&self, env: &Env, source_json: String) -> Result<()> {
+        let source: Value = serde_json::from_str(&source_json).map_err(error::reason)?;
+        self.client
+            .set_policy_source(&source)
+            .map_err(|e| error::to_js(env, e))
+    }
+
+    /// The approval policy in force, as its document's JSON text (`null` without one).
+    #[napi]
+    pub fn policy_json(&self) -> Option<String> {
+        self.client.policy().map(|p| p.document().to_string())
     }
 
     /// The models the configured server offers, as JSON `[{id, displayName?}]`.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn list_models<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, String>> {
         let client = self.client.clone();
-        env.spawn_future(async move {
-            client
-                .list_models()
-                .await
-                .map(|m| shape::models(&m))
-                .map_err(js_error)
+        env.spawn_future_with_callback(async move { Ok(client.list_models().await) }, |env, r| {
+            r.map(|m| convert::models(&m))
+                .map_err(|e| error::to_js(env, e))
         })
     }
 
@@ -310,14 +353,36 @@ impl NativeClient {
     }
 }
 
-/// The models of the server a config (core's JSON) points at, as JSON `[{id, displayName?}]`.
+/// The models of the server the options (JSON text, JavaScript's spelling) point at, as JSON
+/// `[{id, displayName?}]`.
 #[napi(ts_return_type = "Promise<string>")]
-pub fn list_models(env: &Env, config_json: String) -> Result<PromiseRaw<'_, String>> {
-    let config = Config::from_json(&config_json).map_err(js_error)?;
-    env.spawn_future(async move {
-        contenox::list_models(&config)
-            .await
-            .map(|m| shape::models(&m))
-            .map_err(js_error)
-    })
+pub fn list_models(env: &Env, options_json: String) -> Result<PromiseRaw<'_, String>> {
+    let config = config(env, &options_json)?;
+    env.spawn_future_with_callback(
+        async move { Ok(contenox::list_models(&config).await) },
+        |env, r| {
+            r.map(|m| convert::models(&m))
+                .map_err(|e| error::to_js(env, e))
+        },
+    )
+}
+
+/// A preset policy's document as JSON text (`default`, `strict`, `dev`): the engine's own.
+#[napi]
+pub fn policy_preset(name: String) -> Result<String> {
+    contenox::policy::presets::json_by_name(&name)
+        .map(str::to_string)
+        .ok_or_else(|| {
+            error::reason(format!(
+                "no preset policy {name:?}; the presets are {}",
+                contenox::policy::presets::NAMES.join(", ")
+            ))
+        })
+}
+
+/// The JavaScript spelling of one of the engine's names (`call_id` -> `callId`, `arguments` ->
+/// `args`): the rule `convert` applies, for the TypeScript layer's tests.
+#[napi]
+pub fn js_name(name: String) -> String {
+    convert::camel(&name)
 }

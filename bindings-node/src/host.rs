@@ -28,7 +28,7 @@ use napi::threadsafe_function::{
 use napi::Status;
 use serde_json::Value;
 
-use crate::shape;
+use crate::convert;
 
 /// A weak, callee-unhandled ThreadsafeFunction returning a Promise of JSON text.
 pub type JsCallback<A> = ThreadsafeFunction<A, Promise<String>, A, Status, false, true>;
@@ -209,7 +209,7 @@ fn decision(value: Value) -> Result<Decision, HostError> {
         "ask" => {
             let request = value.get("request").cloned().unwrap_or(Value::Null);
             Ok(Decision::Ask(
-                shape::pending_request_from_js(request).map_err(HostError::new)?,
+                convert::pending_request_from_js(request).map_err(HostError::new)?,
             ))
         }
         _ => Err(HostError::new(format!(
@@ -224,7 +224,7 @@ impl Hooks for JsHooks {
         let Some(before) = &self.before else {
             return Ok(Decision::Allow);
         };
-        decision(call(before, shape::tool_call(call_event), "beforeTool").await?)
+        decision(call(before, convert::tool_call(call_event), "beforeTool").await?)
     }
 
     async fn after_tool(
@@ -235,10 +235,10 @@ impl Hooks for JsHooks {
         let Some(after) = &self.after else {
             return Ok(None);
         };
-        let args = FnArgs::from((shape::tool_call(call_event), shape::tool_output(result)));
+        let args = FnArgs::from((convert::tool_call(call_event), convert::tool_output(result)));
         match call(after, args, "afterTool").await? {
             Value::Null => Ok(None),
-            replacement => shape::tool_output_from_js(replacement)
+            replacement => convert::tool_output_from_js(replacement)
                 .map(Some)
                 .map_err(|e| HostError::new(format!("afterTool: {e}"))),
         }
@@ -266,7 +266,7 @@ impl WaitFor for JsWaitFor {
         cancel: CancellationToken,
     ) -> Result<Answer, HostError> {
         let mut guard = AbortOnDrop::new(&self.shared);
-        let args = FnArgs::from((shape::pending_request(&request), guard.key));
+        let args = FnArgs::from((convert::pending_request(&request), guard.key));
         let answer = tokio::select! {
             biased;
             // The engine stopped waiting (turn over, cancelled, timed out): the guard aborts.
@@ -301,9 +301,9 @@ impl WebSearchProvider for JsWebSearch {
         // The engine drops this future when the turn is cancelled: the guard aborts the
         // provider's signal.
         let mut guard = AbortOnDrop::new(&self.shared);
-        let args = FnArgs::from((shape::search_request(&request), guard.key));
+        let args = FnArgs::from((convert::search_request(&request), guard.key));
         let value = call(&self.search, args, "websearch").await;
         guard.disarm();
-        shape::search_results_from_js(value?).map_err(HostError::new)
+        convert::search_results_from_js(value?).map_err(HostError::new)
     }
 }

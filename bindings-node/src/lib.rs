@@ -4,11 +4,14 @@
 //! The TypeScript layer (`index.ts`) gives it its JavaScript shape (`createClient`, `tool`,
 //! `deny`, `pending`, AbortSignal, async iteration); this crate only translates:
 //!
-//! - options arrive as one JSON document in core's own vocabulary (the TypeScript layer renames
-//!   camelCase to snake_case) and go to [`contenox::Config::from_json`] unchanged;
+//! - options arrive as one JSON document as the host wrote them; [`convert`] renames them to
+//!   core's vocabulary and core checks them, naming mistakes in JavaScript's spelling;
 //! - events, gate calls, pending requests and results leave as JSON text with camelCase keys
-//!   (`call_id` -> `callId`, `final_text` -> `finalText`, `arguments` -> `args`), see [`shape`];
-//!   JSON text is cheaper to cross the boundary than objects built property by property;
+//!   (`call_id` -> `callId`, `final_text` -> `finalText`, `arguments` -> `args`), see [`convert`]
+//!   (the one place of the casing rule); JSON text is cheaper to cross the boundary than objects
+//!   built property by property;
+//! - engine errors become instances of the TypeScript layer's error classes, with the engine's
+//!   cause chain as `cause` (see `error`);
 //! - host callbacks (tools, `beforeTool`, `afterTool`, `waitFor`, the `websearch` provider) are
 //!   weak ThreadsafeFunctions awaited with `call_async_catch`: they never keep the process alive
 //!   and a throwing or rejecting callback becomes an error result, never a crash (see [`host`]);
@@ -16,13 +19,16 @@
 //!   and the per-call abort keys of [`host`].
 
 mod client;
+pub mod convert;
+mod error;
 mod host;
 mod mcp;
 mod run;
-pub mod shape;
 
 pub use client::{
-    list_models, NativeCancel, NativeClient, NativeTranscript, NativeTurnResult, NativeUsage,
+    js_name, list_models, policy_preset, NativeCancel, NativeClient, NativeTranscript,
+    NativeTurnResult, NativeUsage,
 };
+pub use error::set_error_factory;
 pub use mcp::{load_mcp_source, NativeMcpSource, NativeTool};
 pub use run::NativeRun;

@@ -11,7 +11,8 @@ use napi::threadsafe_function::{
 use napi::{Env, Result, Status};
 use napi_derive::napi;
 
-use crate::client::{js_error, NativeClient};
+use crate::client::NativeClient;
+use crate::error;
 
 type OnServer = ThreadsafeFunction<
     FnArgs<(String, String)>,
@@ -65,9 +66,11 @@ impl NativeMcpSource {
 
     /// Register every tool into the client, follow `tools/list_changed`, stop with the client.
     #[napi]
-    pub fn register_into(&self, client: &NativeClient) -> Result<()> {
+    pub fn register_into(&self, env: &Env, client: &NativeClient) -> Result<()> {
         napi::bindgen_prelude::within_runtime_if_available(|| {
-            self.0.register_into(client.core()).map_err(js_error)
+            self.0
+                .register_into(client.core())
+                .map_err(|e| error::to_js(env, e))
         })
     }
 
@@ -93,7 +96,7 @@ pub fn load_mcp_source<'env>(
     config_json: String,
     on_server: Option<Function<'_, FnArgs<(String, String)>, UnknownReturnValue>>,
 ) -> Result<PromiseRaw<'env, NativeMcpSource>> {
-    let config = McpConfig::from_json(&config_json).map_err(js_error)?;
+    let config = McpConfig::from_json(&config_json).map_err(|e| error::to_js(env, e))?;
     let on_server: Option<OnServer> = on_server
         .map(|f| {
             f.build_threadsafe_function::<FnArgs<(String, String)>>()

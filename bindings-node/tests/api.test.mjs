@@ -410,13 +410,13 @@ describe('transcripts', () => {
 
     const second = createClient({ style: 'scripted', builtins: [], script: [{ text: 'continued' }] })
     second.setTranscript(saved)
-    assert.equal(second.transcript().length, result.transcript.length)
+    assert.equal(second.transcript.length, result.transcript.length)
     const next = await second.run('more')
     assert.equal(next.finalText, 'continued')
     assert.deepEqual(next.transcript.messages.slice(0, 4), result.transcript.messages)
     second.setTranscript(Transcript.fromJSON(doc))
     second.setTranscript(result.transcript)
-    assert.equal(String(second.transcript()), result.transcript.toString())
+    assert.equal(String(second.transcript), result.transcript.toString())
     second.close()
   })
 
@@ -432,9 +432,61 @@ describe('options and models', () => {
     const client = createClient({ style: 'scripted', builtins: [], maxTurns: 1, script: calls('echo', 'echo'), tools: [echo()] })
     assert.equal((await client.run('go')).outcome, 'max_turns')
     client.close()
-    assert.throws(() => createClient({ style: 'scripted', script: [], fooBar: 1 }), /unknown field `foo_bar`/)
-    assert.throws(() => createClient({ style: 'openai' }), /needs a `model`/)
-    assert.throws(() => createClient({ style: 'scripted', script: [], maxTurns: 0 }), /max_turns/)
+    assert.throws(() => createClient({ style: 'scripted', script: [], fooBar: 1 }), /unknown option "fooBar"; the options are style, baseUrl/)
+    assert.throws(() => createClient({ style: 'openai' }), /model: is missing/)
+    assert.throws(() => createClient({ style: 'scripted', script: [], maxTurns: 0 }), /maxTurns: 0 is too small/)
+  })
+
+  test('the whole config is checked at creation, named as JavaScript spells it', () => {
+    const refused = (options) => {
+      let error
+      assert.throws(() => createClient(options), (e) => (error = e) instanceof esm.ConfigurationError)
+      assert.ok(error instanceof esm.ContenoxError && error instanceof Error)
+      assert.doesNotMatch(error.message, /line \d|column/)
+      return error
+    }
+    const style = refused({ style: 'nope' })
+    assert.equal(style.message, 'invalid configuration: style: "nope" is not one of openai, anthropic, ollama, scripted')
+    assert.deepEqual([style.option, style.value], ['style', '"nope"'])
+    const typo = refused({ style: 'scripted', script: [{ txt: 'x' }] })
+    assert.equal(typo.option, 'script[0]')
+    assert.match(typo.reason, /^unknown key "txt"; the keys are text, toolCalls, error, stall, usage, breakAfterBytes$/)
+    assert.equal(refused({ style: 'scripted', script: [{ text: 'a' }, {}] }).option, 'script[1]')
+    const url = refused({ style: 'openai', model: 'm', baseUrl: 'not a url' })
+    assert.deepEqual([url.option, url.value], ['baseUrl', '"not a url"'])
+    assert.equal(refused({ style: 'scripted', script: [{ text: 'a' }], retry: { maxRetries: 'x' } }).option, 'retry.maxRetries')
+    assert.equal(refused({ style: 'scripted', script: [{ toolCalls: [{ id: 'c' }] }] }).option, 'script[0].toolCalls[0]')
+  })
+
+  test('misuse has its own error class', async () => {
+    const client = createClient({ style: 'scripted', builtins: [], script: [{ stall: true }] })
+    const run = client.stream('wait')
+    for await (const e of run) if (e.type === 'request') break
+    assert.throws(() => client.setTranscript(Transcript.fromJSON({ messages: [] })), esm.BusyError)
+    run.cancel()
+    assert.equal((await run.result).outcome, 'cancelled')
+    client.close()
+    await assert.rejects(client.run('after'), esm.ClosedError)
+    assert.throws(() => Transcript.fromJSON({ messages: [{ role: 'tool', call_id: 'x', name: 'y', content: '' }] }), esm.TranscriptError)
+  })
+
+  test('a transport error keeps its causes as cause', async () => {
+    const { createServer } = await import('node:net')
+    const probe = createServer()
+    await new Promise((ok) => probe.listen(0, '127.0.0.1', ok))
+    const { port } = probe.address()
+    await new Promise((ok) => probe.close(ok)) // nobody listens there now
+    const error = await esm.listModels({ style: 'openai', model: 'm', apiKey: 'k', baseUrl: `http://127.0.0.1:${port}/v1` }).then(
+      () => assert.fail('listModels should fail'),
+      (e) => e,
+    )
+    assert.ok(error instanceof esm.TransportError && error instanceof esm.ModelError, String(error))
+    assert.equal(error.message, 'could not reach the model server')
+    const chain = []
+    for (let c = error.cause; c !== undefined; c = c.cause) chain.push(c)
+    assert.ok(chain.length >= 2, String(chain))
+    assert.ok(chain.every((c) => c instanceof esm.ContenoxCause))
+    assert.ok(chain.some((c) => /refused/i.test(c.message)), chain.map(String).join(' / '))
   })
 
   test('a per-run allowlist narrows the tools', async () => {

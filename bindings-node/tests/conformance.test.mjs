@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import { describe, test } from 'node:test'
 
-import { createClient, deny, loadMcp, pending, tool } from 'contenox'
+import { ConfigurationError, createClient, deny, loadMcp, pending, tool } from 'contenox'
 
 import { conformanceCheck, repoDir, startFakeServer } from './helpers.mjs'
 
@@ -286,7 +286,20 @@ async function runScenario(file, scenario, deadline) {
       state.client = createClient({ ...base, tools, hooks, waitFor })
       return state.client
     }
-    let client = build()
+    let client
+    try {
+      client = build()
+    } catch (e) {
+      if (!(e instanceof ConfigurationError) || scenario.expect?.config_error_contains === undefined) throw e
+      // SPEC "Approval policies": the creation error is the result; no turn runs.
+      return {
+        scenario: scenario.name,
+        binding: 'node',
+        config_error: e.message,
+        requests: await server.requests(),
+        workspace: snapshot(root),
+      }
+    }
     if (scenario.mcp) {
       mcp = await mcpSetup(scenario.mcp)
       mcp.source.registerInto(client)
@@ -299,7 +312,7 @@ async function runScenario(file, scenario, deadline) {
     const prompts = [scenario.prompt, ...(scenario.more_prompts ?? [])]
     for (const [i, prompt] of prompts.entries()) {
       if (scenario.restart_between_prompts && i > 0) {
-        const saved = JSON.stringify(client.transcript())
+        const saved = JSON.stringify(client.transcript)
         client.close()
         client = build()
         client.setTranscript(saved)

@@ -1,22 +1,19 @@
-//! The `Client` and `Run` classes of `contenox._native` (wrapped by `contenox._client`).
+//! The `Client` class of `contenox._native` (wrapped by `contenox._client.Client`).
 
 use std::sync::{Arc, Mutex};
 
 use contenox::{
-    CancellationToken, ClientBuilder, Config, Event, Hooks, RunOptions, Style, Tool, ToolSpec,
-    Transcript, TurnResult, WaitFor, WebSearchProvider,
+    ClientBuilder, Config, Hooks, RunOptions, Style, Tool, ToolSpec, Transcript, WaitFor,
+    WebSearchProvider,
 };
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
 use pyo3_async_runtimes::TaskLocals;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
-use tokio::sync::watch;
 
-use crate::adapters::{Parts, PyHooks, PyTool, PyWaitFor, PyWebSearch};
-use crate::callback::{Callback, Host, SharedHost};
-use crate::convert::{from_py, ser_to_py};
-use crate::errors::to_py_err;
+use crate::convert::{from_py, ser_to_py, to_value};
+use crate::error::to_py_err;
+use crate::host::{Callback, Host, Parts, PyHooks, PyTool, PyWaitFor, PyWebSearch, SharedHost};
+use crate::run::{result_dict, PyRun};
 use crate::runtime::{produce, py_future, runtime};
 
 /// A host callable handed over by the Python layer: `(callable, is_async)`.
@@ -33,32 +30,6 @@ pub(crate) fn running_loop(py: Python<'_>, what: &str) -> PyResult<TaskLocals> {
                  in a script without one use client.run_sync(...)"
             ))
         })
-}
-
-/// Cancels a turn when the future awaiting it is dropped (asyncio cancelled the awaiting task).
-struct CancelOnDrop(Option<CancellationToken>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(t) = self.0.take() {
-            t.cancel();
-        }
-    }
-}
-
-/// A finished turn as a dict: outcome, final_text, usage, error and the transcript as JSON text
-/// (parsed by the Python layer only when it is read).
-fn result_dict(py: Python<'_>, r: TurnResult) -> PyResult<Py<PyAny>> {
-    let d = PyDict::new(py);
-    d.set_item("outcome", r.outcome.as_str())?;
-    d.set_item("final_text", r.final_text)?;
-    d.set_item("usage", ser_to_py(py, &r.usage)?)?;
-    d.set_item("error", r.error)?;
-    d.set_item(
-        "transcript",
-        serde_json::to_string(&r.transcript).map_err(|e| to_py_err(e.into()))?,
-    )?;
-    Ok(d.into_any().unbind())
 }
 
 fn tool_from_py(host: &SharedHost, tool: &Bound<'_, PyAny>) -> PyResult<Arc<dyn Tool>> {
@@ -136,6 +107,10 @@ impl PyClient {
                 build(st.client.config().clone(), &tools, &self.parts).map_err(to_py_err)?;
             fresh
                 .set_transcript(st.client.transcript())
+                .map_err(to_py_err)?;
+            // The policy in force, which `set_policy` may have replaced since creation.
+            fresh
+                .set_policy(st.client.policy().map(|p| (*p).clone()))
                 .map_err(to_py_err)?;
             if st.client.is_closed() {
                 fresh.close();
@@ -228,11 +203,9 @@ impl PyClient {
         let locals = running_loop(py, "client.run()")?;
         self.host.capture(py);
         let run = self.start(prompt, allow)?;
-        let token = run.cancel_token();
+        // Cancelling the asyncio future drops this one, and with it the run: that cancels the turn.
         py_future(locals.event_loop(py), async move {
-            let mut guard = CancelOnDrop(Some(token));
             let r = run.result().await;
-            guard.0 = None;
             produce(move |py| result_dict(py, r.map_err(to_py_err)?))
         })
     }
@@ -246,23 +219,7 @@ impl PyClient {
         allow: Option<Vec<String>>,
     ) -> PyResult<PyRun> {
         self.host.capture(py);
-        let mut run = self.start(prompt, allow)?;
-        let cancel = run.cancel_token();
-        let (tx, rx) = unbounded_channel();
-        let (result_tx, result_rx) = watch::channel(None);
-        runtime().spawn(async move {
-            while let Some(e) = run.next_event().await {
-                let _ = tx.send(e);
-            }
-            drop(tx);
-            let r = run.result().await.map_err(|e| e.to_string());
-            let _ = result_tx.send(Some(Arc::new(r)));
-        });
-        Ok(PyRun {
-            events: Arc::new(tokio::sync::Mutex::new(rx)),
-            cancel,
-            result: result_rx,
-        })
+        Ok(PyRun::new(self.start(prompt, allow)?))
     }
 
     /// Add a host tool `(spec, invoke, is_async)`, replacing one of the same name.
@@ -286,15 +243,8 @@ impl PyClient {
     }
 
     /// The specs of every registered tool, as dicts.
-    fn tools<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let specs = self.core()?.tools();
-        PyList::new(
-            py,
-            specs
-                .iter()
-                .map(|s| ser_to_py(py, s))
-                .collect::<PyResult<Vec<_>>>()?,
-        )
+    fn tools<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.core()?.tools())
     }
 
     /// The conversation as JSON text.
@@ -316,6 +266,19 @@ impl PyClient {
             let models = core.list_models().await;
             produce(move |py| Ok(ser_to_py(py, &models.map_err(to_py_err)?)?.unbind()))
         })
+    }
+
+    /// Replace the approval policy from the `policy` option's forms (a dict, JSON text or a
+    /// file path; None removes it); a bad one raises and the old one stays.
+    fn set_policy(&self, source: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.core()?
+            .set_policy_source(&to_value(source)?)
+            .map_err(to_py_err)
+    }
+
+    /// The approval policy in force, as its document (None without one).
+    fn policy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.core()?.policy().map(|p| p.document().clone()))
     }
 
     /// The config the client was built with, as a dict.
@@ -355,104 +318,17 @@ impl PyClient {
     }
 }
 
-type SharedResult = Option<Arc<Result<TurnResult, String>>>;
-
-/// A running turn: its events, its cancel, its result.
-#[pyclass(frozen, module = "contenox._native", name = "Run")]
-pub struct PyRun {
-    events: Arc<tokio::sync::Mutex<UnboundedReceiver<Event>>>,
-    cancel: CancellationToken,
-    result: watch::Receiver<SharedResult>,
-}
-
-fn events_list<'py>(py: Python<'py>, events: &[Event]) -> PyResult<Bound<'py, PyList>> {
-    PyList::new(
-        py,
-        events
-            .iter()
-            .map(|e| ser_to_py(py, e))
-            .collect::<PyResult<Vec<_>>>()?,
-    )
-}
-
-fn drain(rx: &mut UnboundedReceiver<Event>, out: &mut Vec<Event>) -> bool {
-    use tokio::sync::mpsc::error::TryRecvError;
-    loop {
-        match rx.try_recv() {
-            Ok(e) => out.push(e),
-            Err(TryRecvError::Empty) => return false,
-            Err(TryRecvError::Disconnected) => return true,
-        }
-    }
-}
-
-#[pymethods]
-impl PyRun {
-    /// The events available right now without waiting: a list (empty = the stream ended), or
-    /// None when none is ready yet.
-    fn try_batch<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
-        let Ok(mut rx) = self.events.try_lock() else {
-            return Ok(None);
-        };
-        let mut out = Vec::new();
-        let ended = drain(&mut rx, &mut out);
-        if out.is_empty() && !ended {
-            return Ok(None);
-        }
-        events_list(py, &out).map(Some)
-    }
-
-    /// An awaitable of the next events (at least one; an empty list once the stream ended).
-    fn next_batch<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let locals = running_loop(py, "iterating a run")?;
-        let events = self.events.clone();
-        py_future(locals.event_loop(py), async move {
-            let mut rx = events.lock().await;
-            let mut out = Vec::new();
-            if let Some(e) = rx.recv().await {
-                out.push(e);
-                drain(&mut rx, &mut out);
-            }
-            drop(rx);
-            produce(move |py| Ok(events_list(py, &out)?.into_any().unbind()))
+/// A preset policy's document as JSON text (`default`, `strict`, `dev`): the engine's own.
+#[pyfunction]
+pub fn policy_preset(name: &str) -> PyResult<String> {
+    contenox::policy::presets::json_by_name(name)
+        .map(str::to_string)
+        .ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "no preset policy {name:?}; the presets are {}",
+                contenox::policy::presets::NAMES.join(", ")
+            ))
         })
-    }
-
-    /// Cancel the turn: it ends with outcome `cancelled` and a valid transcript.
-    fn cancel(&self) {
-        self.cancel.cancel();
-    }
-
-    /// True once the turn ended and its result is there.
-    #[getter]
-    fn done(&self) -> bool {
-        self.result.borrow().is_some()
-    }
-
-    /// An awaitable of the result dict (may be awaited any number of times).
-    fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let locals = running_loop(py, "run.result()")?;
-        let mut rx = self.result.clone();
-        py_future(locals.event_loop(py), async move {
-            let r = rx.wait_for(|r| r.is_some()).await.map(|r| r.clone());
-            produce(move |py| match r {
-                Ok(Some(r)) => match &*r {
-                    Ok(t) => result_dict(py, t.clone()),
-                    Err(e) => Err(to_py_err(contenox::Error::Transport(e.clone()))),
-                },
-                _ => Err(PyRuntimeError::new_err("the turn's task went away")),
-            })
-        })
-    }
-}
-
-impl Drop for PyRun {
-    fn drop(&mut self) {
-        // Like the engine's Run: a handle dropped before its turn ended cancels the turn.
-        if self.result.borrow().is_none() {
-            self.cancel.cancel();
-        }
-    }
 }
 
 /// The models of the server a config points at; an awaitable of a list of dicts.

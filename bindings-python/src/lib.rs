@@ -1,18 +1,16 @@
 //! contenox-python: the Python binding of the contenox engine, built by maturin into the
-//! package `contenox` as its native module `contenox._native`.
-//!
-//! Thin by design: the engine decides, this crate translates. Python kwargs arrive as a config
-//! JSON (core's `Config` parses and checks it), host callables become the engine's `Tool`,
-//! `Hooks`, `WaitFor` and `WebSearchProvider` trait objects, events and results leave as plain dicts that
-//! `contenox/_types.py` turns into typed objects, and `contenox::Error` becomes
-//! `contenox.ContenoxError` and its subclasses.
+//! package `contenox` as its native module `contenox._native`. Thin by design: kwargs arrive as
+//! a config JSON (core reads and checks it), host callables become the engine's `Tool`, `Hooks`,
+//! `WaitFor` and `WebSearchProvider` ([`host`]), events and results leave as plain dicts that
+//! `contenox/_types.py` and `events.py` type, and each `contenox::Error` kind becomes its
+//! `contenox.ContenoxError` subclass ([`error`]).
 
-mod adapters;
-mod callback;
 mod client;
 mod convert;
-mod errors;
+mod error;
+mod host;
 mod mcp;
+mod run;
 mod runtime;
 
 use pyo3::prelude::*;
@@ -40,13 +38,14 @@ fn engine_version() -> &'static str {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::PyClient>()?;
-    m.add_class::<client::PyRun>()?;
-    m.add_class::<callback::CancelSignal>()?;
-    m.add_class::<callback::PyToolContext>()?;
-    m.add_class::<callback::Done>()?;
+    m.add_class::<run::PyRun>()?;
+    m.add_class::<host::CancelSignal>()?;
+    m.add_class::<host::PyToolContext>()?;
+    m.add_class::<host::Done>()?;
     m.add_class::<runtime::OnDone>()?;
     m.add_function(wrap_pyfunction!(runtime::shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(client::list_models, m)?)?;
+    m.add_function(wrap_pyfunction!(client::policy_preset, m)?)?;
     m.add_class::<mcp::PyMcpSource>()?;
     m.add_class::<mcp::PyNativeTool>()?;
     m.add_function(wrap_pyfunction!(mcp::load_mcp, m)?)?;

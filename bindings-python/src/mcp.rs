@@ -10,7 +10,7 @@ use pyo3::types::PyList;
 
 use crate::client::running_loop;
 use crate::convert::ser_to_py;
-use crate::errors::to_py_err;
+use crate::error::to_py_err;
 use crate::runtime::{produce, py_future, with_python};
 
 /// A tool that lives in the engine (an MCP server's tool, a resource tool).
@@ -81,16 +81,9 @@ impl PyMcpSource {
         native_tools(py, self.src.resource_tools())
     }
 
-    /// `[(name, {"state": "ready", "tools": n} | {"state": "failed", "error": ...})]`.
-    fn servers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(
-            py,
-            self.src
-                .servers()
-                .iter()
-                .map(|(name, state)| Ok((name.clone(), ser_to_py(py, state)?)))
-                .collect::<PyResult<Vec<_>>>()?,
-        )
+    /// `[[name, {"state": "ready", "tools": n} | {"state": "failed", "error": ...}], ...]`.
+    fn servers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.src.servers())
     }
 
     /// Stop the servers; an awaitable.

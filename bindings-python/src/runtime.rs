@@ -23,7 +23,7 @@ use pyo3::prelude::*;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
-use crate::callback::bridge;
+use crate::host::bridge;
 
 static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 static PID: AtomicU32 = AtomicU32::new(0);

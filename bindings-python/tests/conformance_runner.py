@@ -272,9 +272,7 @@ class McpSetup:
                     entry[key] = s[key]
             entries[name] = entry
         self.source = await contenox.load_mcp({"mcpServers": entries})
-        failed = [
-            f"{n}: {st.get('error')}" for n, st in self.source.servers if st.get("state") != "ready"
-        ]
+        failed = [f"{n}: {st.error}" for n, st in self.source.servers if not st.ready]
         if failed:
             raise RuntimeError("mcp servers failed: " + "; ".join(failed))
 
@@ -360,7 +358,19 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
             current[:] = [client]
             return client
 
-        client = build()
+        try:
+            client = build()
+        except contenox.ConfigurationError as e:
+            if "config_error_contains" not in (scenario.get("expect") or {}):
+                raise
+            # SPEC "Approval policies": the creation error is the result; no turn runs.
+            return {
+                "scenario": scenario["name"],
+                "binding": "python",
+                "config_error": str(e),
+                "requests": server.requests(),
+                "workspace": _snapshot(root),
+            }
         actions = scenario.get("actions") or []
         fired = [False] * len(actions)
         events: list[dict[str, Any]] = []

@@ -10,6 +10,7 @@ import enum
 import http.server
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -557,12 +558,16 @@ def test_fork_guard_http_client(tmp_path: Path) -> None:
             builtins=[],
         )
         assert client.run_sync("p").final_text == "parent"  # a pooled connection now exists
+        # Replaced after creation: the child's rebuilt engine client keeps it, not the config's.
+        policy = {"default_action": "deny"}
+        client.set_policy(policy)
         pid = os.fork()
         if pid == 0:
             code = 1
             try:
                 r = client.run_sync("c")
-                code = 0 if (r.final_text == "child" and len(client.transcript) == 4) else 2
+                ok = r.final_text == "child" and len(client.transcript) == 4
+                code = 0 if (ok and client.policy == policy) else 2
                 if code:
                     print("child got", r, file=sys.stderr)
             except BaseException as e:
@@ -583,14 +588,18 @@ def test_exception_hierarchy() -> None:
     for cls in (
         contenox.ConfigurationError,
         contenox.ToolDefinitionError,
+        contenox.ClosedError,
+        contenox.BusyError,
+        contenox.TranscriptError,
         contenox.ModelError,
-        contenox.CancelledError,
+        contenox.InternalError,
         contenox.SerializationError,
         contenox.ContenoxIOError,
     ):
         assert issubclass(cls, contenox.ContenoxError)
     assert issubclass(contenox.HttpError, contenox.ModelError)
     assert issubclass(contenox.TransportError, contenox.ModelError)
+    assert not hasattr(contenox, "CancelledError"), "never raised, so gone"
     with pytest.raises(contenox.ConfigurationError) as e:
         contenox.create_client(style="scripted", script=[], max_turnz=3)
     assert "max_turnz" in str(e.value) and e.value.causes
@@ -602,12 +611,60 @@ def test_exception_hierarchy() -> None:
         contenox.create_client(style="scripted", script=[{"text": object()}])
 
 
+def test_configuration_is_checked_whole_in_pythons_names() -> None:
+    def refused(**options: Any) -> contenox.ConfigurationError:
+        with pytest.raises(contenox.ConfigurationError) as e:
+            contenox.create_client(**options)
+        assert "line " not in str(e.value) and "column" not in str(e.value), str(e.value)
+        return e.value
+
+    e = refused(style="nope")
+    assert (
+        str(e)
+        == 'invalid configuration: style: "nope" is not one of openai, anthropic, ollama, scripted'
+    )
+    assert (e.option, e.value) == ("style", '"nope"')
+    # A misspelled key of a scripted entry is refused (it used to run as an empty answer).
+    e = refused(style="scripted", script=[{"txt": "x"}])
+    assert e.option == "script[0]"
+    assert e.reason.startswith('unknown key "txt"; the keys are text, tool_calls,'), e.reason
+    e = refused(style="scripted", script=[{"text": "a"}, {}])
+    assert e.option == "script[1]" and "is empty" in e.reason
+    # A base_url that is not a URL is refused now, not tried (and retried) at the first turn.
+    e = refused(style="openai", model="m", base_url="not a url")
+    assert (e.option, e.value) == ("base_url", '"not a url"')
+    assert "is not a URL" in e.reason
+    e = refused(style="scripted", script=[{"text": "a"}], bse_url="x")
+    assert e.option == "" and e.reason.startswith(
+        'unknown option "bse_url"; the options are style, base_url'
+    )
+    e = refused(style="scripted", script=[{"text": "a"}], max_turns=0)
+    assert (e.option, e.value) == ("max_turns", "0")
+    e = refused(style="scripted", script=[{"text": "a"}], retry={"max_retries": "3"})
+    assert e.option == "retry.max_retries" and e.value == '"3"'
+
+
+async def test_misuse_has_its_own_kind() -> None:
+    client = scripted({"stall": True})
+    run = client.stream("wait")
+    async for event in run:
+        if event.type == "request":
+            break
+    with pytest.raises(contenox.BusyError, match="while a turn runs"):
+        client.transcript = contenox.Transcript()
+    run.cancel()
+    assert (await run.result()).outcome == "cancelled"
+    client.close()
+    with pytest.raises(contenox.ClosedError):
+        await client.run("after close")
+
+
 def test_transcript_errors() -> None:
     client = scripted({"text": "x"})
     with pytest.raises(contenox.ContenoxError):
         client.transcript = contenox.Transcript.from_json("{not json")
     bad = contenox.Transcript([{"role": "tool", "call_id": "nope", "name": "t", "content": ""}])
-    with pytest.raises(contenox.ConfigurationError, match="unknown call"):
+    with pytest.raises(contenox.TranscriptError, match="unknown call"):
         client.transcript = bad
 
 
@@ -641,12 +698,24 @@ async def test_http_error_carries_status_and_body() -> None:
         thread.join()
 
 
-async def test_transport_error() -> None:
+async def test_transport_error_keeps_its_cause_chain() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nobody listens there once it is closed
     with pytest.raises(contenox.TransportError) as e:
         await contenox.list_models(
-            style="openai", base_url="http://127.0.0.1:9/v1", api_key="k", model="m"
+            style="openai", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", model="m"
         )
-    assert e.value.causes[0]
+    assert e.value.message == "could not reach the model server"
+    chain = []
+    cause = e.value.__cause__
+    while cause is not None:
+        chain.append(cause)
+        cause = cause.__cause__
+    assert len(chain) >= 2, chain
+    assert any(isinstance(c, ConnectionRefusedError) for c in chain), chain
+    assert all(isinstance(c, (contenox.ContenoxCause, OSError)) for c in chain), chain
+    assert len(chain) == len(e.value.causes) - 1
 
 
 # --- events, results, transcript ------------------------------------------------------------

@@ -1,18 +1,18 @@
-//! `Client` and `Run`: the engine's client and run handle as UniFFI objects.
+//! `Client`: the engine's client as a UniFFI object.
 
 use std::sync::{Arc, Mutex};
 
-use contenox::{CancellationToken, RunOptions};
-use tokio::sync::{mpsc, watch};
+use contenox::{CancellationToken, ModelInfo, RunOptions};
 
-use crate::callbacks::{
+use crate::convert::{via_json, ToolSpec, Transcript, TurnResult};
+use crate::error::ContenoxError;
+use crate::host::{
     Hooks, HooksAdapter, HostTool, ToolAdapter, WaitFor, WaitForAdapter, WebSearchAdapter,
     WebSearchProvider,
 };
-use crate::error::ContenoxError;
 use crate::mcp::SourceTool;
+use crate::run::Run;
 use crate::shells::BackgroundShells;
-use crate::types::{Event, ModelInfo, ToolSpec, Transcript, TurnResult};
 
 /// An agent client: one conversation, its tools, its gate and its model.
 ///
@@ -77,8 +77,8 @@ impl Client {
         }))
     }
 
-    /// Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns` or `Error`
-    /// (the transcript kept in every case); throws only for misuse (a closed client, a bad
+    /// Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns`, `Budget`
+    /// or `Error` (the transcript kept in every case); throws only for misuse (a closed client, a bad
     /// `allow` pattern). `allow` narrows the tools for this turn only (allowlist grammar).
     ///
     /// Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
@@ -90,23 +90,13 @@ impl Client {
         allow: Option<Vec<String>>,
     ) -> Result<TurnResult, ContenoxError> {
         let options = self.turn_options(allow)?;
-        let cancel_on_drop = options
-            .cancel
-            .clone()
-            .expect("turn_options sets a token")
-            .drop_guard();
-        let client = self.inner.clone();
-        // The turn runs in its own task, so that when this future is dropped the turn still
-        // ends properly (as `Cancelled`, through the guard) instead of being cut off mid-step.
-        let turn = tokio::spawn(async move { client.run_with(prompt, options).await });
-        let result = turn.await.map_err(|e| ContenoxError::Transport {
-            detail: format!("the turn's task failed: {e}"),
-        });
-        cancel_on_drop.disarm();
-        Ok(result??.into())
+        // The turn runs in its own task; dropping this future drops the run, which cancels the
+        // turn: it still ends properly, as `Cancelled`, instead of being cut off mid-step.
+        let run = self.inner.stream_with(prompt, options)?;
+        Ok(run.result().await?.into())
     }
 
-    /// Start a turn and return its `Run`: events as they happen (`nextEvent()`), `cancel()`,
+    /// Start a turn and return its `Run`: events as they happen (`nextBatch()`), `cancel()`,
     /// and `result()`. See the Kotlin `Run.events()` Flow and the Swift `Run.events`
     /// AsyncStream helpers.
     #[uniffi::method(default(allow = None))]
@@ -117,7 +107,7 @@ impl Client {
     ) -> Result<Arc<Run>, ContenoxError> {
         let options = self.turn_options(allow)?;
         let run = self.inner.stream_with(prompt, options)?;
-        Ok(Arc::new(Run::start(run)))
+        Ok(Arc::new(Run::new(run)))
     }
 
     /// Cancel every turn of this client started before this call (running or queued). The
@@ -147,7 +137,12 @@ impl Client {
 
     /// The specs of every registered tool (before allowlists).
     pub fn tools(&self) -> Vec<ToolSpec> {
-        self.inner.tools().into_iter().map(ToolSpec::from).collect()
+        // The mirror reads every spec the engine writes.
+        self.inner
+            .tools()
+            .iter()
+            .filter_map(|s| via_json(s).ok())
+            .collect()
     }
 
     /// The conversation so far (during a turn: as of its last complete step).
@@ -165,8 +160,7 @@ impl Client {
 
     /// The models the configured server offers.
     pub async fn list_models(&self) -> Result<Vec<ModelInfo>, ContenoxError> {
-        let models = self.inner.list_models().await?;
-        Ok(models.into_iter().map(ModelInfo::from).collect())
+        Ok(self.inner.list_models().await?)
     }
 
     /// The client's background shells, or `null` when config `background` is off.
@@ -174,6 +168,22 @@ impl Client {
         self.inner
             .background_shells()
             .map(|shells| Arc::new(BackgroundShells::new(shells.clone())))
+    }
+
+    /// Replace the approval policy: `policy` is what config `policy` takes as a string, the
+    /// document's JSON text or a file path (`null` removes it; `Policies.default()` gives a
+    /// preset). It applies from the next tool call, also within a running turn. A policy that
+    /// does not validate throws `Config` (option `policy`) and the old one stays.
+    #[uniffi::method(default(policy = None))]
+    pub fn set_policy(&self, policy: Option<String>) -> Result<(), ContenoxError> {
+        let source = policy.map_or(serde_json::Value::Null, serde_json::Value::String);
+        Ok(self.inner.set_policy_source(&source)?)
+    }
+
+    /// The approval policy in force (given at creation or by the last `setPolicy`), as its
+    /// document's JSON text; `null` without one.
+    pub fn policy_json(&self) -> Option<String> {
+        self.inner.policy().map(|p| p.document().to_string())
     }
 
     /// The config the client was built with, as JSON.
@@ -200,96 +210,25 @@ impl Drop for Client {
     }
 }
 
+/// A preset approval policy's document as JSON text: `default`, `strict` or `dev` (the engine's
+/// own; Kotlin and Swift: `Policies.default()` ...). For config `policy` or `setPolicy`.
+#[uniffi::export]
+pub fn policy_preset(name: String) -> Result<String, ContenoxError> {
+    use contenox::policy::presets;
+    presets::json_by_name(&name)
+        .map(str::to_string)
+        .ok_or_else(|| {
+            contenox::Error::config(format!(
+                "no preset policy {name:?}; the presets are {}",
+                presets::NAMES.join(", ")
+            ))
+            .into()
+        })
+}
+
 /// The models the server `config_json` points at, without building a client.
 #[uniffi::export(async_runtime = "tokio")]
 pub async fn list_models(config_json: String) -> Result<Vec<ModelInfo>, ContenoxError> {
     let config = contenox::Config::from_json(&config_json)?;
-    let models = contenox::list_models(&config).await?;
-    Ok(models.into_iter().map(ModelInfo::from).collect())
-}
-
-type Finished = Option<Result<contenox::TurnResult, String>>;
-
-/// A running turn: its events, its cancel, its result. Freeing it (Kotlin `close()`, or the
-/// garbage collector) before the turn ended cancels the turn, as the engine's own handle does.
-#[derive(uniffi::Object)]
-pub struct Run {
-    events: tokio::sync::Mutex<mpsc::UnboundedReceiver<contenox::Event>>,
-    cancel: CancellationToken,
-    finished: watch::Receiver<Finished>,
-}
-
-impl Run {
-    /// Take over the engine's run handle. A small task reads it, so that events and the result
-    /// can be awaited independently (the engine's `Run::result` consumes the handle).
-    fn start(mut run: contenox::Run) -> Run {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (done_tx, done_rx) = watch::channel(None);
-        let cancel = run.cancel_token();
-        tokio::spawn(async move {
-            while let Some(event) = run.next_event().await {
-                let end = matches!(event, contenox::Event::TurnEnd { .. });
-                // The receiver is gone only when the Run object was freed; keep draining so
-                // the turn's result is still collected.
-                let _ = tx.send(event);
-                if end {
-                    // `turn_end` is the last event of every turn. (The engine's stream itself
-                    // ends only when every copy of the turn's event sink is gone, and a host
-                    // may hold a tool context longer than the call.)
-                    break;
-                }
-            }
-            drop(tx);
-            let result = run.result().await.map_err(|e| e.to_string());
-            let _ = done_tx.send(Some(result));
-        });
-        Run {
-            events: tokio::sync::Mutex::new(rx),
-            cancel,
-            finished: done_rx,
-        }
-    }
-}
-
-#[uniffi::export(async_runtime = "tokio")]
-impl Run {
-    /// The next event; `null` after `TurnEnd`.
-    pub async fn next_event(&self) -> Option<Event> {
-        self.events.lock().await.recv().await.map(Event::from)
-    }
-
-    /// Cancel the turn. It ends with outcome `Cancelled` and a valid transcript.
-    pub fn cancel(&self) {
-        self.cancel.cancel();
-    }
-
-    /// Whether the turn has ended.
-    pub fn is_finished(&self) -> bool {
-        self.finished.borrow().is_some()
-    }
-
-    /// Wait for the turn to end and return its result. May be called any number of times, also
-    /// while events are being read.
-    pub async fn result(&self) -> Result<TurnResult, ContenoxError> {
-        let mut finished = self.finished.clone();
-        let done =
-            finished
-                .wait_for(Option::is_some)
-                .await
-                .map_err(|_| ContenoxError::Transport {
-                    detail: "the turn's task ended without a result".into(),
-                })?;
-        match done.as_ref().expect("waited for Some") {
-            Ok(result) => Ok(result.clone().into()),
-            Err(e) => Err(ContenoxError::Transport { detail: e.clone() }),
-        }
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        if self.finished.borrow().is_none() {
-            self.cancel.cancel();
-        }
-    }
+    Ok(contenox::list_models(&config).await?)
 }

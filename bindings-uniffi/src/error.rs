@@ -2,25 +2,46 @@
 
 use contenox::HostError;
 
-/// Everything that can go wrong outside a turn, plus what host code raises.
-///
-/// Kotlin sees it as `ContenoxException` (a sealed class, one subclass per variant), Swift as
-/// `ContenoxError`. Inside a turn nothing is raised: failures are the outcome and events.
-///
-/// Host callbacks (tools, hooks, wait_for) may throw it; any other exception they throw arrives as
-/// [`ContenoxError::Unexpected`] (through `From<UnexpectedUniFFICallbackError>`). Either way the
-/// engine turns it into an error result the model sees; nothing panics.
+/// Everything that can go wrong outside a turn (one variant per kind of the engine's error; see
+/// `contenox::Error` for who raises each and what to do), plus what host code raises. Kotlin:
+/// `ContenoxException`, a sealed class (a `Transport` error's causes are its `cause`, see
+/// `gen.sh`); Swift: `ContenoxError`. Host callbacks may throw it; anything else they throw
+/// arrives as [`ContenoxError::Unexpected`]. The engine turns either into an error result the
+/// model sees; nothing panics.
 #[derive(Debug, thiserror::Error, uniffi::Error)]
 pub enum ContenoxError {
-    /// The configuration is invalid (bad JSON, unknown key, missing model, bad allowlist...).
-    #[error("invalid configuration: {detail}")]
+    /// An option is invalid. `option` is its name as in the config JSON (`base_url`,
+    /// `script[0]`; empty when no single option is at fault), `value` the bad value as JSON
+    /// text, `reason` what is wrong and what is allowed; `detail` all of it in a sentence.
+    #[error("{detail}")]
     Config {
-        /// What is wrong.
+        /// The whole message.
         detail: String,
+        /// The option at fault.
+        option: String,
+        /// The bad value, as JSON text.
+        value: Option<String>,
+        /// What is wrong, and what is allowed.
+        reason: String,
     },
     /// A tool could not be registered (bad name, bad schema...).
     #[error("invalid tool: {detail}")]
     Tool {
+        /// What is wrong.
+        detail: String,
+    },
+    /// The client was shut down: it runs no more turns.
+    #[error("the client is closed")]
+    Closed,
+    /// A turn is running and the operation needs the client idle (`setTranscript`).
+    #[error("{detail}")]
+    Busy {
+        /// What was refused.
+        detail: String,
+    },
+    /// A transcript is not valid (a result without its call, a call without its result).
+    #[error("invalid transcript: {detail}")]
+    Transcript {
         /// What is wrong.
         detail: String,
     },
@@ -32,15 +53,21 @@ pub enum ContenoxError {
         /// The response body, cut to a sane length.
         body: String,
     },
-    /// The model server could not be reached, or its answer could not be read.
-    #[error("model transport error: {detail}")]
+    /// The model server could not be reached, or its answer could not be read (from
+    /// `listModels`). `causes`: the messages of the underlying errors, outermost first.
+    #[error("{detail}")]
     Transport {
         /// What went wrong.
         detail: String,
+        /// The cause chain, outermost first.
+        causes: Vec<String>,
     },
-    /// The operation was cancelled.
-    #[error("cancelled")]
-    Cancelled,
+    /// The engine failed where it should not (a turn's task panicked); a bug.
+    #[error("internal error: {detail}")]
+    Internal {
+        /// What failed.
+        detail: String,
+    },
     /// A value given as JSON text is not valid JSON, or does not have the expected shape.
     #[error("invalid JSON: {detail}")]
     Json {
@@ -75,23 +102,40 @@ impl From<uniffi::UnexpectedUniFFICallbackError> for ContenoxError {
     }
 }
 
+/// The messages of the sources of `e`, outermost first.
+fn causes(e: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    std::iter::successors(e.source(), |c| c.source())
+        .map(|c| c.to_string())
+        .collect()
+}
+
 impl From<contenox::Error> for ContenoxError {
+    /// The one mapping of the engine's error kinds to this binding's.
     fn from(e: contenox::Error) -> Self {
+        let detail = e.to_string();
         match e {
-            contenox::Error::Config(detail) => ContenoxError::Config { detail },
+            contenox::Error::Config(c) => ContenoxError::Config {
+                detail,
+                option: c.option,
+                value: c.value,
+                reason: c.reason,
+            },
             contenox::Error::Tool(detail) => ContenoxError::Tool { detail },
+            contenox::Error::Closed => ContenoxError::Closed,
+            contenox::Error::Busy(_) => ContenoxError::Busy { detail },
+            contenox::Error::Transcript(detail) => ContenoxError::Transcript { detail },
             contenox::Error::Http { status, body, .. } => ContenoxError::Http { status, body },
-            contenox::Error::Transport(detail) => ContenoxError::Transport { detail },
-            contenox::Error::Cancelled => ContenoxError::Cancelled,
+            contenox::Error::Internal(detail) => ContenoxError::Internal { detail },
             contenox::Error::Serde(e) => ContenoxError::Json {
                 detail: e.to_string(),
             },
             contenox::Error::Io(e) => ContenoxError::Io {
                 detail: e.to_string(),
             },
-            // `contenox::Error` is non-exhaustive: a kind added later keeps its message.
+            // Transport, and a kind added later: the message and its causes.
             other => ContenoxError::Transport {
-                detail: other.to_string(),
+                causes: causes(&other),
+                detail,
             },
         }
     }

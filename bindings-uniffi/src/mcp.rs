@@ -8,36 +8,10 @@
 use std::sync::Arc;
 
 use crate::client::Client;
+use contenox::ServerState;
+
+use crate::convert::{via_json, ToolSpec};
 use crate::error::ContenoxError;
-use crate::types::{Source, ToolSpec};
-
-/// How a server came out of `loadMcp`.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Enum)]
-pub enum ServerState {
-    /// Connected, with this many tools.
-    Ready {
-        /// How many tools it offers.
-        tools: u64,
-    },
-    /// Could not be started or reached.
-    Failed {
-        /// What went wrong, with the last lines of a stdio server's stderr.
-        error: String,
-    },
-}
-
-impl From<&contenox::ServerState> for ServerState {
-    fn from(s: &contenox::ServerState) -> Self {
-        match s {
-            contenox::ServerState::Ready { tools } => ServerState::Ready {
-                tools: *tools as u64,
-            },
-            contenox::ServerState::Failed { error } => ServerState::Failed {
-                error: error.clone(),
-            },
-        }
-    }
-}
 
 /// One server of a source and how it came out of `loadMcp`.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
@@ -68,7 +42,7 @@ pub async fn load_mcp(
     let source = contenox::load_mcp(config, |name, state| {
         if let Some(listener) = &on_server {
             // A listener's error has nowhere to go: the load goes on (as in every binding).
-            let _ = listener.on_server(name.to_string(), state.into());
+            let _ = listener.on_server(name.to_string(), state.clone());
         }
     })
     .await;
@@ -128,7 +102,7 @@ impl McpSource {
             .iter()
             .map(|(name, state)| McpServer {
                 name: name.clone(),
-                state: state.into(),
+                state: state.clone(),
             })
             .collect()
     }
@@ -181,13 +155,13 @@ impl SourceTool {
     }
 
     /// Its declaration.
-    pub fn spec(&self) -> ToolSpec {
-        self.tool.spec().into()
+    pub fn spec(&self) -> Result<ToolSpec, ContenoxError> {
+        via_json(&self.tool.spec())
     }
 
     /// Where it comes from (`Mcp` for an MCP server's tool and the resource tools).
-    pub fn source(&self) -> Source {
-        self.tool.source().into()
+    pub fn source(&self) -> contenox::Source {
+        self.tool.source()
     }
 
     /// The MCP server it belongs to, if any.

@@ -1,21 +1,26 @@
 //! The client: configuration, tools, gate and conversation, and the entry points of a turn.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
 use crate::builtin::{builtins_for, BackgroundShells, OptIns, WebSearchProvider};
+use crate::client_state::{ClientState, Parts};
 use crate::config::{Config, RetryPolicy, Style};
-use crate::error::{Error, Result};
+use crate::config_check::check_client;
+use crate::error::{ConfigError, Error, Result};
 use crate::event::TurnResult;
 use crate::gate::{Hooks, WaitFor};
-use crate::model::{backend_for, list_models, Backend, ModelInfo, ScriptEntry};
-use crate::tool::{Allowlist, BeforeTurnList, EventSink, Tool, ToolSpec, Toolkit};
-use crate::transcript::{Message, Transcript};
-use crate::turn::{run_turn, Run, RunOptions};
+use crate::model::{backend_for, list_models, ModelInfo};
+use crate::policy::{check_backend, Policy};
+use crate::run::{Run, RunOptions};
+use crate::script::ScriptEntry;
+use crate::spelling::Spelling;
+use crate::tool::{Allowlist, EventSink, Tool, ToolSpec, Toolkit};
+use crate::transcript::Transcript;
+use crate::turn::run_turn;
 
 /// An agent client: one conversation, its tools, its gate and its model.
 ///
@@ -23,57 +28,20 @@ use crate::turn::{run_turn, Run, RunOptions};
 /// they were started; use several clients for concurrent conversations.
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) inner: Arc<Inner>,
-}
-
-pub(crate) struct Inner {
-    pub config: Config,
-    pub backend: Arc<dyn Backend>,
-    pub toolkit: Toolkit,
-    pub allow: Allowlist,
-    pub hooks: Option<Arc<dyn Hooks>>,
-    pub wait_for: Option<Arc<dyn WaitFor>>,
-    pub conversation: Mutex<Transcript>,
-    pub turn_lock: tokio::sync::Mutex<()>,
-    pub root: Arc<PathBuf>,
-    pub secret_env: Arc<Vec<String>>,
-    pub next_id: AtomicU64,
-    pub shutdown: CancellationToken,
-    /// The opt-in background shells (config `background`).
-    pub shells: Option<BackgroundShells>,
-    /// Sources polled before each turn (remote hooks that were unreachable).
-    pub before_turn: BeforeTurnList,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // A dropped client leaves no background process behind.
-        if let Some(shells) = &self.shells {
-            shells.close_all();
-        }
-    }
-}
-
-impl Inner {
-    /// A call id unique over the conversation, for calls that came without one.
-    pub fn next_call_id(&self) -> String {
-        let n = self
-            .next_id
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            + 1;
-        format!("call_cx{n}")
-    }
-
-    pub fn append(&self, messages: impl IntoIterator<Item = Message>) {
-        self.conversation
-            .lock()
-            .expect("conversation lock")
-            .messages
-            .extend(messages);
-    }
+    state: Arc<ClientState>,
 }
 
 impl Client {
+    /// The shared state (for the engine's own modules).
+    pub(crate) fn state(&self) -> &Arc<ClientState> {
+        &self.state
+    }
+
+    /// The client of a state a source kept (a weak reference upgraded).
+    pub(crate) fn from_state(state: Arc<ClientState>) -> Client {
+        Client { state }
+    }
+
     /// Start building a client.
     pub fn builder() -> ClientBuilder {
         ClientBuilder::default()
@@ -84,8 +52,8 @@ impl Client {
         ClientBuilder::from_config(config).build()
     }
 
-    /// Run one turn to its end. Resolves with outcome `done`, `cancelled`, `max_turns` or `error`
-    /// (the transcript kept in every case); `Err` only when the client was closed.
+    /// Run one turn to its end. Resolves with outcome `done`, `cancelled`, `max_turns`, `budget`
+    /// or `error` (the transcript kept in every case); `Err` only when the client was closed.
     pub async fn run(&self, prompt: impl Into<String>) -> Result<TurnResult> {
         self.run_with(prompt, RunOptions::default()).await
     }
@@ -99,7 +67,7 @@ impl Client {
         self.check_open()?;
         let cancel = self.turn_token(&options);
         Ok(run_turn(
-            self.inner.clone(),
+            self.state.clone(),
             prompt.into(),
             options.allow,
             cancel,
@@ -119,96 +87,106 @@ impl Client {
         self.check_open()?;
         let cancel = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
-        let handle = tokio::spawn(run_turn(
-            self.inner.clone(),
+        let turn = run_turn(
+            self.state.clone(),
             prompt.into(),
             options.allow,
             cancel.clone(),
             EventSink::new(tx),
-        ));
-        Ok(Run::new(rx, cancel, handle))
+        );
+        Ok(Run::spawn(turn, rx, cancel))
     }
 
     /// Add a tool (or replace the one of the same name). A tool registered while a turn runs is
     /// offered from that turn's next model request.
     pub fn register(&self, tool: Arc<dyn Tool>) -> Result<()> {
-        self.inner.toolkit.register(tool)
+        self.state.register(tool)
     }
 
     /// Remove a tool; true when it was there.
     pub fn unregister(&self, name: &str) -> bool {
-        self.inner.toolkit.unregister(name)
+        self.state.unregister(name)
     }
 
     /// The specs of every registered tool (before allowlists).
     pub fn tools(&self) -> Vec<ToolSpec> {
-        self.inner.toolkit.specs()
+        self.state.tools()
     }
 
     /// The conversation so far. During a turn: as of its last complete step.
     pub fn transcript(&self) -> Transcript {
-        self.inner
-            .conversation
-            .lock()
-            .expect("conversation lock")
-            .clone()
+        self.state.transcript()
     }
 
     /// Replace the conversation (for example with one saved earlier). Fails while a turn runs
     /// or when the transcript is not valid.
     pub fn set_transcript(&self, transcript: Transcript) -> Result<()> {
-        transcript.validate()?;
-        let _idle =
-            self.inner.turn_lock.try_lock().map_err(|_| {
-                Error::Config("cannot replace the transcript while a turn runs".into())
-            })?;
-        let max = transcript.max_generated_id();
-        self.inner
-            .next_id
-            .fetch_max(max, std::sync::atomic::Ordering::Relaxed);
-        *self.inner.conversation.lock().expect("conversation lock") = transcript;
+        self.state.set_transcript(transcript)
+    }
+
+    /// The approval policy in force (the one given at creation, or the last `set_policy`).
+    pub fn policy(&self) -> Option<Arc<Policy>> {
+        self.state.policy()
+    }
+
+    /// Replace the approval policy (`None` removes it); it applies from the next tool call,
+    /// also within a running turn. Refused, with the old policy kept, when its
+    /// `compute.modelAllowlist` / `backendAllowlist` exclude this client's model or style.
+    /// `client.config().policy` keeps showing the policy given at creation.
+    pub fn set_policy(&self, policy: Option<Policy>) -> Result<()> {
+        if let Some(p) = &policy {
+            check_backend(p, self.state.config())?;
+        }
+        self.state.set_policy(policy);
         Ok(())
+    }
+
+    /// [`Client::set_policy`] from the `policy` option's forms (what bindings pass): a
+    /// document, its JSON text or a file path; JSON `null` removes the policy. A policy that
+    /// does not validate is refused and the old one stays.
+    pub fn set_policy_source(&self, source: &serde_json::Value) -> Result<()> {
+        if source.is_null() {
+            return self.set_policy(None);
+        }
+        self.set_policy(Some(Policy::from_source(source)?))
     }
 
     /// The models the configured server offers.
     pub async fn list_models(&self) -> Result<Vec<ModelInfo>> {
-        list_models(&self.inner.config).await
+        list_models(self.state.config()).await
     }
 
     /// The config the client was built with.
     pub fn config(&self) -> &Config {
-        &self.inner.config
+        self.state.config()
     }
 
     /// Cancel every running turn, kill every background shell, and refuse new turns.
     /// Idempotent.
     pub fn close(&self) {
-        self.inner.shutdown.cancel();
-        if let Some(shells) = &self.inner.shells {
-            shells.close_all();
-        }
+        self.state.close();
     }
 
     /// The background shells, when config `background` is on.
     pub fn background_shells(&self) -> Option<&BackgroundShells> {
-        self.inner.shells.as_ref()
+        self.state.shells()
     }
 
     /// Whether [`Client::close`] was called.
     pub fn is_closed(&self) -> bool {
-        self.inner.shutdown.is_cancelled()
+        self.state.is_closed()
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.is_closed() {
-            Err(Error::Config("the client is closed".into()))
+            Err(Error::Closed)
         } else {
             Ok(())
         }
     }
 
     pub(crate) fn turn_token(&self, options: &RunOptions) -> CancellationToken {
-        let token = self.inner.shutdown.child_token();
+        let token = self.state.shutdown_token().child_token();
         if let Some(outer) = &options.cancel {
             let (outer, inner) = (outer.clone(), token.clone());
             if outer.is_cancelled() {
@@ -234,9 +212,18 @@ pub struct ClientBuilder {
     hooks: Option<Arc<dyn Hooks>>,
     wait_for: Option<Arc<dyn WaitFor>>,
     opt_ins: OptIns,
+    spelling: Spelling,
+    policy: Option<Policy>,
 }
 
 impl ClientBuilder {
+    /// Name options in configuration errors the way the host spells them (bindings: JavaScript
+    /// passes [`Spelling::Camel`]). Default: the engine's snake_case.
+    pub fn spelling(mut self, spelling: Spelling) -> Self {
+        self.spelling = spelling;
+        self
+    }
+
     /// Start from a whole config.
     pub fn from_config(config: Config) -> Self {
         ClientBuilder {
@@ -340,40 +327,75 @@ impl ClientBuilder {
         self.opt_ins.shells = Some(shells);
         self
     }
+    /// The approval policy (see [`crate::policy`]); also settable as config `policy`.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.config.policy = Some(policy.document().clone());
+        self.policy = Some(policy);
+        self
+    }
+    /// Tool calls per turn before the turn ends with outcome `budget`.
+    pub fn max_tool_calls(mut self, n: u64) -> Self {
+        self.config.max_tool_calls = Some(n);
+        self
+    }
+    /// Tokens (input + output) per turn before the turn ends with outcome `budget`.
+    pub fn max_turn_tokens(mut self, n: u64) -> Self {
+        self.config.max_turn_tokens = Some(n);
+        self
+    }
     /// Turn on the `websearch` builtin with the host's provider.
     pub fn websearch(mut self, provider: Arc<dyn WebSearchProvider>) -> Self {
         self.opt_ins.websearch = Some(provider);
         self
     }
 
-    /// Check the config and build the client. Needs no runtime.
+    /// Check the whole config and build the client. Needs no runtime. Every option is checked
+    /// here (a bad `base_url` fails now, not at the first request); errors name the option as
+    /// [`ClientBuilder::spelling`] spells it.
     pub fn build(self) -> Result<Client> {
         let config = self.config;
-        config.check()?;
+        let spelling = self.spelling;
+        check_client(&config, spelling)?;
+        let option = |option: &'static str| move |e: Error| e.for_option(option).spelled(spelling);
         let root = match &config.root {
             Some(r) => r.clone(),
             None => std::env::current_dir()?,
         };
-        let root = std::fs::canonicalize(&root)
-            .map_err(|e| Error::Config(format!("root directory {}: {e}", root.display())))?;
+        let shown = || serde_json::Value::String(root.display().to_string()).to_string();
+        let root = std::fs::canonicalize(&root).map_err(|e| {
+            Error::Config(
+                ConfigError::new("root", format!("cannot be opened: {e}"))
+                    .with_value(shown())
+                    .spelled(spelling),
+            )
+        })?;
         if !root.is_dir() {
-            return Err(Error::Config(format!(
-                "root {} is not a directory",
-                root.display()
-            )));
+            return Err(Error::Config(
+                ConfigError::new("root", "is not a directory")
+                    .with_value(shown())
+                    .spelled(spelling),
+            ));
         }
         let allow = match &config.allow {
-            Some(patterns) => Allowlist::new(patterns)?,
+            Some(patterns) => Allowlist::new(patterns).map_err(option("allow"))?,
             None => Allowlist::all(),
         };
-        let backend = backend_for(&config)?;
+        let policy = match (self.policy, &config.policy) {
+            (Some(p), _) => Some(p),
+            (None, Some(source)) => Some(Policy::from_source(source)?),
+            (None, None) => None,
+        };
+        if let Some(p) = &policy {
+            check_backend(p, &config)?;
+        }
+        let backend = backend_for(&config).map_err(option(""))?;
         let toolkit = Toolkit::default();
         let mut opt_ins = self.opt_ins;
         opt_ins.shells = match (config.background, opt_ins.shells) {
             (false, _) => None,
             (true, shells) => Some(shells.unwrap_or_default()),
         };
-        for (tool, spec) in builtins_for(&config, &opt_ins)? {
+        for (tool, spec) in builtins_for(&config, &opt_ins).map_err(option("builtins"))? {
             toolkit.register_checked(tool, spec);
         }
         for tool in self.tools {
@@ -386,22 +408,18 @@ impl ClientBuilder {
             }
         }
         Ok(Client {
-            inner: Arc::new(Inner {
+            state: Arc::new(ClientState::new(Parts {
+                config,
                 backend,
                 toolkit,
                 allow,
                 hooks: self.hooks,
                 wait_for: self.wait_for,
-                conversation: Mutex::new(Transcript::default()),
-                turn_lock: tokio::sync::Mutex::new(()),
-                root: Arc::new(root),
-                secret_env: Arc::new(secret_env),
-                next_id: AtomicU64::new(0),
-                shutdown: CancellationToken::new(),
+                root,
+                secret_env,
                 shells: opt_ins.shells,
-                before_turn: BeforeTurnList::default(),
-                config,
-            }),
+                policy,
+            })),
         })
     }
 }

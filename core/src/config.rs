@@ -1,12 +1,14 @@
 //! The client's options: one serde struct that every binding passes through unchanged.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::model::ScriptEntry;
+use crate::redact::{redacted_option, RedactedAssignments, RedactedUrl, RedactedValues, UrlParts};
+use crate::sandbox::SandboxConfig;
+use crate::script::ScriptEntry;
 
 /// The wire style of the model server.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,6 +85,11 @@ impl Default for RetryPolicy {
     }
 }
 
+/// The default `request_timeout_ms`: 10 minutes, as the official openai and anthropic SDKs.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 600_000;
+/// The default `idle_timeout_ms`: 10 minutes, the official SDKs' read timeout.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
+
 /// Every option of a client. The same names in every binding (spelled per language).
 ///
 /// ```
@@ -95,7 +102,10 @@ impl Default for RetryPolicy {
 /// })).unwrap();
 /// assert_eq!(config.max_turns, 8);
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Its `Debug` print redacts secrets: `api_key` and header values print as `<redacted>`, and the
+/// `base_url`'s user info and query too.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// The wire style.
@@ -134,6 +144,45 @@ pub struct Config {
     pub secret_env: Vec<String>,
     /// Connect timeout for model requests, in milliseconds.
     pub connect_timeout_ms: u64,
+    /// The approval policy (hitl-policy-v1), checked before `before_tool` on every call: a
+    /// document (a JSON object), its JSON text (a string starting with `{`), or the path of a
+    /// file holding it (any other string; relative to the current directory). Validated whole
+    /// at client creation. `None` = no policy. See [`crate::policy`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<serde_json::Value>,
+    /// Tool calls per turn; one more ends the turn with outcome `budget`. `None` = no ceiling
+    /// (a policy's `compute.maxToolCalls` may still set one: the smaller wins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<u64>,
+    /// Tokens (input + output, summed over the turn's responses) per turn; reaching it ends the
+    /// turn with outcome `budget`. Not `max_tokens`, which is each request's output limit.
+    /// `None` = no ceiling (a policy's `compute.maxTokens` may set one: the smaller wins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_turn_tokens: Option<u64>,
+    /// How long a model request (and `list_models`) may wait for the server to start its answer
+    /// (the response headers), in milliseconds, from the moment it is sent. Default 600 000
+    /// (10 minutes, the official openai and anthropic SDKs' timeout). A request that hits it is
+    /// retried like a broken connection.
+    pub request_timeout_ms: u64,
+    /// The longest silence allowed inside a model answer, in milliseconds: between two SSE
+    /// events or NDJSON lines, or two chunks of a non-streamed body. Keep-alive comments (and
+    /// anthropic's `ping` events) do not count as progress. Default 600 000 (the official SDKs'
+    /// read timeout). Retried when nothing but keep-alives had arrived; otherwise the turn ends
+    /// with outcome `error`.
+    pub idle_timeout_ms: u64,
+    /// What bash and background shells get besides the allowlisted environment (`PATH`, `HOME`,
+    /// `USER`, `LOGNAME`, `SHELL`, `LANG`, `LANGUAGE`, `LC_*`, `TERM`, `TZ`, `SSL_CERT_FILE`,
+    /// `SSL_CERT_DIR`, and `TMPDIR` set to the client's scratch directory): `NAME` passes the
+    /// host's variable, `PREFIX*` every host variable with that prefix, `NAME=value` sets one.
+    /// Names in `secret_env` are withheld all the same.
+    pub shell_env: Vec<String>,
+    /// How bash and background shells are confined (Landlock, seccomp, network).
+    pub sandbox: SandboxConfig,
+    /// Let `web_fetch` fetch internal addresses: loopback, private networks, link-local (the
+    /// cloud metadata address among them) and the other ranges no public page lives on
+    /// (`web_fetch` refuses them by default). For hosts whose model should read a local
+    /// service.
+    pub web_fetch_allow_private: bool,
 }
 
 impl Default for Config {
@@ -156,16 +205,88 @@ impl Default for Config {
             notebook_edit: false,
             secret_env: Vec::new(),
             connect_timeout_ms: 10_000,
+            policy: None,
+            max_tool_calls: None,
+            max_turn_tokens: None,
+            request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
+            idle_timeout_ms: DEFAULT_IDLE_TIMEOUT_MS,
+            shell_env: Vec::new(),
+            sandbox: SandboxConfig::default(),
+            web_fetch_allow_private: false,
         }
     }
 }
 
-impl Config {
-    /// Parse a config from JSON (what the bindings do with the options they are given).
-    pub fn from_json(json: &str) -> Result<Self> {
-        serde_json::from_str(json).map_err(|e| Error::Config(e.to_string()))
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Every field by name, no `..`: a new field does not compile here until its author
+        // decides whether it is secret.
+        let Config {
+            style,
+            base_url,
+            model,
+            api_key,
+            headers,
+            system,
+            root,
+            builtins,
+            allow,
+            max_turns,
+            max_tokens,
+            retry,
+            script,
+            background,
+            notebook_edit,
+            secret_env,
+            connect_timeout_ms,
+            policy,
+            max_tool_calls,
+            max_turn_tokens,
+            request_timeout_ms,
+            idle_timeout_ms,
+            shell_env,
+            sandbox,
+            web_fetch_allow_private,
+        } = self;
+        f.debug_struct("Config")
+            .field("style", style)
+            .field(
+                "base_url",
+                &base_url
+                    .as_deref()
+                    .map(|url| RedactedUrl(url, UrlParts::KeepPath)),
+            )
+            .field("model", model)
+            .field("api_key", &redacted_option(api_key))
+            .field("headers", &RedactedValues(headers))
+            .field("system", system)
+            .field("root", root)
+            .field("builtins", builtins)
+            .field("allow", allow)
+            .field("max_turns", max_turns)
+            .field("max_tokens", max_tokens)
+            .field("retry", retry)
+            .field("script", script)
+            .field("background", background)
+            .field("notebook_edit", notebook_edit)
+            // Names of variables, not their values.
+            .field("secret_env", secret_env)
+            .field("connect_timeout_ms", connect_timeout_ms)
+            // A policy holds rules, not secrets.
+            .field("policy", policy)
+            .field("max_tool_calls", max_tool_calls)
+            .field("max_turn_tokens", max_turn_tokens)
+            .field("request_timeout_ms", request_timeout_ms)
+            .field("idle_timeout_ms", idle_timeout_ms)
+            // `NAME=value` entries may carry a secret value.
+            .field("shell_env", &RedactedAssignments(shell_env))
+            .field("sandbox", sandbox)
+            .field("web_fetch_allow_private", web_fetch_allow_private)
+            .finish()
     }
+}
 
+impl Config {
     /// The base URL in use, without a trailing slash.
     pub fn resolved_base_url(&self) -> String {
         let from_env = || {
@@ -196,30 +317,43 @@ impl Config {
                 .filter(|v| !v.is_empty())
         })
     }
+}
 
-    pub(crate) fn check(&self) -> Result<()> {
-        if self.max_turns == 0 {
-            return Err(Error::Config("max_turns must be at least 1".into()));
-        }
-        match self.style {
-            Style::Scripted => {
-                if self.script.is_none() {
-                    return Err(Error::Config(
-                        "style `scripted` needs a `script` (a list of responses)".into(),
-                    ));
-                }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_prints_redact_secrets_and_keep_names() {
+        let config: Config = serde_json::from_value(serde_json::json!({
+            "style": "anthropic",
+            "base_url": "https://user:MARKER-pw@models.example:8443/v1?key=MARKER-query",
+            "model": "claude-sonnet-4-5",
+            "api_key": "sk-MARKER-key",
+            "headers": {"Authorization": "Bearer MARKER-auth", "X-Team": "MARKER-team"},
+            "secret_env": ["AWS_SECRET_ACCESS_KEY"],
+        }))
+        .unwrap();
+        for print in [format!("{config:?}"), format!("{config:#?}")] {
+            assert!(!print.contains("MARKER"), "{print}");
+            for name in [
+                "api_key",
+                "\"Authorization\": <redacted>",
+                "\"X-Team\"",
+                "https://<redacted>@models.example:8443/v1?<redacted>",
+                "claude-sonnet-4-5",
+                "AWS_SECRET_ACCESS_KEY",
+                "web_fetch_allow_private",
+            ] {
+                assert!(print.contains(name), "{name} missing from {print}");
             }
-            _ => {
-                if self.model.as_deref().unwrap_or("").is_empty() {
-                    return Err(Error::Config(format!(
-                        "style `{}` needs a `model`",
-                        serde_json::to_value(self.style)?
-                            .as_str()
-                            .unwrap_or_default()
-                    )));
-                }
-            }
         }
-        Ok(())
+        assert!(format!("{config:?}").contains("api_key: Some(<redacted>)"));
+        // Unset secrets print as unset.
+        let print = format!("{:?}", Config::default());
+        assert!(
+            print.contains("api_key: None") && print.contains("headers: {}"),
+            "{print}"
+        );
     }
 }

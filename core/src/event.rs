@@ -8,6 +8,7 @@ use crate::tool::{Hints, Source};
 use crate::transcript::Transcript;
 
 /// How a turn ended.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -19,21 +20,28 @@ pub enum Outcome {
     MaxTurns,
     /// The model could not be reached or answered badly; see the final event's `error`.
     Error,
+    /// A compute ceiling (`max_tool_calls`, `max_turn_tokens`, or the policy's `compute`) was
+    /// reached; the final event's `error` names it. Calls left unexecuted got the error result
+    /// `budget reached: ...`, so the transcript stays valid.
+    Budget,
 }
 
 impl Outcome {
-    /// The snake_case name used on every wire (`done`, `cancelled`, `max_turns`, `error`).
+    /// The snake_case name used on every wire (`done`, `cancelled`, `max_turns`, `error`,
+    /// `budget`).
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Done => "done",
             Outcome::Cancelled => "cancelled",
             Outcome::MaxTurns => "max_turns",
             Outcome::Error => "error",
+            Outcome::Budget => "budget",
         }
     }
 }
 
 /// Token usage, per request or summed over a turn.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens the model read.
@@ -51,6 +59,7 @@ impl Usage {
 }
 
 /// What the gate decided for one call, as reported in [`Event::Gate`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateVerdict {
@@ -64,6 +73,7 @@ pub enum GateVerdict {
 
 /// One thing that happened in a turn. Serialized with a `type` tag in snake_case, the same in
 /// every language binding.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -114,6 +124,11 @@ pub enum Event {
         hints: Hints,
         /// Where the tool comes from.
         source: Source,
+        /// The approval policy's rule that matched the call (`rules[3]`, `rules[3] ("name")`,
+        /// `default_action`), when a policy is set; the `decision` is the final verdict (a host
+        /// `before_tool` may have narrowed what the rule allowed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<String>,
     },
     /// A call waits for the host's answer.
     Pending {
@@ -224,7 +239,7 @@ pub enum Event {
         final_text: String,
         /// Usage summed over the turn.
         usage: Usage,
-        /// What went wrong, for outcome `error`.
+        /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
@@ -279,7 +294,7 @@ pub struct TurnResult {
     pub final_text: String,
     /// Usage summed over the turn's model responses.
     pub usage: Usage,
-    /// What went wrong, for outcome `error`.
+    /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The whole conversation after the turn.

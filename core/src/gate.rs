@@ -51,6 +51,7 @@ impl Decision {
 
 /// A request the host answers through [`WaitFor`]. The hook sets `kind`, `prompt`, `timeout_ms`
 /// and `data`; the engine fills in the call it is about.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PendingRequest {
     /// Free text: `approval`, `input`, ...

@@ -40,19 +40,33 @@
 //!   protocols ([`load_remote`], [`RemoteSource`]).
 //! - [`chain`]: task chains (the Go runtime's chain JSON), run as a turn of the client
 //!   ([`Chain`], [`Client::run_chain`]).
+//! - [`policy`]: approval policies (hitl-policy-v1) as the first stage of the gate, presets,
+//!   compute ceilings.
+//! - [`sandbox`]: how bash's commands are confined, and what this kernel offers ([`sandbox::status`]).
 
 #![warn(missing_docs)]
 
 pub mod builtin;
 pub mod chain;
 mod client;
+mod client_state;
 mod config;
+mod config_check;
+mod config_read;
 mod error;
 mod event;
 mod gate;
 pub mod mcp;
 mod model;
+pub mod policy;
+mod redact;
 pub mod remote;
+mod run;
+pub mod sandbox;
+#[cfg(feature = "schema")]
+mod schema;
+mod script;
+mod spelling;
 pub mod tool;
 mod transcript;
 mod turn;
@@ -62,19 +76,26 @@ pub use builtin::{BackgroundShells, SearchRequest, SearchResult, WebSearchProvid
 pub use chain::Chain;
 pub use client::{Client, ClientBuilder};
 pub use config::{Config, RetryPolicy, Style};
-pub use error::{Error, Result};
+pub use error::{ConfigError, Error, Result};
 pub use event::{Event, GateVerdict, Outcome, TurnResult, Usage};
 pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
     DEFAULT_DENIAL,
 };
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
-pub use model::{list_models, ModelInfo, ScriptCall, ScriptEntry, ScriptError};
+#[doc(hidden)]
+pub use model::fuzz;
+pub use model::{list_models, ModelInfo};
+pub use policy::{Policy, PolicyError, BUDGET_RESULT};
 pub use remote::{load_remote, HookState, RemoteHook, RemoteSource};
+pub use run::{Run, RunOptions};
+pub use sandbox::{SandboxConfig, SandboxStatus};
+pub use script::{ScriptCall, ScriptEntry, ScriptError};
+pub use spelling::Spelling;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,
     ToolError, ToolOutput, ToolSpec, Toolkit,
 };
 pub use transcript::{Message, ToolCall, Transcript};
-pub use turn::{Run, RunOptions, CANCELLED_RESULT, MAX_TURNS_RESULT};
+pub use turn::{CANCELLED_RESULT, MAX_TURNS_RESULT};

@@ -83,32 +83,32 @@ impl Transcript {
             match m {
                 Message::Assistant { tool_calls, .. } => {
                     if let Some(id) = open.first() {
-                        return Err(crate::Error::Config(format!(
-                            "transcript: tool call {id} has no result"
+                        return Err(crate::Error::Transcript(format!(
+                            "tool call {id} has no result"
                         )));
                     }
                     open.extend(tool_calls.iter().map(|c| c.id.as_str()));
                 }
                 Message::Tool { call_id, .. } => {
                     let Some(pos) = open.iter().position(|id| id == call_id) else {
-                        return Err(crate::Error::Config(format!(
-                            "transcript: result for unknown call {call_id}"
+                        return Err(crate::Error::Transcript(format!(
+                            "result for unknown call {call_id}"
                         )));
                     };
                     open.remove(pos);
                 }
                 Message::User { .. } => {
                     if let Some(id) = open.first() {
-                        return Err(crate::Error::Config(format!(
-                            "transcript: tool call {id} has no result"
+                        return Err(crate::Error::Transcript(format!(
+                            "tool call {id} has no result"
                         )));
                     }
                 }
             }
         }
         if let Some(id) = open.first() {
-            return Err(crate::Error::Config(format!(
-                "transcript: tool call {id} has no result"
+            return Err(crate::Error::Transcript(format!(
+                "tool call {id} has no result"
             )));
         }
         Ok(())

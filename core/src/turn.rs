@@ -2,22 +2,18 @@
 //! answers, the turn is cancelled, it fails, or it reaches `max_turns`.
 
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::{FutureExt, Stream};
+use futures::FutureExt;
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::Inner;
-use crate::error::{Error, Result};
+use crate::client_state::ClientState;
 use crate::event::{Event, GateVerdict, Outcome, TurnResult, Usage};
 use crate::gate::{Answer, Decision, ToolCallEvent, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL};
 use crate::model::{complete_with_retry, ModelRequest, RawCall};
+use crate::policy::{self, Budget, Ceilings};
 use crate::tool::{
     allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, CALL_TOOL,
 };
@@ -28,115 +24,24 @@ pub const CANCELLED_RESULT: &str = "cancelled";
 /// The result text of a call left unexecuted at `max_turns`.
 pub const MAX_TURNS_RESULT: &str = "max_turns reached";
 
-/// Options of one run.
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    /// An allowlist for this run only, intersected with the client's: it can only narrow.
-    pub allow: Option<Allowlist>,
-    /// An outside token that cancels the run.
-    pub cancel: Option<CancellationToken>,
-}
-
-impl RunOptions {
-    /// Narrow this run to the tools `patterns` allow (allowlist grammar).
-    pub fn allow<S: AsRef<str>>(mut self, patterns: &[S]) -> Result<Self> {
-        self.allow = Some(Allowlist::new(patterns)?);
-        Ok(self)
-    }
-
-    /// Cancel the run when `token` is cancelled.
-    pub fn cancel(mut self, token: CancellationToken) -> Self {
-        self.cancel = Some(token);
-        self
-    }
-}
-
-/// A running turn: its events, its cancel, its result. Dropping it before the turn ended cancels
-/// the turn.
-pub struct Run {
-    events: UnboundedReceiver<Event>,
-    cancel: CancellationToken,
-    handle: Option<JoinHandle<TurnResult>>,
-    /// Set once `turn_end` was handed out: the stream ends there even if a tool kept a clone of
-    /// the turn's event sink alive.
-    ended: bool,
-}
-
-impl Run {
-    pub(crate) fn new(
-        events: UnboundedReceiver<Event>,
-        cancel: CancellationToken,
-        handle: JoinHandle<TurnResult>,
-    ) -> Self {
-        Run {
-            events,
-            cancel,
-            handle: Some(handle),
-            ended: false,
-        }
-    }
-
-    /// The next event; `None` after `turn_end`.
-    pub async fn next_event(&mut self) -> Option<Event> {
-        std::future::poll_fn(|cx| self.poll_event(cx)).await
-    }
-
-    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        if self.ended {
-            return Poll::Ready(None);
-        }
-        let polled = self.events.poll_recv(cx);
-        if let Poll::Ready(Some(Event::TurnEnd { .. })) = &polled {
-            self.ended = true;
-        }
-        polled
-    }
-
-    /// Cancel the turn. It ends with outcome `cancelled` and a valid transcript.
-    pub fn cancel(&self) {
-        self.cancel.cancel();
-    }
-
-    /// The turn's cancel token.
-    pub fn cancel_token(&self) -> CancellationToken {
-        self.cancel.clone()
-    }
-
-    /// Wait for the turn to end (events not read are dropped).
-    pub async fn result(mut self) -> Result<TurnResult> {
-        let handle = self.handle.take().expect("result is taken once");
-        handle
-            .await
-            .map_err(|e| Error::Transport(format!("the turn's task failed: {e}")))
-    }
-}
-
-impl Stream for Run {
-    type Item = Event;
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        self.poll_event(cx)
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        if let Some(h) = &self.handle {
-            if !h.is_finished() {
-                self.cancel.cancel();
-            }
-        }
-    }
-}
-
 /// Run one turn on `inner`'s conversation.
 pub(crate) async fn run_turn(
-    inner: Arc<Inner>,
+    inner: Arc<ClientState>,
     prompt: String,
     run_allow: Option<Allowlist>,
     cancel: CancellationToken,
     sink: EventSink,
 ) -> TurnResult {
-    let _one_at_a_time = inner.turn_lock.lock().await;
+    // Queued behind a running turn: a cancel while waiting (or before) ends this turn without
+    // touching the conversation.
+    let queued = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => None,
+        guard = inner.lock_turn() => Some(guard).filter(|_| !cancel.is_cancelled()),
+    };
+    let Some(_one_at_a_time) = queued else {
+        return cancelled_before_start(&inner, prompt, &sink);
+    };
     let turn = Turn {
         inner: &inner,
         run_allow: run_allow.as_ref(),
@@ -150,8 +55,13 @@ pub(crate) async fn run_turn(
     inner.append([Message::User { content: prompt }]);
     // Sources that asked for it (a remote hook that was down) are probed before the first
     // request, so what came up is offered in it.
-    inner.before_turn.run(&cancel).await;
-    let (outcome, final_text, usage, error) = turn.steps().await;
+    inner.before_turn().run(&cancel).await;
+    let TurnEnd {
+        outcome,
+        final_text,
+        usage,
+        error,
+    } = turn.steps().await;
     sink.emit(Event::TurnEnd {
         outcome,
         final_text: final_text.clone(),
@@ -163,18 +73,55 @@ pub(crate) async fn run_turn(
         final_text,
         usage,
         error,
-        transcript: inner
-            .conversation
-            .lock()
-            .expect("conversation lock")
-            .clone(),
+        transcript: inner.transcript(),
+    }
+}
+
+/// How the step loop ended: what the turn's `turn_end` event and result report.
+struct TurnEnd {
+    outcome: Outcome,
+    /// The text of the last model response.
+    final_text: String,
+    /// Usage summed over the turn's model responses.
+    usage: Usage,
+    /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
+    error: Option<String>,
+}
+
+impl TurnEnd {
+    fn new(outcome: Outcome, final_text: String, usage: Usage) -> Self {
+        TurnEnd {
+            outcome,
+            final_text,
+            usage,
+            error: None,
+        }
+    }
+}
+
+/// A turn cancelled before it began: `turn_start` and `turn_end` (cancelled) as for any turn, and
+/// the conversation unchanged (the prompt is not appended).
+fn cancelled_before_start(inner: &ClientState, prompt: String, sink: &EventSink) -> TurnResult {
+    sink.emit(Event::TurnStart { prompt });
+    sink.emit(Event::TurnEnd {
+        outcome: Outcome::Cancelled,
+        final_text: String::new(),
+        usage: Usage::default(),
+        error: None,
+    });
+    TurnResult {
+        outcome: Outcome::Cancelled,
+        final_text: String::new(),
+        usage: Usage::default(),
+        error: None,
+        transcript: inner.transcript(),
     }
 }
 
 /// One turn's view of a client: what it may call, its cancel, where its events go. Task chains
 /// (`crate::chain`) run their tasks through the same pieces, each task with its own `narrow`.
 pub(crate) struct Turn<'a> {
-    pub inner: &'a Inner,
+    pub inner: &'a ClientState,
     pub run_allow: Option<&'a Allowlist>,
     /// A further narrowing by tool name (a chain task's allowlist); `None` narrows nothing.
     pub narrow: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
@@ -199,7 +146,7 @@ pub(crate) enum Response {
 
 impl Turn<'_> {
     pub(crate) fn allowed(&self, name: &str) -> bool {
-        allowed_by(&self.inner.allow, self.run_allow, name) && self.narrow.is_none_or(|n| n(name))
+        allowed_by(self.inner.allow(), self.run_allow, name) && self.narrow.is_none_or(|n| n(name))
     }
 
     /// Send the conversation to the model with the tools this turn may offer now; emits
@@ -213,22 +160,21 @@ impl Turn<'_> {
     ) -> Response {
         let inner = self.inner;
         let allowed = |n: &str| self.allowed(n);
-        let tools = inner.toolkit.offered(&allowed);
-        let body = {
-            let conv = inner.conversation.lock().expect("conversation lock");
-            inner.backend.body(&ModelRequest {
+        let tools = inner.toolkit().offered(&allowed);
+        let body = inner.with_messages(|messages| {
+            inner.backend().body(&ModelRequest {
                 system,
                 model,
-                messages: &conv.messages,
+                messages,
                 tools: &tools,
             })
-        };
+        });
         let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
         drop(tools);
         let response = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return Response::Cancelled,
-            r = complete_with_retry(&*inner.backend, &body, &inner.config.retry, self.sink, index) => r,
+            r = complete_with_retry(inner.backend(), &body, &inner.config().retry, self.sink, index) => r,
         };
         let response = match response {
             Ok(r) => r,
@@ -257,20 +203,24 @@ impl Turn<'_> {
         }
     }
 
-    async fn steps(&self) -> (Outcome, String, Usage, Option<String>) {
+    async fn steps(&self) -> TurnEnd {
         let inner = self.inner;
         let mut usage = Usage::default();
         let mut final_text = String::new();
         let mut index = 0u32;
+        let mut budget = Budget::default();
         loop {
             let (text, calls, used) = match self
-                .respond(index, inner.config.system.as_deref(), None)
+                .respond(index, inner.config().system.as_deref(), None)
                 .await
             {
                 Response::Answer { text, calls, usage } => (text, calls, usage),
-                Response::Cancelled => return (Outcome::Cancelled, final_text, usage, None),
+                Response::Cancelled => return TurnEnd::new(Outcome::Cancelled, final_text, usage),
                 Response::Failed(message) => {
-                    return (Outcome::Error, final_text, usage, Some(message))
+                    return TurnEnd {
+                        error: Some(message),
+                        ..TurnEnd::new(Outcome::Error, final_text, usage)
+                    }
                 }
             };
             index += 1;
@@ -283,12 +233,17 @@ impl Turn<'_> {
             });
             if calls.is_empty() {
                 inner.append(step);
-                return (Outcome::Done, final_text, usage, None);
+                return TurnEnd::new(Outcome::Done, final_text, usage);
             }
-            let at_limit = index >= inner.config.max_turns;
-            for c in &calls {
+            // The ceilings of the policy in force now (set_policy applies mid-turn).
+            let ceilings = Ceilings::of(inner.config(), inner.policy().as_deref());
+            let at_limit = index >= ceilings.max_turns;
+            let spend = budget.spend(calls.len(), used, &ceilings);
+            for (i, c) in calls.iter().enumerate() {
                 let out = if at_limit {
                     ToolOutput::error(MAX_TURNS_RESULT)
+                } else if let Some(e) = spend.exhausted.filter(|_| i >= spend.run) {
+                    ToolOutput::error(e.result_text())
                 } else if self.cancel.is_cancelled() {
                     ToolOutput::error(CANCELLED_RESULT)
                 } else {
@@ -298,10 +253,16 @@ impl Turn<'_> {
             }
             inner.append(step);
             if at_limit {
-                return (Outcome::MaxTurns, final_text, usage, None);
+                return TurnEnd::new(Outcome::MaxTurns, final_text, usage);
+            }
+            if let Some(e) = spend.exhausted {
+                return TurnEnd {
+                    error: Some(e.to_string()),
+                    ..TurnEnd::new(Outcome::Budget, final_text, usage)
+                };
             }
             if self.cancel.is_cancelled() {
-                return (Outcome::Cancelled, final_text, usage, None);
+                return TurnEnd::new(Outcome::Cancelled, final_text, usage);
             }
         }
     }
@@ -367,7 +328,7 @@ impl Turn<'_> {
         if call.name == CALL_TOOL && call.via.is_none() {
             return self.call_tool_search(call);
         }
-        let Some(entry) = self.inner.toolkit.lookup(&call.name, &allowed) else {
+        let Some(entry) = self.inner.toolkit().lookup(&call.name, &allowed) else {
             return ToolOutput::error(self.unknown_tool(&call.name));
         };
         if call.raw_arguments {
@@ -401,17 +362,22 @@ impl Turn<'_> {
             source: entry.source,
             server: entry.server.clone(),
         };
-        let decision = match &self.inner.hooks {
-            None => Ok(Decision::Allow),
-            Some(hooks) => {
+        // The approval policy decides first; the host's before_tool may only narrow.
+        let policy = policy::judge(self.inner.policy().as_deref(), &event, self.inner.root());
+        let decision = match (policy.denial(), self.inner.hooks()) {
+            (Some(denied), _) => Ok(denied),
+            (None, None) => policy.narrow(Ok(Decision::Allow)),
+            (None, Some(hooks)) => {
                 let hook = AssertUnwindSafe(hooks.before_tool(&event)).catch_unwind();
-                tokio::select! {
+                let host = tokio::select! {
                     biased;
                     _ = self.cancel.cancelled() => return ToolOutput::error(CANCELLED_RESULT),
                     d = hook => d.unwrap_or_else(|_| Err("before_tool panicked".into())),
-                }
+                };
+                policy.narrow(host.map_err(|e| e.to_string()))
             }
         };
+        let rule = policy.rule();
         let gate = |decision: GateVerdict, message: Option<String>| {
             self.sink.emit(Event::Gate {
                 call_id: event.call_id.clone(),
@@ -420,6 +386,7 @@ impl Turn<'_> {
                 message,
                 hints: event.hints,
                 source: event.source,
+                rule: rule.clone(),
             })
         };
         match decision {
@@ -468,7 +435,7 @@ impl Turn<'_> {
             name: request.name.clone(),
             request: request.clone(),
         });
-        let Some(wait_for) = &self.inner.wait_for else {
+        let Some(wait_for) = self.inner.wait_for() else {
             return Some(Answer::deny(
                 "The operation needs approval, but the host has no wait_for to ask; it was denied.",
             ));
@@ -507,9 +474,9 @@ impl Turn<'_> {
             call_id: event.call_id.clone(),
             name: event.name.clone(),
             cancel: self.cancel.clone(),
-            root: self.inner.root.clone(),
+            root: self.inner.root().clone(),
             events: self.sink.clone(),
-            secret_env: self.inner.secret_env.clone(),
+            secret_env: self.inner.secret_env().clone(),
         };
         let call = AssertUnwindSafe(entry.tool.call(event.arguments.clone(), ctx)).catch_unwind();
         let output = tokio::select! {
@@ -521,7 +488,7 @@ impl Turn<'_> {
                 Err(_) => ToolOutput::error(format!("the tool {} panicked", event.name)),
             },
         };
-        let Some(hooks) = &self.inner.hooks else {
+        let Some(hooks) = self.inner.hooks() else {
             return output;
         };
         let after = AssertUnwindSafe(hooks.after_tool(event, &output)).catch_unwind();
@@ -542,7 +509,7 @@ impl Turn<'_> {
         let allowed = |n: &str| self.allowed(n);
         match call.arguments.get("query").and_then(Value::as_str) {
             Some(q) if !call.raw_arguments => {
-                let found = self.inner.toolkit.search_deferred(q, &allowed);
+                let found = self.inner.toolkit().search_deferred(q, &allowed);
                 if found.is_empty() {
                     ToolOutput::text(format!("No tool matches {q:?}."))
                 } else {
@@ -559,7 +526,7 @@ impl Turn<'_> {
         let allowed = |n: &str| self.allowed(n);
         let names: Vec<String> = self
             .inner
-            .toolkit
+            .toolkit()
             .offered(&allowed)
             .into_iter()
             .map(|s| s.name.clone())

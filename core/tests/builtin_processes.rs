@@ -1,6 +1,7 @@
 //! No process outlives its owner: after `kill_shell`, `close_all` (the client's `close`), a
-//! dropped client, a bash timeout and a cancelled turn, the process table holds none of the
-//! processes the command started. Each test gives its commands a `sleep` with a duration no
+//! dropped client, a bash timeout, a cancelled turn and the command's own end, the process table
+//! holds none of the processes the command started, also those that tried to get away (`setsid`,
+//! `nohup`, a double fork). Each test gives its commands a `sleep` with a duration no
 //! other process has, and scans `/proc` for it (a zombie waiting for its reaper counts as gone:
 //! it runs nothing).
 
@@ -54,8 +55,10 @@ fn running_with(marker: &str) -> Vec<u32> {
     found
 }
 
-/// Wait until `n` processes with `marker` run (the command started its children).
+/// Wait until `n` processes with `marker` run (the command started its children). Sleeps at
+/// least once, so the tasks reading the commands' output (on this test's one thread) run too.
 async fn wait_running(marker: &str, n: usize) {
+    tokio::time::sleep(Duration::from_millis(50)).await;
     let start = Instant::now();
     while running_with(marker).len() < n {
         assert!(
@@ -85,6 +88,15 @@ async fn assert_gone(marker: &str, after: &str) {
 /// A command with a child in the background and a grandchild in a subshell, all sleeping.
 fn family(m: &str) -> String {
     format!("sleep {m} & (sleep {m}; true) & sleep {m}")
+}
+
+/// Processes that try to outlive the command: a new session (`setsid`, refused by the sandbox's
+/// seccomp filter; before it, this one survived the group kill), `nohup`, and double forks.
+fn escapes(m: &str) -> String {
+    format!(
+        "setsid sleep {m} & setsid -f sleep {m}; nohup sleep {m} >/dev/null 2>&1 & \
+         (sleep {m} &) ; bash -c 'sleep {m} & disown' & true"
+    )
 }
 
 fn client(root: &Path, script: Vec<ScriptEntry>, background: bool) -> Client {
@@ -294,4 +306,106 @@ async fn a_dropped_run_leaves_nothing() {
     wait_running(&m, 3).await;
     drop(run);
     assert_gone(&m, "dropping the run handle").await;
+}
+
+#[tokio::test]
+async fn escapes_leave_nothing_when_the_command_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = marker();
+    let c = client(
+        dir.path(),
+        vec![
+            ScriptEntry::tool_call(
+                "c1",
+                "bash",
+                // Give the escapes time to start before the command ends.
+                json!({"command": format!("{}; sleep 0.5; echo done", escapes(&m))}),
+            ),
+            ScriptEntry::text("ok"),
+        ],
+        false,
+    );
+    let r = c.run("run").await.unwrap();
+    assert_eq!(r.outcome, Outcome::Done);
+    let (content, is_error) = last_result(&c);
+    assert!(!is_error, "{content}");
+    assert!(content.contains("done"), "{content}");
+    assert!(
+        content.contains("Operation not permitted"),
+        "setsid was not refused: {content}"
+    );
+    assert_gone(&m, "the command's end").await;
+}
+
+#[tokio::test]
+async fn escapes_leave_nothing_after_a_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = marker();
+    let c = client(
+        dir.path(),
+        vec![
+            ScriptEntry::tool_call(
+                "c1",
+                "bash",
+                json!({"command": format!("{}; sleep {m}", escapes(&m))}),
+            ),
+            ScriptEntry::text("unreachable"),
+        ],
+        false,
+    );
+    let mut run = c.stream("run").unwrap();
+    while let Some(event) = run.next_event().await {
+        if matches!(event, Event::ToolStart { .. }) {
+            break;
+        }
+    }
+    // nohup's sleep, the double fork's sleep, bash -c's sleep and the last sleep.
+    wait_running(&m, 4).await;
+    run.cancel();
+    assert_eq!(run.result().await.unwrap().outcome, Outcome::Cancelled);
+    assert_gone(&m, "a cancel").await;
+}
+
+#[tokio::test]
+async fn escapes_leave_nothing_after_a_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = marker();
+    let c = client(
+        dir.path(),
+        vec![
+            ScriptEntry::tool_call(
+                "c1",
+                "bash",
+                json!({"command": format!("{}; sleep {m}", escapes(&m)), "timeout_ms": 1500}),
+            ),
+            ScriptEntry::text("ok"),
+        ],
+        false,
+    );
+    let r = c.run("run").await.unwrap();
+    assert_eq!(r.outcome, Outcome::Done);
+    let (content, is_error) = last_result(&c);
+    assert!(is_error);
+    assert!(content.contains("\"timedOut\":true"), "{content}");
+    assert_gone(&m, "a timeout").await;
+}
+
+#[tokio::test]
+async fn background_escapes_leave_nothing_after_kill_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = marker();
+    let c = client(
+        dir.path(),
+        vec![
+            background_call("c1", &format!("{}; sleep {m}", escapes(&m))),
+            ScriptEntry::text("started"),
+            ScriptEntry::tool_call("c2", "kill_shell", json!({"shell_id": "shell_1"})),
+            ScriptEntry::text("killed"),
+        ],
+        true,
+    );
+    c.run("start").await.unwrap();
+    wait_running(&m, 4).await;
+    c.run("kill").await.unwrap();
+    assert_gone(&m, "kill_shell").await;
 }

@@ -342,6 +342,26 @@ def test_anthropic_rate_limit_error(fake):
     assert len(server.requests()) == 1
 
 
+def test_anthropic_empty_text_block_is_refused_as_the_api_does(fake):
+    # The SDK sends what it is given; the API (and so the fake) refuses an empty text block
+    # with 400 invalid_request_error, which the SDK raises as BadRequestError.
+    server = fake([TEXT], "anthropic")
+    client = anth(server)
+    empty_reply = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "text", "text": ""}]},
+        {"role": "user", "content": "again"},
+    ]
+    with pytest.raises(anthropic.BadRequestError) as e:
+        client.messages.create(model="fake", max_tokens=100, messages=empty_reply)
+    assert e.value.status_code == 400
+    assert e.value.body["error"]["type"] == "invalid_request_error"
+    assert "non-whitespace text" in e.value.body["error"]["message"]
+    # The refusal used no script entry: the next valid request gets it.
+    msg = client.messages.create(model="fake", max_tokens=100, messages=MESSAGES)
+    assert [b.text for b in msg.content] == ["Hello there, my friend."]
+
+
 def test_anthropic_models(fake):
     server = fake([], "anthropic")
     assert [m.id for m in anth(server).models.list()] == ["fake"]

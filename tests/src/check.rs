@@ -38,6 +38,10 @@ pub struct Trace {
     /// query, headers, body}` (spec fetches excluded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remote_requests: Vec<Value>,
+    /// The error text when creating the client failed (then no turn ran); only a scenario
+    /// with `expect.config_error_contains` may have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_error: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -210,6 +214,29 @@ pub fn check(scenario: &Scenario, trace: &Trace) -> Vec<String> {
 }
 
 fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>) {
+    match (&e.config_error_contains, &trace.config_error) {
+        (Some(want), Some(got)) => {
+            for w in &want.0 {
+                if !got.contains(w.as_str()) {
+                    fails.push(format!(
+                        "config_error_contains: {} is not in the creation error {}",
+                        Show(w),
+                        Show(got)
+                    ));
+                }
+            }
+        }
+        (Some(want), None) => fails.push(format!(
+            "config_error_contains: creating the client should have failed with {}, but it \
+             succeeded",
+            Show(&want.0)
+        )),
+        (None, Some(got)) => fails.push(format!(
+            "config_error: creating the client failed: {}",
+            Show(got)
+        )),
+        (None, None) => {}
+    }
     if let Some(want) = e.outcome {
         if trace.outcome.as_deref() != Some(want.as_str()) {
             fails.push(format!(
@@ -663,6 +690,40 @@ mod tests {
             json!({"scenario": "s"}),
             json!({"scenario": "other"}),
             "scenario: the trace is of",
+        );
+    }
+
+    #[test]
+    fn config_error_contains() {
+        pass_fail(
+            "openai",
+            json!({"config_error_contains": ["rules[0]", "on_timeout"]}),
+            json!({"config_error": "invalid configuration: policy rules[0].on_timeout: no"}),
+            json!({"config_error": "invalid configuration: policy rules[1].action: no"}),
+            "config_error_contains: \"rules[0]\" is not in the creation error",
+        );
+        // A client that was created when it should not have been fails.
+        pass_fail(
+            "openai",
+            json!({"config_error_contains": "version"}),
+            json!({"config_error": "policy version: newer"}),
+            json!({"outcome": "done"}),
+            "but it succeeded",
+        );
+        // A creation error nobody expected fails even with an empty expect.
+        pass_fail(
+            "openai",
+            json!({}),
+            json!({"outcome": "done"}),
+            json!({"config_error": "boom"}),
+            "config_error: creating the client failed",
+        );
+        pass_fail(
+            "openai",
+            json!({"outcome": "budget"}),
+            json!({"outcome": "budget"}),
+            json!({"outcome": "done"}),
+            "outcome: expected \"budget\"",
         );
     }
 

@@ -58,7 +58,23 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let current: ClientCell = Arc::new(Mutex::new(None));
-    let mut client = build_client(scenario, &config, &answers, &current)?;
+    let mut client = match build_client(scenario, &config, &answers, &current) {
+        Ok(c) => c,
+        // SPEC "Approval policies": the creation error is the result; no turn runs.
+        Err(e) if scenario.expect.config_error_contains.is_some() => {
+            let requests = server.requests.get();
+            server.shutdown().await;
+            return Ok(Trace {
+                scenario: scenario.name.clone(),
+                binding: "rust".into(),
+                requests,
+                workspace: snapshot(root.path()),
+                config_error: Some(e),
+                ..Default::default()
+            });
+        }
+        Err(e) => return Err(e),
+    };
     let mcp = crate::mcp_support::setup(&scenario.extra).await?;
     if let Some(m) = &mcp {
         m.register_into(&client)?;
@@ -147,6 +163,7 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         requests,
         workspace: snapshot(root.path()),
         remote_requests,
+        config_error: None,
         extra,
     })
 }

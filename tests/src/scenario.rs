@@ -669,6 +669,9 @@ pub enum Outcome {
     Cancelled,
     MaxTurns,
     Error,
+    /// Extension: a compute ceiling (`max_tool_calls`, `max_turn_tokens`, a policy's `compute`)
+    /// ended the turn.
+    Budget,
 }
 
 impl Outcome {
@@ -678,6 +681,7 @@ impl Outcome {
             Outcome::Cancelled => "cancelled",
             Outcome::MaxTurns => "max_turns",
             Outcome::Error => "error",
+            Outcome::Budget => "budget",
         }
     }
 }
@@ -725,6 +729,10 @@ pub struct Expect {
     /// holding these substrings (the trace's `chain_error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain_error_contains: Option<Texts>,
+    /// SPEC "Approval policies": creating the client must fail with an error containing this
+    /// (a list = all of them); no turn runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_error_contains: Option<Texts>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -13,6 +13,9 @@ thin, asyncio-native Python binding.
   :class:`Tool`; ``client.register`` / ``client.unregister`` at any time.
 - The gate: ``hooks={"before_tool": fn, "after_tool": fn}`` returning None, :func:`deny` or
   :func:`pending`; ``wait_for=fn(request, cancel)`` answering asks.
+- Approval policies: ``policy=`` (a hitl-policy-v1 document, its JSON text or a file path;
+  presets in :mod:`contenox.policies`) decides first on every call; ``client.set_policy()``
+  replaces it. Ceilings ``max_tool_calls`` / ``max_turn_tokens`` end a turn with ``budget``.
 - Opt-ins: ``websearch=provider`` (:data:`WebSearch`) turns on the ``websearch`` builtin;
   ``background=True`` gives ``bash`` background shells (``client.background_shells()``).
 - Events: :mod:`contenox.events`; results: :class:`TurnResult`; errors: :class:`ContenoxError`.
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import atexit as _atexit
 
-from . import _native, events
+from . import _native, events, policies
 from ._client import (
     AfterTool,
     BackgroundShells,
@@ -35,17 +38,21 @@ from ._client import (
     list_models,
 )
 from ._errors import (
-    CancelledError,
+    BusyError,
+    ClosedError,
     ConfigurationError,
+    ContenoxCause,
     ContenoxError,
     ContenoxIOError,
     HttpError,
+    InternalError,
     ModelError,
     SerializationError,
     ToolDefinitionError,
+    TranscriptError,
     TransportError,
 )
-from ._mcp import McpSource, load_mcp
+from ._mcp import McpSource, ServerState, load_mcp
 from ._native import CancelSignal, NativeTool, ToolContext
 from ._tools import HintsLike, Tool, tool
 from ._types import (
@@ -55,6 +62,8 @@ from ._types import (
     Hints,
     Outcome,
     PendingRequest,
+    PolicySource,
+    SandboxOptions,
     Source,
     Tier,
     ToolCallEvent,
@@ -83,15 +92,18 @@ __all__ = [
     "JSON",
     "McpSource",
     "NativeTool",
+    "ServerState",
     "load_mcp",
     "AfterTool",
     "Ask",
     "BackgroundShells",
     "BeforeTool",
+    "BusyError",
     "CancelSignal",
-    "CancelledError",
     "Client",
+    "ClosedError",
     "ConfigurationError",
+    "ContenoxCause",
     "ContenoxError",
     "ContenoxIOError",
     "Deny",
@@ -100,10 +112,13 @@ __all__ = [
     "HintsLike",
     "Hooks",
     "HttpError",
+    "InternalError",
     "ModelError",
     "Outcome",
     "PendingRequest",
+    "PolicySource",
     "Run",
+    "SandboxOptions",
     "SearchRequest",
     "SearchResult",
     "SearchResults",
@@ -116,6 +131,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolOutput",
     "Transcript",
+    "TranscriptError",
     "TransportError",
     "TurnResult",
     "Usage",
@@ -127,5 +143,6 @@ __all__ = [
     "events",
     "list_models",
     "pending",
+    "policies",
     "tool",
 ]

@@ -19,6 +19,8 @@ from ._types import (
     Ask,
     Deny,
     PendingRequest,
+    PolicySource,
+    SandboxOptions,
     Tier,
     ToolCallEvent,
     ToolOutput,
@@ -78,6 +80,16 @@ def _native_parts(t: Tool | _native.NativeTool) -> Any:
     return t if isinstance(t, _native.NativeTool) else t._native_parts()
 
 
+def _policy_value(policy: PolicySource | None) -> Any:
+    """The ``policy`` option as JSON: a mapping as a dict, a path as its text (the engine tells
+    a document's JSON text from a path)."""
+    if isinstance(policy, os.PathLike):
+        return os.fspath(policy)
+    if isinstance(policy, Mapping):
+        return dict(policy)
+    return policy
+
+
 def _config_json(options: Mapping[str, Any]) -> str:
     config: dict[str, Any] = {}
     for key, value in options.items():
@@ -85,6 +97,12 @@ def _config_json(options: Mapping[str, Any]) -> str:
             continue
         if key == "root":
             value = os.fspath(value)
+        elif key == "policy":
+            value = _policy_value(value)
+        elif key == "sandbox" and isinstance(value, Mapping):
+            value = dict(value)
+            if value.get("writable") is not None:
+                value["writable"] = [os.fspath(p) for p in value["writable"]]
         config[key] = value
     try:
         return json.dumps(config)
@@ -252,7 +270,7 @@ class Client:
 
     async def run(self, prompt: str, *, allow: Sequence[str] | None = None) -> TurnResult:
         """Run one turn to its end. Resolves with outcome ``done``, ``cancelled``,
-        ``max_turns`` or ``error`` (the transcript kept in each case). Cancelling the awaiting
+        ``max_turns``, ``budget`` or ``error`` (the transcript kept in each case). Cancelling the awaiting
         task cancels the turn and raises ``asyncio.CancelledError``.
 
         ``allow``: an allowlist for this turn only (``*``, names, ``!name``), intersected with
@@ -334,8 +352,23 @@ class Client:
         self._native.set_transcript_json(value.to_json())
 
     @property
+    def policy(self) -> dict[str, Any] | None:
+        """The approval policy in force (the one given at creation, or the last
+        :meth:`set_policy`), as its document; None without one."""
+        doc: dict[str, Any] | None = self._native.policy()
+        return doc
+
+    def set_policy(self, policy: PolicySource | None) -> None:
+        """Replace the approval policy (a document, its JSON text or a file path, as the
+        ``policy`` option takes it; None removes it). It applies from the next tool call, also
+        within a running turn. A policy that does not validate raises
+        :class:`ConfigurationError` and the old one stays."""
+        self._native.set_policy(_policy_value(policy))
+
+    @property
     def config(self) -> dict[str, Any]:
-        """The engine's config of this client (defaults filled in)."""
+        """The engine's config of this client (defaults filled in; ``policy`` as given at
+        creation, see :attr:`policy` for the one in force)."""
         result: dict[str, Any] = self._native.config()
         return result
 
@@ -431,6 +464,14 @@ def create_client(
     notebook_edit: bool | None = None,
     secret_env: Sequence[str] | None = None,
     connect_timeout_ms: int | None = None,
+    request_timeout_ms: int | None = None,
+    idle_timeout_ms: int | None = None,
+    policy: PolicySource | None = None,
+    max_tool_calls: int | None = None,
+    max_turn_tokens: int | None = None,
+    shell_env: Sequence[str] | None = None,
+    sandbox: SandboxOptions | None = None,
+    web_fetch_allow_private: bool | None = None,
     hooks: Hooks | None = None,
     wait_for: WaitFor | None = None,
     tools: Sequence[ToolLike] = (),
@@ -441,10 +482,29 @@ def create_client(
     defaults in every binding; an option left out (or None) takes the engine's default, and
     an unknown one is a :class:`ConfigurationError` with the engine's message.
 
-    ``hooks={"before_tool": fn, "after_tool": fn}``, ``wait_for=fn(request, cancel)`` and
-    ``tools=[...]`` take Python callables, sync or async. ``websearch``: a search provider
-    (a function ``search(request)`` or an object with a ``search`` method, sync or async) turns
-    on the opt-in ``websearch`` builtin."""
+    The model: ``style`` (``openai``, ``anthropic``, ``ollama``, ``scripted``), ``base_url``,
+    ``model``, ``api_key``, ``headers``, ``max_tokens`` (each request's output limit),
+    ``retry``, ``script`` (the scripted style's responses), ``connect_timeout_ms``,
+    ``request_timeout_ms`` (until the server starts its answer; default 10 minutes) and
+    ``idle_timeout_ms`` (the longest silence inside an answer; default 10 minutes).
+
+    The turn: ``system``, ``max_turns`` (model responses per turn), and the per-turn ceilings
+    ``max_tool_calls`` and ``max_turn_tokens`` (input + output tokens), which end the turn with
+    outcome ``budget``.
+
+    Tools: ``root`` (file tools are confined to it), ``builtins``, ``allow``, the opt-ins
+    ``background`` and ``notebook_edit``, ``web_fetch_allow_private`` (let ``web_fetch`` reach
+    loopback and private addresses), ``secret_env`` (variables never passed to commands),
+    ``shell_env`` (what bash gets besides its allowlisted environment: ``NAME``, ``PREFIX*``,
+    ``NAME=value``) and ``sandbox`` (``{"enabled", "network", "writable"}``).
+
+    The gate: ``policy``, an approval policy (a document such as
+    ``contenox.policies.default()``, its JSON text or a file path), decides first on every
+    call; ``hooks={"before_tool": fn, "after_tool": fn}`` may only narrow what it allows;
+    ``wait_for=fn(request, cancel)`` answers asks. ``tools=[...]``, hooks and ``wait_for``
+    take Python callables, sync or async. ``websearch``: a search provider (a function
+    ``search(request)`` or an object with a ``search`` method, sync or async) turns on the
+    opt-in ``websearch`` builtin."""
     config = _config_json(
         {
             "style": style,
@@ -464,6 +524,14 @@ def create_client(
             "notebook_edit": notebook_edit,
             "secret_env": list(secret_env) if secret_env is not None else None,
             "connect_timeout_ms": connect_timeout_ms,
+            "request_timeout_ms": request_timeout_ms,
+            "idle_timeout_ms": idle_timeout_ms,
+            "policy": policy,
+            "max_tool_calls": max_tool_calls,
+            "max_turn_tokens": max_turn_tokens,
+            "shell_env": list(shell_env) if shell_env is not None else None,
+            "sandbox": sandbox,
+            "web_fetch_allow_private": web_fetch_allow_private,
             **options,
         }
     )

@@ -2,7 +2,9 @@
 
 They are raised for misuse and invalid configuration only. Everything that happens inside a turn
 (a model that fails, a tool that raises, a cancel) is reported through the turn's outcome and
-events instead. Each carries ``causes``: the engine's error chain, outermost first.
+events instead. One class per kind of the engine's error; the engine's cause chain is the
+exception's ``__cause__`` chain (an I/O error below the engine as the matching ``OSError``, any
+other link as :class:`ContenoxCause`), and ``causes`` holds the same messages, outermost first.
 """
 
 from __future__ import annotations
@@ -10,14 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
-    "CancelledError",
+    "BusyError",
+    "ClosedError",
     "ConfigurationError",
+    "ContenoxCause",
     "ContenoxError",
     "ContenoxIOError",
     "HttpError",
+    "InternalError",
     "ModelError",
     "SerializationError",
     "ToolDefinitionError",
+    "TranscriptError",
     "TransportError",
 ]
 
@@ -41,7 +47,49 @@ class ContenoxError(Exception):
 
 
 class ConfigurationError(ContenoxError):
-    """The configuration is invalid (unknown option, missing model, bad allowlist pattern...)."""
+    """An option is invalid: an unknown option or key, a wrong value, a missing ``model``, a
+    ``base_url`` that is not a URL... Raised when the client is created. ``option`` names it as
+    ``create_client`` spells it (``base_url``, ``script[0]``; empty when no single option is at
+    fault), ``value`` is the bad value as JSON text, ``reason`` what is wrong and allowed."""
+
+    option: str
+    value: str | None
+    reason: str
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        option: str = "",
+        value: str | None = None,
+        reason: str | None = None,
+        causes: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(message, causes=causes)
+        self.option = option
+        self.value = value
+        self.reason = message if reason is None else reason
+
+
+class ClosedError(ContenoxError):
+    """The client was closed (``client.close()``): it runs no more turns. Make a new client."""
+
+
+class BusyError(ContenoxError):
+    """A turn is running, and the operation needs the client idle (assigning
+    ``client.transcript``). Wait for the turn to end, or cancel it, and try again."""
+
+
+class TranscriptError(ContenoxError):
+    """A transcript is not valid (a tool result without its call, a call without a result)."""
+
+
+class InternalError(ContenoxError):
+    """The engine failed where it should not (a turn's task panicked). A bug: report it."""
+
+
+class ContenoxCause(Exception):
+    """One link of an engine error's cause chain (below the engine, not an I/O error)."""
 
 
 class ToolDefinitionError(ContenoxError):
@@ -76,11 +124,6 @@ class HttpError(ModelError):
 
 class TransportError(ModelError):
     """The model server could not be reached, or its answer broke off."""
-
-
-class CancelledError(ContenoxError):
-    """An engine operation was cancelled (a cancelled *turn* is not an error: it ends with
-    outcome ``cancelled``; cancelling an asyncio task raises ``asyncio.CancelledError``)."""
 
 
 class SerializationError(ContenoxError):

@@ -6,16 +6,37 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Union
+from dataclasses import dataclass
+from typing import Any, Literal, Union
 
 from . import _native
 from ._errors import ConfigurationError
 
-__all__ = ["McpSource", "load_mcp"]
+__all__ = ["McpSource", "ServerState", "load_mcp"]
 
-OnServer = Callable[[str, dict[str, Any]], Any]
-"""``on_server(name, state)``: state is ``{"state": "ready", "tools": n}`` or
-``{"state": "failed", "error": ...}``; sync or async, called on the caller's loop."""
+
+@dataclass(frozen=True, slots=True)
+class ServerState:
+    """How a server came out of :func:`load_mcp`: ``state`` is ``"ready"`` (with its number of
+    ``tools``) or ``"failed"`` (with the ``error``, including the last lines of a stdio
+    server's stderr)."""
+
+    state: Literal["ready", "failed"]
+    tools: int = 0
+    error: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "ready"
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ServerState:
+        return cls(state=d["state"], tools=int(d.get("tools", 0)), error=d.get("error"))
+
+
+OnServer = Callable[[str, ServerState], Any]
+"""``on_server(name, state)`` with a :class:`ServerState`; sync or async, called on the
+caller's loop."""
 
 
 class McpSource:
@@ -34,9 +55,9 @@ class McpSource:
         return self._native.resource_tools()
 
     @property
-    def servers(self) -> list[tuple[str, dict[str, Any]]]:
-        """Each server's name and state."""
-        return self._native.servers()
+    def servers(self) -> list[tuple[str, ServerState]]:
+        """Each server's name and state, in name order."""
+        return [(n, ServerState.from_dict(s)) for n, s in self._native.servers()]
 
     def register_into(self, client: Any, *, resource_tools: bool = False) -> None:
         """Register every tool (and the resource tools, when asked) into ``client``."""
@@ -52,7 +73,7 @@ class McpSource:
         return self._native.closed
 
     def __repr__(self) -> str:
-        states = ", ".join(f"{n}: {s.get('state')}" for n, s in self.servers)
+        states = ", ".join(f"{n}: {s.state}" for n, s in self.servers)
         return f"<McpSource {states}>"
 
 
@@ -75,7 +96,7 @@ async def load_mcp(
         user = on_server
 
         def callback(name: str, state: dict[str, Any]) -> None:
-            result = user(name, state)
+            result = user(name, ServerState.from_dict(state))
             if inspect.isawaitable(result):
                 task = asyncio.ensure_future(result)
                 pending.add(task)

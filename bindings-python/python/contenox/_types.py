@@ -6,8 +6,9 @@ from __future__ import annotations
 import html
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypedDict, Union
 
 __all__ = [
     "Deny",
@@ -16,6 +17,8 @@ __all__ = [
     "Outcome",
     "Ask",
     "PendingRequest",
+    "PolicySource",
+    "SandboxOptions",
     "Source",
     "Tier",
     "ToolCallEvent",
@@ -30,7 +33,7 @@ __all__ = [
 JSON = Union[dict[str, Any], list[Any], str, int, float, bool, None]
 """A JSON value as Python objects."""
 
-Outcome = Literal["done", "cancelled", "max_turns", "error"]
+Outcome = Literal["done", "cancelled", "max_turns", "error", "budget"]
 """How a turn ended."""
 
 Source = Literal["builtin", "host", "mcp", "remote", "subagent"]
@@ -38,6 +41,23 @@ Source = Literal["builtin", "host", "mcp", "remote", "subagent"]
 
 Tier = Literal["core", "deferred"]
 """``core`` tools are sent to the model; ``deferred`` ones are reached through ``call_tool``."""
+
+PolicySource = Union[Mapping[str, Any], str, os.PathLike[str]]
+"""An approval policy (hitl-policy-v1) as the option ``policy`` takes it: the document (a dict,
+e.g. ``contenox.policies.default()``), its JSON text, or the path of a file holding it. The
+engine reads and checks it whole; a policy that does not validate is a ConfigurationError."""
+
+
+class SandboxOptions(TypedDict, total=False):
+    """The option ``sandbox``: how bash and background shells are confined."""
+
+    enabled: bool
+    """Confine commands with Landlock and seccomp where the kernel offers them (default True)."""
+    network: bool
+    """Whether commands may open network sockets (default True)."""
+    writable: Sequence[str | os.PathLike[str]]
+    """More directories (absolute paths) commands may write beneath, besides the root and
+    ``$TMPDIR``."""
 
 
 @dataclass(frozen=True, slots=True)

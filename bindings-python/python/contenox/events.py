@@ -51,7 +51,7 @@ class _Base:
             v = getattr(self, f.name)
             if hasattr(v, "to_dict"):
                 v = v.to_dict()
-            if v is None and f.name in ("message", "metadata", "status", "error"):
+            if v is None and f.name in ("message", "metadata", "status", "error", "rule"):
                 continue
             out[f.name] = v
         return out
@@ -111,6 +111,9 @@ class Gate(_Base):
     message: str | None = None
     hints: Hints = field(default_factory=Hints)
     source: Source = "host"
+    rule: str | None = None
+    """The approval policy's rule that matched (``rules[3]``, ``default_action``), when a policy
+    is set."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

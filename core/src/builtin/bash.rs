@@ -4,8 +4,9 @@
 //! metadata); the exit code is in the metadata. A timeout (default 120 s, at most 600 s) or a
 //! cancelled turn kills the whole process group, and so does the command's end: nothing it
 //! started in the background outlives it (use `run_in_background` for that, when the client has
-//! background shells). The variables the host marks secret, and the model API keys, are removed
-//! from the command's environment.
+//! background shells). The command runs in the client's sandbox (`crate::sandbox`): an
+//! allowlisted environment that never holds the variables the host marks secret or the model API
+//! keys, its own session, and where the kernel offers them Landlock and seccomp.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,6 +17,7 @@ use serde_json::{json, Value};
 use super::process::{exit_metadata, pump, spawn, Capture};
 use super::shells::BackgroundShells;
 use super::{opt_bool, opt_u64, str_arg};
+use crate::sandbox::Sandbox;
 use crate::tool::{Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// The timeout when none is given.
@@ -27,11 +29,26 @@ const DRAIN: Duration = Duration::from_millis(500);
 
 pub(crate) struct Bash {
     shells: Option<BackgroundShells>,
+    sandbox: Arc<Sandbox>,
 }
 
 impl Bash {
-    pub fn new(shells: Option<BackgroundShells>) -> Self {
-        Bash { shells }
+    pub fn new(shells: Option<BackgroundShells>, sandbox: Arc<Sandbox>) -> Self {
+        Bash { shells, sandbox }
+    }
+
+    /// The key of this variant's shared spec: background shells or not, and what the sandbox
+    /// description says.
+    pub fn spec_key(&self) -> String {
+        format!(
+            "bash{}{}",
+            if self.shells.is_some() {
+                "+background"
+            } else {
+                ""
+            },
+            self.sandbox.description()
+        )
     }
 }
 
@@ -48,6 +65,7 @@ impl Tool for Bash {
              wait for input. Prefer the `read`, `grep`, `glob`, `edit` tools over cat, grep, \
              find and sed.",
         );
+        description.push_str(&self.sandbox.description());
         let mut properties = json!({
             "command": {"type": "string", "description": "The command to run."},
             "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Timeout in milliseconds (default 120000, at most 600000)."},
@@ -102,7 +120,13 @@ impl Tool for Bash {
                 );
             };
             let id = shells
-                .start(command, ctx.root(), &ctx.secret_env, ctx.cancel.clone())
+                .start(
+                    command,
+                    ctx.root(),
+                    &self.sandbox,
+                    &ctx.secret_env,
+                    ctx.cancel.clone(),
+                )
                 .map_err(|e| format!("cannot start the command: {e}"))?;
             return Ok(ToolOutput::text(format!(
                 "Started in the background as shell {id}. Read its output with bash_output \
@@ -110,7 +134,7 @@ impl Tool for Bash {
             ))
             .with_metadata(json!({"shellId": id})));
         }
-        run_foreground(command, timeout_ms, &ctx).await
+        run_foreground(command, timeout_ms, &self.sandbox, &ctx).await
     }
 }
 
@@ -118,9 +142,10 @@ impl Tool for Bash {
 pub(crate) async fn run_foreground(
     command: &str,
     timeout_ms: u64,
+    sandbox: &Sandbox,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let spawned = spawn(command, ctx.root(), &ctx.secret_env)
+    let spawned = spawn(command, ctx.root(), sandbox, &ctx.secret_env)
         .map_err(|e| format!("cannot start the command: {e}"))?;
     let mut child = spawned.child;
     let guard = spawned.guard;
@@ -186,7 +211,7 @@ mod tests {
     }
 
     async fn bash(root: &std::path::Path, args: Value) -> Result<ToolOutput, ToolError> {
-        Bash::new(None).call(args, ctx(root)).await
+        Bash::new(None, Arc::default()).call(args, ctx(root)).await
     }
 
     #[tokio::test]
@@ -240,21 +265,30 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn secrets_are_not_in_the_environment() {
+    async fn the_environment_is_an_allowlist() {
         let dir = tempfile::tempdir().unwrap();
-        // Set in this process only for the child to inherit; the name is unique to this test.
+        // Set in this process only for the child to inherit; the names are unique to this test.
         std::env::set_var("CONTENOX_TEST_SECRET_XYZ", "s3cret");
         std::env::set_var("CONTENOX_TEST_PLAIN_XYZ", "plain");
+        std::env::set_var("CONTENOX_TEST_PASSED_XYZ", "passed");
         let mut c = ctx(dir.path());
         c.secret_env = Arc::new(vec!["CONTENOX_TEST_SECRET_XYZ".into()]);
-        let out = Bash::new(None)
+        let sandbox = Sandbox::new(
+            Default::default(),
+            vec![
+                "CONTENOX_TEST_PASSED_XYZ".into(),
+                "CONTENOX_TEST_SECRET_XYZ".into(),
+                "CONTENOX_SET=set here".into(),
+            ],
+        );
+        let out = Bash::new(None, Arc::new(sandbox))
             .call(
-                json!({"command": "echo \"[$CONTENOX_TEST_SECRET_XYZ][$CONTENOX_TEST_PLAIN_XYZ]\""}),
+                json!({"command": "echo \"[$CONTENOX_TEST_SECRET_XYZ][$CONTENOX_TEST_PLAIN_XYZ][$CONTENOX_TEST_PASSED_XYZ][$CONTENOX_SET][${PATH:+path}]\""}),
                 c,
             )
             .await
             .unwrap();
-        assert_eq!(out.content_text(), "[][plain]\n");
+        assert_eq!(out.content_text(), "[][][passed][set here][path]\n");
     }
 
     #[tokio::test]

@@ -3,7 +3,9 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{atomic_write, confine, display_path, str_arg};
+use super::load::{load_text, MAX_LOAD_BYTES};
+use super::path::RootDir;
+use super::{atomic_write, str_arg, WriteOptions};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub(crate) struct Edit;
@@ -63,24 +65,25 @@ impl Tool for Edit {
     }
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let given = str_arg(&args, "path")?;
-        let old = str_arg(&args, "old_string")?;
-        let new = str_arg(&args, "new_string")?;
+        let given = str_arg(&args, "path")?.to_string();
+        let old = str_arg(&args, "old_string")?.to_string();
+        let new = str_arg(&args, "new_string")?.to_string();
         let replace_all = args
             .get("replace_all")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        let path = confine(ctx.root(), given)?;
-        let shown = display_path(ctx.root(), &path);
-        let text = tokio::fs::read_to_string(&path)
-            .await
-            .map_err(|e| format!("cannot read {shown}: {e}"))?;
-        let (updated, n) = apply_edit(&text, old, new, replace_all, &shown)?;
-        let target = path.clone();
-        tokio::task::spawn_blocking(move || atomic_write(&target, updated.as_bytes()))
-            .await
-            .map_err(|e| format!("edit of {shown} failed: {e}"))?
-            .map_err(|e| format!("cannot write {shown}: {e}"))?;
+        let root = ctx.root.clone();
+        let (n, shown) = tokio::task::spawn_blocking(move || {
+            let root = RootDir::for_call(&root)?;
+            let shown = root.relative(&given)?.display().to_string();
+            let text = load_text(&root, &given, MAX_LOAD_BYTES)?;
+            let (updated, n) = apply_edit(&text, &old, &new, replace_all, &shown)?;
+            drop(text);
+            let written = atomic_write(&root, &given, updated.as_bytes(), WriteOptions::default())?;
+            Ok::<_, ToolError>((n, written.shown))
+        })
+        .await
+        .map_err(|e| format!("edit failed: {e}"))??;
         let s = if n == 1 { "" } else { "s" };
         Ok(ToolOutput::text(format!(
             "Edited {shown}: replaced {n} occurrence{s}"

@@ -11,8 +11,9 @@ use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::walk::{under, walker, CancelCheck, Mtimes};
-use super::{confine, display_path, opt_str, opt_u64, str_arg};
+use super::path::{dot, shown, RootDir};
+use super::walk::{under, walker, Beneath, CancelCheck};
+use super::{display_path, opt_str, opt_u64, str_arg};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// Paths returned when no `limit` is given.
@@ -53,21 +54,21 @@ impl Tool for Glob {
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let pattern = str_arg(&args, "pattern")?.to_string();
-        let dir = confine(ctx.root(), opt_str(&args, "path").unwrap_or("."))?;
-        if !dir.is_dir() {
-            return Err(format!("{} is not a directory", display_path(ctx.root(), &dir)).into());
-        }
+        let dir = opt_str(&args, "path").unwrap_or(".").to_string();
         let limit = match opt_u64(&args, "limit") {
             Some(0) => None,
             Some(n) => Some(n as usize),
             None => Some(DEFAULT_LIMIT),
         };
         let offset = opt_u64(&args, "offset").unwrap_or(0) as usize;
-        let root = ctx.root().to_path_buf();
+        let root = ctx.root.clone();
         let cancel = ctx.cancel.clone();
-        tokio::task::spawn_blocking(move || glob(&root, &dir, &pattern, offset, limit, &cancel))
-            .await
-            .map_err(|e| format!("glob failed: {e}"))?
+        tokio::task::spawn_blocking(move || {
+            let root = RootDir::for_call(&root)?;
+            glob(&root, &dir, &pattern, offset, limit, &cancel)
+        })
+        .await
+        .map_err(|e| format!("glob failed: {e}"))?
     }
 }
 
@@ -95,21 +96,38 @@ fn literal_prefix(pattern: &str) -> (PathBuf, String) {
     (prefix, parts[i..].join("/"))
 }
 
-/// Find the files under `dir` whose path relative to `dir` matches `pattern`.
+/// Find the files under the directory `dir` (the model's path) whose path relative to it
+/// matches `pattern`.
 pub(crate) fn glob(
-    root: &Path,
-    dir: &Path,
+    root: &RootDir,
+    dir: &str,
     pattern: &str,
     offset: usize,
     limit: Option<usize>,
     cancel: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
+    let (dir_path, meta) = root.existing(dir)?;
+    if !meta.is_dir() {
+        return Err(format!("{} is not a directory", shown(dir)).into());
+    }
     let (prefix, rest) = literal_prefix(pattern);
-    // The walk starts at the literal prefix, which must stay inside the root too.
+    // The walk starts at the literal prefix, which is resolved beneath the root too; a prefix
+    // that does not exist matches nothing.
     let start = if prefix.as_os_str().is_empty() {
-        dir.to_path_buf()
+        Some(dir_path.clone())
     } else {
-        confine(root, &dir.join(&prefix).to_string_lossy())?
+        let rel = if prefix.is_absolute() {
+            prefix
+                .strip_prefix(root.path())
+                .map_err(|_| root.outside(pattern))?
+                .to_path_buf()
+        } else {
+            under(root.path(), &dir_path).join(&prefix)
+        };
+        let at = root.locate_relative(&rel, pattern)?;
+        let is_dir =
+            at.missing.is_empty() && root.dir().metadata(dot(&at.real)).is_ok_and(|m| m.is_dir());
+        is_dir.then(|| root.path().join(&at.real))
     };
     let glob = GlobBuilder::new(&rest)
         .literal_separator(true)
@@ -123,8 +141,8 @@ pub(crate) fn glob(
         .build()
         .map_err(|e| format!("bad glob pattern {pattern:?}: {e}"))?;
     let found: Mutex<Vec<(String, SystemTime)>> = Mutex::new(Vec::new());
-    if start.is_dir() {
-        let mut w = walker(&start);
+    if let Some(start) = &start {
+        let mut w = walker(start);
         // A pattern that names a hidden part (`**/.env`, `.github/**`) looks into hidden
         // directories; others skip them, as fd does.
         if rest
@@ -135,7 +153,7 @@ pub(crate) fn glob(
         }
         let mut builder = Collectors {
             root,
-            start: &start,
+            start,
             matcher: &matcher,
             cancel,
             found: &found,
@@ -149,7 +167,7 @@ pub(crate) fn glob(
     if found.is_empty() {
         return Ok(ToolOutput::text(format!(
             "No files matched {pattern:?} in {}",
-            display_path(root, dir)
+            display_path(root.path(), &dir_path)
         )));
     }
     // Ties (files written in one clock tick) by path bytes, so the order is stable.
@@ -181,7 +199,7 @@ pub(crate) fn glob(
 
 /// Makes one [`Collector`] per walker thread.
 struct Collectors<'s> {
-    root: &'s Path,
+    root: &'s RootDir,
     start: &'s Path,
     matcher: &'s GlobSet,
     cancel: &'s CancellationToken,
@@ -197,20 +215,20 @@ impl<'s> ParallelVisitorBuilder<'s> for Collectors<'s> {
             cancel: CancelCheck::new(self.cancel),
             found: self.found,
             local: Vec::new(),
-            mtimes: Mtimes::default(),
+            beneath: Beneath::new(self.root),
         })
     }
 }
 
 /// Collects one thread's matches, and hands them over when the thread is done.
 struct Collector<'s> {
-    root: &'s Path,
+    root: &'s RootDir,
     start: &'s Path,
     matcher: &'s GlobSet,
     cancel: CancelCheck<'s>,
     found: &'s Mutex<Vec<(String, SystemTime)>>,
     local: Vec<(String, SystemTime)>,
-    mtimes: Mtimes,
+    beneath: Beneath<'s>,
 }
 
 impl ParallelVisitor for Collector<'_> {
@@ -226,9 +244,12 @@ impl ParallelVisitor for Collector<'_> {
         }
         let path = entry.path();
         if self.matcher.is_match(under(self.start, path)) {
-            let mtime = self.mtimes.of(&entry);
+            // Looked up beneath the root: an entry the walk found outside it is dropped here.
+            let Some(mtime) = self.beneath.mtime(path) else {
+                return WalkState::Continue;
+            };
             // Made a string here, on the walker's thread, rather than after the walk.
-            let shown = under(self.root, path).to_string_lossy().into_owned();
+            let shown = under(self.root.path(), path).to_string_lossy().into_owned();
             self.local.push((shown, mtime));
         }
         WalkState::Continue
@@ -274,8 +295,16 @@ mod tests {
         offset: usize,
         limit: Option<usize>,
     ) -> ToolOutput {
-        let d = confine(root, dir).unwrap();
-        glob(root, &d, pattern, offset, limit, &CancellationToken::new()).unwrap()
+        let root = RootDir::open(root).unwrap();
+        glob(
+            &root,
+            dir,
+            pattern,
+            offset,
+            limit,
+            &CancellationToken::new(),
+        )
+        .unwrap()
     }
 
     fn sorted(out: &ToolOutput) -> Vec<String> {
@@ -351,17 +380,37 @@ mod tests {
         std::fs::write(outside.path().join("x.rs"), "x").unwrap();
         std::os::unix::fs::symlink(outside.path(), root.join("link")).unwrap();
         let cancel = CancellationToken::new();
-        assert!(glob(&root, &root, "../**/*.rs", 0, None, &cancel).is_err());
-        assert!(glob(&root, &root, "/etc/*", 0, None, &cancel).is_err());
-        assert!(glob(&root, &root, "link/*.rs", 0, None, &cancel).is_err());
+        let rd = RootDir::open(&root).unwrap();
+        for (dir, pattern) in [
+            (".", "../**/*.rs"),
+            (".", "/etc/*"),
+            (".", "link/*.rs"),
+            (".", "nope/../link/*.rs"),
+            ("..", "*"),
+            ("link", "*"),
+            ("nope/../link", "*"),
+        ] {
+            let err = glob(&rd, dir, pattern, 0, None, &cancel).unwrap_err();
+            assert!(
+                err.message.contains("outside the root") || err.message.contains("cannot"),
+                "{dir} {pattern}: {err:?}"
+            );
+        }
         // The walk does not follow the symlink either.
-        assert!(!run(&root, "**/x.rs", ".", 0, None)
-            .content_text()
-            .contains("x.rs\n"));
         assert!(run(&root, "**/x.rs", ".", 0, None)
             .content_text()
             .starts_with("No files"));
-        assert!(confine(&root, "..").is_err());
+        // A literal prefix that does not exist matches nothing.
+        assert!(run(&root, "missing/*.rs", ".", 0, None)
+            .content_text()
+            .starts_with("No files"));
+        // Symlinks that stay inside the root work, as the walk's start.
+        std::os::unix::fs::symlink("src", root.join("alias")).unwrap();
+        assert_eq!(sorted(&run(&root, "*.rs", "alias", 0, None)), ["src/b.rs"]);
+        assert_eq!(
+            sorted(&run(&root, "alias/*.rs", ".", 0, None)),
+            ["src/b.rs"]
+        );
     }
 
     #[test]

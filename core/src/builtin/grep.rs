@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -22,9 +22,10 @@ use ignore::WalkState;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::path::{shown, RootDir};
 use super::read::MAX_LINE_CHARS;
-use super::walk::{overrides, types, under, walker, Mtimes};
-use super::{confine, display_path, opt_bool, opt_str, opt_u64, str_arg};
+use super::walk::{overrides, types, under, walker, Beneath};
+use super::{display_path, opt_bool, opt_str, opt_u64, str_arg};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// Entries returned when no `head_limit` is given.
@@ -141,17 +142,15 @@ impl Tool for Grep {
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let parsed = GrepArgs::parse(&args)?;
-        let target = confine(ctx.root(), opt_str(&args, "path").unwrap_or("."))?;
-        if !target.exists() {
-            return Err(
-                format!("path {} does not exist", display_path(ctx.root(), &target)).into(),
-            );
-        }
-        let root = ctx.root().to_path_buf();
+        let path = opt_str(&args, "path").unwrap_or(".").to_string();
+        let root = ctx.root.clone();
         let cancel = ctx.cancel.clone();
-        tokio::task::spawn_blocking(move || grep(&root, &target, &parsed, &cancel))
-            .await
-            .map_err(|e| format!("grep failed: {e}"))?
+        tokio::task::spawn_blocking(move || {
+            let root = RootDir::for_call(&root)?;
+            grep(&root, &path, &parsed, &cancel)
+        })
+        .await
+        .map_err(|e| format!("grep failed: {e}"))?
     }
 }
 
@@ -179,15 +178,21 @@ fn searcher(a: &GrepArgs) -> Searcher {
     b.build()
 }
 
-/// Run a search: walk `target` (inside `root`) in parallel and collect the results.
+/// Run a search: walk `path` (the model's file or directory, resolved beneath `root`) in
+/// parallel and collect the results.
 pub(crate) fn grep(
-    root: &Path,
-    target: &Path,
+    root: &RootDir,
+    path: &str,
     a: &GrepArgs,
     cancel: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
     let matcher = matcher(a)?;
-    let single_file = target.is_file();
+    let (target, meta) = root.existing(path)?;
+    let single_file = meta.is_file();
+    if !single_file && !meta.is_dir() {
+        return Err(format!("{} is not a regular file or a directory", shown(path)).into());
+    }
+    let target = target.as_path();
     let mut w = walker(target);
     if let Some(g) = &a.glob {
         w.overrides(overrides(target, &[g.as_str()])?);
@@ -202,7 +207,7 @@ pub(crate) fn grep(
     w.build_parallel().run(|| {
         let matcher = matcher.clone();
         let mut searcher = searcher(a);
-        let mut mtimes = Mtimes::default();
+        let mut beneath = Beneath::new(root);
         let (files, counts, content) = (&files, &counts, &content);
         Box::new(move |entry| {
             if cancel.is_cancelled() {
@@ -215,18 +220,22 @@ pub(crate) fn grep(
                 return WalkState::Continue;
             }
             let path = entry.path();
-            let rel = || under(root, path).to_path_buf();
+            // Opened beneath the root: a file the walk found outside it is not read.
+            let Some((file, meta)) = beneath.open_file(path) else {
+                return WalkState::Continue;
+            };
+            let rel = || under(root.path(), path).to_path_buf();
             match a.mode {
                 Mode::Files => {
                     let mut sink = FirstMatch(false);
-                    if searcher.search_path(&matcher, path, &mut sink).is_ok() && sink.0 {
-                        let mtime = mtimes.of(&entry);
+                    if searcher.search_file(&matcher, &file, &mut sink).is_ok() && sink.0 {
+                        let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
                         files.lock().expect("grep lock").push((rel(), mtime));
                     }
                 }
                 Mode::Count => {
                     let mut sink = CountLines(0);
-                    if searcher.search_path(&matcher, path, &mut sink).is_ok() && sink.0 > 0 {
+                    if searcher.search_file(&matcher, &file, &mut sink).is_ok() && sink.0 > 0 {
                         counts.lock().expect("grep lock").push((rel(), sink.0));
                     }
                 }
@@ -234,7 +243,7 @@ pub(crate) fn grep(
                     let prefix = if single_file {
                         None
                     } else {
-                        Some(under(root, path).to_string_lossy().into_owned())
+                        Some(under(root.path(), path).to_string_lossy().into_owned())
                     };
                     let mut sink = ContentSink {
                         prefix: prefix.as_deref(),
@@ -244,7 +253,7 @@ pub(crate) fn grep(
                         keep: need,
                         cut: 0,
                     };
-                    if searcher.search_path(&matcher, path, &mut sink).is_ok() && sink.total > 0 {
+                    if searcher.search_file(&matcher, &file, &mut sink).is_ok() && sink.total > 0 {
                         content.lock().expect("grep lock").add(
                             rel(),
                             sink.lines,
@@ -260,7 +269,7 @@ pub(crate) fn grep(
     if cancel.is_cancelled() {
         return Err("cancelled".into());
     }
-    let shown = display_path(root, target);
+    let shown = display_path(root.path(), target);
     let (entries, total, cut_lines, extra) = match a.mode {
         Mode::Files => {
             let mut files = files.into_inner().expect("grep lock");
@@ -487,6 +496,7 @@ impl ContentStore {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+    use std::path::Path;
 
     fn tree() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
@@ -509,8 +519,8 @@ mod tests {
 
     fn run(root: &Path, args: Value) -> ToolOutput {
         let a = GrepArgs::parse(&args).unwrap();
-        let target = confine(root, a_path(&args)).unwrap();
-        grep(root, &target, &a, &CancellationToken::new()).unwrap()
+        let root = RootDir::open(root).unwrap();
+        grep(&root, a_path(&args), &a, &CancellationToken::new()).unwrap()
     }
 
     fn a_path(args: &Value) -> &str {
@@ -578,7 +588,8 @@ mod tests {
         let out = run(&root, json!({"pattern": "hello", "type": "rust"}));
         assert_eq!(sorted_lines(&out), ["src/a.rs", "src/deep/b.rs"]);
         let a = GrepArgs::parse(&json!({"pattern": "x", "type": "nonsense"})).unwrap();
-        assert!(grep(&root, &root, &a, &CancellationToken::new()).is_err());
+        let rd = RootDir::open(&root).unwrap();
+        assert!(grep(&rd, ".", &a, &CancellationToken::new()).is_err());
     }
 
     #[test]
@@ -684,9 +695,12 @@ mod tests {
             root.join("src/secret-link.txt"),
         )
         .unwrap();
-        assert!(confine(&root, "../").is_err());
-        assert!(confine(&root, "/etc").is_err());
-        assert!(confine(&root, "link").is_err());
+        let rd = RootDir::open(&root).unwrap();
+        let a = GrepArgs::parse(&json!({"pattern": "secret"})).unwrap();
+        for p in ["../", "/etc", "link", "src/secret-link.txt"] {
+            let err = grep(&rd, p, &a, &CancellationToken::new()).unwrap_err();
+            assert!(err.message.contains("outside the root"), "{p}: {err:?}");
+        }
         // A walk does not follow symlinks out of the root.
         let out = run(&root, json!({"pattern": "secret"}));
         assert!(out.content_text().starts_with("No files"), "{out:?}");
@@ -696,7 +710,8 @@ mod tests {
     fn bad_input_is_a_clear_error() {
         let (_d, root) = tree();
         let a = GrepArgs::parse(&json!({"pattern": "(unclosed"})).unwrap();
-        let err = grep(&root, &root, &a, &CancellationToken::new()).unwrap_err();
+        let rd = RootDir::open(&root).unwrap();
+        let err = grep(&rd, ".", &a, &CancellationToken::new()).unwrap_err();
         assert!(err.message.contains("invalid regex"), "{}", err.message);
         assert!(GrepArgs::parse(&json!({"pattern": "x", "output_mode": "lines"})).is_err());
         assert!(GrepArgs::parse(&json!({})).is_err());

@@ -1,13 +1,14 @@
 //! `list`: a directory tree, .gitignore-aware, with extra ignore patterns, cut at 1000 entries.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::walk::{overrides, walker};
-use super::{confine, display_path, opt_str, opt_u64};
+use super::path::RootDir;
+use super::walk::{overrides, walker, Beneath};
+use super::{display_path, opt_str, opt_u64};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// Entries shown at most.
@@ -43,10 +44,7 @@ impl Tool for List {
     }
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let dir = confine(ctx.root(), opt_str(&args, "path").unwrap_or("."))?;
-        if !dir.is_dir() {
-            return Err(format!("{} is not a directory", display_path(ctx.root(), &dir)).into());
-        }
+        let dir = opt_str(&args, "path").unwrap_or(".").to_string();
         let ignore: Vec<String> = match args.get("ignore") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items
@@ -60,21 +58,31 @@ impl Tool for List {
             Some(_) => return Err("`ignore` must be a list of strings".into()),
         };
         let depth = opt_u64(&args, "depth").map(|d| d as usize);
-        let root = ctx.root().to_path_buf();
+        let root = ctx.root.clone();
         let cancel = ctx.cancel.clone();
-        tokio::task::spawn_blocking(move || list(&root, &dir, &ignore, depth, &cancel))
-            .await
-            .map_err(|e| format!("list failed: {e}"))?
+        tokio::task::spawn_blocking(move || {
+            let root = RootDir::for_call(&root)?;
+            list(&root, &dir, &ignore, depth, &cancel)
+        })
+        .await
+        .map_err(|e| format!("list failed: {e}"))?
     }
 }
 
+/// List the directory `given` (the model's path, resolved beneath `root`).
 pub(crate) fn list(
-    root: &Path,
-    dir: &Path,
+    root: &RootDir,
+    given: &str,
     ignore: &[String],
     depth: Option<usize>,
     cancel: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
+    let (dir, meta) = root.existing(given)?;
+    let dir = dir.as_path();
+    if !meta.is_dir() {
+        return Err(format!("{} is not a directory", display_path(root.path(), dir)).into());
+    }
+    let mut beneath = Beneath::new(root);
     let mut w = walker(dir);
     w.sort_by_file_name(|a, b| a.cmp(b)).max_depth(depth);
     if !ignore.is_empty() {
@@ -95,14 +103,18 @@ pub(crate) fn list(
         if entry.depth() == 0 {
             continue;
         }
+        // Looked up beneath the root: an entry the walk found outside it is not listed.
+        let Some(st) = beneath.stat(entry.path()) else {
+            continue;
+        };
         total += 1;
         if entries.len() < MAX_ENTRIES {
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
             let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
             entries.push((rel.to_path_buf(), is_dir));
         }
     }
-    let shown = display_path(root, dir);
+    let shown = display_path(root.path(), dir);
     let mut out = String::new();
     out.push_str(if shown == "." {
         "./"
@@ -146,11 +158,18 @@ pub(crate) fn list(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn run(root: &Path, dir: &str, ignore: &[&str], depth: Option<usize>) -> ToolOutput {
-        let d = confine(root, dir).unwrap();
+        try_run(root, dir).map(|_| ()).unwrap();
+        let root = RootDir::open(root).unwrap();
         let ignore: Vec<String> = ignore.iter().map(|s| s.to_string()).collect();
-        list(root, &d, &ignore, depth, &CancellationToken::new()).unwrap()
+        list(&root, dir, &ignore, depth, &CancellationToken::new()).unwrap()
+    }
+
+    fn try_run(root: &Path, dir: &str) -> Result<ToolOutput, ToolError> {
+        let root = RootDir::open(root).unwrap();
+        list(&root, dir, &[], None, &CancellationToken::new())
     }
 
     #[test]
@@ -201,9 +220,10 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let outside = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), root.join("link")).unwrap();
-        assert!(confine(&root, "..").is_err());
-        assert!(confine(&root, "/").is_err());
-        assert!(confine(&root, "link").is_err());
+        for p in ["..", "/", "link", "link/"] {
+            let err = try_run(&root, p).unwrap_err();
+            assert!(err.message.contains("outside the root"), "{p}: {err:?}");
+        }
         // Listed, but not followed.
         std::fs::write(outside.path().join("secret"), "s").unwrap();
         let out = run(&root, ".", &[], None);

@@ -1,5 +1,7 @@
-//! The builtin tools. Each file holds one builtin; `path.rs` confines paths to the root,
-//! `atomic.rs` writes files atomically, `walk.rs` walks directories the way ripgrep does,
+//! The builtin tools. Each file holds one builtin; `path.rs` confines paths to the root (every
+//! file operation goes through the opened root directory), `atomic.rs` writes files atomically,
+//! `load.rs` loads a file whole for the editing tools (capped), `walk.rs` walks directories the
+//! way ripgrep does,
 //! `process.rs` runs shell commands in their own process group and `shells.rs` keeps the
 //! opt-in background shells.
 //!
@@ -27,7 +29,9 @@ mod bash;
 mod edit;
 mod glob;
 mod grep;
+mod html;
 mod list;
+mod load;
 mod multi_edit;
 mod notebook;
 mod notebook_edit;
@@ -38,12 +42,22 @@ mod shared_spec;
 mod shells;
 mod todo_write;
 mod walk;
+mod web_address;
 mod web_fetch;
+mod web_resolver;
 mod websearch;
 mod write;
 
-pub use atomic::atomic_write;
-pub use path::{confine, display_path};
+pub use atomic::{atomic_write, WriteOptions, Written};
+// The pure edit functions, for the diff of an approval prompt (policy::diff).
+pub(crate) use edit::apply_edit;
+#[doc(hidden)]
+pub use html::html_to_markdown;
+pub(crate) use load::load_text;
+pub use load::MAX_LOAD_BYTES;
+pub(crate) use multi_edit::apply_edits;
+pub(crate) use notebook_edit::edit_notebook;
+pub use path::{confine, display_path, Located, RootDir};
 pub use shells::BackgroundShells;
 pub use websearch::{SearchRequest, SearchResult, WebSearchProvider};
 
@@ -53,6 +67,7 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::sandbox::Sandbox;
 use crate::tool::{Tool, ToolError, ToolSpec};
 
 /// The builtins offered when the config does not name any, in the order the model sees them.
@@ -86,7 +101,8 @@ pub const IMPLEMENTED_BUILTINS: &[&str] = &[
     "notebook_edit",
 ];
 
-/// The builtin of that name (bash without background shells).
+/// The builtin of that name (bash without background shells; web_fetch refusing internal
+/// addresses).
 pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
     Some(match name {
         "read" => Arc::new(read::Read),
@@ -96,8 +112,8 @@ pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
         "glob" => Arc::new(glob::Glob),
         "grep" => Arc::new(grep::Grep),
         "list" => Arc::new(list::List),
-        "bash" => Arc::new(bash::Bash::new(None)),
-        "web_fetch" => Arc::new(web_fetch::WebFetch::new()),
+        "bash" => Arc::new(bash::Bash::new(None, Arc::default())),
+        "web_fetch" => Arc::new(web_fetch::WebFetch::new(false)),
         "todo_write" => Arc::new(todo_write::TodoWrite),
         "notebook_edit" => Arc::new(notebook_edit::NotebookEdit),
         _ => return None,
@@ -136,26 +152,34 @@ pub(crate) fn builtins_for(config: &Config, opt_ins: &OptIns) -> Result<Vec<Buil
     };
     for name in &names {
         let (key, tool): (&str, Arc<dyn Tool>) = match (name.as_str(), &opt_ins.shells) {
-            ("bash", Some(shells)) => (
-                "bash+background",
-                Arc::new(bash::Bash::new(Some(shells.clone()))),
-            ),
+            ("bash", shells) => {
+                // The sandbox (and scratch directory) of the client's bash and background shells.
+                let sandbox = Sandbox::new(config.sandbox.clone(), config.shell_env.clone());
+                let bash = bash::Bash::new(shells.clone(), Arc::new(sandbox));
+                push(&bash.spec_key(), Arc::new(bash))?;
+                continue;
+            }
             ("bash_output" | "kill_shell", Some(_)) => continue, // added below
             ("bash_output" | "kill_shell", None) => {
-                return Err(Error::Config(format!(
+                return Err(Error::config(format!(
                     "builtin {name:?} needs background shells (config `background: true`)"
                 )))
             }
+            // Same spec either way: the key names the builtin, not the config.
+            ("web_fetch", _) => (
+                "web_fetch",
+                Arc::new(web_fetch::WebFetch::new(config.web_fetch_allow_private)),
+            ),
             ("websearch", _) if opt_ins.websearch.is_some() => continue, // added below
             ("websearch", _) => {
-                return Err(Error::Config(
+                return Err(Error::config(
                     "builtin \"websearch\" needs a web search provider from the host".into(),
                 ))
             }
             _ => (
                 name.as_str(),
                 builtin(name).ok_or_else(|| {
-                    Error::Config(format!(
+                    Error::config(format!(
                         "unknown builtin {name:?} (available: {})",
                         IMPLEMENTED_BUILTINS.join(", ")
                     ))

@@ -4,7 +4,9 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::edit::apply_edit;
-use super::{atomic_write, confine, display_path, str_arg};
+use super::load::{load_text, MAX_LOAD_BYTES};
+use super::path::RootDir;
+use super::{atomic_write, str_arg, WriteOptions};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub(crate) struct MultiEdit;
@@ -85,22 +87,24 @@ impl Tool for MultiEdit {
     }
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let given = str_arg(&args, "path")?;
+        let given = str_arg(&args, "path")?.to_string();
         let edits = args
             .get("edits")
             .and_then(Value::as_array)
-            .ok_or_else(|| ToolError::new("missing array argument `edits`"))?;
-        let path = confine(ctx.root(), given)?;
-        let shown = display_path(ctx.root(), &path);
-        let text = tokio::fs::read_to_string(&path)
-            .await
-            .map_err(|e| format!("cannot read {shown}: {e}"))?;
-        let (updated, counts) = apply_edits(&text, edits, &shown)?;
-        let target = path.clone();
-        tokio::task::spawn_blocking(move || atomic_write(&target, updated.as_bytes()))
-            .await
-            .map_err(|e| format!("edit of {shown} failed: {e}"))?
-            .map_err(|e| format!("cannot write {shown}: {e}"))?;
+            .ok_or_else(|| ToolError::new("missing array argument `edits`"))?
+            .clone();
+        let root = ctx.root.clone();
+        let (counts, shown) = tokio::task::spawn_blocking(move || {
+            let root = RootDir::for_call(&root)?;
+            let shown = root.relative(&given)?.display().to_string();
+            let text = load_text(&root, &given, MAX_LOAD_BYTES)?;
+            let (updated, counts) = apply_edits(&text, &edits, &shown)?;
+            drop(text);
+            let written = atomic_write(&root, &given, updated.as_bytes(), WriteOptions::default())?;
+            Ok::<_, ToolError>((counts, written.shown))
+        })
+        .await
+        .map_err(|e| format!("edit failed: {e}"))??;
         let total: usize = counts.iter().sum();
         let e = if counts.len() == 1 { "" } else { "s" };
         let r = if total == 1 { "" } else { "s" };

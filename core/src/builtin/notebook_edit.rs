@@ -4,8 +4,10 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use super::load::{load_text, MAX_LOAD_BYTES};
 use super::notebook::{new_cell, source_lines, Notebook};
-use super::{atomic_write, confine, display_path, opt_str, str_arg};
+use super::path::RootDir;
+use super::{atomic_write, opt_str, str_arg, WriteOptions};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub(crate) struct NotebookEdit;
@@ -160,26 +162,29 @@ impl Tool for NotebookEdit {
     }
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let given = str_arg(&args, "path")?;
-        let path = confine(ctx.root(), given)?;
-        let shown = display_path(ctx.root(), &path);
-        if path.extension().and_then(|e| e.to_str()) != Some("ipynb") {
-            return Err(
-                format!("{shown} is not a notebook (.ipynb); use edit for other files").into(),
-            );
-        }
-        let text = tokio::fs::read_to_string(&path)
-            .await
-            .map_err(|e| format!("cannot read {shown}: {e}"))?;
-        let (updated, message, meta) = edit_notebook(&text, &args, &shown)?;
-        // The edit must leave a notebook that parses with the same shape.
-        Notebook::parse(&updated, &shown)
-            .map_err(|e| format!("the edit would break {shown}: {e}"))?;
-        let target = path.clone();
-        tokio::task::spawn_blocking(move || atomic_write(&target, updated.as_bytes()))
-            .await
-            .map_err(|e| format!("edit of {shown} failed: {e}"))?
-            .map_err(|e| format!("cannot write {shown}: {e}"))?;
+        let given = str_arg(&args, "path")?.to_string();
+        let root = ctx.root.clone();
+        let (message, meta) = tokio::task::spawn_blocking(move || {
+            let root = RootDir::for_call(&root)?;
+            let rel = root.relative(&given)?;
+            let shown = rel.display().to_string();
+            if rel.extension().and_then(|e| e.to_str()) != Some("ipynb") {
+                return Err(ToolError::new(format!(
+                    "{} is not a notebook (.ipynb); use edit for other files",
+                    super::path::shown(&given)
+                )));
+            }
+            let text = load_text(&root, &given, MAX_LOAD_BYTES)?;
+            let (updated, message, meta) = edit_notebook(&text, &args, &shown)?;
+            // The edit must leave a notebook that parses with the same shape.
+            Notebook::parse(&updated, &shown)
+                .map_err(|e| format!("the edit would break {shown}: {e}"))?;
+            drop(text);
+            atomic_write(&root, &given, updated.as_bytes(), WriteOptions::default())?;
+            Ok((message, meta))
+        })
+        .await
+        .map_err(|e| format!("notebook_edit failed: {e}"))??;
         Ok(ToolOutput::text(message).with_metadata(meta))
     }
 }

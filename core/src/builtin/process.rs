@@ -1,7 +1,8 @@
-//! Running a shell command in its own process group, with its stdout and stderr combined in one
-//! pipe (so they interleave as a terminal shows them), and a guard that kills the whole group
-//! when it is dropped: a cancelled turn drops the tool's future, and with it every process the
-//! command started.
+//! Running a shell command in its own session and process group, in the client's sandbox
+//! (`crate::sandbox`), with its stdout and stderr combined in one pipe (so they interleave as a
+//! terminal shows them), and a guard that kills the whole group when it is dropped: a cancelled
+//! turn drops the tool's future, and with it every process the command started. The sandbox's
+//! watchdog kills the group if the host dies first.
 
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -15,12 +16,17 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 
+use crate::sandbox::{self, Sandbox, Watched};
+
 /// Characters of output kept: the first half and the last half of this many.
 pub const MAX_OUTPUT_CHARS: usize = 30_000;
 
-/// Kills a process group when dropped, unless disarmed.
+/// Kills a process group when dropped.
 pub(crate) struct GroupGuard {
     pgid: i32,
+    /// The watchdog's watch on the group, given up after the group was killed (fields drop
+    /// after `drop` ran).
+    _watched: Option<Watched>,
 }
 
 impl GroupGuard {
@@ -63,9 +69,15 @@ fn shell() -> &'static str {
     })
 }
 
-/// Start `command` with `sh -c` semantics (bash), in `dir`, in a new process group, with stdin
-/// closed and the variables named in `secret_env` removed from its environment.
-pub(crate) fn spawn(command: &str, dir: &Path, secret_env: &[String]) -> std::io::Result<Spawned> {
+/// Start `command` with `sh -c` semantics (bash), in `dir`, in a session and process group of
+/// its own, with stdin closed, in `sandbox` (its environment less the variables named in
+/// `secret_env`).
+pub(crate) fn spawn(
+    command: &str,
+    dir: &Path,
+    sandbox: &Sandbox,
+    secret_env: &[String],
+) -> std::io::Result<Spawned> {
     let (read_end, write_end): (OwnedFd, OwnedFd) = pipe2(OFlag::O_CLOEXEC)?;
     let write_err = write_end.try_clone()?;
     let mut cmd = Command::new(shell());
@@ -75,15 +87,11 @@ pub(crate) fn spawn(command: &str, dir: &Path, secret_env: &[String]) -> std::io
         .stdin(Stdio::null())
         .stdout(Stdio::from(write_end))
         .stderr(Stdio::from(write_err))
-        .process_group(0)
         .kill_on_drop(true);
-    for name in secret_env {
-        cmd.env_remove(name);
-    }
-    let child = cmd.spawn()?;
-    // `cmd` holds the parent's copies of the write end: drop them so the pipe ends with the
-    // child.
-    drop(cmd);
+    sandbox.prepare(&mut cmd, dir, secret_env)?;
+    // `cmd` holds the parent's copies of the write end: spawning consumes it, so the pipe ends
+    // with the child.
+    let (child, watched) = sandbox::spawn(cmd)?;
     let pgid = child
         .id()
         .ok_or_else(|| std::io::Error::other("the shell exited before it could be tracked"))?
@@ -93,7 +101,10 @@ pub(crate) fn spawn(command: &str, dir: &Path, secret_env: &[String]) -> std::io
         child,
         pgid,
         output,
-        guard: GroupGuard { pgid },
+        guard: GroupGuard {
+            pgid,
+            _watched: watched,
+        },
     })
 }
 

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::process::{kill_group, pump, spawn, Capture};
 use super::{opt_u64, str_arg};
+use crate::sandbox::Sandbox;
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// How long output is still read after a shell's command ended.
@@ -155,16 +156,17 @@ impl BackgroundShells {
         }
     }
 
-    /// Start `command` in the background; killed when `cancel` (the turn's token) fires.
-    /// Needs a tokio runtime.
+    /// Start `command` in the background, in `sandbox`; killed when `cancel` (the turn's token)
+    /// fires. Needs a tokio runtime.
     pub(crate) fn start(
         &self,
         command: &str,
         dir: &Path,
+        sandbox: &Sandbox,
         secret_env: &[String],
         cancel: CancellationToken,
     ) -> std::io::Result<String> {
-        let spawned = spawn(command, dir, secret_env)?;
+        let spawned = spawn(command, dir, sandbox, secret_env)?;
         let n = self.inner.next.fetch_add(1, Ordering::SeqCst) + 1;
         let (state_tx, state_rx) = watch::channel(State::Running);
         let shell = Arc::new(Shell {

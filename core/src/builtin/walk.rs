@@ -1,14 +1,29 @@
 //! Walking a directory the way ripgrep and fd do, with ripgrep's own `ignore` crate: hidden
 //! files and directories are skipped, `.gitignore`, `.ignore` and `.rgignore` files are honoured
 //! (also outside a git repository: an agent's root is a project whether or not it has `.git`),
-//! symlinks are not followed (so a walk never leaves the root), and the walk runs on every core.
+//! symlinks are not followed, and the walk runs on every core.
+//!
+//! The walk goes by path names, so a directory swapped for a symlink while it runs could lead it
+//! out of the root. What it reports is therefore looked up again beneath the root
+//! ([`Beneath`]): each entry is stat'ed, and each file opened, relative to its directory opened
+//! through the root's handle, and dropped when that fails. No name or byte from outside the
+//! root reaches a result.
 
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::time::SystemTime;
 
+use cap_std::fs::Dir;
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::types::{Types, TypesBuilder};
 use ignore::WalkBuilder;
 
+use nix::fcntl::{openat, AtFlags, OFlag};
+use nix::sys::stat::{fstatat, FileStat, Mode};
+
+use super::path::RootDir;
 use crate::tool::ToolError;
 
 /// A walker over `dir` with the house defaults.
@@ -105,53 +120,77 @@ impl<'c> CancelCheck<'c> {
     }
 }
 
-/// Modification times of walked files, looked up relative to their directory: a walker thread
-/// visits one directory's entries together, so each directory is opened once and each file
-/// costs one `fstatat` of its bare name instead of a lookup of its whole path.
-#[derive(Default)]
-pub(crate) struct Mtimes {
-    // The open directory and its path's bytes (compared as bytes: `Path`'s `==` compares
-    // components).
-    dir: Option<(Vec<u8>, std::os::fd::OwnedFd)>,
+/// Walked entries looked up again beneath the root, through the root's directory handle. A
+/// walker thread visits one directory's entries together, so each directory is opened once (with
+/// the kernel resolving it beneath the root) and each entry costs one `*at` call of its bare
+/// name, never followed if it is a symlink.
+pub(crate) struct Beneath<'r> {
+    root: &'r RootDir,
+    // The open directory and its path relative to the root, as bytes (compared as bytes:
+    // `Path`'s `==` compares components).
+    dir: Option<(Vec<u8>, Dir)>,
 }
 
-impl Mtimes {
-    /// The entry's modification time (the epoch when it cannot be read).
-    pub fn of(&mut self, entry: &ignore::DirEntry) -> std::time::SystemTime {
-        self.fast(entry.path()).unwrap_or_else(|| {
-            entry
-                .metadata()
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .unwrap_or(std::time::SystemTime::UNIX_EPOCH)
-        })
+impl<'r> Beneath<'r> {
+    pub fn new(root: &'r RootDir) -> Self {
+        Beneath { root, dir: None }
     }
 
-    fn fast(&mut self, path: &Path) -> Option<std::time::SystemTime> {
-        use nix::fcntl::{open, AtFlags, OFlag};
-        use nix::sys::stat::{fstatat, Mode};
-        use std::os::unix::ffi::OsStrExt;
-        let bytes = path.as_os_str().as_bytes();
-        let slash = bytes.iter().rposition(|&b| b == b'/')?;
-        let (parent, name) = (&bytes[..slash.max(1)], &bytes[slash + 1..]);
+    /// The directory of the walked `path` (opened beneath the root) and its name; `None` when
+    /// the path is not beneath the root, or its directory cannot be opened beneath it.
+    fn parent<'p>(&mut self, path: &'p Path) -> Option<(BorrowedFd<'_>, &'p OsStr)> {
+        let rel = under(self.root.path(), path);
+        if rel.is_absolute() {
+            return None;
+        }
+        let bytes = rel.as_os_str().as_bytes();
+        let (parent, name) = match bytes.iter().rposition(|&b| b == b'/') {
+            Some(slash) => (&bytes[..slash], &bytes[slash + 1..]),
+            None => (&b""[..], bytes),
+        };
         if name.is_empty() {
             return None;
         }
-        let name = std::ffi::OsStr::from_bytes(name);
-        if self.dir.as_ref().is_none_or(|(p, _)| p != parent) {
-            let fd = open(
-                std::ffi::OsStr::from_bytes(parent),
-                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )
-            .ok()?;
-            self.dir = Some((parent.to_vec(), fd));
+        let name = OsStr::from_bytes(name);
+        if parent.is_empty() {
+            return Some((self.root.dir().as_fd(), name));
         }
-        let (_, fd) = self.dir.as_ref()?;
-        let st = fstatat(fd, name, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+        if self.dir.as_ref().is_none_or(|(p, _)| p != parent) {
+            self.dir = None;
+            let dir = self.root.dir().open_dir(OsStr::from_bytes(parent)).ok()?;
+            self.dir = Some((parent.to_vec(), dir));
+        }
+        let (_, dir) = self.dir.as_ref()?;
+        Some((dir.as_fd(), name))
+    }
+
+    /// The entry's status, not following a symlink; `None` when it is not beneath the root.
+    pub fn stat(&mut self, path: &Path) -> Option<FileStat> {
+        let (fd, name) = self.parent(path)?;
+        fstatat(fd, name, AtFlags::AT_SYMLINK_NOFOLLOW).ok()
+    }
+
+    /// The entry's modification time; `None` when it is not beneath the root.
+    pub fn mtime(&mut self, path: &Path) -> Option<SystemTime> {
+        let st = self.stat(path)?;
         let secs = u64::try_from(st.st_mtime).ok()?;
         let nanos = u32::try_from(st.st_mtime_nsec).ok()?;
         Some(std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos))
+    }
+
+    /// The walked regular file `path`, opened for reading without blocking and without following
+    /// a symlink; `None` when it is not a regular file beneath the root.
+    pub fn open_file(&mut self, path: &Path) -> Option<(std::fs::File, std::fs::Metadata)> {
+        let (fd, name) = self.parent(path)?;
+        let flags = OFlag::O_RDONLY
+            | OFlag::O_NOFOLLOW
+            | OFlag::O_NONBLOCK
+            | OFlag::O_NOCTTY
+            | OFlag::O_CLOEXEC;
+        let file = std::fs::File::from(openat(fd, name, flags, Mode::empty()).ok()?);
+        // Checked on the opened file: the walk saw a file, but it may have been swapped since.
+        let meta = file.metadata().ok()?;
+        meta.is_file().then_some((file, meta))
     }
 }
 
@@ -176,22 +215,45 @@ mod tests {
     }
 
     #[test]
-    fn mtimes_match_metadata() {
+    fn entries_are_looked_up_beneath_the_root() {
         let dir = tempfile::tempdir().unwrap();
+        let path = std::fs::canonicalize(dir.path()).unwrap();
         for name in ["a.txt", "sub/b.txt", "sub/c.txt"] {
-            let f = dir.path().join(name);
+            let f = path.join(name);
             std::fs::create_dir_all(f.parent().unwrap()).unwrap();
             std::fs::write(&f, name).unwrap();
         }
-        let mut mtimes = Mtimes::default();
+        let root = RootDir::open(&path).unwrap();
+        let mut beneath = Beneath::new(&root);
         let mut seen = 0;
-        for entry in walker(dir.path()).build().flatten() {
+        for entry in walker(&path).build().flatten() {
             if entry.file_type().is_some_and(|t| t.is_file()) {
                 let want = entry.metadata().unwrap().modified().unwrap();
-                assert_eq!(mtimes.of(&entry), want, "{}", entry.path().display());
+                assert_eq!(beneath.mtime(entry.path()), Some(want));
+                let mut text = String::new();
+                use std::io::Read;
+                beneath
+                    .open_file(entry.path())
+                    .unwrap()
+                    .0
+                    .read_to_string(&mut text)
+                    .unwrap();
+                assert!(entry.path().ends_with(&text), "{text}");
                 seen += 1;
             }
         }
         assert_eq!(seen, 3);
+        // Paths outside the root, and through a symlink out of it, are not looked up.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("x"), "x").unwrap();
+        std::os::unix::fs::symlink(outside.path(), path.join("link")).unwrap();
+        assert!(beneath.stat(&outside.path().join("x")).is_none());
+        assert!(beneath.stat(&path.join("link/x")).is_none());
+        assert!(beneath.open_file(&path.join("link/x")).is_none());
+        // A symlink is stat'ed, not followed, and never opened.
+        std::os::unix::fs::symlink("a.txt", path.join("alias")).unwrap();
+        assert!(beneath.stat(&path.join("alias")).is_some());
+        assert!(beneath.open_file(&path.join("alias")).is_none());
+        assert!(beneath.open_file(&path.join("sub")).is_none());
     }
 }

@@ -13,9 +13,9 @@ use super::{cut_chars, opt_u64, str_arg};
 use crate::tool::{Hints, HostError, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// Results returned when the call does not say.
-pub const DEFAULT_RESULTS: usize = 10;
+pub const DEFAULT_RESULTS: u64 = 10;
 /// Results returned at most.
-pub const MAX_RESULTS: usize = 20;
+pub const MAX_RESULTS: u64 = 20;
 /// A snippet is cut to this many characters.
 const MAX_SNIPPET_CHARS: usize = 1000;
 
@@ -25,7 +25,7 @@ pub struct SearchRequest {
     /// The query.
     pub query: String,
     /// How many results the tool will show (a provider may return more; the rest are dropped).
-    pub max_results: usize,
+    pub max_results: u64,
     /// Only results from these domains (and their subdomains); empty = any.
     pub allowed_domains: Vec<String>,
     /// No results from these domains (and their subdomains).
@@ -147,7 +147,8 @@ pub(crate) fn render(request: &SearchRequest, results: Vec<SearchResult>) -> Too
         return ToolOutput::text(format!("No results for {:?}.", request.query));
     }
     let mut text = String::new();
-    for (i, r) in kept.iter().take(request.max_results).enumerate() {
+    let shown = usize::try_from(request.max_results).unwrap_or(usize::MAX);
+    for (i, r) in kept.iter().take(shown).enumerate() {
         if i > 0 {
             text.push('\n');
         }
@@ -169,7 +170,7 @@ pub(crate) fn render(request: &SearchRequest, results: Vec<SearchResult>) -> Too
         }
     }
     let mut out = ToolOutput::text(text);
-    if total > request.max_results {
+    if total > shown {
         out = out.with_metadata(json!({"truncated": true, "total": total}));
     }
     out
@@ -215,7 +216,7 @@ impl Tool for WebSearch {
         let request = SearchRequest {
             query,
             max_results: opt_u64(&args, "max_results")
-                .map_or(DEFAULT_RESULTS, |n| n as usize)
+                .unwrap_or(DEFAULT_RESULTS)
                 .clamp(1, MAX_RESULTS),
             allowed_domains: domains(&args, "allowed_domains")?,
             blocked_domains: domains(&args, "blocked_domains")?,

@@ -3,7 +3,8 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{atomic_write, confine, display_path, str_arg};
+use super::path::RootDir;
+use super::{atomic_write, str_arg, WriteOptions};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub(crate) struct Write;
@@ -34,22 +35,25 @@ impl Tool for Write {
     }
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let given = str_arg(&args, "path")?;
+        let given = str_arg(&args, "path")?.to_string();
         let content = str_arg(&args, "content")?.to_string();
-        let path = confine(ctx.root(), given)?;
-        let shown = display_path(ctx.root(), &path);
-        if path.is_dir() {
-            return Err(format!("{shown} is a directory").into());
-        }
-        let existed = path.exists();
+        let root = ctx.root.clone();
         let bytes = content.len();
-        let target = path.clone();
-        tokio::task::spawn_blocking(move || atomic_write(&target, content.as_bytes()))
-            .await
-            .map_err(|e| format!("write of {shown} failed: {e}"))?
-            .map_err(|e| format!("cannot write {shown}: {e}"))?;
-        let verb = if existed { "Overwrote" } else { "Created" };
-        Ok(ToolOutput::text(format!("{verb} {shown} ({bytes} bytes)")))
+        let written = tokio::task::spawn_blocking(move || {
+            let root = RootDir::for_call(&root)?;
+            atomic_write(&root, &given, content.as_bytes(), WriteOptions::default())
+        })
+        .await
+        .map_err(|e| format!("write failed: {e}"))??;
+        let verb = if written.existed {
+            "Overwrote"
+        } else {
+            "Created"
+        };
+        Ok(ToolOutput::text(format!(
+            "{verb} {} ({bytes} bytes)",
+            written.shown
+        )))
     }
 }
 

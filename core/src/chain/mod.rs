@@ -107,8 +107,8 @@ pub use run::NOT_EXECUTED_RESULT;
 use crate::client::Client;
 use crate::error::Result;
 use crate::event::TurnResult;
+use crate::run::{Run, RunOptions};
 use crate::tool::EventSink;
-use crate::turn::{Run, RunOptions};
 
 impl Client {
     /// Run a task chain with `input` to its end, as one turn of this client (see
@@ -129,7 +129,7 @@ impl Client {
         self.check_open()?;
         let cancel = self.turn_token(&options);
         Ok(run::run_chain(
-            self.inner.clone(),
+            self.state().clone(),
             Arc::new(chain.clone()),
             input.into(),
             options.allow,
@@ -155,14 +155,14 @@ impl Client {
         self.check_open()?;
         let cancel = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
-        let handle = tokio::spawn(run::run_chain(
-            self.inner.clone(),
+        let chain = run::run_chain(
+            self.state().clone(),
             Arc::new(chain.clone()),
             input.into(),
             options.allow,
             cancel.clone(),
             EventSink::new(tx),
-        ));
-        Ok(Run::new(rx, cancel, handle))
+        );
+        Ok(Run::spawn(chain, rx, cancel))
     }
 }

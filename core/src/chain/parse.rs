@@ -103,7 +103,7 @@ impl Chain {
     /// Read a chain from its JSON text. `Err` ([`Error::Config`]) names the field that is wrong.
     pub fn from_json(text: &str) -> Result<Chain> {
         let value: Value = serde_json::from_str(text)
-            .map_err(|e| Error::Config(format!("chain: not JSON: {e}")))?;
+            .map_err(|e| Error::config(format!("chain: not JSON: {e}")))?;
         Chain::from_value(value)
     }
 
@@ -114,9 +114,9 @@ impl Chain {
             let at = e.path().to_string();
             let inner = e.into_inner();
             if at == "." {
-                Error::Config(format!("chain: {inner}"))
+                Error::config(format!("chain: {inner}"))
             } else {
-                Error::Config(format!("chain: at {at}: {inner}"))
+                Error::config(format!("chain: at {at}: {inner}"))
             }
         })?;
         compile(def)
@@ -180,7 +180,7 @@ fn check_schema(value: &Value) -> Result<()> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(Error::Config(format!(
+        Err(Error::config(format!(
             "chain does not match the task-chain schema: {}",
             problems.join("; ")
         )))
@@ -189,7 +189,7 @@ fn check_schema(value: &Value) -> Result<()> {
 
 /// The checks the schema cannot make, and the compiled tasks.
 fn compile(def: ChainDef) -> Result<Chain> {
-    let bad = |at: String, msg: String| Error::Config(format!("chain: at {at}: {msg}"));
+    let bad = |at: String, msg: String| Error::config(format!("chain: at {at}: {msg}"));
     if def.id.trim().is_empty() {
         return Err(bad("id".into(), "must not be empty".into()));
     }
@@ -282,7 +282,7 @@ fn compile_task(
     ignored: &mut Vec<String>,
 ) -> Result<Task> {
     let at = |field: &str| format!("tasks[{i}].{field}");
-    let bad = |field: &str, msg: String| Error::Config(format!("chain: at {}: {msg}", at(field)));
+    let bad = |field: &str, msg: String| Error::config(format!("chain: at {}: {msg}", at(field)));
     let handler = match t.handler.as_str() {
         "chat_completion" => Handler::ChatCompletion,
         "execute_tool_calls" => Handler::ExecuteToolCalls,

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::parse::{Chain, Goto, Handler, Task};
 use super::template::Scope;
-use crate::client::Inner;
+use crate::client_state::ClientState;
 use crate::error::cut;
 use crate::event::{Event, Outcome, TurnResult, Usage};
 use crate::tool::{Allowlist, EventSink, ToolOutput};
@@ -72,19 +72,19 @@ struct Pending {
 
 /// Run `chain` on `inner`'s conversation as one turn.
 pub(crate) async fn run_chain(
-    inner: Arc<Inner>,
+    inner: Arc<ClientState>,
     chain: Arc<Chain>,
     input: String,
     run_allow: Option<Allowlist>,
     cancel: CancellationToken,
     sink: EventSink,
 ) -> TurnResult {
-    let _one_at_a_time = inner.turn_lock.lock().await;
+    let _one_at_a_time = inner.lock_turn().await;
     sink.emit(Event::TurnStart {
         prompt: input.clone(),
     });
     // Remote hooks that were down are probed first, so what came up is offered to the chain.
-    inner.before_turn.run(&cancel).await;
+    inner.before_turn().run(&cancel).await;
     let mut run = ChainRun {
         inner: &inner,
         chain: &chain,
@@ -119,16 +119,12 @@ pub(crate) async fn run_chain(
         final_text,
         usage,
         error,
-        transcript: inner
-            .conversation
-            .lock()
-            .expect("conversation lock")
-            .clone(),
+        transcript: inner.transcript(),
     }
 }
 
 struct ChainRun<'a> {
-    inner: &'a Inner,
+    inner: &'a ClientState,
     chain: &'a Chain,
     run_allow: Option<&'a Allowlist>,
     cancel: &'a CancellationToken,
@@ -360,8 +356,12 @@ impl ChainRun<'_> {
 
     /// The tool filter of a task: its allowlist over tool names and the names of their hooks.
     fn narrow<'t>(&self, tasks: &'t [&'t Task]) -> impl Fn(&str) -> bool + Sync + 't {
-        let servers: HashMap<String, Option<String>> =
-            self.inner.toolkit.names_and_servers().into_iter().collect();
+        let servers: HashMap<String, Option<String>> = self
+            .inner
+            .toolkit()
+            .names_and_servers()
+            .into_iter()
+            .collect();
         move |name: &str| {
             let server = servers.get(name).and_then(|s| s.as_deref());
             tasks.iter().all(|t| t.tools.sees(name, server))
@@ -406,7 +406,7 @@ impl ChainRun<'_> {
     /// The tools `turn` may offer now, with their servers.
     fn visible(&self, turn: &Turn<'_>) -> Vec<(String, Option<String>)> {
         self.inner
-            .toolkit
+            .toolkit()
             .names_and_servers()
             .into_iter()
             .filter(|(name, _)| turn.allowed(name))
@@ -419,7 +419,7 @@ impl ChainRun<'_> {
         input: Output,
         cancel: &CancellationToken,
     ) -> Result<Done, Stop> {
-        if self.responses >= self.inner.config.max_turns {
+        if self.responses >= self.inner.config().max_turns {
             return Err(Stop::MaxTurns);
         }
         // Calls of an earlier chat task nobody executed get their results first: the model
@@ -439,7 +439,7 @@ impl ChainRun<'_> {
         let tasks = [task];
         let narrow = self.narrow(&tasks);
         let turn = self.turn(&narrow, cancel);
-        let system = system.or_else(|| self.inner.config.system.clone());
+        let system = system.or_else(|| self.inner.config().system.clone());
         let response = turn
             .respond(self.responses, system.as_deref(), task.model.as_deref())
             .await;
@@ -557,7 +557,7 @@ impl ChainRun<'_> {
                 }
             }
         }
-        if let Some(entry) = self.inner.toolkit.lookup(&name, &|_| true) {
+        if let Some(entry) = self.inner.toolkit().lookup(&name, &|_| true) {
             coerce_to_schema(&mut args, &entry.spec.input_schema);
         }
         let tool_call = ToolCall {
@@ -595,7 +595,7 @@ impl ChainRun<'_> {
     /// The registered tool a direct call means: `tool_name` of the hook / MCP server
     /// `provider` (MCP names its tools `<server>__<tool>`), or the tool named `provider`.
     fn resolve_tool(&self, call: &super::parse::DirectCall) -> Result<String, String> {
-        let all = self.inner.toolkit.names_and_servers();
+        let all = self.inner.toolkit().names_and_servers();
         let provider = call.provider.as_str();
         let of_provider: Vec<&String> = all
             .iter()
@@ -765,7 +765,7 @@ impl Scope for TaskScope<'_, '_> {
     }
 
     fn chain_var(&self, name: &str) -> Option<String> {
-        let config = &self.run.inner.config;
+        let config = self.run.inner.config();
         match name {
             "model" => self.task.model.clone().or_else(|| config.model.clone()),
             "provider" => serde_json::to_value(config.style)

@@ -30,7 +30,7 @@ impl TaskTools {
             tools.allow = Some(Allowlist::new(&pos)?);
             let neg: Vec<&str> = neg.iter().map(|p| &p.trim()[1..]).collect();
             if neg.iter().any(|p| p.trim().is_empty()) {
-                return Err(Error::Config("empty allowlist pattern \"!\"".into()));
+                return Err(Error::config("empty allowlist pattern \"!\"".into()));
             }
             if !neg.is_empty() {
                 tools.deny = Some(Allowlist::new(&neg)?);

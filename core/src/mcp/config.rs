@@ -2,6 +2,7 @@
 //! `inject` and `timeout_ms`.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::redact::{RedactedList, RedactedObject, RedactedUrl, RedactedValues, UrlParts};
 
 /// The default limit of one request to a server (a listing or one call). Starting a server (the
 /// process and the `initialize` handshake) gets this limit too, but never less than 30 s.
@@ -34,6 +36,11 @@ const RESERVED_HEADERS: &[&str] = &[
 /// tool that declares them) and `"timeout_ms"` (the limit of each request to that server,
 /// default [`DEFAULT_TIMEOUT_MS`]; starting it gets at least 30 s). Unknown keys in a server entry are an error, so a typo never
 /// drops a header or an injected value silently.
+///
+/// `Debug` prints of it (and of [`ServerConfig`] and [`Transport`]) show server names,
+/// commands, header and variable names, and redact every value that may be a secret: header
+/// and environment values, injected values, command arguments and the endpoint's path and
+/// query.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct McpConfig {
     /// The servers by name. Sorted by name, which is the order names are given out in.
@@ -41,7 +48,7 @@ pub struct McpConfig {
 }
 
 /// One server of an [`McpConfig`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct ServerConfig {
     /// How to reach it.
     pub transport: Transport,
@@ -52,7 +59,7 @@ pub struct ServerConfig {
 }
 
 /// How a server is reached.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum Transport {
     /// A child process speaking MCP on stdin/stdout. Its stderr is kept (the last lines show in
     /// errors). Its environment is explicit: `env` on top of a few harmless variables of the host
@@ -76,6 +83,48 @@ pub enum Transport {
         /// Headers for every request (for example `Authorization`).
         headers: BTreeMap<String, String>,
     },
+}
+
+// The Debug impls name every field (no `..`): a new field does not compile until its author
+// decides whether it is secret.
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ServerConfig {
+            transport,
+            inject,
+            timeout,
+        } = self;
+        f.debug_struct("ServerConfig")
+            .field("transport", transport)
+            .field("inject", &RedactedObject(inject))
+            .field("timeout", timeout)
+            .finish()
+    }
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                // Arguments carry tokens and connection strings as often as `env` does.
+                .field("args", &RedactedList(args.len()))
+                .field("env", &RedactedValues(env))
+                .field("cwd", cwd)
+                .finish(),
+            Transport::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", &RedactedUrl(url, UrlParts::OriginOnly))
+                .field("headers", &RedactedValues(headers))
+                .finish(),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -107,28 +156,28 @@ impl McpConfig {
     /// Parse the JSON text of an `mcpServers` document.
     pub fn from_json(text: &str) -> Result<McpConfig> {
         let value: Value = serde_json::from_str(text)
-            .map_err(|e| Error::Config(format!("MCP config is not valid JSON: {e}")))?;
+            .map_err(|e| Error::config(format!("MCP config is not valid JSON: {e}")))?;
         McpConfig::from_value(value)
     }
 
     /// Read an `mcpServers` document from a JSON value.
     pub fn from_value(value: Value) -> Result<McpConfig> {
         if !value.is_object() {
-            return Err(Error::Config(
+            return Err(Error::config(
                 "MCP config must be an object {\"mcpServers\": {...}}".into(),
             ));
         }
         let raw: RawConfig =
-            serde_json::from_value(value).map_err(|e| Error::Config(format!("MCP config: {e}")))?;
+            serde_json::from_value(value).map_err(|e| Error::config(format!("MCP config: {e}")))?;
         let Some(entries) = raw.mcp_servers else {
-            return Err(Error::Config(
+            return Err(Error::config(
                 "MCP config has no \"mcpServers\" object".into(),
             ));
         };
         let mut servers = BTreeMap::new();
         for (name, entry) in entries {
             if name.is_empty() {
-                return Err(Error::Config("MCP server names must not be empty".into()));
+                return Err(Error::config("MCP server names must not be empty".into()));
             }
             let server = ServerConfig::from_value(&name, entry)?;
             servers.insert(name, server);
@@ -139,7 +188,7 @@ impl McpConfig {
 
 impl ServerConfig {
     fn from_value(name: &str, value: Value) -> Result<ServerConfig> {
-        let bad = |msg: String| Error::Config(format!("MCP server {name:?}: {msg}"));
+        let bad = |msg: String| Error::config(format!("MCP server {name:?}: {msg}"));
         let raw: RawServer = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
         let kind = match raw.kind.as_deref() {
             None if raw.url.is_some() && raw.command.is_none() => "http",
@@ -286,5 +335,55 @@ mod tests {
                 .contains("timeout_ms")
         );
         assert!(err(json!({"mcpServers": {"a": {"url": "ftp://x"}}})).contains("http://"));
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn debug_prints_redact_secrets_and_keep_names() {
+        let cfg = McpConfig::from_value(json!({
+            "mcpServers": {
+                "db": {"command": "npx",
+                       "args": ["-y", "server-postgres", "postgresql://u:MARKER-arg@db/x"],
+                       "env": {"API_TOKEN": "MARKER-env"}, "cwd": "/srv",
+                       "inject": {"tenant": "MARKER-inject"}},
+                "web": {"type": "http",
+                        "url": "https://mcp.example.com/mcp/MARKER-path/sse?key=MARKER-query",
+                        "headers": {"Authorization": "Bearer MARKER-header"}}
+            }
+        }))
+        .unwrap();
+        let prints = [
+            format!("{cfg:?}"),
+            format!("{cfg:#?}"),
+            format!("{:?}", cfg.servers["db"]),
+            format!("{:#?}", cfg.servers["web"].transport),
+        ];
+        for print in &prints[..2] {
+            for name in [
+                "\"db\"",
+                "\"web\"",
+                "\"npx\"",
+                "\"API_TOKEN\"",
+                "\"tenant\"",
+                "\"Authorization\"",
+                "\"/srv\"",
+                "https://mcp.example.com/<redacted>?<redacted>",
+            ] {
+                assert!(print.contains(name), "{name} missing from {print}");
+            }
+        }
+        for print in &prints {
+            assert!(!print.contains("MARKER"), "{print}");
+        }
+        assert!(
+            prints[0].contains("args: [<redacted>, <redacted>, <redacted>]"),
+            "{}",
+            prints[0]
+        );
     }
 }

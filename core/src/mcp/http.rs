@@ -3,15 +3,23 @@
 //!
 //! What the transport's worker needs from a client: POST one JSON-RPC message and read the
 //! answer (202 / JSON / an SSE stream), GET the server's SSE stream, DELETE the session.
+//!
+//! rmcp's docs say a custom client must enforce the transport's size limits itself; this one
+//! does (JSON bodies, error bodies, each SSE event, counted before parsing), and adds what
+//! rmcp leaves to the client: a timeout until the response starts, an idle timeout between the
+//! events of a POST's answer, no redirects (headers never travel to another host), and no URL in
+//! any error text.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
+use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use http::{HeaderName, HeaderValue};
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
 use reqwest::StatusCode;
 use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::common::http_header::{
@@ -19,27 +27,148 @@ use rmcp::transport::common::http_header::{
 };
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
 };
-use sse_stream::{Error as SseError, Sse, SseStream};
+use sse_stream::{Error as SseError, Sse};
+use tokio::time::Instant;
+
+use crate::model::redact::origin;
+use crate::model::sse::{Caps, Decoder};
 
 /// Bytes of an error body kept in a message.
 const ERROR_BODY_MAX: usize = 2048;
+
+/// Why a connection's client last cut an answer short (a cap, a stall): rmcp reports such a
+/// stream error only as a closed transport, so the server's error message reads it from here.
+#[derive(Clone, Default)]
+pub(crate) struct LastError(Arc<std::sync::Mutex<Option<String>>>);
+
+impl LastError {
+    fn set(&self, why: String) {
+        *self.0.lock().expect("last error lock") = Some(why);
+    }
+
+    /// The reason, once.
+    pub fn take(&self) -> Option<String> {
+        self.0.lock().expect("last error lock").take()
+    }
+}
 
 /// The reqwest client behind an MCP HTTP server.
 #[derive(Clone)]
 pub(crate) struct HttpClient {
     client: reqwest::Client,
+    last_error: LastError,
+    /// From sending a request to its response headers; also the longest silence between two
+    /// events of a POST's SSE answer and two chunks of a JSON body (the server's `timeout_ms`).
+    timeout: Duration,
 }
 
 type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
 
 impl HttpClient {
-    pub fn new() -> Result<HttpClient, String> {
+    pub fn new(timeout: Duration) -> Result<HttpClient, String> {
         reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map(|client| HttpClient { client })
+            .map(|client| HttpClient {
+                client,
+                timeout,
+                last_error: LastError::default(),
+            })
             .map_err(|e| format!("cannot build the HTTP client: {e}"))
     }
+
+    /// Where this client leaves the reason it cut an answer short.
+    pub fn last_error(&self) -> LastError {
+        self.last_error.clone()
+    }
+
+    /// Send within the timeout; reqwest's errors lose their URL (it may carry a token).
+    async fn send(&self, req: reqwest::RequestBuilder) -> HttpResult<reqwest::Response> {
+        match tokio::time::timeout(self.timeout, req.send()).await {
+            Ok(Ok(resp)) => Ok(resp),
+            Ok(Err(e)) => Err(StreamableHttpError::Client(e.without_url())),
+            Err(_) => Err(StreamableHttpError::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "the server did not answer within {} ms (timeout_ms)",
+                    self.timeout.as_millis()
+                ),
+            ))),
+        }
+    }
+
+    /// The next chunk of a body within the timeout.
+    async fn chunk(
+        &self,
+        body: &mut BoxStream<'static, reqwest::Result<Bytes>>,
+    ) -> HttpResult<Option<Bytes>> {
+        match tokio::time::timeout(self.timeout, body.next()).await {
+            Ok(Some(Ok(chunk))) => Ok(Some(chunk)),
+            Ok(Some(Err(e))) => Err(StreamableHttpError::Client(e.without_url())),
+            Ok(None) => Ok(None),
+            Err(_) => Err(idle_error(self.timeout)),
+        }
+    }
+
+    /// A whole body of at most `max` bytes.
+    async fn bounded_body(&self, resp: reqwest::Response, max: usize) -> HttpResult<Vec<u8>> {
+        if resp.content_length().is_some_and(|n| n > max as u64) {
+            return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: max });
+        }
+        let mut body = resp.bytes_stream().boxed();
+        let mut out = Vec::new();
+        while let Some(chunk) = self.chunk(&mut body).await? {
+            if chunk.len() > max - out.len() {
+                return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: max });
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(out)
+    }
+
+    /// At most the first `max` bytes of a body, as text (for a diagnostic); reads no further.
+    async fn body_prefix(&self, resp: reqwest::Response, max: usize) -> String {
+        let mut body = resp.bytes_stream().boxed();
+        let mut out = Vec::new();
+        while out.len() < max {
+            match self.chunk(&mut body).await {
+                Ok(Some(chunk)) => {
+                    let n = chunk.len().min(max - out.len());
+                    out.extend_from_slice(&chunk[..n]);
+                }
+                _ => break,
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+fn idle_error(timeout: Duration) -> StreamableHttpError<reqwest::Error> {
+    StreamableHttpError::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!(
+            "nothing arrived for {} ms (timeout_ms)",
+            timeout.as_millis()
+        ),
+    ))
+}
+
+/// A 3xx answer: an error naming the status and where it pointed (its origin only: the rest of
+/// the URL may carry a token).
+fn redirect_error(resp: &reqwest::Response) -> StreamableHttpError<reqwest::Error> {
+    let to = resp
+        .headers()
+        .get(LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|loc| resp.url().join(loc).ok())
+        .map(|u| format!(" to {}", origin(&u)))
+        .unwrap_or_default();
+    StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!(
+        "HTTP {}: a redirect{to}; redirects are not followed (use the URL that answers)",
+        resp.status().as_u16()
+    )))
 }
 
 fn is_media(content_type: Option<&HeaderValue>, media: &str) -> bool {
@@ -63,13 +192,89 @@ fn apply(
     req
 }
 
-async fn error_body(resp: reqwest::Response) -> String {
-    let text = resp.text().await.unwrap_or_default();
-    crate::error::cut(&text, ERROR_BODY_MAX)
+/// An SSE body as rmcp's events, each event capped at `max_event` bytes; with `idle`, an error
+/// once that long passed without an event (keep-alive comments do not count).
+fn sse(
+    resp: reqwest::Response,
+    max_event: usize,
+    idle: Option<Duration>,
+    last_error: LastError,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    struct State {
+        body: BoxStream<'static, reqwest::Result<Bytes>>,
+        decoder: Decoder,
+        idle: Option<Duration>,
+        deadline: Option<Instant>,
+        failed: bool,
+        last_error: LastError,
+    }
+    let state = State {
+        body: resp.bytes_stream().boxed(),
+        decoder: Decoder::new(Caps {
+            event: max_event,
+            // A long-lived stream: its events are capped, not its length.
+            body: usize::MAX,
+        }),
+        idle,
+        deadline: idle.map(|d| Instant::now() + d),
+        failed: false,
+        last_error,
+    };
+    fn fail(
+        mut st: State,
+        e: Box<dyn std::error::Error + Send + Sync>,
+    ) -> Option<(Result<Sse, SseError>, State)> {
+        st.failed = true;
+        st.last_error.set(e.to_string());
+        Some((Err(SseError::Body(e)), st))
+    }
+    futures::stream::unfold(state, move |mut st| async move {
+        if st.failed {
+            return None;
+        }
+        loop {
+            if let Some(ev) = st.decoder.next_event() {
+                st.deadline = st.idle.map(|d| Instant::now() + d);
+                let sse = Sse {
+                    event: ev.event,
+                    data: ev.data,
+                    id: ev.id,
+                    retry: ev.retry,
+                };
+                return Some((Ok(sse), st));
+            }
+            let next = match st.deadline {
+                Some(deadline) => match tokio::time::timeout_at(deadline, st.body.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        let ms = st.idle.unwrap_or_default().as_millis();
+                        let e = std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!("no event for {ms} ms (timeout_ms)"),
+                        );
+                        return fail(st, Box::new(e));
+                    }
+                },
+                None => st.body.next().await,
+            };
+            match next {
+                None => return None,
+                Some(Err(e)) => return fail(st, Box::new(e.without_url())),
+                Some(Ok(chunk)) => {
+                    if let Err(cap) = st.decoder.feed(&chunk) {
+                        return fail(st, Box::new(cap));
+                    }
+                }
+            }
+        }
+    })
+    .boxed()
 }
 
-fn sse(resp: reqwest::Response) -> BoxStream<'static, Result<Sse, SseError>> {
-    SseStream::from_bytes_stream(resp.bytes_stream()).boxed()
+fn limits_with_event_size(max_sse_event_size: usize) -> StreamableHttpResponseLimits {
+    let mut limits = StreamableHttpResponseLimits::default();
+    limits.max_sse_event_size = max_sse_event_size;
+    limits
 }
 
 impl StreamableHttpClient for HttpClient {
@@ -82,6 +287,46 @@ impl StreamableHttpClient for HttpClient {
         session_id: Option<Arc<str>>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits_with_event_size(max_sse_event_size),
+        )
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
     ) -> HttpResult<StreamableHttpPostResponse> {
         let body = serde_json::to_vec(&message)?;
         let mut req = self
@@ -96,17 +341,16 @@ impl StreamableHttpClient for HttpClient {
         if let Some(id) = &session_id {
             req = req.header(HEADER_SESSION_ID, id.as_ref());
         }
-        let resp = req
-            .body(body)
-            .send()
-            .await
-            .map_err(StreamableHttpError::Client)?;
+        let resp = self.send(req.body(body)).await?;
         let status = resp.status();
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             return Ok(StreamableHttpPostResponse::Accepted);
         }
         if status == StatusCode::NOT_FOUND && session_id.is_some() {
             return Err(StreamableHttpError::SessionExpired);
+        }
+        if status.is_redirection() {
+            return Err(redirect_error(&resp));
         }
         let new_session = resp
             .headers()
@@ -116,21 +360,43 @@ impl StreamableHttpClient for HttpClient {
         let content_type = resp.headers().get(CONTENT_TYPE).cloned();
         let awaits_nothing = !matches!(message, JsonRpcMessage::Request(_));
         if !status.is_success() {
-            let body = error_body(resp).await;
-            if let Ok(err @ JsonRpcMessage::Error(_)) =
-                serde_json::from_str::<ServerJsonRpcMessage>(&body)
-            {
-                return Ok(StreamableHttpPostResponse::Json(err, new_session));
+            if is_media(content_type.as_ref(), JSON_MIME_TYPE) {
+                // A JSON-RPC error is the answer; read it whole (within the JSON cap).
+                let body = self
+                    .bounded_body(resp, limits.max_json_response_size)
+                    .await?;
+                if let Ok(err @ JsonRpcMessage::Error(_)) =
+                    serde_json::from_slice::<ServerJsonRpcMessage>(&body)
+                {
+                    return Ok(StreamableHttpPostResponse::Json(err, new_session));
+                }
+                let text = String::from_utf8_lossy(&body);
+                return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                    format!(
+                        "HTTP {status}: {}",
+                        crate::error::cut(&text, ERROR_BODY_MAX)
+                    ),
+                )));
             }
+            let max = limits.max_error_response_size.min(ERROR_BODY_MAX);
+            let body = self.body_prefix(resp, max).await;
             return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
                 format!("HTTP {status}: {body}"),
             )));
         }
         if is_media(content_type.as_ref(), EVENT_STREAM_MIME_TYPE) {
-            return Ok(StreamableHttpPostResponse::Sse(sse(resp), new_session));
+            let events = sse(
+                resp,
+                limits.max_sse_event_size,
+                Some(self.timeout),
+                self.last_error.clone(),
+            );
+            return Ok(StreamableHttpPostResponse::Sse(events, new_session));
         }
         if is_media(content_type.as_ref(), JSON_MIME_TYPE) {
-            let bytes = resp.bytes().await.map_err(StreamableHttpError::Client)?;
+            let bytes = self
+                .bounded_body(resp, limits.max_json_response_size)
+                .await?;
             return match serde_json::from_slice::<ServerJsonRpcMessage>(&bytes) {
                 Ok(msg) => Ok(StreamableHttpPostResponse::Json(msg, new_session)),
                 Err(_) if awaits_nothing => Ok(StreamableHttpPostResponse::Accepted),
@@ -163,13 +429,16 @@ impl StreamableHttpClient for HttpClient {
             custom_headers,
         )
         .header(HEADER_SESSION_ID, session_id.as_ref());
-        let resp = req.send().await.map_err(StreamableHttpError::Client)?;
+        let resp = self.send(req).await?;
         if resp.status() == StatusCode::METHOD_NOT_ALLOWED {
             return Ok(());
         }
+        if resp.status().is_redirection() {
+            return Err(redirect_error(&resp));
+        }
         resp.error_for_status()
             .map(|_| ())
-            .map_err(StreamableHttpError::Client)
+            .map_err(|e| StreamableHttpError::Client(e.without_url()))
     }
 
     async fn get_stream(
@@ -179,6 +448,26 @@ impl StreamableHttpClient for HttpClient {
         last_event_id: Option<String>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default().max_sse_event_size,
+        )
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
         let mut req = apply(
             self.client.get(uri.as_ref()).header(
@@ -194,13 +483,16 @@ impl StreamableHttpClient for HttpClient {
         if let Some(id) = last_event_id {
             req = req.header(HEADER_LAST_EVENT_ID, id);
         }
-        let resp = req.send().await.map_err(StreamableHttpError::Client)?;
+        let resp = self.send(req).await?;
         let status = resp.status();
         if status == StatusCode::METHOD_NOT_ALLOWED {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
+        if status.is_redirection() {
+            return Err(redirect_error(&resp));
+        }
         if !status.is_success() {
-            let body = error_body(resp).await;
+            let body = self.body_prefix(resp, ERROR_BODY_MAX).await;
             return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
                 format!("HTTP {status}: {body}"),
             )));
@@ -211,6 +503,8 @@ impl StreamableHttpClient for HttpClient {
                 content_type.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
             ));
         }
-        Ok(sse(resp))
+        // The server's own channel: it may stay quiet for as long as it likes (no idle limit),
+        // but each event is capped.
+        Ok(sse(resp, max_sse_event_size, None, self.last_error.clone()))
     }
 }

@@ -91,7 +91,7 @@ pub enum ServerState {
     /// Connected, with this many tools.
     Ready {
         /// How many tools it offers.
-        tools: usize,
+        tools: u64,
     },
     /// Could not be started or reached.
     Failed {
@@ -149,7 +149,9 @@ where
     while let Some((i, result)) = starting.next().await {
         let state = match result {
             Ok(tools) => {
-                let state = ServerState::Ready { tools: tools.len() };
+                let state = ServerState::Ready {
+                    tools: tools.len() as u64,
+                };
                 listed[i] = Some(tools);
                 state
             }
@@ -225,9 +227,9 @@ impl McpSource {
             .clients
             .lock()
             .expect("clients lock")
-            .push(Arc::downgrade(&client.inner));
+            .push(Arc::downgrade(client.state()));
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let client_closed = client.inner.shutdown.clone();
+            let client_closed = client.state().shutdown_token().clone();
             let source_closed = self.inner.shared.closed.clone();
             let source = Arc::downgrade(&self.inner);
             handle.spawn(async move {

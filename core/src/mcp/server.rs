@@ -20,8 +20,9 @@ use tokio_util::sync::CancellationToken;
 use super::config::{ServerConfig, Transport};
 use super::names;
 use super::stdio::{ChildProcess, StderrTail};
-use super::tool::{convert_result, McpTool};
-use crate::client::Inner;
+use super::tool::{convert_result, McpTool, ToolServer};
+use crate::client_state::ClientState;
+use crate::model::redact::{display_url, url_secrets, Redactor};
 use crate::tool::{Tool, ToolOutput};
 use crate::CANCELLED_RESULT;
 
@@ -38,7 +39,7 @@ pub(crate) struct Shared {
     pub closed: CancellationToken,
     /// Clients the source's tools were registered into (kept weakly: a client's life is its
     /// host's business).
-    pub clients: Mutex<Vec<Weak<Inner>>>,
+    pub clients: Mutex<Vec<Weak<ClientState>>>,
     /// Every tool name given out, across servers.
     pub taken: Mutex<HashSet<String>>,
 }
@@ -53,13 +54,12 @@ impl Shared {
     }
 
     /// The clients still alive and open.
-    pub fn live_clients(&self) -> Vec<crate::Client> {
+    pub fn live_clients(&self) -> Vec<Arc<ClientState>> {
         let mut clients = self.clients.lock().expect("clients lock");
         clients.retain(|w| w.strong_count() > 0);
         clients
             .iter()
             .filter_map(Weak::upgrade)
-            .map(|inner| crate::Client { inner })
             .filter(|c| !c.is_closed())
             .collect()
     }
@@ -70,6 +70,9 @@ struct Live {
     service: RunningService<RoleClient, Handler>,
     child: Option<ChildProcess>,
     generation: u64,
+    /// Why the HTTP client last gave up on an answer (a cap, a stall), which rmcp reports only
+    /// as a closed transport.
+    http_error: Option<super::http::LastError>,
 }
 
 impl Live {
@@ -111,7 +114,13 @@ pub(crate) struct Server {
     tools: RwLock<Vec<Arc<McpTool>>>,
     /// Set by `notifications/tools/list_changed`, cleared by the refresh.
     dirty: AtomicBool,
+    /// Set while a refresh task exists: notifications that arrive meanwhile only set `dirty`,
+    /// so a burst of them costs one task and at most two listings, not one task each.
+    refresh_scheduled: AtomicBool,
     refresh_lock: tokio::sync::Mutex<()>,
+    /// This server's secrets (header, env and injected values, the URL's userinfo and query),
+    /// kept out of every error text.
+    redactor: Redactor,
 }
 
 /// How a request to a server failed.
@@ -138,14 +147,16 @@ impl Server {
         Server {
             name,
             prefix,
-            config,
             shared,
             conn: tokio::sync::Mutex::new(None),
             generation: AtomicU64::new(0),
             last_stderr: Mutex::new(None),
             tools: RwLock::new(Vec::new()),
             dirty: AtomicBool::new(false),
+            refresh_scheduled: AtomicBool::new(false),
             refresh_lock: tokio::sync::Mutex::new(()),
+            redactor: secrets_of(&config),
+            config,
         }
     }
 
@@ -216,6 +227,7 @@ impl Server {
                         service,
                         child: Some(child),
                         generation,
+                        http_error: None,
                     }),
                     Ok(Err(e)) => {
                         let tail = child.stderr.clone();
@@ -236,7 +248,9 @@ impl Server {
                 }
             }
             Transport::Http { url, headers } => {
-                let client = super::http::HttpClient::new()?;
+                let client = super::http::HttpClient::new(self.config.timeout)?;
+                let http_error = client.last_error();
+                let shown = display_url(url);
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 for (k, v) in headers {
                     // Checked when the config was read.
@@ -252,10 +266,11 @@ impl Server {
                         service,
                         child: None,
                         generation,
+                        http_error: Some(http_error),
                     }),
-                    Ok(Err(e)) => Err(format!("MCP handshake with {url} failed: {e}")),
+                    Ok(Err(e)) => Err(format!("MCP handshake with {shown} failed: {e}")),
                     Err(_) => Err(format!(
-                        "{url} did not complete the MCP handshake within {ms} ms"
+                        "{shown} did not complete the MCP handshake within {ms} ms"
                     )),
                 }
             }
@@ -279,10 +294,12 @@ impl Server {
         if let Some(dead) = conn.take() {
             dead.shutdown().await;
         }
-        let live = self
-            .connect()
-            .await
-            .map_err(|e| CallError::Connect(format!("MCP server {}: {e}", self.name)))?;
+        let live = self.connect().await.map_err(|e| {
+            CallError::Connect(
+                self.redactor
+                    .redact(&format!("MCP server {}: {e}", self.name)),
+            )
+        })?;
         if self.shared.closed.is_cancelled() {
             live.shutdown().await;
             return Err(CallError::Connect(format!(
@@ -299,12 +316,18 @@ impl Server {
     async fn mark_dead(&self, generation: u64) -> String {
         let mut conn = self.conn.lock().await;
         let tail = conn.as_ref().and_then(Live::stderr);
+        let why = conn
+            .as_ref()
+            .and_then(|l| l.http_error.as_ref())
+            .and_then(super::http::LastError::take)
+            .map(|e| format!("\nthe HTTP client gave up on its answer: {e}"))
+            .unwrap_or_default();
         if conn.as_ref().is_some_and(|l| l.generation == generation) {
             if let Some(dead) = conn.take() {
                 dead.shutdown().await;
             }
         }
-        self.stderr_suffix(tail.as_deref())
+        format!("{why}{}", self.stderr_suffix(tail.as_deref()))
     }
 
     /// Start the server and list its tools (what `load_mcp` does for each server, at once).
@@ -363,7 +386,13 @@ impl Server {
                 Some(n) if taken.insert(n.clone()) => n,
                 _ => names::unique(&names::base_name(&self.prefix, mcp_name), &mut taken),
             };
-            fresh.push(Arc::new(McpTool::new(self.clone(), name, &value)));
+            let server: Arc<dyn ToolServer> = Arc::new(self.clone());
+            fresh.push(Arc::new(McpTool::new(
+                server,
+                name,
+                &value,
+                &self.config.inject,
+            )));
         }
         let gone: Vec<String> = old
             .iter()
@@ -415,6 +444,13 @@ impl Server {
     }
 
     async fn failure(&self, what: &str, e: ServiceError, generation: u64) -> CallError {
+        match self.failure_text(what, e, generation).await {
+            CallError::Failed(m) => CallError::Failed(self.redactor.redact(&m)),
+            other => other,
+        }
+    }
+
+    async fn failure_text(&self, what: &str, e: ServiceError, generation: u64) -> CallError {
         match e {
             ServiceError::McpError(err) => CallError::Failed(format!(
                 "MCP server {} answered {what} with an error: {}",
@@ -560,6 +596,43 @@ impl Server {
     }
 }
 
+/// The server as its tools see it (implemented on the `Arc`: a call may outlive the borrow).
+#[async_trait::async_trait]
+impl ToolServer for Arc<Server> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn call_tool(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        Server::call_tool(self, tool, args, cancel).await
+    }
+}
+
+/// The values an error text of this server must not show.
+fn secrets_of(config: &ServerConfig) -> Redactor {
+    let mut secrets: Vec<String> = config
+        .inject
+        .values()
+        .map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    match &config.transport {
+        Transport::Stdio { env, .. } => secrets.extend(env.values().cloned()),
+        Transport::Http { url, headers } => {
+            secrets.extend(url_secrets(url));
+            secrets.extend(headers.values().cloned());
+        }
+    }
+    Redactor::new(secrets)
+}
+
 /// rmcp's client handler: identifies contenox and listens for list_changed.
 pub(crate) struct Handler {
     server: Weak<Server>,
@@ -572,7 +645,21 @@ impl ClientHandler for Handler {
     ) -> impl std::future::Future<Output = ()> + Send + '_ {
         if let Some(server) = self.server.upgrade() {
             server.dirty.store(true, Ordering::Release);
-            tokio::spawn(async move { server.refresh_if_dirty().await });
+            if !server.refresh_scheduled.swap(true, Ordering::AcqRel) {
+                tokio::spawn(async move {
+                    loop {
+                        server.refresh_if_dirty().await;
+                        server.refresh_scheduled.store(false, Ordering::Release);
+                        // A notification that came during the refresh saw the task scheduled and
+                        // spawned none: this task takes it over, unless a new task already did.
+                        if !server.dirty.load(Ordering::Acquire)
+                            || server.refresh_scheduled.swap(true, Ordering::AcqRel)
+                        {
+                            break;
+                        }
+                    }
+                });
+            }
         }
         std::future::ready(())
     }

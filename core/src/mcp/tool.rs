@@ -4,14 +4,29 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
 
-use super::server::Server;
 use crate::tool::inject::{merge_injected, strip_injected};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
+/// What an MCP tool needs of its server: the server's name and a call. Declared here and
+/// implemented by the server (`server.rs`), so this file does not depend on the server's.
+#[async_trait]
+pub(crate) trait ToolServer: Send + Sync {
+    /// The server's name in the `mcpServers` config.
+    fn name(&self) -> &str;
+    /// Call the server's tool `tool` with arguments already merged.
+    async fn call_tool(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> ToolOutput;
+}
+
 /// One tool of one MCP server.
 pub(crate) struct McpTool {
-    pub server: Arc<Server>,
+    pub server: Arc<dyn ToolServer>,
     /// The name the server knows.
     pub mcp_name: String,
     /// The name the model sees (`<server>__<tool>`, sanitised).
@@ -22,8 +37,14 @@ pub(crate) struct McpTool {
 }
 
 impl McpTool {
-    /// Build from the server's `tools/list` entry (MCP's JSON shape).
-    pub fn new(server: Arc<Server>, spec_name: String, listed: &Value) -> McpTool {
+    /// Build from the server's `tools/list` entry (MCP's JSON shape); `inject` is the server's
+    /// injected parameters.
+    pub fn new(
+        server: Arc<dyn ToolServer>,
+        spec_name: String,
+        listed: &Value,
+        inject: &Map<String, Value>,
+    ) -> McpTool {
         let mcp_name = listed["name"].as_str().unwrap_or_default().to_string();
         let description = listed
             .get("description")
@@ -35,7 +56,7 @@ impl McpTool {
             Some(Value::Object(o)) => Value::Object(o.clone()),
             _ => json!({"type": "object"}),
         };
-        let inject = strip_injected(&mut schema, &server.config.inject);
+        let inject = strip_injected(&mut schema, inject);
         let spec = ToolSpec::new(spec_name.clone(), description, schema)
             .with_hints(hints_from(listed.get("annotations")));
         McpTool {
@@ -73,7 +94,7 @@ impl Tool for McpTool {
     }
 
     fn server(&self) -> Option<String> {
-        Some(self.server.name.clone())
+        Some(self.server.name().to_string())
     }
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {

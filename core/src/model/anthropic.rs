@@ -1,14 +1,11 @@
 //! Anthropic Messages over SSE.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use eventsource_stream::Eventsource;
-use futures::StreamExt;
 use serde_json::{json, Value};
 
-use super::http::{body_failure, chain, tracked_bytes, Http};
+use super::body::{read_sse, read_whole, Progress, MAX_BODY_BYTES};
+use super::http::Http;
+use super::openai::is_event_stream;
 use super::{object, wire_call, Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall};
 use crate::config::Config;
 use crate::event::Usage;
@@ -51,15 +48,26 @@ pub(crate) fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Valu
         Some((r, blocks)) if *r == role => blocks.push(block),
         _ => messages.push((role, vec![block])),
     };
+    // The API refuses text blocks without non-whitespace text (HTTP 400, not retried), so a
+    // reply that had neither text nor calls, once in the conversation, would fail every later
+    // request: such blocks are left out, and a message left with no block is left out whole
+    // (the user messages around it merge).
+    let text_block = |text: &str| {
+        (!text.trim().is_empty()).then(|| object([("type", "text".into()), ("text", text.into())]))
+    };
     for m in req.messages {
         match m {
-            Message::User { content } => push("user", json!({"type": "text", "text": content})),
+            Message::User { content } => {
+                if let Some(block) = text_block(content) {
+                    push("user", block);
+                }
+            }
             Message::Assistant {
                 content,
                 tool_calls,
             } => {
-                if !content.is_empty() || tool_calls.is_empty() {
-                    push("assistant", json!({"type": "text", "text": content}));
+                if let Some(block) = text_block(content) {
+                    push("assistant", block);
                 }
                 for c in tool_calls {
                     let (name, args) = wire_call(c);
@@ -262,49 +270,49 @@ impl Backend for Anthropic {
 
     async fn send(&self, body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {
         let resp = self.http.post("/v1/messages", &self.headers, body).await?;
+        let idle = self.http.idle_timeout;
         let mut asm = Assembler::default();
-        let is_sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.contains("text/event-stream"));
-        if !is_sse {
-            let bytes = resp
-                .bytes()
-                .await
-                .map_err(|e| body_failure(false, chain(&e)))?;
+        if !is_event_stream(&resp) {
+            let bytes = read_whole(resp, MAX_BODY_BYTES, idle).await?;
             let whole: Value = serde_json::from_slice(&bytes).map_err(|e| {
                 Failure::Fatal(format!("the model server's answer is not JSON: {e}"))
             })?;
             asm.whole(&whole, deltas);
             return Ok(asm.finish());
         }
-        let got_data = Arc::new(AtomicBool::new(false));
-        let mut events = tracked_bytes(resp, got_data.clone()).eventsource();
-        while let Some(ev) = events.next().await {
-            let ev = ev.map_err(|e| body_failure(got_data.load(Ordering::Relaxed), chain(&e)))?;
-            if ev.data.trim().is_empty() {
-                continue;
-            }
-            let data: Value = serde_json::from_str(&ev.data).map_err(|e| {
-                Failure::Fatal(format!("malformed stream event ({e}): {:.200}", ev.data))
+        read_sse(resp, idle, |ev| {
+            let Some(text) = ev.data.filter(|d| !d.trim().is_empty()) else {
+                return Ok(Progress::KeepAlive);
+            };
+            let data: Value = serde_json::from_str(&text).map_err(|e| {
+                Failure::Fatal(format!("malformed stream event ({e}): {text:.200}"))
             })?;
-            let kind = if ev.event.is_empty() || ev.event == "message" {
-                data["type"].as_str().unwrap_or_default().to_string()
-            } else {
-                ev.event
+            let kind = match ev.event {
+                Some(kind) if !kind.is_empty() && kind != "message" => kind,
+                _ => data["type"].as_str().unwrap_or_default().to_string(),
             };
             asm.event(&kind, &data, deltas)?;
-            if asm.stopped {
-                break;
-            }
-        }
+            Ok(if asm.stopped {
+                Progress::Done
+            } else if kind == "ping" {
+                // The server's keep-alive: it says the connection lives, not that the answer
+                // moves on.
+                Progress::KeepAlive
+            } else {
+                Progress::Data
+            })
+        })
+        .await?;
         if !asm.stopped {
             return Err(Failure::Fatal(
                 "the model's answer broke off: the stream ended before message_stop".into(),
             ));
         }
         Ok(asm.finish())
+    }
+
+    fn redact(&self, text: &str) -> String {
+        self.http.redactor.redact(text)
     }
 }
 
@@ -358,5 +366,72 @@ mod tests {
         assert_eq!(msgs[2]["content"][1]["text"], "again");
         assert_eq!(body["system"], "sys");
         assert!(body.get("tools").is_none());
+    }
+
+    #[test]
+    fn an_empty_reply_is_left_out_and_the_user_turns_around_it_merge() {
+        let messages = vec![
+            Message::User {
+                content: "first".into(),
+            },
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![],
+            },
+            Message::User {
+                content: "second".into(),
+            },
+            Message::Assistant {
+                content: " \n".into(),
+                tool_calls: vec![ToolCall {
+                    id: "t1".into(),
+                    name: "echo".into(),
+                    arguments: json!({}),
+                    raw_arguments: false,
+                    via: None,
+                }],
+            },
+            Message::Tool {
+                call_id: "t1".into(),
+                name: "echo".into(),
+                content: String::new(),
+                is_error: false,
+            },
+            Message::User {
+                content: "  ".into(),
+            },
+        ];
+        let body = body(
+            "m",
+            10,
+            &ModelRequest {
+                system: None,
+                messages: &messages,
+                tools: &[],
+            },
+        );
+        let msgs = body["messages"].as_array().unwrap();
+        let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["user", "assistant", "user"], "{body}");
+        let texts: Vec<&str> = msgs[0]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(texts, ["first", "second"]);
+        // The whitespace-only text before the call is gone; the call stays.
+        assert_eq!(msgs[1]["content"].as_array().unwrap().len(), 1);
+        assert_eq!(msgs[1]["content"][0]["type"], "tool_use");
+        // No message and no block is empty or whitespace-only.
+        for m in msgs {
+            let blocks = m["content"].as_array().unwrap();
+            assert!(!blocks.is_empty(), "{body}");
+            for b in blocks {
+                if b["type"] == "text" {
+                    assert!(!b["text"].as_str().unwrap().trim().is_empty(), "{body}");
+                }
+            }
+        }
     }
 }

@@ -1,14 +1,17 @@
-//! The HTTP side shared by the network styles: one reqwest client, headers, status handling.
+//! The HTTP side shared by the network styles: one reqwest client (no redirects), headers, the
+//! request timeout, status handling with bounded error bodies, and the redaction of secrets
+//! from every message.
 
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
+use super::body::{read_prefix, read_whole, MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES};
+use super::redact::{origin, url_secrets, Redactor};
 use super::Failure;
 use crate::config::Config;
-use crate::error::{cut, Error, Result};
+use crate::error::{chain, cut, Error, Result};
 
 /// How much of an error body ends up in a message.
 const BODY_CUT: usize = 2_000;
@@ -16,6 +19,19 @@ const BODY_CUT: usize = 2_000;
 pub(crate) struct Http {
     pub client: reqwest::Client,
     pub base: String,
+    /// The secrets of this endpoint (API key, header values, URL userinfo and query).
+    pub redactor: Redactor,
+    /// From sending a request to its response headers.
+    pub request_timeout: Duration,
+    /// The longest silence inside an answer.
+    pub idle_timeout: Duration,
+}
+
+/// A reqwest client that follows no redirect: a 3xx is answered as it is, so custom headers and
+/// API keys never travel to a host the config did not name (reqwest strips only
+/// `authorization` and cookies on a cross-host redirect, not `x-api-key` or custom headers).
+pub(crate) fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none())
 }
 
 impl Http {
@@ -23,20 +39,56 @@ impl Http {
         let mut headers = HeaderMap::new();
         for (k, v) in &config.headers {
             let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|e| Error::Config(format!("header name {k:?}: {e}")))?;
-            let value = HeaderValue::from_str(v)
-                .map_err(|e| Error::Config(format!("header {k:?} value: {e}")))?;
+                .map_err(|e| Error::config(format!("header name {k:?}: {e}")))?;
+            let mut value = HeaderValue::from_str(v)
+                .map_err(|_| Error::config(format!("header {k:?}: the value is not valid")))?;
+            value.set_sensitive(true);
             headers.insert(name, value);
         }
-        let client = reqwest::Client::builder()
+        let client = client_builder()
             .default_headers(headers)
             .connect_timeout(Duration::from_millis(config.connect_timeout_ms))
             .build()
-            .map_err(|e| Error::Config(format!("HTTP client: {e}")))?;
+            .map_err(|e| Error::config(format!("HTTP client: {e}")))?;
+        let base = config.resolved_base_url();
+        let mut secrets = url_secrets(&base);
+        secrets.extend(config.headers.values().cloned());
+        secrets.extend(config.resolved_api_key());
         Ok(Http {
             client,
-            base: config.resolved_base_url(),
+            redactor: Redactor::new(secrets),
+            base,
+            request_timeout: Duration::from_millis(config.request_timeout_ms),
+            idle_timeout: Duration::from_millis(config.idle_timeout_ms),
         })
+    }
+
+    /// The full URL of `path`: the base URL's path plus `path`, with the base URL's query kept
+    /// (`https://host/openai?api-version=1` + `/chat/completions`).
+    fn url(&self, path: &str) -> String {
+        match self.base.split_once('?') {
+            Some((base, query)) => format!("{}{path}?{query}", base.trim_end_matches('/')),
+            None => format!("{}{path}", self.base),
+        }
+    }
+
+    /// Send `req` within the request timeout.
+    async fn send(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response, NoResponse> {
+        match tokio::time::timeout(self.request_timeout, req.send()).await {
+            Err(_) => Err(NoResponse {
+                what: format!(
+                    "the model server did not answer within {} ms (request_timeout_ms)",
+                    self.request_timeout.as_millis()
+                ),
+                source: None,
+            }),
+            Ok(Err(e)) => Err(NoResponse {
+                what: "could not reach the model server".into(),
+                // Its URL may carry secrets (userinfo, a key in the query).
+                source: Some(e.without_url()),
+            }),
+            Ok(Ok(resp)) => Ok(resp),
+        }
     }
 
     /// POST a JSON body; a non-2xx status becomes a [`Failure`] carrying status, body and
@@ -47,110 +99,155 @@ impl Http {
         headers: &[(&str, String)],
         body: &Value,
     ) -> Result<reqwest::Response, Failure> {
-        let mut req = self.client.post(format!("{}{}", self.base, path));
+        let mut req = self.client.post(self.url(path));
         for (k, v) in headers {
-            req = req.header(*k, v);
+            req = with_header(req, k, v);
         }
         let body = serde_json::to_vec(body).expect("request bodies serialize");
-        let resp = req
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| Failure::BeforeData {
-                status: None,
-                message: format!("could not reach the model server: {}", chain(&e)),
-                retry_after: None,
-                retryable: true,
-            })?;
-        check_status(resp).await
-    }
-
-    /// GET a JSON document (list_models).
-    pub async fn get_json(&self, path: &str, headers: &[(&str, String)]) -> Result<Value> {
-        let mut req = self.client.get(format!("{}{}", self.base, path));
-        for (k, v) in headers {
-            req = req.header(*k, v);
-        }
-        let resp = req.send().await.map_err(|e| Error::Transport(chain(&e)))?;
-        let status = resp.status();
-        if !status.is_success() {
-            let body = resp.text().await.unwrap_or_default();
-            return Err(Error::Http {
-                status: status.as_u16(),
-                body: cut(body.trim(), BODY_CUT),
-                retry_after: None,
-            });
-        }
-        resp.json()
-            .await
-            .map_err(|e| Error::Transport(format!("unreadable answer: {}", chain(&e))))
-    }
-}
-
-async fn check_status(resp: reqwest::Response) -> Result<reqwest::Response, Failure> {
-    let status = resp.status();
-    if status.is_success() {
-        return Ok(resp);
-    }
-    let retry_after = resp
-        .headers()
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64);
-    let body = resp.text().await.unwrap_or_default();
-    let code = status.as_u16();
-    Err(Failure::BeforeData {
-        status: Some(code),
-        message: format!(
-            "model server answered HTTP {code}: {}",
-            cut(body.trim(), BODY_CUT)
-        ),
-        retry_after,
-        retryable: code == 429 || code >= 500,
-    })
-}
-
-/// An error with its sources, so "error sending request" says why.
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let msg = c.to_string();
-        if !s.contains(&msg) {
-            s.push_str(": ");
-            s.push_str(&msg);
-        }
-        cur = c.source();
-    }
-    s
-}
-
-/// A failure while reading a response body: retryable while no byte of it had arrived, fatal
-/// once the answer had begun (never duplicated deltas, never a silently truncated answer).
-pub(crate) fn body_failure(got_data: bool, what: String) -> Failure {
-    if got_data {
-        Failure::Fatal(format!("the model's answer broke off: {what}"))
-    } else {
-        Failure::BeforeData {
+        let req = req.header("content-type", "application/json").body(body);
+        let resp = self.send(req).await.map_err(|e| Failure::BeforeData {
             status: None,
-            message: format!("the model server closed the connection: {what}"),
+            message: e.sentence(),
             retry_after: None,
             retryable: true,
+        })?;
+        self.check_status(resp).await
+    }
+
+    /// GET a JSON document (list_models). Errors are redacted.
+    pub async fn get_json(&self, path: &str, headers: &[(&str, String)]) -> Result<Value> {
+        let mut req = self.client.get(self.url(path));
+        for (k, v) in headers {
+            req = with_header(req, k, v);
+        }
+        let redact = |s: String| self.redactor.redact(&s);
+        let transport = |message: String| Error::Transport {
+            message: redact(message),
+            source: None,
+        };
+        let resp = self.send(req).await.map_err(|e| Error::Transport {
+            message: redact(e.what),
+            source: e.source.map(Into::into),
+        })?;
+        let resp = self.check_status(resp).await.map_err(|f| match f {
+            Failure::BeforeData {
+                status: Some(status),
+                message,
+                retry_after,
+                ..
+            } => Error::Http {
+                status,
+                body: redact(
+                    message
+                        .split_once(": ")
+                        .map_or(message.clone(), |(_, b)| b.to_string()),
+                ),
+                retry_after,
+            },
+            other => transport(other.message().to_string()),
+        })?;
+        let bytes = read_whole(resp, MAX_BODY_BYTES, self.idle_timeout)
+            .await
+            .map_err(|f| transport(f.message().to_string()))?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| transport(format!("the model list is not JSON: {e}")))
+    }
+
+    async fn check_status(&self, resp: reqwest::Response) -> Result<reqwest::Response, Failure> {
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let code = status.as_u16();
+        if status.is_redirection() {
+            let target = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|loc| resp.url().join(loc).ok());
+            let to = match target {
+                Some(url) => format!("a redirect to {}", origin(&url)),
+                None => "a redirect".to_string(),
+            };
+            return Err(Failure::BeforeData {
+                status: Some(code),
+                message: format!(
+                    "model server answered HTTP {code}: {to}; redirects are not followed (set \
+                     base_url to the endpoint that answers)"
+                ),
+                retry_after: None,
+                retryable: false,
+            });
+        }
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(Duration::from_secs_f64);
+        let body = read_prefix(resp, MAX_ERROR_BODY_BYTES, self.idle_timeout).await;
+        let body = String::from_utf8_lossy(&body);
+        Err(Failure::BeforeData {
+            status: Some(code),
+            message: format!(
+                "model server answered HTTP {code}: {}",
+                cut(body.trim(), BODY_CUT)
+            ),
+            retry_after,
+            retryable: code == 429 || code >= 500,
+        })
+    }
+}
+
+/// Why a request got no response: what failed, and reqwest's error (without its URL) when
+/// there is one. Turns report [`NoResponse::sentence`]; `list_models` keeps the error as the
+/// cause of its [`Error::Transport`].
+struct NoResponse {
+    what: String,
+    source: Option<reqwest::Error>,
+}
+
+impl NoResponse {
+    /// `what` and the causes, in one line.
+    fn sentence(&self) -> String {
+        match &self.source {
+            Some(e) => format!("{}: {}", self.what, chain(e)),
+            None => self.what.clone(),
         }
     }
 }
 
-/// The body's byte stream, with `flag` set once a non-empty chunk arrives.
-pub(crate) fn tracked_bytes(
-    resp: reqwest::Response,
-    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> impl Stream<Item = reqwest::Result<bytes::Bytes>> {
-    resp.bytes_stream().inspect(move |chunk| {
-        if matches!(chunk, Ok(b) if !b.is_empty()) {
-            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+/// Add a header whose value is marked sensitive (kept out of Debug output). A value that is not
+/// a valid header value is passed as it is, so the request fails with reqwest's builder error
+/// (which does not quote it) instead of going out without it.
+fn with_header(req: reqwest::RequestBuilder, name: &str, v: &str) -> reqwest::RequestBuilder {
+    match HeaderValue::from_str(v) {
+        Ok(mut value) => {
+            value.set_sensitive(true);
+            req.header(name, value)
         }
-    })
+        Err(_) => req.header(name, v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_base_urls_query_follows_the_path() {
+        let http = |base: &str| {
+            let cfg: Config = serde_json::from_value(serde_json::json!({
+                "base_url": base, "model": "m", "api_key": "k"
+            }))
+            .unwrap();
+            Http::new(&cfg).unwrap()
+        };
+        assert_eq!(
+            http("https://h/openai/v1?api-version=1&key=s").url("/chat/completions"),
+            "https://h/openai/v1/chat/completions?api-version=1&key=s"
+        );
+        assert_eq!(http("https://h/v1/").url("/models"), "https://h/v1/models");
+    }
 }

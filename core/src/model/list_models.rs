@@ -21,6 +21,7 @@ pub struct ModelInfo {
 /// GET `/api/tags` for ollama; the scripted style offers the model named in the config, or
 /// `scripted`).
 pub async fn list_models(config: &Config) -> Result<Vec<ModelInfo>> {
+    crate::config_check::check_endpoint(config, crate::spelling::Spelling::Snake)?;
     let doc = match config.style {
         Style::Scripted => {
             return Ok(vec![ModelInfo {
@@ -49,11 +50,12 @@ pub async fn list_models(config: &Config) -> Result<Vec<ModelInfo>> {
         Style::Anthropic => (&doc["data"], "id", Some("display_name")),
         _ => (&doc["data"], "id", None),
     };
-    let list = list.as_array().ok_or_else(|| {
-        Error::Transport(format!(
+    let list = list.as_array().ok_or_else(|| Error::Transport {
+        message: format!(
             "unexpected model list: {}",
             crate::error::cut(&doc.to_string(), 300)
-        ))
+        ),
+        source: None,
     })?;
     Ok(list
         .iter()

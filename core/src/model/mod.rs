@@ -2,17 +2,36 @@
 //! request body and reads its streamed answer back into a [`ModelResponse`].
 
 mod anthropic;
+mod body;
 mod http;
 mod list_models;
+mod ndjson;
 mod ollama;
 mod openai;
+pub(crate) mod redact;
 mod retry;
 mod scripted;
+pub(crate) mod sse;
 
 pub use list_models::{list_models, ModelInfo};
-pub use scripted::{ScriptCall, ScriptEntry, ScriptError};
 
 pub(crate) use retry::complete_with_retry;
+
+/// Entry points for fuzz targets (cargo-fuzz): they feed arbitrary bytes through the stream
+/// decoders the model styles use. Not part of the API.
+#[doc(hidden)]
+pub mod fuzz {
+    /// Feed `data` through the SSE decoder (openai, anthropic, MCP HTTP) in chunks sized by its
+    /// first byte; returns the number of events decoded. Must never panic.
+    pub fn sse(data: &[u8]) -> usize {
+        super::sse::fuzz_decode(data)
+    }
+
+    /// Feed `data` through the NDJSON decoder (ollama) the same way; returns the lines decoded.
+    pub fn ndjson(data: &[u8]) -> usize {
+        super::ndjson::fuzz_decode(data)
+    }
+}
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,6 +108,13 @@ pub(crate) trait Backend: Send + Sync {
         body: &serde_json::Value,
         deltas: DeltaSink<'_>,
     ) -> Result<ModelResponse, Failure>;
+
+    /// `text` without this backend's secrets (API key, header values, the base URL's userinfo
+    /// and query): every failure message passes through here before it reaches an event or a
+    /// result.
+    fn redact(&self, text: &str) -> String {
+        text.to_string()
+    }
 }
 
 /// The backend a config asks for.

@@ -1,10 +1,10 @@
 //! Ollama's native `/api/chat`, streamed as NDJSON.
 
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde_json::{json, Value};
 
-use super::http::{body_failure, chain, Http};
+use super::body::{read_lines, Progress};
+use super::http::Http;
 use super::{
     error_prefixed, function_tool, object, wire_call, Backend, DeltaSink, Failure, ModelRequest,
     ModelResponse, RawCall,
@@ -133,13 +133,9 @@ impl Assembler {
     }
 }
 
-fn parse_line(line: &[u8]) -> Result<Value, Failure> {
-    serde_json::from_slice(line).map_err(|e| {
-        Failure::Fatal(format!(
-            "malformed stream line ({e}): {:.200}",
-            String::from_utf8_lossy(line)
-        ))
-    })
+fn parse_line(line: &str) -> Result<Value, Failure> {
+    serde_json::from_str(line)
+        .map_err(|e| Failure::Fatal(format!("malformed stream line ({e}): {line:.200}")))
 }
 
 #[async_trait]
@@ -151,28 +147,15 @@ impl Backend for Ollama {
     async fn send(&self, body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {
         let resp = self.http.post("/api/chat", &self.auth, body).await?;
         let mut asm = Assembler::default();
-        let mut buf: Vec<u8> = Vec::new();
-        let mut got_data = false;
-        let mut stream = resp.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| body_failure(got_data, chain(&e)))?;
-            got_data |= !chunk.is_empty();
-            buf.extend_from_slice(&chunk);
-            while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buf.drain(..=nl).collect();
-                let line = line.trim_ascii();
-                if !line.is_empty() {
-                    asm.line(&parse_line(line)?, deltas)?;
-                }
-            }
-            if asm.done {
-                break;
-            }
-        }
-        let rest = buf.trim_ascii();
-        if !asm.done && !rest.is_empty() {
-            asm.line(&parse_line(rest)?, deltas)?;
-        }
+        read_lines(resp, self.http.idle_timeout, |line| {
+            asm.line(&parse_line(line)?, deltas)?;
+            Ok(if asm.done {
+                Progress::Done
+            } else {
+                Progress::Data
+            })
+        })
+        .await?;
         if !asm.done {
             return Err(Failure::Fatal(
                 "the model's answer broke off: the stream ended before `done: true`".into(),
@@ -183,5 +166,9 @@ impl Backend for Ollama {
             calls: asm.calls,
             usage: asm.usage,
         })
+    }
+
+    fn redact(&self, text: &str) -> String {
+        self.http.redactor.redact(text)
     }
 }

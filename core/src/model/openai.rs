@@ -1,14 +1,10 @@
 //! OpenAI Chat Completions over SSE (also every OpenAI-compatible server).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use eventsource_stream::Eventsource;
-use futures::StreamExt;
 use serde_json::{json, Value};
 
-use super::http::{body_failure, chain, tracked_bytes, Http};
+use super::body::{read_sse, read_whole, Progress, MAX_BODY_BYTES};
+use super::http::Http;
 use super::{
     error_prefixed, function_tool, object, wire_call, Backend, DeltaSink, Failure, ModelRequest,
     ModelResponse, RawCall,
@@ -196,42 +192,37 @@ impl Backend for OpenAi {
             .http
             .post("/chat/completions", &self.auth, body)
             .await?;
+        let idle = self.http.idle_timeout;
         let mut asm = Assembler::default();
-        let is_sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.contains("text/event-stream"));
-        if !is_sse {
+        if !is_event_stream(&resp) {
             // A server that ignores `stream: true` answers with one completion.
-            let bytes = resp
-                .bytes()
-                .await
-                .map_err(|e| body_failure(false, chain(&e)))?;
+            let bytes = read_whole(resp, MAX_BODY_BYTES, idle).await?;
             let whole: Value = serde_json::from_slice(&bytes).map_err(|e| {
                 Failure::Fatal(format!("the model server's answer is not JSON: {e}"))
             })?;
             asm.chunk(&whole, deltas)?;
             return Ok(asm.finish());
         }
-        let got_data = Arc::new(AtomicBool::new(false));
-        let mut events = tracked_bytes(resp, got_data.clone()).eventsource();
         let mut done = false;
-        while let Some(ev) = events.next().await {
-            let ev = ev.map_err(|e| body_failure(got_data.load(Ordering::Relaxed), chain(&e)))?;
-            let data = ev.data.trim();
+        read_sse(resp, idle, |ev| {
+            let Some(data) = ev.data else {
+                return Ok(Progress::KeepAlive);
+            };
+            let data = data.trim();
             if data == "[DONE]" {
                 done = true;
-                break;
+                return Ok(Progress::Done);
             }
             if data.is_empty() {
-                continue;
+                return Ok(Progress::KeepAlive);
             }
             let chunk: Value = serde_json::from_str(data).map_err(|e| {
                 Failure::Fatal(format!("malformed stream chunk ({e}): {data:.200}"))
             })?;
             asm.chunk(&chunk, deltas)?;
-        }
+            Ok(Progress::Data)
+        })
+        .await?;
         if !done && !asm.finished {
             return Err(Failure::Fatal(
                 "the model's answer broke off: the stream ended before the response was complete"
@@ -240,6 +231,18 @@ impl Backend for OpenAi {
         }
         Ok(asm.finish())
     }
+
+    fn redact(&self, text: &str) -> String {
+        self.http.redactor.redact(text)
+    }
+}
+
+/// Whether a response is an SSE stream.
+pub(crate) fn is_event_stream(resp: &reqwest::Response) -> bool {
+    resp.headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"))
 }
 
 #[cfg(test)]

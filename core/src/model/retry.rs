@@ -54,7 +54,7 @@ pub(crate) async fn complete_with_retry(
                 sink.emit(Event::Retry {
                     attempt,
                     status,
-                    error: message,
+                    error: backend.redact(&message),
                     wait_ms: wait.as_millis() as u64,
                 });
                 tokio::time::sleep(wait).await;
@@ -62,7 +62,7 @@ pub(crate) async fn complete_with_retry(
             }
             Err(f) => {
                 let tries = attempt + 1;
-                let msg = f.message().to_string();
+                let msg = backend.redact(f.message());
                 return Err(if tries > 1 {
                     format!("{msg} (after {tries} attempts)")
                 } else {

@@ -161,7 +161,7 @@ impl RemoteHook {
                 Some(n) => format!("remote hook {n:?}"),
                 None => "remote hook".to_string(),
             };
-            Error::Config(format!("{what}: {}", quiet_serde_error(&e)))
+            Error::config(format!("{what}: {}", quiet_serde_error(&e)))
         })?;
         hook.check()?;
         Ok(hook)
@@ -170,7 +170,7 @@ impl RemoteHook {
     /// Read and check a list of hooks (a JSON array); names must be unique.
     pub fn list_from_value(value: Value) -> Result<Vec<RemoteHook>> {
         let Value::Array(items) = value else {
-            return Err(Error::Config(
+            return Err(Error::config(
                 "remote hooks must be a JSON array of hook objects".into(),
             ));
         };
@@ -185,9 +185,9 @@ impl RemoteHook {
     /// Check what serde cannot: a name, an http(s) URL, valid headers that are not the client's
     /// own, a positive timeout, `tool` only with the five protocols and with an object schema.
     pub fn check(&self) -> Result<()> {
-        let bad = |msg: String| Error::Config(format!("remote hook {:?}: {msg}", self.name));
+        let bad = |msg: String| Error::config(format!("remote hook {:?}: {msg}", self.name));
         if self.name.trim().is_empty() {
-            return Err(Error::Config("a remote hook needs a \"name\"".into()));
+            return Err(Error::config("a remote hook needs a \"name\"".into()));
         }
         check_http_url(&self.url).map_err(|e| bad(format!("url: {e}")))?;
         for (k, v) in &self.headers {
@@ -249,7 +249,7 @@ pub(crate) fn check_unique(hooks: &[RemoteHook]) -> Result<()> {
     let mut seen = std::collections::HashSet::new();
     for h in hooks {
         if !seen.insert(h.name.as_str()) {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "remote hook name {:?} is given twice",
                 h.name
             )));

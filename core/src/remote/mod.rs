@@ -227,12 +227,16 @@ impl RemoteSource {
     /// tool's name is taken in the client by a tool of another source.
     pub fn register_into(&self, client: &Client) -> Result<()> {
         if self.is_closed() {
-            return Err(Error::Config("the remote source is closed".into()));
+            return Err(Error::config("the remote source is closed".into()));
         }
         let mut clashes = Vec::new();
         for service in &self.inner.services {
             for tool in service.tools() {
-                let taken = client.inner.toolkit.lookup(&tool.name, &|_| true).is_some();
+                let taken = client
+                    .state()
+                    .toolkit()
+                    .lookup(&tool.name, &|_| true)
+                    .is_some();
                 if taken && !service.owns(client, &tool.name) {
                     clashes.push(format!("{} (hook {:?})", tool.name, service.name()));
                 }
@@ -249,9 +253,9 @@ impl RemoteSource {
             clients.retain(|w| w.strong_count() > 0);
             if !clients
                 .iter()
-                .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&client.inner)))
+                .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(client.state())))
             {
-                clients.push(Arc::downgrade(&client.inner));
+                clients.push(Arc::downgrade(client.state()));
             }
         }
         for service in &self.inner.services {
@@ -260,7 +264,7 @@ impl RemoteSource {
             }
         }
         let me: Weak<dyn BeforeTurn> = Arc::downgrade(&self.inner) as Weak<dyn BeforeTurn>;
-        client.inner.before_turn.add(me);
+        client.state().before_turn().add(me);
         Ok(())
     }
 

@@ -16,7 +16,8 @@ use super::protocol;
 use super::redact::{redact_url, Secrets};
 use super::tool::{RemoteTool, ToolKind};
 use super::HookState;
-use crate::client::{Client, Inner};
+use crate::client::Client;
+use crate::client_state::ClientState;
 use crate::tool::inject::strip_injected;
 use crate::tool::{check_spec, names, Source, Tool, ToolSpec};
 
@@ -25,7 +26,7 @@ pub(crate) struct Shared {
     /// Cancelled when the source closes.
     pub closed: CancellationToken,
     /// Clients the source's tools were registered into (weakly: a client's life is its host's).
-    pub clients: Mutex<Vec<Weak<Inner>>>,
+    pub clients: Mutex<Vec<Weak<ClientState>>>,
     /// Every tool name given out, across hooks.
     pub taken: Mutex<HashSet<String>>,
 }
@@ -46,7 +47,7 @@ impl Shared {
         clients
             .iter()
             .filter_map(Weak::upgrade)
-            .map(|inner| Client { inner })
+            .map(Client::from_state)
             .filter(|c| !c.is_closed())
             .collect()
     }
@@ -329,8 +330,8 @@ impl Service {
     /// Whether `client`'s tool `name` is one of this hook's.
     pub fn owns(&self, client: &Client, name: &str) -> bool {
         client
-            .inner
-            .toolkit
+            .state()
+            .toolkit()
             .lookup(name, &|_| true)
             .is_some_and(|e| e.source == Source::Remote && e.server.as_deref() == Some(self.name()))
     }
@@ -338,7 +339,11 @@ impl Service {
     /// Register `tool` into `client` unless the name belongs to another tool there (a builtin,
     /// a host tool, another source's): a remote document never replaces those.
     pub fn register_one(&self, client: &Client, tool: &Arc<RemoteTool>) {
-        let free = client.inner.toolkit.lookup(&tool.name, &|_| true).is_none();
+        let free = client
+            .state()
+            .toolkit()
+            .lookup(&tool.name, &|_| true)
+            .is_none();
         if !free && !self.owns(client, &tool.name) {
             tracing::warn!(
                 hook = %self.name(),

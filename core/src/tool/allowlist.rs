@@ -28,15 +28,15 @@ impl Allowlist {
                 None => (&mut allow, p),
             };
             if pat.is_empty() {
-                return Err(Error::Config(format!("empty allowlist pattern {p:?}")));
+                return Err(Error::config(format!("empty allowlist pattern {p:?}")));
             }
             let glob = Glob::new(pat)
-                .map_err(|e| Error::Config(format!("bad allowlist pattern {p:?}: {e}")))?;
+                .map_err(|e| Error::config(format!("bad allowlist pattern {p:?}: {e}")))?;
             set.add(glob);
         }
         let build = |b: GlobSetBuilder| {
             b.build()
-                .map_err(|e| Error::Config(format!("bad allowlist: {e}")))
+                .map_err(|e| Error::config(format!("bad allowlist: {e}")))
         };
         Ok(Allowlist {
             allow: build(allow)?,

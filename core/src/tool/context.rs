@@ -1,9 +1,8 @@
-//! What a tool call runs with and what it returns.
+//! What a tool call runs with: its context, and the sink its progress events go to.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -77,124 +76,5 @@ impl ToolContext {
             name: self.name.clone(),
             data,
         });
-    }
-}
-
-/// A tool's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolOutput {
-    /// A string is sent as is; any other JSON value is sent as compact JSON text.
-    pub content: Value,
-    /// Whether the model should read this as a failure.
-    #[serde(default)]
-    pub is_error: bool,
-    /// Facts about the result that are not the result itself (`truncated`, `nextOffset`, `total`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
-}
-
-impl ToolOutput {
-    /// A text result.
-    pub fn text(text: impl Into<String>) -> Self {
-        ToolOutput {
-            content: Value::String(text.into()),
-            is_error: false,
-            metadata: None,
-        }
-    }
-
-    /// A JSON result.
-    pub fn json(value: Value) -> Self {
-        ToolOutput {
-            content: value,
-            is_error: false,
-            metadata: None,
-        }
-    }
-
-    /// An error result.
-    pub fn error(message: impl Into<String>) -> Self {
-        ToolOutput {
-            content: Value::String(message.into()),
-            is_error: true,
-            metadata: None,
-        }
-    }
-
-    /// Attach metadata.
-    pub fn with_metadata(mut self, metadata: Value) -> Self {
-        self.metadata = Some(metadata);
-        self
-    }
-
-    /// The content as text (strings as they are, other values as compact JSON).
-    pub fn content_text(&self) -> String {
-        match &self.content {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        }
-    }
-
-    /// The text the model sees: the content, then the metadata (when there is any) on a line of
-    /// its own, so the model learns about a cut without the content's bytes changing.
-    pub fn model_text(&self) -> String {
-        let mut text = self.content_text();
-        if let Some(meta) = &self.metadata {
-            text.push_str("\n\n[metadata: ");
-            text.push_str(&meta.to_string());
-            text.push(']');
-        }
-        text
-    }
-}
-
-/// An error raised by host code (a tool, a hook, a wait_for): it becomes an error result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostError {
-    /// The message the model sees.
-    pub message: String,
-}
-
-/// The error a tool returns.
-pub type ToolError = HostError;
-
-impl HostError {
-    /// An error with this message.
-    pub fn new(message: impl Into<String>) -> Self {
-        HostError {
-            message: message.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for HostError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for HostError {}
-
-impl From<String> for HostError {
-    fn from(message: String) -> Self {
-        HostError { message }
-    }
-}
-
-impl From<&str> for HostError {
-    fn from(message: &str) -> Self {
-        HostError::new(message)
-    }
-}
-
-impl From<std::io::Error> for HostError {
-    fn from(e: std::io::Error) -> Self {
-        HostError::new(e.to_string())
-    }
-}
-
-impl From<serde_json::Error> for HostError {
-    fn from(e: serde_json::Error) -> Self {
-        HostError::new(e.to_string())
     }
 }

@@ -7,13 +7,15 @@ mod context;
 mod fn_tool;
 pub(crate) mod inject;
 pub mod names;
+mod output;
 mod source;
 mod spec;
 mod toolkit;
 
 pub use allowlist::Allowlist;
-pub use context::{EventSink, HostError, ToolContext, ToolError, ToolOutput};
+pub use context::{EventSink, ToolContext};
 pub use fn_tool::{tool_fn, FnTool};
+pub use output::{HostError, ToolError, ToolOutput};
 pub use spec::{valid_tool_name, Hints, Source, Tier, ToolSpec};
 pub use toolkit::Toolkit;
 

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 /// Advisory hints about what a tool does. `None` means unknown, which the gate should treat as
 /// mutating. Hints are never sent to the model.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Hints {
@@ -56,6 +57,7 @@ pub enum Tier {
 }
 
 /// Where a tool comes from.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {

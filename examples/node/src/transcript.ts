@@ -3,7 +3,7 @@ import { createClient, Transcript } from 'contenox'
 
 const first = createClient({ style: 'scripted', builtins: [], script: [{ text: 'Nice to meet you, Ada.' }] })
 await first.run('My name is Ada.')
-const saved: string = JSON.stringify(first.transcript()) // core's document: the same in every binding
+const saved: string = JSON.stringify(first.transcript) // core's document: the same in every binding
 first.close()
 
 const second = createClient({ style: 'scripted', builtins: [], script: [{ text: 'Your name is Ada.' }] })

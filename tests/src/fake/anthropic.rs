@@ -22,6 +22,51 @@ pub async fn models() -> Json<Value> {
     }))
 }
 
+/// What the real Messages API refuses with HTTP 400 `invalid_request_error` before answering:
+/// a message without content blocks, and a text block without non-whitespace text. Returns the
+/// API's message.
+pub fn refusal(request: &Value) -> Option<String> {
+    let messages = request.get("messages")?.as_array()?;
+    for (i, m) in messages.iter().enumerate() {
+        match &m["content"] {
+            Value::String(s) if s.trim().is_empty() => {
+                return Some(format!(
+                    "messages.{i}: all messages must have non-empty content except for the \
+                     optional final assistant message"
+                ))
+            }
+            Value::Array(blocks) if blocks.is_empty() => {
+                return Some(format!(
+                    "messages.{i}: all messages must have non-empty content except for the \
+                     optional final assistant message"
+                ))
+            }
+            Value::Array(blocks) => {
+                for (j, b) in blocks.iter().enumerate() {
+                    let empty = b["type"] == "text"
+                        && b["text"].as_str().is_none_or(|t| t.trim().is_empty());
+                    if empty {
+                        return Some(format!(
+                            "messages.{i}.content.{j}.text: text content blocks must contain \
+                             non-whitespace text"
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The API's 400 body for a refused request.
+pub fn refusal_reply(message: &str) -> Reply {
+    Reply::json(
+        StatusCode::BAD_REQUEST,
+        &json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}),
+    )
+}
+
 fn call_id(ctx: &Ctx, i: usize, call: &ToolCall) -> String {
     call.id
         .clone()
@@ -133,5 +178,24 @@ pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -
         headers: Vec::new(),
         chunks,
         streaming: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_what_the_real_api_refuses() {
+        let ok = json!({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                                      {"role": "assistant", "content": "fine"}]});
+        assert_eq!(refusal(&ok), None);
+        let empty_block = json!({"messages": [{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "text", "text": " "}]}]});
+        assert!(refusal(&empty_block)
+            .unwrap()
+            .contains("messages.1.content.0.text"));
+        let no_blocks = json!({"messages": [{"role": "user", "content": []}]});
+        assert!(refusal(&no_blocks).unwrap().contains("non-empty content"));
     }
 }

@@ -250,10 +250,18 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     let recorded = parsed
         .clone()
         .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    // A request the real API refuses (HTTP 400) before answering consumes no script entry.
+    let refused = match (&parsed, shared.style) {
+        (Some(request), Style::Anthropic) => anthropic::refusal(request),
+        _ => None,
+    };
     let index = {
         let mut log = shared.log();
         if !shared.repeat {
             log.requests.push(recorded);
+        }
+        if let Some(message) = &refused {
+            return anthropic::refusal_reply(message).into();
         }
         if parsed.is_none() {
             None

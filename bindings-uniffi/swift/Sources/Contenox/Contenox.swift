@@ -802,6 +802,12 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func listModels() async throws  -> [ModelInfo]
     
     /**
+     * The approval policy in force (given at creation or by the last `setPolicy`), as its
+     * document's JSON text; `null` without one.
+     */
+    func policyJson()  -> String?
+    
+    /**
      * Add a tool (or replace the one of the same name). A tool registered while a turn runs is
      * offered from that turn's next model request.
      */
@@ -814,14 +820,22 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func registerSourceTool(tool: SourceTool) throws 
     
     /**
-     * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns` or `Error`
-     * (the transcript kept in every case); throws only for misuse (a closed client, a bad
+     * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns`, `Budget`
+     * or `Error` (the transcript kept in every case); throws only for misuse (a closed client, a bad
      * `allow` pattern). `allow` narrows the tools for this turn only (allowlist grammar).
      *
      * Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
      * `cancel()` does: it ends as `Cancelled` with a valid transcript.
      */
     func run(prompt: String, allow: [String]?) async throws  -> TurnResult
+    
+    /**
+     * Replace the approval policy: `policy` is what config `policy` takes as a string, the
+     * document's JSON text or a file path (`null` removes it; `Policies.default()` gives a
+     * preset). It applies from the next tool call, also within a running turn. A policy that
+     * does not validate throws `Config` (option `policy`) and the old one stays.
+     */
+    func setPolicy(policy: String?) throws 
     
     /**
      * Replace the conversation, for example with one saved earlier (`Transcript.fromJson`).
@@ -836,7 +850,7 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func shutdown() 
     
     /**
-     * Start a turn and return its `Run`: events as they happen (`nextEvent()`), `cancel()`,
+     * Start a turn and return its `Run`: events as they happen (`nextBatch()`), `cancel()`,
      * and `result()`. See the Kotlin `Run.events()` Flow and the Swift `Run.events`
      * AsyncStream helpers.
      */
@@ -1005,6 +1019,19 @@ open func listModels()async throws  -> [ModelInfo]  {
 }
     
     /**
+     * The approval policy in force (given at creation or by the last `setPolicy`), as its
+     * document's JSON text; `null` without one.
+     */
+open func policyJson() -> String?  {
+    return try!  FfiConverterOptionString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_client_policy_json(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * Add a tool (or replace the one of the same name). A tool registered while a turn runs is
      * offered from that turn's next model request.
      */
@@ -1031,8 +1058,8 @@ open func registerSourceTool(tool: SourceTool)throws   {try rustCallWithError(Ff
 }
     
     /**
-     * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns` or `Error`
-     * (the transcript kept in every case); throws only for misuse (a closed client, a bad
+     * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns`, `Budget`
+     * or `Error` (the transcript kept in every case); throws only for misuse (a closed client, a bad
      * `allow` pattern). `allow` narrows the tools for this turn only (allowlist grammar).
      *
      * Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
@@ -1052,6 +1079,21 @@ open func run(prompt: String, allow: [String]? = nil)async throws  -> TurnResult
             liftFunc: FfiConverterTypeTurnResult_lift,
             errorHandler: FfiConverterTypeContenoxError_lift
         )
+}
+    
+    /**
+     * Replace the approval policy: `policy` is what config `policy` takes as a string, the
+     * document's JSON text or a file path (`null` removes it; `Policies.default()` gives a
+     * preset). It applies from the next tool call, also within a running turn. A policy that
+     * does not validate throws `Config` (option `policy`) and the old one stays.
+     */
+open func setPolicy(policy: String? = nil)throws   {try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_client_set_policy(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionString.lower(policy),uniffiCallStatus
+    )
+}
 }
     
     /**
@@ -1080,7 +1122,7 @@ open func shutdown()  {try! rustCall() {
 }
     
     /**
-     * Start a turn and return its `Run`: events as they happen (`nextEvent()`), `cancel()`,
+     * Start a turn and return its `Run`: events as they happen (`nextBatch()`), `cancel()`,
      * and `result()`. See the Kotlin `Run.events()` Flow and the Swift `Run.events`
      * AsyncStream helpers.
      */
@@ -2253,9 +2295,11 @@ public protocol RunProtocol: AnyObject, Sendable {
     func isFinished()  -> Bool
     
     /**
-     * The next event; `null` after `TurnEnd`.
+     * The next events: every event ready now, or (when none is) the next one and those behind
+     * it; an empty list once the stream ended (after `TurnEnd`). See the Kotlin `Run.events()`
+     * Flow and the Swift `Run.events` AsyncStream.
      */
-    func nextEvent() async  -> Event?
+    func nextBatch() async  -> [Event]
     
     /**
      * Wait for the turn to end and return its result. May be called any number of times, also
@@ -2345,20 +2389,22 @@ open func isFinished() -> Bool  {
 }
     
     /**
-     * The next event; `null` after `TurnEnd`.
+     * The next events: every event ready now, or (when none is) the next one and those behind
+     * it; an empty list once the stream ended (after `TurnEnd`). See the Kotlin `Run.events()`
+     * Flow and the Swift `Run.events` AsyncStream.
      */
-open func nextEvent()async  -> Event?  {
+open func nextBatch()async  -> [Event]  {
     return
         try!  await uniffiRustCallAsync(
             rustFutureFunc: {
-                uniffi_contenox_uniffi_fn_method_run_next_event(
+                uniffi_contenox_uniffi_fn_method_run_next_batch(
                         self.uniffiCloneHandle()
                 )
             },
             pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
             completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterOptionTypeEvent.lift,
+            liftFunc: FfiConverterSequenceTypeEvent.lift,
             errorHandler: nil
             
         )
@@ -2458,7 +2504,7 @@ public protocol SourceToolProtocol: AnyObject, Sendable {
     /**
      * Its declaration.
      */
-    func spec()  -> ToolSpec
+    func spec() throws  -> ToolSpec
     
 }
 /**
@@ -2557,8 +2603,8 @@ open func source() -> Source  {
     /**
      * Its declaration.
      */
-open func spec() -> ToolSpec  {
-    return try!  FfiConverterTypeToolSpec_lift(try! rustCall() {
+open func spec()throws  -> ToolSpec  {
+    return try  FfiConverterTypeToolSpec_lift(try rustCallWithError(FfiConverterTypeContenoxError_lift) {
         uniffiCallStatus in
     uniffi_contenox_uniffi_fn_method_sourcetool_spec(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -3432,35 +3478,14 @@ public func FfiConverterTypeWebSearchProvider_lower(_ value: WebSearchProvider) 
 
 
 
-/**
- * Advisory hints about a tool. `null` means unknown (treat as mutating). Never sent to the model.
- */
 public struct Hints: Equatable, Hashable {
-    /**
-     * The tool only reads.
-     */
     public var readOnly: Bool?
-    /**
-     * The tool may destroy or overwrite data.
-     */
     public var destructive: Bool?
-    /**
-     * The tool reaches outside the machine.
-     */
     public var openWorld: Bool?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(
-        /**
-         * The tool only reads.
-         */readOnly: Bool? = nil, 
-        /**
-         * The tool may destroy or overwrite data.
-         */destructive: Bool? = nil, 
-        /**
-         * The tool reaches outside the machine.
-         */openWorld: Bool? = nil) {
+    public init(readOnly: Bool? = nil, destructive: Bool? = nil, openWorld: Bool? = nil) {
         self.readOnly = readOnly
         self.destructive = destructive
         self.openWorld = openWorld
@@ -3580,28 +3605,13 @@ public func FfiConverterTypeMcpServer_lower(_ value: McpServer) -> RustBuffer {
 }
 
 
-/**
- * A model the server offers.
- */
 public struct ModelInfo: Equatable, Hashable {
-    /**
-     * The name to pass as `model`.
-     */
     public var id: String
-    /**
-     * A human-readable name, when the server gives one.
-     */
     public var displayName: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(
-        /**
-         * The name to pass as `model`.
-         */id: String, 
-        /**
-         * A human-readable name, when the server gives one.
-         */displayName: String?) {
+    public init(id: String, displayName: String?) {
         self.id = id
         self.displayName = displayName
     }
@@ -3858,35 +3868,14 @@ public func FfiConverterTypeSearchRequest_lower(_ value: SearchRequest) -> RustB
 }
 
 
-/**
- * One search result.
- */
 public struct SearchResult: Equatable, Hashable {
-    /**
-     * The page title.
-     */
     public var title: String
-    /**
-     * The page URL.
-     */
     public var url: String
-    /**
-     * A short extract of the page.
-     */
     public var snippet: String
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(
-        /**
-         * The page title.
-         */title: String, 
-        /**
-         * The page URL.
-         */url: String, 
-        /**
-         * A short extract of the page.
-         */snippet: String) {
+    public init(title: String, url: String, snippet: String) {
         self.title = title
         self.url = url
         self.snippet = snippet
@@ -4513,28 +4502,13 @@ public func FfiConverterTypeTurnResult_lower(_ value: TurnResult) -> RustBuffer 
 }
 
 
-/**
- * Token usage, per response or summed over a turn.
- */
 public struct Usage: Equatable, Hashable {
-    /**
-     * Tokens the model read.
-     */
     public var inputTokens: UInt64
-    /**
-     * Tokens the model wrote.
-     */
     public var outputTokens: UInt64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(
-        /**
-         * Tokens the model read.
-         */inputTokens: UInt64, 
-        /**
-         * Tokens the model wrote.
-         */outputTokens: UInt64) {
+    public init(inputTokens: UInt64, outputTokens: UInt64) {
         self.inputTokens = inputTokens
         self.outputTokens = outputTokens
     }
@@ -4680,14 +4654,12 @@ public func FfiConverterTypeAnswer_lower(_ value: Answer) -> RustBuffer {
 
 
 /**
- * Everything that can go wrong outside a turn, plus what host code raises.
- *
- * Kotlin sees it as `ContenoxException` (a sealed class, one subclass per variant), Swift as
- * `ContenoxError`. Inside a turn nothing is raised: failures are the outcome and events.
- *
- * Host callbacks (tools, hooks, wait_for) may throw it; any other exception they throw arrives as
- * [`ContenoxError::Unexpected`] (through `From<UnexpectedUniFFICallbackError>`). Either way the
- * engine turns it into an error result the model sees; nothing panics.
+ * Everything that can go wrong outside a turn (one variant per kind of the engine's error; see
+ * `contenox::Error` for who raises each and what to do), plus what host code raises. Kotlin:
+ * `ContenoxException`, a sealed class (a `Transport` error's causes are its `cause`, see
+ * `gen.sh`); Swift: `ContenoxError`. Host callbacks may throw it; anything else they throw
+ * arrives as [`ContenoxError::Unexpected`]. The engine turns either into an error result the
+ * model sees; nothing panics.
  */
 public 
 enum ContenoxError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
@@ -4695,17 +4667,48 @@ enum ContenoxError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError 
     
     
     /**
-     * The configuration is invalid (bad JSON, unknown key, missing model, bad allowlist...).
+     * An option is invalid. `option` is its name as in the config JSON (`base_url`,
+     * `script[0]`; empty when no single option is at fault), `value` the bad value as JSON
+     * text, `reason` what is wrong and what is allowed; `detail` all of it in a sentence.
      */
     case Config(
         /**
-         * What is wrong.
-         */detail: String
+         * The whole message.
+         */detail: String, 
+        /**
+         * The option at fault.
+         */option: String, 
+        /**
+         * The bad value, as JSON text.
+         */value: String?, 
+        /**
+         * What is wrong, and what is allowed.
+         */reason: String
     )
     /**
      * A tool could not be registered (bad name, bad schema...).
      */
     case Tool(
+        /**
+         * What is wrong.
+         */detail: String
+    )
+    /**
+     * The client was shut down: it runs no more turns.
+     */
+    case Closed
+    /**
+     * A turn is running and the operation needs the client idle (`setTranscript`).
+     */
+    case Busy(
+        /**
+         * What was refused.
+         */detail: String
+    )
+    /**
+     * A transcript is not valid (a result without its call, a call without its result).
+     */
+    case Transcript(
         /**
          * What is wrong.
          */detail: String
@@ -4722,17 +4725,25 @@ enum ContenoxError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError 
          */body: String
     )
     /**
-     * The model server could not be reached, or its answer could not be read.
+     * The model server could not be reached, or its answer could not be read (from
+     * `listModels`). `causes`: the messages of the underlying errors, outermost first.
      */
     case Transport(
         /**
          * What went wrong.
-         */detail: String
+         */detail: String, 
+        /**
+         * The cause chain, outermost first.
+         */causes: [String]
     )
     /**
-     * The operation was cancelled.
+     * The engine failed where it should not (a turn's task panicked); a bug.
      */
-    case Cancelled
+    case Internal(
+        /**
+         * What failed.
+         */detail: String
+    )
     /**
      * A value given as JSON text is not valid JSON, or does not have the expected shape.
      */
@@ -4797,29 +4808,42 @@ public struct FfiConverterTypeContenoxError: FfiConverterRustBuffer {
 
         
         case 1: return .Config(
-            detail: try FfiConverterString.read(from: &buf)
+            detail: try FfiConverterString.read(from: &buf), 
+            option: try FfiConverterString.read(from: &buf), 
+            value: try FfiConverterOptionString.read(from: &buf), 
+            reason: try FfiConverterString.read(from: &buf)
             )
         case 2: return .Tool(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 3: return .Http(
+        case 3: return .Closed
+        case 4: return .Busy(
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 5: return .Transcript(
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 6: return .Http(
             status: try FfiConverterUInt16.read(from: &buf), 
             body: try FfiConverterString.read(from: &buf)
             )
-        case 4: return .Transport(
+        case 7: return .Transport(
+            detail: try FfiConverterString.read(from: &buf), 
+            causes: try FfiConverterSequenceString.read(from: &buf)
+            )
+        case 8: return .Internal(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 5: return .Cancelled
-        case 6: return .Json(
+        case 9: return .Json(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 7: return .Io(
+        case 10: return .Io(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 8: return .Host(
+        case 11: return .Host(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 9: return .Unexpected(
+        case 12: return .Unexpected(
             reason: try FfiConverterString.read(from: &buf)
             )
 
@@ -4834,9 +4858,12 @@ public struct FfiConverterTypeContenoxError: FfiConverterRustBuffer {
 
         
         
-        case let .Config(detail):
+        case let .Config(detail,option,value,reason):
             writeInt(&buf, Int32(1))
             FfiConverterString.write(detail, into: &buf)
+            FfiConverterString.write(option, into: &buf)
+            FfiConverterOptionString.write(value, into: &buf)
+            FfiConverterString.write(reason, into: &buf)
             
         
         case let .Tool(detail):
@@ -4844,38 +4871,54 @@ public struct FfiConverterTypeContenoxError: FfiConverterRustBuffer {
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Http(status,body):
+        case .Closed:
             writeInt(&buf, Int32(3))
-            FfiConverterUInt16.write(status, into: &buf)
-            FfiConverterString.write(body, into: &buf)
-            
         
-        case let .Transport(detail):
+        
+        case let .Busy(detail):
             writeInt(&buf, Int32(4))
             FfiConverterString.write(detail, into: &buf)
             
         
-        case .Cancelled:
+        case let .Transcript(detail):
             writeInt(&buf, Int32(5))
-        
-        
-        case let .Json(detail):
-            writeInt(&buf, Int32(6))
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Io(detail):
+        case let .Http(status,body):
+            writeInt(&buf, Int32(6))
+            FfiConverterUInt16.write(status, into: &buf)
+            FfiConverterString.write(body, into: &buf)
+            
+        
+        case let .Transport(detail,causes):
             writeInt(&buf, Int32(7))
             FfiConverterString.write(detail, into: &buf)
+            FfiConverterSequenceString.write(causes, into: &buf)
             
         
-        case let .Host(detail):
+        case let .Internal(detail):
             writeInt(&buf, Int32(8))
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Unexpected(reason):
+        case let .Json(detail):
             writeInt(&buf, Int32(9))
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .Io(detail):
+            writeInt(&buf, Int32(10))
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .Host(detail):
+            writeInt(&buf, Int32(11))
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .Unexpected(reason):
+            writeInt(&buf, Int32(12))
             FfiConverterString.write(reason, into: &buf)
             
         }
@@ -5008,8 +5051,8 @@ public func FfiConverterTypeDecision_lower(_ value: Decision) -> RustBuffer {
 
 
 /**
- * One thing that happened in a turn: the engine's `Event`, typed. `toJson()` gives the engine's
- * own JSON (a `type` tag in snake_case), the same in every language binding.
+ * One thing that happened in a turn. `toJson()` gives the engine's own JSON (a `type` tag in
+ * snake_case), the same in every language binding.
  */
 
 public enum Event: Equatable, Hashable {
@@ -5084,7 +5127,10 @@ public enum Event: Equatable, Hashable {
          */hints: Hints, 
         /**
          * Where the tool comes from.
-         */source: Source
+         */source: Source, 
+        /**
+         * The approval policy's rule that matched, when a policy is set.
+         */rule: String?
     )
     /**
      * A call waits for the host's answer.
@@ -5220,18 +5266,6 @@ public enum Event: Equatable, Hashable {
          * What went wrong, for outcome `Error`.
          */error: String?
     )
-    /**
-     * An event kind this binding does not know yet (the engine is newer): its `type` tag and
-     * its JSON.
-     */
-    case other(
-        /**
-         * The `type` tag.
-         */kind: String, 
-        /**
-         * The event's JSON.
-         */json: String
-    )
 
 
 
@@ -5304,7 +5338,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
         case 5: return .toolCall(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), argumentsJson: try FfiConverterString.read(from: &buf)
         )
         
-        case 6: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf)
+        case 6: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf), rule: try FfiConverterOptionString.read(from: &buf)
         )
         
         case 7: return .pending(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), request: try FfiConverterTypePendingRequest.read(from: &buf)
@@ -5335,9 +5369,6 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
         )
         
         case 16: return .turnEnd(outcome: try FfiConverterTypeOutcome.read(from: &buf), finalText: try FfiConverterString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
-        )
-        
-        case 17: return .other(kind: try FfiConverterString.read(from: &buf), json: try FfiConverterString.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -5376,7 +5407,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterString.write(argumentsJson, into: &buf)
             
         
-        case let .gate(callId,name,decision,message,hints,source):
+        case let .gate(callId,name,decision,message,hints,source,rule):
             writeInt(&buf, Int32(6))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
@@ -5384,6 +5415,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterOptionString.write(message, into: &buf)
             FfiConverterTypeHints.write(hints, into: &buf)
             FfiConverterTypeSource.write(source, into: &buf)
+            FfiConverterOptionString.write(rule, into: &buf)
             
         
         case let .pending(callId,name,request):
@@ -5453,12 +5485,6 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterTypeUsage.write(usage, into: &buf)
             FfiConverterOptionString.write(error, into: &buf)
             
-        
-        case let .other(kind,json):
-            writeInt(&buf, Int32(17))
-            FfiConverterString.write(kind, into: &buf)
-            FfiConverterString.write(json, into: &buf)
-            
         }
     }
 }
@@ -5480,23 +5506,11 @@ public func FfiConverterTypeEvent_lower(_ value: Event) -> RustBuffer {
 
 
 
-/**
- * What the gate decided for one call, as reported in [`Event::Gate`].
- */
 
 public enum GateVerdict: Equatable, Hashable {
     
-    /**
-     * The call runs.
-     */
     case allow
-    /**
-     * The call is refused with an error result.
-     */
     case deny
-    /**
-     * The call waits for the host's `WaitFor`.
-     */
     case ask
 
 
@@ -5684,28 +5698,14 @@ public func FfiConverterTypeMessage_lower(_ value: Message) -> RustBuffer {
 
 
 
-/**
- * How a turn ended.
- */
 
 public enum Outcome: Equatable, Hashable {
     
-    /**
-     * The model gave a final answer.
-     */
     case done
-    /**
-     * The turn was cancelled; the transcript is kept and valid.
-     */
     case cancelled
-    /**
-     * The turn reached `max_turns` model responses.
-     */
     case maxTurns
-    /**
-     * The model could not be reached or answered badly; see `error`.
-     */
     case error
+    case budget
 
 
 
@@ -5735,6 +5735,8 @@ public struct FfiConverterTypeOutcome: FfiConverterRustBuffer {
         
         case 4: return .error
         
+        case 5: return .budget
+        
         default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
@@ -5757,6 +5759,10 @@ public struct FfiConverterTypeOutcome: FfiConverterRustBuffer {
         
         case .error:
             writeInt(&buf, Int32(4))
+        
+        
+        case .budget:
+            writeInt(&buf, Int32(5))
         
         }
     }
@@ -5866,31 +5872,13 @@ public func FfiConverterTypeServerState_lower(_ value: ServerState) -> RustBuffe
 
 
 
-/**
- * Where a tool comes from.
- */
 
 public enum Source: Equatable, Hashable {
     
-    /**
-     * Built into contenox.
-     */
     case builtin
-    /**
-     * Given by the host program.
-     */
     case host
-    /**
-     * An MCP server's tool.
-     */
     case mcp
-    /**
-     * An HTTP service discovered from its OpenAPI document.
-     */
     case remote
-    /**
-     * A subagent offered as a tool.
-     */
     case subagent
 
 
@@ -5971,19 +5959,10 @@ public func FfiConverterTypeSource_lower(_ value: Source) -> RustBuffer {
 
 
 
-/**
- * Whether a tool is sent to the model (`Core`) or reached through `call_tool` (`Deferred`).
- */
 
 public enum Tier: Equatable, Hashable {
     
-    /**
-     * Sent to the model with every request.
-     */
     case core
-    /**
-     * Listed in `call_tool`'s description and called through it.
-     */
     case deferred
 
 
@@ -6288,30 +6267,6 @@ fileprivate struct FfiConverterOptionTypeToolOutput: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionTypeEvent: FfiConverterRustBuffer {
-    typealias SwiftType = Event?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeEvent.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeEvent.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterOptionSequenceString: FfiConverterRustBuffer {
     typealias SwiftType = [String]?
 
@@ -6536,6 +6491,31 @@ fileprivate struct FfiConverterSequenceTypeToolSpec: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeEvent: FfiConverterRustBuffer {
+    typealias SwiftType = [Event]
+
+    public static func write(_ value: [Event], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeEvent.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Event] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Event]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeEvent.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeMessage: FfiConverterRustBuffer {
     typealias SwiftType = [Message]
 
@@ -6713,6 +6693,30 @@ public func listModels(configJson: String)async throws  -> [ModelInfo]  {
         )
 }
 /**
+ * A preset approval policy's document as JSON text: `default`, `strict` or `dev` (the engine's
+ * own; Kotlin and Swift: `Policies.default()` ...). For config `policy` or `setPolicy`.
+ */
+public func policyPreset(name: String)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_func_policy_preset(
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
+}
+/**
+ * The snake_case name of an outcome (`done`, `cancelled`, `max_turns`, `error`, `budget`), as
+ * on every wire.
+ */
+public func outcomeName(outcome: Outcome) -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_func_outcome_name(
+        FfiConverterTypeOutcome_lower(outcome),uniffiCallStatus
+    )
+})
+}
+/**
  * Start every server of an MCP config (`{"mcpServers": {...}}` as JSON text, the document
  * Claude Desktop and Claude Code read, plus contenox's `inject` and `timeout_ms`), list their
  * tools, and report each server to `on_server` as it settles. Servers that fail are reported and
@@ -6732,17 +6736,6 @@ public func loadMcp(configJson: String, onServer: McpServerListener? = nil)async
             errorHandler: FfiConverterTypeContenoxError_lift
         )
 }
-/**
- * The snake_case name of an outcome (`done`, `cancelled`, `max_turns`, `error`), as on every wire.
- */
-public func outcomeName(outcome: Outcome) -> String  {
-    return try!  FfiConverterString.lift(try! rustCall() {
-        uniffiCallStatus in
-    uniffi_contenox_uniffi_fn_func_outcome_name(
-        FfiConverterTypeOutcome_lower(outcome),uniffiCallStatus
-    )
-})
-}
 
 private enum InitializationResult {
     case ok
@@ -6759,34 +6752,16 @@ private let initializationResult: InitializationResult = {
     if bindings_contract_version != scaffolding_contract_version {
         return InitializationResult.contractVersionMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_func_list_models() != 9781) {
+    if (uniffi_contenox_uniffi_checksum_func_list_models() != 9862) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_func_policy_preset() != 25952) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_func_outcome_name() != 18011) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_func_load_mcp() != 11857) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_func_outcome_name() != 29358) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_hooks_before_tool() != 46235) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_hooks_after_tool() != 41006) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_hosttool_spec() != 32961) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_hosttool_call() != 46776) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_toolreporter_progress() != 14884) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_waitfor_wait_for() != 56065) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_websearchprovider_search() != 38719) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_background_shells() != 5990) {
@@ -6801,46 +6776,73 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_client_is_closed() != 64676) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_list_models() != 52606) {
+    if (uniffi_contenox_uniffi_checksum_method_client_list_models() != 58903) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_register() != 29750) {
+    if (uniffi_contenox_uniffi_checksum_method_client_policy_json() != 34737) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_register() != 20229) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_register_source_tool() != 21830) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_run() != 21256) {
+    if (uniffi_contenox_uniffi_checksum_method_client_run() != 7623) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_set_transcript() != 9873) {
+    if (uniffi_contenox_uniffi_checksum_method_client_set_policy() != 24331) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_set_transcript() != 16835) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_shutdown() != 59147) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_stream() != 28388) {
+    if (uniffi_contenox_uniffi_checksum_method_client_stream() != 30764) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_tools() != 39982) {
+    if (uniffi_contenox_uniffi_checksum_method_client_tools() != 46900) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_transcript() != 6204) {
+    if (uniffi_contenox_uniffi_checksum_method_client_transcript() != 58788) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_unregister() != 16428) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_run_cancel() != 15668) {
+    if (uniffi_contenox_uniffi_checksum_method_transcript_is_empty() != 3664) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_run_is_finished() != 54766) {
+    if (uniffi_contenox_uniffi_checksum_method_transcript_len() != 15794) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_run_next_event() != 7548) {
+    if (uniffi_contenox_uniffi_checksum_method_transcript_messages() != 56260) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_run_result() != 46752) {
+    if (uniffi_contenox_uniffi_checksum_method_transcript_to_json() != 57728) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_hooks_before_tool() != 15764) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_hooks_after_tool() != 13497) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_hosttool_spec() != 19548) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_hosttool_call() != 28321) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_toolreporter_progress() != 34407) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_waitfor_wait_for() != 10636) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_websearchprovider_search() != 33814) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_mcpserverlistener_on_server() != 23508) {
@@ -6870,10 +6872,22 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_sourcetool_server() != 42112) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_sourcetool_source() != 65147) {
+    if (uniffi_contenox_uniffi_checksum_method_sourcetool_source() != 60564) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_sourcetool_spec() != 19463) {
+    if (uniffi_contenox_uniffi_checksum_method_sourcetool_spec() != 41606) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_run_cancel() != 13170) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_run_is_finished() != 30206) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_run_next_batch() != 43554) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_run_result() != 3217) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_backgroundshells_close_all() != 7703) {
@@ -6885,25 +6899,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_backgroundshells_status() != 13967) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_transcript_is_empty() != 16914) {
+    if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 25076) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_transcript_len() != 40535) {
+    if (uniffi_contenox_uniffi_checksum_constructor_transcript_empty() != 58648) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_transcript_messages() != 13404) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_transcript_to_json() != 17155) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 23339) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_constructor_transcript_empty() != 64547) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_constructor_transcript_from_json() != 17715) {
+    if (uniffi_contenox_uniffi_checksum_constructor_transcript_from_json() != 33092) {
         return InitializationResult.apiChecksumMismatch
     }
 

@@ -1,17 +1,34 @@
 // Thin hand-written helpers over the UniFFI-generated bindings (Contenox.swift): the event
 // stream as an AsyncStream, a run whose turn is cancelled with the calling Task, `loadMcp` with
-// a closure listener, and `register` for MCP tools. No behaviour lives here: each helper only
-// calls the generated API.
+// a closure listener, `register` for MCP tools, and the preset policies. No behaviour lives
+// here: each helper only calls the generated API.
+
+/// The approval policies that ship with the engine (hitl-policy-v1 documents, as JSON text): for
+/// config `policy` and `client.setPolicy(policy:)`. Each is the engine's own document
+/// (`policyPreset(name:)`).
+public enum Policies {
+    /// Secrets denied, reads allowed, writes and unknown shell commands asked, the rest asked.
+    public static func `default`() -> String { preset("default") }
+    /// As `default()`, but every shell line asks and anything not named is denied.
+    public static func strict() -> String { preset("strict") }
+    /// Secrets still denied and destructive shell lines asked; the rest runs.
+    public static func dev() -> String { preset("dev") }
+
+    // The engine has every one of these names, so this never throws.
+    private static func preset(_ name: String) -> String { try! policyPreset(name: name) }
+}
 
 extension Run {
-    /// The run's events as an `AsyncStream`: `nextEvent()` until the turn ends (the last event
-    /// is `.turnEnd`). The stream reads this run's handle, so iterate it once. Ending the
+    /// The run's events as an `AsyncStream`: batches of `nextBatch()` until the turn ends (the
+    /// last event is `.turnEnd`). The stream reads this run's handle, so iterate it once. Ending the
     /// iteration early leaves the turn running: call `cancel()` for that.
     public var events: AsyncStream<Event> {
         AsyncStream { continuation in
             let reader = Task {
-                while let event = await self.nextEvent() {
-                    continuation.yield(event)
+                while true {
+                    let batch = await self.nextBatch()
+                    if batch.isEmpty { break }
+                    for event in batch { continuation.yield(event) }
                 }
                 continuation.finish()
             }

@@ -361,8 +361,85 @@ class BindingTest {
         assertThrows<ContenoxException.Config> { client.run("x", listOf("[bad")) }
         client.shutdown()
         assertTrue(client.isClosed())
-        assertThrows<ContenoxException.Config> { client.run("after close") }
+        assertThrows<ContenoxException.Closed> { client.run("after close") }
         client.destroy()
+    }
+
+    @Test
+    fun `the whole config is checked at creation, in the config JSON's names`() {
+        fun refused(json: String) = assertThrows<ContenoxException.Config> { Client(json) }
+        val style = refused("""{"style": "nope"}""")
+        assertEquals("style", style.option)
+        assertEquals("\"nope\"", style.value)
+        assertEquals("is not one of openai, anthropic, ollama, scripted", style.reason)
+        assertFalse(style.detail.contains("line "), style.detail)
+        val typo = refused("""{"style": "scripted", "script": [{"txt": "x"}]}""")
+        assertEquals("script[0]", typo.option)
+        assertTrue(typo.reason.startsWith("unknown key \"txt\""), typo.reason)
+        assertEquals("script[1]", refused("""{"style": "scripted", "script": [{"text": "a"}, {}]}""").option)
+        val url = refused("""{"style": "openai", "model": "m", "base_url": "not a url"}""")
+        assertEquals("base_url", url.option)
+        assertEquals("\"not a url\"", url.value)
+        val unknown = refused("""{"style": "scripted", "script": [], "baseUrl": "x"}""")
+        assertEquals("", unknown.option)
+        assertTrue(unknown.reason.contains("base_url"), unknown.reason)
+    }
+
+    @Test
+    fun `replacing the transcript while a turn runs is Busy`() = runBlocking {
+        val client = Client(config(JSONObject().put("stall", true)))
+        client.use {
+            val run = client.stream("stall")
+            run.events().takeWhile { it !is Event.Request }.toList()
+            assertThrows<ContenoxException.Busy> { client.setTranscript(Transcript.empty()) }
+            run.cancel()
+            assertEquals(Outcome.CANCELLED, withTimeout(10_000) { run.result() }.outcome)
+            client.setTranscript(Transcript.empty())
+        }
+    }
+
+    @Test
+    fun `a transport error carries its causes as the exception's cause`() = runBlocking {
+        val port = java.net.ServerSocket(0).use { it.localPort } // nobody listens there now
+        val cfg = """{"style": "openai", "model": "m", "api_key": "k", "base_url": "http://127.0.0.1:$port/v1"}"""
+        val e = assertThrows<ContenoxException.Transport> { runBlocking { listModels(cfg) } }
+        assertEquals("could not reach the model server", e.detail)
+        val chain = generateSequence(e.cause) { it.cause }.map { it.message ?: "" }.toList()
+        assertEquals(e.causes, chain)
+        assertTrue(chain.size >= 2, chain.toString())
+        assertTrue(chain.any { it.contains("refused", ignoreCase = true) }, chain.toString())
+    }
+
+    @Test
+    fun `a when over events needs no else branch`() = runBlocking {
+        val client = Client(config(text("hi")))
+        client.use {
+            // Exhaustive: a new engine event would make this fail to compile, not arrive as "other".
+            val events = client.streamFlow("x").toList()
+            val names = events.map { e ->
+                when (e) {
+                    is Event.TurnStart -> "turn_start"
+                    is Event.Request -> "request"
+                    is Event.TextDelta -> "text_delta"
+                    is Event.Text -> "text"
+                    is Event.ToolCall -> "tool_call"
+                    is Event.Gate -> "gate"
+                    is Event.Pending -> "pending"
+                    is Event.Answer -> "answer"
+                    is Event.ToolStart -> "tool_start"
+                    is Event.ToolResult -> "tool_result"
+                    is Event.Progress -> "progress"
+                    is Event.Todos -> "todos"
+                    is Event.Usage -> "usage"
+                    is Event.Compact -> "compact"
+                    is Event.Retry -> "retry"
+                    is Event.TurnEnd -> "turn_end"
+                }
+            }
+            assertEquals(events.map { it.kind() }, names)
+            assertEquals("turn_start", names.first())
+            assertEquals("turn_end", names.last())
+        }
     }
 
     @Test

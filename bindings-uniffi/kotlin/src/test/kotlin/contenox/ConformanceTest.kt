@@ -129,7 +129,20 @@ private class ScenarioRun(
             val prompts = listOf(scenario.getString("prompt")) +
                 (scenario.optJSONArray("more_prompts")?.map { it as String } ?: emptyList())
             val restart = scenario.optBoolean("restart_between_prompts", false)
-            var current = build(config)
+            var current = try {
+                build(config)
+            } catch (e: ContenoxException.Config) {
+                if (scenario.optJSONObject("expect")?.has("config_error_contains") != true) throw e
+                // SPEC "Approval policies": the creation error is the result; no turn runs.
+                return buildString {
+                    append("{\"scenario\":").append(JSONObject.quote(scenario.getString("name")))
+                    append(",\"binding\":\"kotlin\"")
+                    append(",\"config_error\":").append(JSONObject.quote(e.detail))
+                    append(",\"requests\":").append(server.requests())
+                    append(",\"workspace\":").append(snapshot())
+                    append("}")
+                }
+            }
             // before the first prompt, into the first client (`mcp` is not combined with
             // `restart_between_prompts`: shutting a client down stops the servers given to it)
             mcp.registerInto(current)

@@ -1,0 +1,361 @@
+//! The JavaScript spelling of core's JSON, in one place: camelCase keys for the small typed
+//! surface (core's own rule, [`Spelling::Camel`]), plus `args` for `arguments` (a reserved name
+//! in strict-mode JavaScript). Values the host or the model own (tool arguments, results,
+//! metadata, headers, progress data, todos) are never touched. The TypeScript layer passes
+//! objects as the host wrote them and receives them spelled here.
+
+use contenox::{
+    Event, Message, ModelInfo, PendingRequest, SearchRequest, SearchResult, Spelling,
+    ToolCallEvent, ToolOutput, Transcript,
+};
+use serde_json::{Map, Value};
+
+/// `call_id` -> `callId`; `arguments` -> `args`; other keys as they are.
+pub fn camel(key: &str) -> String {
+    if key == "arguments" {
+        return "args".to_string();
+    }
+    Spelling::Camel.name(key)
+}
+
+/// `timeoutMs` -> `timeout_ms`; `args` -> `arguments`; other keys as they are.
+pub fn snake(key: &str) -> String {
+    if key == "args" {
+        return "arguments".to_string();
+    }
+    Spelling::Camel.engine_name(key)
+}
+
+/// Rename the keys of one object level; nested values are left alone.
+fn rename(map: Map<String, Value>, f: fn(&str) -> String) -> Map<String, Value> {
+    map.into_iter().map(|(k, v)| (f(&k), v)).collect()
+}
+
+/// Rename the keys of `value` (one level) when it is an object.
+fn rename_value(value: Value, f: fn(&str) -> String) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(rename(map, f)),
+        other => other,
+    }
+}
+
+/// Rename the keys of `value` and of the objects under `nested` keys (each an object, or a list
+/// of objects whose own `nested` keys are given too).
+fn rename_tree(value: Value, f: fn(&str) -> String, nested: &[(&str, &[&str])]) -> Value {
+    let Value::Object(map) = value else {
+        return value;
+    };
+    let mut out = Map::with_capacity(map.len());
+    for (k, v) in map {
+        let key = f(&k);
+        let inner = nested
+            .iter()
+            .find(|(name, _)| *name == snake(&key) || *name == key)
+            .map(|(_, keys)| *keys);
+        let v = match (inner, v) {
+            (Some(keys), Value::Array(items)) => Value::Array(
+                items
+                    .into_iter()
+                    .map(|item| rename_tree(item, f, &nested_of(keys)))
+                    .collect(),
+            ),
+            (Some(keys), v) => rename_tree(v, f, &nested_of(keys)),
+            (None, v) => v,
+        };
+        out.insert(key, v);
+    }
+    Value::Object(out)
+}
+
+/// Which keys of an object hold objects whose keys are renamed too.
+fn nested_of(keys: &[&str]) -> Vec<(&'static str, &'static [&'static str])> {
+    NESTED
+        .iter()
+        .filter(|(name, _)| keys.contains(name))
+        .copied()
+        .collect()
+}
+
+/// The options whose values are objects with option-like keys (not host data such as headers,
+/// and not `policy`, a document in its own file format whose keys are never renamed).
+const NESTED: &[(&str, &[&str])] = &[
+    ("retry", &[]),
+    ("sandbox", &[]),
+    ("script", &["tool_calls", "error", "usage"]),
+    ("tool_calls", &[]),
+    ("error", &[]),
+    ("usage", &[]),
+];
+
+/// The options of `createClient` (without the host callbacks) in core's vocabulary. Core checks
+/// them and names any mistake in JavaScript's spelling.
+pub fn config_from_js(options: Value) -> Value {
+    rename_tree(options, snake, &nested_of(&["retry", "script", "sandbox"]))
+}
+
+/// A tool declared in JavaScript (`{name, description, inputSchema, hints, tier}`) in core's
+/// shape (hints are camelCase in core too).
+pub fn tool_spec_from_js(spec: Value) -> Value {
+    rename_value(spec, snake)
+}
+
+/// A conversation's messages as JavaScript reads them: `callId`, `toolCalls`, `isError`,
+/// `rawArguments` (always present), `args`.
+pub fn messages(transcript: &Transcript) -> String {
+    let messages = transcript.messages.iter().map(|m| {
+        let mut v = rename_tree(
+            serde_json::to_value(m).unwrap_or(Value::Null),
+            camel,
+            &nested_of(&["tool_calls"]),
+        );
+        match (m, &mut v) {
+            (Message::Assistant { .. }, Value::Object(o)) => {
+                let calls = o.entry("toolCalls").or_insert_with(|| Value::Array(vec![]));
+                for call in calls.as_array_mut().into_iter().flatten() {
+                    if let Value::Object(c) = call {
+                        c.entry("rawArguments").or_insert(Value::Bool(false));
+                    }
+                }
+            }
+            (Message::Tool { .. }, Value::Object(o)) => {
+                o.entry("isError").or_insert(Value::Bool(false));
+            }
+            _ => {}
+        }
+        v
+    });
+    Value::Array(messages.collect()).to_string()
+}
+
+/// An event as JavaScript sees it: its own keys and those of `usage` and `request` in camelCase.
+pub fn event(event: &Event) -> Value {
+    let Ok(Value::Object(map)) = serde_json::to_value(event) else {
+        // An event always serializes to an object (serde tag `type`).
+        return Value::Null;
+    };
+    Value::Object(
+        map.into_iter()
+            .map(|(k, v)| {
+                let v = match k.as_str() {
+                    "usage" | "request" => rename_value(v, camel),
+                    _ => v,
+                };
+                (camel(&k), v)
+            })
+            .collect(),
+    )
+}
+
+/// A batch of events as one JSON array text.
+pub fn events(batch: &[Event]) -> String {
+    Value::Array(batch.iter().map(event).collect()).to_string()
+}
+
+/// The gate's view of a call: `{name, args, callId, hints, source, server?}`.
+pub fn tool_call(call: &ToolCallEvent) -> String {
+    match serde_json::to_value(call) {
+        Ok(v) => rename_value(v, camel).to_string(),
+        Err(_) => Value::Null.to_string(),
+    }
+}
+
+/// A request as `waitFor` sees it: `{kind, prompt?, timeoutMs?, data?, callId, name, args}`.
+pub fn pending_request(request: &PendingRequest) -> String {
+    match serde_json::to_value(request) {
+        Ok(v) => rename_value(v, camel).to_string(),
+        Err(_) => Value::Null.to_string(),
+    }
+}
+
+/// A tool result as `afterTool` sees it: `{content, isError, metadata?}`.
+pub fn tool_output(output: &ToolOutput) -> String {
+    match serde_json::to_value(output) {
+        Ok(v) => rename_value(v, camel).to_string(),
+        Err(_) => Value::Null.to_string(),
+    }
+}
+
+/// A tool result given by JavaScript (`{content, isError?, metadata?}`) in core's shape.
+pub fn tool_output_from_js(value: Value) -> Result<ToolOutput, String> {
+    serde_json::from_value(rename_value(value, snake))
+        .map_err(|e| format!("a tool result is {{ content, isError?, metadata? }}: {e}"))
+}
+
+/// A request given by JavaScript (`{kind, prompt?, timeoutMs?, data?}`) in core's shape.
+pub fn pending_request_from_js(value: Value) -> Result<PendingRequest, String> {
+    if !value.is_object() {
+        return Err(format!(
+            "pending(request) takes an object {{ kind, prompt?, timeoutMs?, data? }}, got {value}"
+        ));
+    }
+    serde_json::from_value(rename_value(value, snake)).map_err(|e| format!("pending(request): {e}"))
+}
+
+/// A web search request as the provider sees it:
+/// `{query, maxResults, allowedDomains, blockedDomains}`.
+pub fn search_request(request: &SearchRequest) -> String {
+    match serde_json::to_value(request) {
+        Ok(v) => rename_value(v, camel).to_string(),
+        Err(_) => Value::Null.to_string(),
+    }
+}
+
+/// What a web search provider resolved to: `[{title, url, snippet?}]` (core checks it).
+pub fn search_results_from_js(value: Value) -> Result<Vec<SearchResult>, String> {
+    SearchResult::list_from_json(value)
+}
+
+/// The models a server offers: `[{id, displayName?}]`.
+pub fn models(models: &[ModelInfo]) -> String {
+    Value::Array(
+        models
+            .iter()
+            .map(|m| match serde_json::to_value(m) {
+                Ok(v) => rename_value(v, camel),
+                Err(_) => Value::Null,
+            })
+            .collect(),
+    )
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use contenox::{Hints, Outcome, Source, Usage};
+    use serde_json::json;
+
+    #[test]
+    fn keys_change_and_values_stay() {
+        assert_eq!(camel("call_id"), "callId");
+        assert_eq!(camel("final_text"), "finalText");
+        assert_eq!(camel("arguments"), "args");
+        assert_eq!(camel("type"), "type");
+        assert_eq!(snake("timeoutMs"), "timeout_ms");
+        assert_eq!(snake("args"), "arguments");
+        assert_eq!(snake("kind"), "kind");
+
+        let e = Event::ToolCall {
+            call_id: "c1".into(),
+            name: "echo".into(),
+            arguments: json!({"some_key": 1}),
+        };
+        assert_eq!(
+            event(&e),
+            json!({"type": "tool_call", "callId": "c1", "name": "echo", "args": {"some_key": 1}})
+        );
+        let e = Event::TurnEnd {
+            outcome: Outcome::Done,
+            final_text: "ok".into(),
+            usage: Usage {
+                input_tokens: 3,
+                output_tokens: 4,
+            },
+            error: None,
+        };
+        assert_eq!(
+            event(&e),
+            json!({"type": "turn_end", "outcome": "done", "finalText": "ok",
+                   "usage": {"inputTokens": 3, "outputTokens": 4}})
+        );
+    }
+
+    #[test]
+    fn options_rename_their_keys_and_never_host_values() {
+        let v = config_from_js(json!({
+            "baseUrl": "u", "maxTurns": 3, "retry": {"maxRetries": 1},
+            "headers": {"X-Api-Key": "k", "some_header": "v"},
+            "script": [{"toolCalls": [{"id": "c", "name": "n", "args": {"someKey": 1}}],
+                        "breakAfterBytes": 3, "error": {"retryAfterS": 1}, "usage": {"inputTokens": 1}}]
+        }));
+        assert_eq!(
+            v,
+            json!({
+                "base_url": "u", "max_turns": 3, "retry": {"max_retries": 1},
+                "headers": {"X-Api-Key": "k", "some_header": "v"},
+                "script": [{"tool_calls": [{"id": "c", "name": "n", "arguments": {"someKey": 1}}],
+                            "break_after_bytes": 3, "error": {"retry_after_s": 1}, "usage": {"input_tokens": 1}}]
+            })
+        );
+        // The new options of the sandbox and the policy: the sandbox is options, the policy a
+        // document whose keys (`default_action`, `timeout_s`, `maxToolCalls`) stay as written.
+        let policy = json!({"default_action": "deny", "rules": [{"tool": "bash", "action": "approve",
+                            "timeout_s": 5, "on_timeout": "deny"}], "compute": {"maxToolCalls": 3}});
+        let v = config_from_js(json!({
+            "requestTimeoutMs": 1, "idleTimeoutMs": 2, "maxToolCalls": 3, "maxTurnTokens": 4,
+            "shellEnv": ["A=b"], "webFetchAllowPrivate": true,
+            "sandbox": {"enabled": true, "network": false, "writable": ["/w"]},
+            "policy": policy.clone(),
+        }));
+        assert_eq!(
+            v,
+            json!({
+                "request_timeout_ms": 1, "idle_timeout_ms": 2, "max_tool_calls": 3,
+                "max_turn_tokens": 4, "shell_env": ["A=b"], "web_fetch_allow_private": true,
+                "sandbox": {"enabled": true, "network": false, "writable": ["/w"]},
+                "policy": policy,
+            })
+        );
+        let t = Transcript::from_json(
+            r#"{"messages": [{"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "name": "x", "arguments": {"a_b": 1}}]},
+                {"role": "tool", "call_id": "c1", "name": "x", "content": "r"}]}"#,
+        )
+        .unwrap();
+        let m: Value = serde_json::from_str(&messages(&t)).unwrap();
+        assert_eq!(
+            m,
+            json!([{"role": "assistant", "content": "",
+                    "toolCalls": [{"id": "c1", "name": "x", "args": {"a_b": 1}, "rawArguments": false}]},
+                   {"role": "tool", "callId": "c1", "name": "x", "content": "r", "isError": false}])
+        );
+    }
+
+    #[test]
+    fn gate_views() {
+        let call = ToolCallEvent {
+            name: "write".into(),
+            arguments: json!({"file_path": "x"}),
+            call_id: "c2".into(),
+            hints: Hints::destructive(),
+            source: Source::Builtin,
+            server: None,
+        };
+        let v: Value = serde_json::from_str(&tool_call(&call)).unwrap();
+        assert_eq!(
+            v,
+            json!({"name": "write", "args": {"file_path": "x"}, "callId": "c2",
+                   "hints": {"readOnly": false, "destructive": true, "openWorld": false},
+                   "source": "builtin"})
+        );
+        let r = pending_request_from_js(json!({"kind": "input", "prompt": "p", "timeoutMs": 5}))
+            .unwrap();
+        assert_eq!(r.timeout_ms, Some(5));
+        assert!(pending_request_from_js(json!("x")).is_err());
+        let out = tool_output_from_js(json!({"content": {"a": 1}, "isError": true})).unwrap();
+        assert!(out.is_error);
+        assert!(tool_output_from_js(json!({"isError": true})).is_err());
+    }
+
+    #[test]
+    fn search_views() {
+        let request = SearchRequest {
+            query: "rust".into(),
+            max_results: 3,
+            allowed_domains: vec!["example.com".into()],
+            blocked_domains: vec![],
+        };
+        let v: Value = serde_json::from_str(&search_request(&request)).unwrap();
+        assert_eq!(
+            v,
+            json!({"query": "rust", "maxResults": 3, "allowedDomains": ["example.com"],
+                   "blockedDomains": []})
+        );
+        let results =
+            search_results_from_js(json!([{"title": "T", "url": "https://a.b/"}])).unwrap();
+        assert_eq!(results[0].snippet, "");
+        let err = search_results_from_js(json!({"title": "T"})).unwrap_err();
+        assert!(err.starts_with("websearch must return a list"), "{err}");
+        assert!(search_results_from_js(json!([{"title": "T"}])).is_err());
+    }
+}

@@ -1,0 +1,94 @@
+//! The one conversion of the engine's error kinds to this binding's error classes.
+//!
+//! The classes are JavaScript's (`index.ts`: `ConfigurationError`, `ClosedError`, ...; all
+//! `ContenoxError`s). At load the TypeScript layer hands over one factory, `(kind, message,
+//! detailsJson) => Error`; every error the engine returns is made by it, on the JavaScript
+//! thread, so `instanceof` works and `cause` is the engine's cause chain (`details.causes`,
+//! outermost first). Before the factory is set, a plain `Error` with the message is thrown.
+
+use napi::bindgen_prelude::{FnArgs, Function, FunctionRef, Unknown};
+use napi::{Env, Error, Result};
+use napi_derive::napi;
+use serde_json::{json, Value};
+
+type Factory = FunctionRef<FnArgs<(String, String, String)>, Unknown<'static>>;
+
+/// Where the factory lives: this module's instance data, one per JavaScript environment.
+struct Errors {
+    factory: Factory,
+}
+
+/// Set the factory that makes the binding's errors (called once by `index.ts`).
+#[napi(ts_args_type = "factory: (kind: string, message: string, detailsJson: string) => Error")]
+pub fn set_error_factory(
+    env: &Env,
+    factory: Function<'_, FnArgs<(String, String, String)>, Unknown<'static>>,
+) -> Result<()> {
+    let errors = Errors {
+        factory: factory.create_ref()?,
+    };
+    env.set_instance_data(errors, (), |_| {})
+}
+
+/// The kind (the class `index.ts` maps it to) and the details of an engine error.
+fn describe(e: &contenox::Error) -> (&'static str, Value) {
+    use contenox::Error as E;
+    let causes: Vec<String> = std::iter::successors(std::error::Error::source(e), |c| c.source())
+        .map(|c| c.to_string())
+        .collect();
+    let (kind, mut details) = match e {
+        E::Config(c) => (
+            "configuration",
+            json!({"option": c.option, "value": c.value, "reason": c.reason}),
+        ),
+        E::Tool(_) => ("tool", json!({})),
+        E::Closed => ("closed", json!({})),
+        E::Busy(_) => ("busy", json!({})),
+        E::Transcript(_) => ("transcript", json!({})),
+        E::Http {
+            status,
+            body,
+            retry_after,
+        } => (
+            "http",
+            json!({"status": status, "body": body,
+                   "retryAfter": retry_after.map(|d| d.as_secs_f64())}),
+        ),
+        E::Transport { .. } => ("transport", json!({})),
+        E::Internal(_) => ("internal", json!({})),
+        E::Serde(_) => ("serialization", json!({})),
+        E::Io(_) => ("io", json!({})),
+        _ => ("contenox", json!({})),
+    };
+    details["causes"] = json!(causes);
+    (kind, details)
+}
+
+/// An engine error as the binding's error object (thrown or used to reject on return).
+pub fn to_js(env: &Env, e: contenox::Error) -> Error {
+    let message = e.to_string();
+    let (kind, details) = describe(&e);
+    let made = env
+        .get_instance_data::<Errors>()
+        .ok()
+        .flatten()
+        .and_then(|errors| errors.factory.borrow_back(env).ok())
+        .and_then(|factory| {
+            factory
+                .call(FnArgs::from((
+                    kind.to_string(),
+                    message.clone(),
+                    details.to_string(),
+                )))
+                .ok()
+        });
+    match made {
+        Some(object) => Error::from(object),
+        None => Error::from_reason(message),
+    }
+}
+
+/// A misuse the binding itself finds (a value of the wrong shape from JavaScript).
+pub fn reason(e: impl std::fmt::Display) -> Error {
+    Error::from_reason(e.to_string())
+}

@@ -1,0 +1,196 @@
+//! The engine's `Event`, typed for Kotlin (a sealed class; `when` over it is exhaustive) and
+//! Swift (an enum). It has the engine's JSON shape through serde, so it is read from the
+//! engine's event and written back (`toJson()`) without a field-by-field copy, and
+//! `tests/event_schema.rs` checks it against the one event vocabulary,
+//! `tests/conformance/event-schema.json`: a new or changed core event fails it until it is
+//! mirrored here.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::convert::{answer_wire, json_text, via_json, Answer, PendingRequest};
+
+/// One thing that happened in a turn. `toJson()` gives the engine's own JSON (a `type` tag in
+/// snake_case), the same in every language binding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, uniffi::Enum)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The turn began.
+    TurnStart {
+        /// The user's prompt.
+        prompt: String,
+    },
+    /// A model request is about to be sent (once per HTTP attempt).
+    Request {
+        /// 0-based index of the model response this request asks for, within the turn.
+        index: u32,
+        /// 0 for the first attempt, 1.. for retries.
+        attempt: u32,
+    },
+    /// A piece of streamed text.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// The whole text of one model response.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// The model asked for a tool call.
+    ToolCall {
+        /// The call id.
+        call_id: String,
+        /// The tool name (unwrapped from `call_tool`).
+        name: String,
+        /// The arguments as JSON text (a JSON string when the model sent text that is not JSON).
+        #[serde(rename = "arguments", with = "json_text")]
+        arguments_json: String,
+    },
+    /// The gate's decision for a call.
+    Gate {
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// allow / deny / ask.
+        decision: contenox::GateVerdict,
+        /// The deny message, when denied.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        /// The tool's hints.
+        hints: contenox::Hints,
+        /// Where the tool comes from.
+        source: contenox::Source,
+        /// The approval policy's rule that matched, when a policy is set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<String>,
+    },
+    /// A call waits for the host's answer.
+    Pending {
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// The request given to `WaitFor`.
+        request: PendingRequest,
+    },
+    /// The host answered a pending request (or the ask timed out, which denies).
+    Answer {
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// The answer.
+        #[serde(with = "answer_wire")]
+        answer: Answer,
+    },
+    /// A tool is about to execute.
+    ToolStart {
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        name: String,
+    },
+    /// A call's result, as the model will see it.
+    ToolResult {
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// The text sent to the model.
+        content: String,
+        /// Whether it is an error result.
+        is_error: bool,
+        /// Metadata of the result, as JSON text.
+        #[serde(
+            rename = "metadata",
+            default,
+            skip_serializing_if = "Option::is_none",
+            with = "json_text::option"
+        )]
+        metadata_json: Option<String>,
+    },
+    /// Progress reported by a running tool.
+    Progress {
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// Free-form progress data, as JSON text.
+        #[serde(rename = "data", with = "json_text")]
+        data_json: String,
+    },
+    /// The turn's task list, replaced whole by `todo_write`.
+    Todos {
+        /// The task list, as JSON text.
+        #[serde(rename = "todos", with = "json_text")]
+        todos_json: String,
+    },
+    /// Usage of one model response.
+    Usage {
+        /// Tokens read and written by that response.
+        usage: contenox::Usage,
+    },
+    /// The conversation was compacted.
+    Compact {
+        /// Messages before compaction.
+        before: u32,
+        /// Messages after compaction.
+        after: u32,
+    },
+    /// A model request failed and will be retried.
+    Retry {
+        /// The attempt that failed (0-based).
+        attempt: u32,
+        /// The HTTP status, when there was one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        /// What went wrong.
+        error: String,
+        /// How long the engine waits before the next attempt.
+        wait_ms: u64,
+    },
+    /// The turn ended. Every stream ends with exactly one of these.
+    TurnEnd {
+        /// How it ended.
+        outcome: contenox::Outcome,
+        /// The text of the turn's last model response.
+        final_text: String,
+        /// Usage summed over the turn.
+        usage: contenox::Usage,
+        /// What went wrong, for outcome `Error`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+impl Event {
+    /// The engine's event as this type; `None` only for an event kind this binding does not
+    /// mirror, which the schema tests (`tests/event_schema.rs`) rule out.
+    pub fn from_core(event: &contenox::Event) -> Option<Event> {
+        via_json(event).ok()
+    }
+
+    fn json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+#[uniffi::export]
+impl Event {
+    /// The engine's JSON of this event: `{"type": "tool_call", "call_id": ..., ...}`.
+    pub fn to_json(&self) -> String {
+        self.json().to_string()
+    }
+
+    /// The `type` tag (`turn_start`, `tool_call`, ...).
+    pub fn kind(&self) -> String {
+        self.json()["type"].as_str().unwrap_or_default().to_string()
+    }
+
+    /// The tool this event is about, if any.
+    pub fn tool_name(&self) -> Option<String> {
+        self.json()["name"].as_str().map(str::to_string)
+    }
+}

@@ -1,0 +1,217 @@
+//! Host code the engine calls: tools, hooks, wait_for and a web search provider, implemented in
+//! Kotlin or Swift.
+//!
+//! Each is a foreign trait with async methods (`suspend fun` in Kotlin, `async throws` in Swift).
+//! The adapters below translate them to the engine's `Tool`, `Hooks` and `WaitFor` traits and do
+//! nothing else: every decision (what an error means, timeouts, cancellation) is the engine's.
+//!
+//! Cancellation: when a turn is cancelled (or an ask times out) the engine stops waiting for the
+//! callback and drops its future; UniFFI then cancels the foreign call (the Kotlin coroutine /
+//! the Swift `Task`), so a pending `waitFor` or a running host tool sees the cancellation.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use contenox::{SearchRequest, SearchResult};
+use serde_json::Value;
+
+use crate::convert::{
+    via_json, Answer, Decision, PendingRequest, ToolCallEvent, ToolOutput, ToolSpec,
+};
+use crate::error::ContenoxError;
+
+/// A tool implemented by the host.
+#[uniffi::export(foreign)]
+#[async_trait]
+pub trait HostTool: Send + Sync {
+    /// The tool's declaration. Read once, when the tool is registered.
+    fn spec(&self) -> Result<ToolSpec, ContenoxError>;
+
+    /// Run the tool. `arguments_json` is the call's arguments (a JSON object, already checked
+    /// against the input schema). A thrown error becomes an error result the model sees.
+    async fn call(
+        &self,
+        arguments_json: String,
+        context: ToolContext,
+    ) -> Result<ToolOutput, ContenoxError>;
+}
+
+/// The gate's hooks, implemented by the host. A thrown error becomes an error result for that
+/// call.
+#[uniffi::export(foreign)]
+#[async_trait]
+pub trait Hooks: Send + Sync {
+    /// Decide on a call before it runs. Called for every call from every source.
+    async fn before_tool(&self, call: ToolCallEvent) -> Result<Decision, ContenoxError>;
+
+    /// See a result after the tool ran (also after an approved ask); return a result to replace
+    /// it, or `null` to keep it. Not called for denied calls.
+    async fn after_tool(
+        &self,
+        call: ToolCallEvent,
+        result: ToolOutput,
+    ) -> Result<Option<ToolOutput>, ContenoxError>;
+}
+
+/// Answers asks (a `Decision.Ask` of `beforeTool`). When the turn is cancelled, or the ask's
+/// timeout passes, the engine stops waiting and the call is cancelled (Kotlin: the coroutine is
+/// cancelled; Swift: the task is).
+#[uniffi::export(foreign)]
+#[async_trait]
+pub trait WaitFor: Send + Sync {
+    /// Answer one request.
+    async fn wait_for(&self, request: PendingRequest) -> Result<Answer, ContenoxError>;
+}
+
+/// A web search backend the host supplies; with one, the client offers the `websearch` builtin.
+/// The engine filters the results by the requested domains again and caps them, so a provider
+/// may ignore filters it cannot apply. A thrown error becomes the tool's error result.
+#[uniffi::export(foreign)]
+#[async_trait]
+pub trait WebSearchProvider: Send + Sync {
+    /// Search.
+    async fn search(&self, request: SearchRequest) -> Result<Vec<SearchResult>, ContenoxError>;
+}
+
+/// The host's search provider as the engine sees it.
+pub(crate) struct WebSearchAdapter(pub(crate) Arc<dyn WebSearchProvider>);
+
+#[async_trait]
+impl contenox::WebSearchProvider for WebSearchAdapter {
+    async fn search(
+        &self,
+        request: SearchRequest,
+        _cancel: contenox::CancellationToken,
+    ) -> Result<Vec<SearchResult>, contenox::HostError> {
+        // As for wait_for: the engine drops this future on cancel, which cancels the foreign call.
+        Ok(self.0.search(request).await?)
+    }
+}
+
+/// What a host tool's call runs with.
+#[derive(uniffi::Record)]
+pub struct ToolContext {
+    /// The call id the model gave (or the engine made).
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The client's root directory (canonical).
+    pub root: String,
+    /// Reports progress of this call (`progress` events).
+    pub reporter: Arc<ToolReporter>,
+}
+
+/// Reports progress of one tool call as `progress` events of the turn. Valid while the call
+/// runs: reports made after it returned are dropped.
+#[derive(uniffi::Object)]
+pub struct ToolReporter {
+    /// The call's context; taken away when the call ends, so that a host keeping the reporter
+    /// does not keep the turn's event stream open.
+    ctx: Mutex<Option<contenox::ToolContext>>,
+}
+
+#[uniffi::export]
+impl ToolReporter {
+    /// Emit a `progress` event with this data (JSON text). Returns false when the call has
+    /// already ended (nothing was emitted).
+    pub fn progress(&self, data_json: String) -> Result<bool, ContenoxError> {
+        let data = crate::error::parse_json("progress data", &data_json)?;
+        let ctx = self.ctx.lock().expect("reporter lock");
+        if let Some(ctx) = ctx.as_ref() {
+            ctx.progress(data);
+        }
+        Ok(ctx.is_some())
+    }
+}
+
+/// Ends a reporter's validity when the call is over (also when its future is dropped).
+struct EndReporter(Arc<ToolReporter>);
+
+impl Drop for EndReporter {
+    fn drop(&mut self) {
+        self.0.ctx.lock().expect("reporter lock").take();
+    }
+}
+
+/// A host tool as the engine sees it.
+pub(crate) struct ToolAdapter {
+    spec: contenox::ToolSpec,
+    tool: Arc<dyn HostTool>,
+}
+
+impl ToolAdapter {
+    /// Read the tool's spec (once) and wrap it.
+    pub(crate) fn wrap(tool: Arc<dyn HostTool>) -> Result<Arc<dyn contenox::Tool>, ContenoxError> {
+        let spec = via_json(&tool.spec()?)?;
+        Ok(Arc::new(ToolAdapter { spec, tool }))
+    }
+}
+
+#[async_trait]
+impl contenox::Tool for ToolAdapter {
+    fn spec(&self) -> contenox::ToolSpec {
+        self.spec.clone()
+    }
+
+    async fn call(
+        &self,
+        args: Value,
+        ctx: contenox::ToolContext,
+    ) -> Result<contenox::ToolOutput, contenox::ToolError> {
+        let reporter = Arc::new(ToolReporter {
+            ctx: Mutex::new(Some(ctx.clone())),
+        });
+        let _end = EndReporter(reporter.clone());
+        let context = ToolContext {
+            call_id: ctx.call_id,
+            name: ctx.name,
+            root: ctx.root.to_string_lossy().into_owned(),
+            reporter,
+        };
+        let out = self.tool.call(args.to_string(), context).await?;
+        Ok(via_json(&out)?)
+    }
+}
+
+/// The host's hooks as the engine sees them.
+pub(crate) struct HooksAdapter(pub(crate) Arc<dyn Hooks>);
+
+#[async_trait]
+impl contenox::Hooks for HooksAdapter {
+    async fn before_tool(
+        &self,
+        call: &contenox::ToolCallEvent,
+    ) -> Result<contenox::Decision, contenox::HostError> {
+        let decision = self.0.before_tool(via_json(call)?).await?;
+        Ok(decision.into_core()?)
+    }
+
+    async fn after_tool(
+        &self,
+        call: &contenox::ToolCallEvent,
+        result: &contenox::ToolOutput,
+    ) -> Result<Option<contenox::ToolOutput>, contenox::HostError> {
+        let replaced = self
+            .0
+            .after_tool(via_json(call)?, via_json(result)?)
+            .await?;
+        Ok(replaced.map(|out| via_json(&out)).transpose()?)
+    }
+}
+
+/// The host's wait_for as the engine sees it.
+pub(crate) struct WaitForAdapter(pub(crate) Arc<dyn WaitFor>);
+
+#[async_trait]
+impl contenox::WaitFor for WaitForAdapter {
+    async fn wait_for(
+        &self,
+        request: contenox::PendingRequest,
+        _cancel: contenox::CancellationToken,
+    ) -> Result<contenox::Answer, contenox::HostError> {
+        // The token needs no forwarding: the engine drops this future when it fires, and
+        // dropping it cancels the foreign call.
+        let answer = self.0.wait_for(via_json(&request)?).await?;
+        Ok(answer.into_core()?)
+    }
+}

@@ -1,0 +1,214 @@
+//! What every clone of a [`Client`](crate::Client) shares: its config, model, tools, gate and
+//! conversation. Turns ([`crate::turn`]) and MCP sources ([`crate::mcp`]) hold it directly, so
+//! neither needs the public client type.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::builtin::BackgroundShells;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::gate::{Hooks, WaitFor};
+use crate::model::Backend;
+use crate::policy::Policy;
+use crate::tool::{Allowlist, BeforeTurnList, Tool, ToolSpec, Toolkit};
+use crate::transcript::{Message, Transcript};
+
+/// The state of one client. Fields are private: the methods below are what turns, MCP sources
+/// and the client itself use.
+pub(crate) struct ClientState {
+    config: Config,
+    backend: Arc<dyn Backend>,
+    toolkit: Toolkit,
+    allow: Allowlist,
+    hooks: Option<Arc<dyn Hooks>>,
+    wait_for: Option<Arc<dyn WaitFor>>,
+    conversation: Mutex<Transcript>,
+    /// Held by the running turn: turns of one client run one at a time.
+    turn_lock: tokio::sync::Mutex<()>,
+    root: Arc<PathBuf>,
+    secret_env: Arc<Vec<String>>,
+    /// The last call id the engine made (`call_cxN`).
+    next_id: AtomicU64,
+    /// The parent of every turn's cancel token; cancelled by `close`.
+    shutdown: CancellationToken,
+    /// The opt-in background shells (config `background`).
+    shells: Option<BackgroundShells>,
+    /// The approval policy in force; replaced whole by `set_policy`, read once per call.
+    policy: RwLock<Option<Arc<Policy>>>,
+    /// Sources polled before each turn (remote hooks that were unreachable).
+    before_turn: BeforeTurnList,
+}
+
+/// What [`ClientState::new`] is built from (the builder's checked parts).
+pub(crate) struct Parts {
+    pub config: Config,
+    pub backend: Arc<dyn Backend>,
+    pub toolkit: Toolkit,
+    pub allow: Allowlist,
+    pub hooks: Option<Arc<dyn Hooks>>,
+    pub wait_for: Option<Arc<dyn WaitFor>>,
+    pub root: PathBuf,
+    pub secret_env: Vec<String>,
+    pub shells: Option<BackgroundShells>,
+    pub policy: Option<Policy>,
+}
+
+impl Drop for ClientState {
+    fn drop(&mut self) {
+        // A dropped client leaves no background process behind.
+        if let Some(shells) = &self.shells {
+            shells.close_all();
+        }
+    }
+}
+
+impl ClientState {
+    pub fn new(parts: Parts) -> Self {
+        ClientState {
+            config: parts.config,
+            backend: parts.backend,
+            toolkit: parts.toolkit,
+            allow: parts.allow,
+            hooks: parts.hooks,
+            wait_for: parts.wait_for,
+            conversation: Mutex::new(Transcript::default()),
+            turn_lock: tokio::sync::Mutex::new(()),
+            root: Arc::new(parts.root),
+            secret_env: Arc::new(parts.secret_env),
+            next_id: AtomicU64::new(0),
+            shutdown: CancellationToken::new(),
+            shells: parts.shells,
+            policy: RwLock::new(parts.policy.map(Arc::new)),
+            before_turn: BeforeTurnList::default(),
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn backend(&self) -> &dyn Backend {
+        &*self.backend
+    }
+
+    pub fn toolkit(&self) -> &Toolkit {
+        &self.toolkit
+    }
+
+    pub fn allow(&self) -> &Allowlist {
+        &self.allow
+    }
+
+    pub fn hooks(&self) -> Option<&Arc<dyn Hooks>> {
+        self.hooks.as_ref()
+    }
+
+    pub fn wait_for(&self) -> Option<&Arc<dyn WaitFor>> {
+        self.wait_for.as_ref()
+    }
+
+    pub fn root(&self) -> &Arc<PathBuf> {
+        &self.root
+    }
+
+    pub fn secret_env(&self) -> &Arc<Vec<String>> {
+        &self.secret_env
+    }
+
+    /// Sources that asked to be polled before each turn (a remote hook that was down).
+    pub fn before_turn(&self) -> &BeforeTurnList {
+        &self.before_turn
+    }
+
+    pub fn shells(&self) -> Option<&BackgroundShells> {
+        self.shells.as_ref()
+    }
+
+    /// The policy in force now.
+    pub fn policy(&self) -> Option<Arc<Policy>> {
+        self.policy.read().expect("policy lock").clone()
+    }
+
+    /// Replace the policy (already checked); the next call sees it.
+    pub fn set_policy(&self, policy: Option<Policy>) {
+        *self.policy.write().expect("policy lock") = policy.map(Arc::new);
+    }
+
+    /// A call id no call of this conversation has: `call_cxN`.
+    pub fn next_call_id(&self) -> String {
+        format!(
+            "call_cx{}",
+            self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+        )
+    }
+
+    /// Wait until no other turn runs; the guard holds the client's turn slot.
+    pub async fn lock_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.turn_lock.lock().await
+    }
+
+    /// Append to the conversation.
+    pub fn append(&self, messages: impl IntoIterator<Item = Message>) {
+        self.lock_conversation().messages.extend(messages);
+    }
+
+    /// Read the conversation without copying it.
+    pub fn with_messages<R>(&self, f: impl FnOnce(&[Message]) -> R) -> R {
+        f(&self.lock_conversation().messages)
+    }
+
+    /// A copy of the conversation.
+    pub fn transcript(&self) -> Transcript {
+        self.lock_conversation().clone()
+    }
+
+    /// Replace the conversation; refused while a turn runs.
+    pub fn set_transcript(&self, transcript: Transcript) -> Result<()> {
+        transcript.validate()?;
+        let _idle = self
+            .turn_lock
+            .try_lock()
+            .map_err(|_| Error::Busy("cannot replace the transcript"))?;
+        self.next_id
+            .fetch_max(transcript.max_generated_id(), Ordering::Relaxed);
+        *self.lock_conversation() = transcript;
+        Ok(())
+    }
+
+    fn lock_conversation(&self) -> std::sync::MutexGuard<'_, Transcript> {
+        self.conversation.lock().expect("conversation lock")
+    }
+
+    pub fn register(&self, tool: Arc<dyn Tool>) -> Result<()> {
+        self.toolkit.register(tool)
+    }
+
+    pub fn unregister(&self, name: &str) -> bool {
+        self.toolkit.unregister(name)
+    }
+
+    pub fn tools(&self) -> Vec<ToolSpec> {
+        self.toolkit.specs()
+    }
+
+    /// The parent of every turn's cancel token.
+    pub fn shutdown_token(&self) -> &CancellationToken {
+        &self.shutdown
+    }
+
+    /// Cancel every running turn, kill every background shell, refuse new turns.
+    pub fn close(&self) {
+        self.shutdown.cancel();
+        if let Some(shells) = &self.shells {
+            shells.close_all();
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.shutdown.is_cancelled()
+    }
+}

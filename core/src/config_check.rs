@@ -1,0 +1,265 @@
+//! The checks of a whole config beyond its shape: what a client needs before its first turn, so
+//! that a bad option fails at creation with its name, not at the first model request.
+
+use reqwest::header::{HeaderName, HeaderValue};
+
+use crate::config::{Config, Style};
+use crate::error::{ConfigError, Error, Result};
+use crate::sandbox::config_problem;
+use crate::script::ScriptEntry;
+use crate::spelling::Spelling;
+
+/// What the model endpoint needs: a `base_url` that is an http(s) URL, headers HTTP can carry,
+/// timeouts that leave time to answer. Also what [`crate::list_models`] needs.
+pub(crate) fn check_endpoint(config: &Config, spelling: Spelling) -> Result<()> {
+    let bad = |e: ConfigError| Error::Config(e.spelled(spelling));
+    for (name, ms) in [
+        ("request_timeout_ms", config.request_timeout_ms),
+        ("idle_timeout_ms", config.idle_timeout_ms),
+        ("connect_timeout_ms", config.connect_timeout_ms),
+    ] {
+        if ms == 0 {
+            return Err(bad(at_least_one(name)));
+        }
+    }
+    if config.style != Style::Scripted {
+        let url = config.resolved_base_url();
+        let from = match (&config.base_url, config.style.base_url_env()) {
+            (None, Some(env)) if std::env::var_os(env).is_some() => {
+                format!("base_url (from {env})")
+            }
+            _ => "base_url".to_string(),
+        };
+        if let Err(why) = http_url(&url) {
+            return Err(Error::Config(
+                ConfigError::new(spelling.path(&from), why).with_value(quote(&url)),
+            ));
+        }
+    }
+    for (name, value) in &config.headers {
+        if HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err(bad(ConfigError::new(
+                "headers",
+                "is not a valid HTTP header name",
+            )
+            .with_value(quote(name))));
+        }
+        if HeaderValue::from_str(value).is_err() {
+            return Err(bad(ConfigError::new(
+                format!("headers.{name}"),
+                "is not a valid HTTP header value (no line breaks or control characters)",
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Everything a client needs: the endpoint, `max_turns` and the per-turn ceilings, a `model`
+/// (or a `script` for the scripted style), script entries that each say what the model
+/// answers, and the sandbox's options. (The `policy` is read and checked by the builder.)
+pub(crate) fn check_client(config: &Config, spelling: Spelling) -> Result<()> {
+    let bad = |e: ConfigError| Error::Config(e.spelled(spelling));
+    if config.max_turns == 0 {
+        return Err(bad(at_least_one("max_turns")));
+    }
+    for (name, ceiling) in [
+        ("max_tool_calls", config.max_tool_calls),
+        ("max_turn_tokens", config.max_turn_tokens),
+    ] {
+        if ceiling == Some(0) {
+            return Err(bad(ConfigError::new(
+                name,
+                "is too small; it must be at least 1 (leave it out for no ceiling)",
+            )
+            .with_value("0")));
+        }
+    }
+    if let Some(problem) = config_problem(&config.shell_env, &config.sandbox) {
+        return Err(bad(problem));
+    }
+    match (&config.style, &config.script) {
+        (Style::Scripted, None) => {
+            return Err(bad(ConfigError::new(
+                "script",
+                "is missing: style \"scripted\" needs a list of responses",
+            )))
+        }
+        (Style::Scripted, Some(script)) => check_script(script).map_err(bad)?,
+        (style, _) if config.model.as_deref().unwrap_or("").is_empty() => {
+            let style = serde_json::to_value(style)?;
+            return Err(bad(ConfigError::new(
+                "model",
+                format!("is missing: style {style} needs a model name"),
+            )));
+        }
+        _ => {}
+    }
+    check_endpoint(config, spelling)
+}
+
+/// Every entry answers something: an empty entry (`{}`, or one whose keys were all misspelled)
+/// would run as an empty answer, which no test means.
+fn check_script(script: &[ScriptEntry]) -> Result<(), ConfigError> {
+    for (i, entry) in script.iter().enumerate() {
+        let says_something = entry.text.is_some()
+            || entry.tool_calls.is_some()
+            || entry.error.is_some()
+            || entry.stall
+            || entry.break_after_bytes.is_some();
+        if !says_something {
+            return Err(ConfigError::new(
+                format!("script[{i}]"),
+                "is empty; an entry has text, tool_calls, error, stall or break_after_bytes",
+            ));
+        }
+        for (j, call) in entry.tool_calls.iter().flatten().enumerate() {
+            if call.name.is_empty() {
+                return Err(ConfigError::new(
+                    format!("script[{i}].tool_calls[{j}].name"),
+                    "is empty",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Why `url` cannot be a model endpoint, if it cannot.
+fn http_url(url: &str) -> Result<(), String> {
+    match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => Ok(()),
+        Ok(u) => Err(format!(
+            "is not an http:// or https:// URL (its scheme is {:?})",
+            u.scheme()
+        )),
+        Err(e) => Err(format!(
+            "is not a URL ({e}); give one such as http://127.0.0.1:8080/v1"
+        )),
+    }
+}
+
+fn at_least_one(option: &str) -> ConfigError {
+    ConfigError::new(option, "is too small; it must be at least 1").with_value("0")
+}
+
+fn quote(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(v: serde_json::Value, spelling: Spelling) -> String {
+        let config: Config = serde_json::from_value(v).unwrap();
+        check_client(&config, spelling).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn each_check_names_its_option() {
+        assert_eq!(
+            check(
+                json!({"model": "m", "base_url": "not a url"}),
+                Spelling::Camel
+            ),
+            "invalid configuration: baseUrl: \"not a url\" is not a URL (relative URL without a \
+             base); give one such as http://127.0.0.1:8080/v1"
+        );
+        assert!(check(
+            json!({"model": "m", "base_url": "ftp://x/"}),
+            Spelling::Snake
+        )
+        .contains("base_url: \"ftp://x\" is not an http:// or https:// URL"));
+        assert_eq!(
+            check(
+                json!({"style": "scripted", "script": [{"text": "a"}, {}]}),
+                Spelling::Snake
+            ),
+            "invalid configuration: script[1]: is empty; an entry has text, tool_calls, error, \
+             stall or break_after_bytes"
+        );
+        assert!(check(json!({"style": "anthropic"}), Spelling::Snake)
+            .contains("model: is missing: style \"anthropic\" needs a model name"));
+        assert!(check(json!({"style": "scripted"}), Spelling::Snake).contains("script: is missing"));
+        assert!(check(
+            json!({"style": "scripted", "script": [], "max_turns": 0}),
+            Spelling::Camel
+        )
+        .contains("maxTurns: 0 is too small"));
+        assert!(check(
+            json!({"model": "m", "base_url": "http://h/", "headers": {"bad name": "v"}}),
+            Spelling::Snake
+        )
+        .contains("headers: \"bad name\" is not a valid HTTP header name"));
+        assert!(check(
+            json!({"model": "m", "base_url": "http://h/", "headers": {"x-a": "a\nb"}}),
+            Spelling::Snake
+        )
+        .contains("headers.x-a: is not a valid HTTP header value"));
+        let scripted = |extra: serde_json::Value| {
+            let mut v = json!({"style": "scripted", "script": [{"text": "a"}]});
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            v
+        };
+        assert_eq!(
+            check(scripted(json!({"max_tool_calls": 0})), Spelling::Camel),
+            "invalid configuration: maxToolCalls: 0 is too small; it must be at least 1 (leave \
+             it out for no ceiling)"
+        );
+        assert!(
+            check(scripted(json!({"max_turn_tokens": 0})), Spelling::Snake)
+                .contains("max_turn_tokens: 0 is too small")
+        );
+        for name in [
+            "request_timeout_ms",
+            "idle_timeout_ms",
+            "connect_timeout_ms",
+        ] {
+            let camel = Spelling::Camel.path(name);
+            assert!(
+                check(scripted(json!({name: 0})), Spelling::Camel)
+                    .contains(&format!("{camel}: 0 is too small; it must be at least 1")),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            check(
+                scripted(json!({"shell_env": ["PATH", "*"]})),
+                Spelling::Camel
+            ),
+            "invalid configuration: shellEnv[1]: \"*\" would pass the host's whole environment"
+        );
+        // A value given by `NAME=value` stays out of the message: it may be a secret.
+        let e = check(
+            scripted(json!({"shell_env": ["A*=s3cret-value"]})),
+            Spelling::Snake,
+        );
+        assert!(
+            e.contains("shell_env[0]: \"A*=<redacted>\" sets a value for a pattern")
+                && !e.contains("s3cret"),
+            "{e}"
+        );
+        assert_eq!(
+            check(
+                scripted(json!({"sandbox": {"writable": ["/ok", "rel/dir"]}})),
+                Spelling::Camel
+            ),
+            "invalid configuration: sandbox.writable[1]: \"rel/dir\" is not an absolute path"
+        );
+    }
+
+    #[test]
+    fn good_configs_pass() {
+        for v in [
+            json!({"style": "scripted", "script": [{"text": ""}, {"stall": true}, {"error": {"status": 500}}]}),
+            json!({"style": "ollama", "model": "m", "base_url": "127.0.0.1:11434"}),
+            json!({"model": "m", "base_url": "https://api.example.com/v1"}),
+        ] {
+            let config: Config = serde_json::from_value(v.clone()).unwrap();
+            check_client(&config, Spelling::Snake).unwrap_or_else(|e| panic!("{v}: {e}"));
+        }
+    }
+}
