@@ -54,6 +54,9 @@ fi
 echo "setup: MCP test servers"
 bash tests/mcp/install.sh
 
+echo "setup: remote test peers (FastAPI for tests/tests/remote_fastapi.rs and cli/tests)"
+bash tests/remote/install.sh
+
 for dir in bindings-node examples/node; do
   if ! fresh "$dir/node_modules/.contenox-lock" "$dir/package-lock.json"; then
     echo "setup: npm ci in $dir"
