@@ -270,8 +270,8 @@ class Client:
 
     async def run(self, prompt: str, *, allow: Sequence[str] | None = None) -> TurnResult:
         """Run one turn to its end. Resolves with outcome ``done``, ``cancelled``,
-        ``max_turns``, ``budget`` or ``error`` (the transcript kept in each case). Cancelling the awaiting
-        task cancels the turn and raises ``asyncio.CancelledError``.
+        ``max_turns``, ``budget`` or ``error`` (the transcript kept in each case). Cancelling the
+        awaiting task cancels the turn and raises ``asyncio.CancelledError``.
 
         ``allow``: an allowlist for this turn only (``*``, names, ``!name``), intersected with
         the client's: it can only narrow."""

@@ -23,6 +23,7 @@ mod capabilities;
 mod child;
 mod config;
 mod env;
+mod handshake;
 mod landlock;
 mod scratch;
 mod seccomp;
@@ -181,21 +182,18 @@ pub(crate) fn tie_to_host(cmd: &mut tokio::process::Command) {
     .install(cmd);
 }
 
-/// Spawn a prepared `cmd` (its child leads a process group) from the spawner thread, and have
-/// the watchdog watch that group. The watch is `None` when this host has no watchdog (the
-/// status says why).
+/// Spawn a prepared `cmd` (its child leads a process group) from the spawner thread, with the
+/// watchdog watching that group before the child execs ([`handshake`]). The watch is `None`
+/// when this host has no watchdog (the status says why).
 pub(crate) fn spawn(
-    cmd: tokio::process::Command,
+    mut cmd: tokio::process::Command,
 ) -> std::io::Result<(tokio::process::Child, Option<Watched>)> {
-    let child = spawner::spawn(cmd)?;
-    let watched = child
-        .id()
-        .and_then(|pid| match watchdog::watch(pid as i32) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::debug!(target: "contenox::sandbox", "process group {pid} is not watched: {e}");
-                None
-            }
-        });
+    let handshake = handshake::Handshake::new()?;
+    handshake.install(&mut cmd);
+    let (child, watched) = handshake.run(move || spawner::spawn(cmd));
+    let child = child?;
+    // The registrar read the pid the child wrote; a mismatch cannot happen, but a watch of
+    // another group must never be kept.
+    let watched = watched.filter(|w| child.id().is_some_and(|pid| w.pgid() == pid as i32));
     Ok((child, watched))
 }

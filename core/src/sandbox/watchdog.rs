@@ -42,6 +42,13 @@ pub(crate) struct Watched {
     pgid: i32,
 }
 
+impl Watched {
+    /// The watched process group.
+    pub(crate) fn pgid(&self) -> i32 {
+        self.pgid
+    }
+}
+
 impl Drop for Watched {
     fn drop(&mut self) {
         let _ =

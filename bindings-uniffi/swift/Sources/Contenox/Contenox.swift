@@ -3779,42 +3779,15 @@ public func FfiConverterTypePendingRequest_lower(_ value: PendingRequest) -> Rus
 }
 
 
-/**
- * What the model asked `websearch` for.
- */
 public struct SearchRequest: Equatable, Hashable {
-    /**
-     * The query.
-     */
     public var query: String
-    /**
-     * How many results the tool will show (more are dropped).
-     */
     public var maxResults: UInt64
-    /**
-     * Only results from these domains (and their subdomains); empty = any.
-     */
     public var allowedDomains: [String]
-    /**
-     * No results from these domains (and their subdomains).
-     */
     public var blockedDomains: [String]
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(
-        /**
-         * The query.
-         */query: String, 
-        /**
-         * How many results the tool will show (more are dropped).
-         */maxResults: UInt64, 
-        /**
-         * Only results from these domains (and their subdomains); empty = any.
-         */allowedDomains: [String], 
-        /**
-         * No results from these domains (and their subdomains).
-         */blockedDomains: [String]) {
+    public init(query: String, maxResults: UInt64, allowedDomains: [String], blockedDomains: [String]) {
         self.query = query
         self.maxResults = maxResults
         self.allowedDomains = allowedDomains
@@ -5785,27 +5758,12 @@ public func FfiConverterTypeOutcome_lower(_ value: Outcome) -> RustBuffer {
 
 
 
-/**
- * How a server came out of `loadMcp`.
- */
 
 public enum ServerState: Equatable, Hashable {
     
-    /**
-     * Connected, with this many tools.
-     */
-    case ready(
-        /**
-         * How many tools it offers.
-         */tools: UInt64
+    case ready(tools: UInt64
     )
-    /**
-     * Could not be started or reached.
-     */
-    case failed(
-        /**
-         * What went wrong, with the last lines of a stdio server's stderr.
-         */error: String
+    case failed(error: String
     )
 
 
@@ -6842,10 +6800,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_waitfor_wait_for() != 10636) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_websearchprovider_search() != 33814) {
+    if (uniffi_contenox_uniffi_checksum_method_websearchprovider_search() != 21981) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_mcpserverlistener_on_server() != 23508) {
+    if (uniffi_contenox_uniffi_checksum_method_mcpserverlistener_on_server() != 17936) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_mcpsource_is_closed() != 14503) {
