@@ -166,7 +166,11 @@ class McpTest {
             val states = source.servers().associate { it.name to it.state }
             assertEquals(reports.toMap(), states)
             val broken = states.getValue("broken") as ServerState.Failed
-            assertTrue(broken.error.contains("broken on purpose"), "the stderr tail: ${broken.error}")
+            // The server printed its `env` value to stderr: the tail shows, the value does not
+            // (a server's env values are secrets, like its tokens).
+            assertTrue(broken.error.contains("server stderr"), "the stderr tail: ${broken.error}")
+            assertTrue(broken.error.contains("[redacted]"), "the stderr tail: ${broken.error}")
+            assertFalse(broken.error.contains("broken on purpose"), "the stderr tail: ${broken.error}")
             val ready = states.getValue("fast") as ServerState.Ready
 
             val tools = source.tools()
