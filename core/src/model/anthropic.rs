@@ -406,6 +406,7 @@ mod tests {
             10,
             &ModelRequest {
                 system: None,
+                model: None,
                 messages: &messages,
                 tools: &[],
             },
