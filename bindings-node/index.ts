@@ -64,10 +64,70 @@ export interface Hints {
   openWorld?: boolean
 }
 
-/** Token usage (core: `input_tokens`, `output_tokens`). */
+/**
+ * Token usage (core: `input_tokens`, ...). `inputTokens` counts the whole prompt, cached or not;
+ * the cache fields are the parts of it read from and written to the server's prompt cache
+ * (absent on events when zero, always present on a turn's result).
+ */
 export interface Usage {
   inputTokens: number
   outputTokens: number
+  cacheReadInputTokens?: number
+  cacheCreationInputTokens?: number
+}
+
+/** The `compaction` option (core: `threshold_tokens`, `keep_recent`, `instructions`). */
+export interface CompactionOptions {
+  /** Compact when the context (all input tokens of the next request) is over this. */
+  thresholdTokens: number
+  /** How many of the most recent messages stay as they are (default 4). */
+  keepRecent?: number
+  /** Extra instructions for the summary, appended to the engine's. */
+  instructions?: string
+}
+
+/** What one compaction did: `onCompact`'s argument, `client.compact()`'s result, the `compact` event. */
+export interface CompactNotice {
+  trigger: 'auto' | 'manual'
+  /** The context's size before, in tokens. */
+  preTokens: number
+  /** The context's size after, in tokens (estimated). */
+  postTokens: number
+  /** The summary that replaced the older messages; absent when a host compactor did it. */
+  summary?: string
+  /** What the summary request cost; counted in the turn's usage. */
+  usage: Usage
+}
+
+/** The host's part in compaction; make one with `compactor({ onCompact, compact })`. */
+export interface Compactor {
+  /** Told after every compaction; a throw is ignored (the compaction stands). */
+  onCompact?: (notice: CompactNotice) => void | Promise<void>
+  /**
+   * Compact in your own way: return a shorter transcript, or nothing to let the engine
+   * summarise. An invalid or empty result, or a throw, leaves the conversation unchanged and
+   * ends the turn with `error`.
+   */
+  compact?: (
+    transcript: Transcript,
+    options: { signal: AbortSignal },
+  ) => Transcript | TranscriptData | null | undefined | void | Promise<Transcript | TranscriptData | null | undefined | void>
+}
+
+/** `asToolWith`'s options (core's `SubagentOptions`). */
+export interface SubagentOptions {
+  /** `fresh` (default: every call starts from an empty conversation) or `kept`. */
+  conversation?: 'fresh' | 'kept'
+  /** Model responses per call, instead of the subagent's `maxTurns`. */
+  maxTurns?: number
+  /** The tools the subagent may use in these calls; narrows its own allowlist. */
+  allow?: string[]
+  /** The tool's input instead of `{ prompt }`; the arguments, as JSON, are the prompt. */
+  inputSchema?: JsonObject
+  /** What the parent's gate sees for the call (absent: treated as mutating). */
+  hints?: Hints
+  /** How deep subagents may nest (default 3). */
+  maxDepth?: number
 }
 
 /** How failed model requests are retried (core: `retry`, keys in snake_case there). */
@@ -281,7 +341,7 @@ export type WebSearchFunction = (
 /** See {@link WebSearchFunction}. */
 export type WebSearch = WebSearchFunction | { search: WebSearchFunction }
 
-/** Everything `createClient` takes. Every key but the last four maps to core's `Config`. */
+/** Everything `createClient` takes. Every key but `compactor` and the last four maps to core's `Config`. */
 export interface ClientOptions {
   /** Default `openai`. */
   style?: Style
@@ -332,6 +392,10 @@ export interface ClientOptions {
   sandbox?: SandboxOptions
   /** Let `web_fetch` reach loopback, private and link-local addresses (refused by default). */
   webFetchAllowPrivate?: boolean
+  /** Summarise the older part of a long conversation (see `CompactionOptions`). */
+  compaction?: CompactionOptions
+  /** The host's part in compaction: `compactor({ onCompact })`. */
+  compactor?: Compactor
   /** The gate. */
   hooks?: Hooks
   /** What answers `pending(...)` asks. */
@@ -380,25 +444,26 @@ export interface TranscriptToolCall {
 export type Event =
   | { type: 'turn_start'; prompt: string }
   /** Before each HTTP attempt: `index` = model response of the turn, `attempt` 0 = first. */
-  | { type: 'request'; index: number; attempt: number }
-  | { type: 'text_delta'; text: string }
+  | { type: 'request'; index: number; attempt: number; agent?: string[] }
+  | { type: 'text_delta'; text: string; agent?: string[] }
   /** The whole text of one model response. */
-  | { type: 'text'; text: string }
+  | { type: 'text'; text: string; agent?: string[] }
   /** The model's call is complete (core: `call_id`, `arguments`). */
-  | { type: 'tool_call'; callId: string; name: string; args: unknown }
+  | { type: 'tool_call'; callId: string; name: string; args: unknown; agent?: string[] }
   /** The gate's decision, for every call that reaches it. */
-  | { type: 'gate'; callId: string; name: string; decision: 'allow' | 'deny' | 'ask'; message?: string; hints: Hints; source: Source; rule?: string }
-  | { type: 'pending'; callId: string; name: string; request: PendingRequest }
-  | { type: 'answer'; callId: string; name: string; answer: Answer }
-  | { type: 'tool_start'; callId: string; name: string }
-  /** The result as the model will see it (core: `is_error`). */
-  | { type: 'tool_result'; callId: string; name: string; content: string; isError: boolean; metadata?: unknown }
-  | { type: 'progress'; callId: string; name: string; data: unknown }
-  | { type: 'todos'; todos: unknown }
-  | { type: 'usage'; usage: Usage }
-  | { type: 'compact'; before: number; after: number }
+  | { type: 'gate'; callId: string; name: string; decision: 'allow' | 'deny' | 'ask'; message?: string; hints: Hints; source: Source; rule?: string; agent?: string[] }
+  | { type: 'pending'; callId: string; name: string; request: PendingRequest; agent?: string[] }
+  | { type: 'answer'; callId: string; name: string; answer: Answer; agent?: string[] }
+  | { type: 'tool_start'; callId: string; name: string; agent?: string[] }
+  /** The result as the model will see it (core: `is_error`); `usage`: what a subagent's turn spent. */
+  | { type: 'tool_result'; callId: string; name: string; content: string; isError: boolean; metadata?: unknown; usage?: Usage; agent?: string[] }
+  | { type: 'progress'; callId: string; name: string; data: unknown; agent?: string[] }
+  | { type: 'todos'; todos: unknown; agent?: string[] }
+  | { type: 'usage'; usage: Usage; agent?: string[] }
+  /** The older part of the conversation was replaced by one summary (see `CompactNotice`). */
+  | { type: 'compact'; trigger: 'auto' | 'manual'; preTokens: number; postTokens: number; summary?: string; usage?: Usage; agent?: string[] }
   /** A failed request that will be retried (core: `wait_ms`). */
-  | { type: 'retry'; attempt: number; status?: number; error: string; waitMs: number }
+  | { type: 'retry'; attempt: number; status?: number; error: string; waitMs: number; agent?: string[] }
   /** A task of a chain starts (`client.runChain`). */
   | { type: 'chain_task_start'; taskId: string; handler: string }
   /**
@@ -533,6 +598,9 @@ export class HttpError extends ModelError {
 export class TransportError extends ModelError {}
 /** The engine failed where it should not (a turn's task panicked): a bug. */
 export class InternalError extends ContenoxError {}
+
+/** `client.compact()` could not compact: the summary request or the compactor failed (the conversation is unchanged). */
+export class CompactionError extends ContenoxError {}
 /** A transcript or options document could not be read or written as JSON. */
 export class SerializationError extends ContenoxError {}
 /** A file system error outside any tool. */
@@ -555,6 +623,7 @@ const ERROR_CLASSES: Record<string, ErrorClass> = {
   http: HttpError,
   transport: TransportError,
   internal: InternalError,
+  compaction: CompactionError,
   serialization: SerializationError,
   io: ContenoxIOError,
 }
@@ -575,7 +644,7 @@ native.setErrorFactory((kind: string, message: string, detailsJson: string) => {
 // ---------------------------------------------------------------------------------------------
 // Translation (the casing rule is the native side's: src/convert.rs)
 
-const HOST_ONLY = new Set(['hooks', 'waitFor', 'tools', 'websearch'])
+const HOST_ONLY = new Set(['hooks', 'waitFor', 'tools', 'websearch', 'compactor'])
 
 /** The options without the host callbacks, as JSON text (the native side renames and checks them). */
 function coreConfig(options: ClientOptions): string {
@@ -632,7 +701,12 @@ function turnResult(r: native.NativeTurnResult): TurnResult {
   const out: TurnResult = {
     outcome: r.outcome as Outcome,
     finalText: r.finalText,
-    usage: { inputTokens: r.usage.inputTokens, outputTokens: r.usage.outputTokens },
+    usage: {
+      inputTokens: r.usage.inputTokens,
+      outputTokens: r.usage.outputTokens,
+      cacheReadInputTokens: r.usage.cacheReadInputTokens,
+      cacheCreationInputTokens: r.usage.cacheCreationInputTokens,
+    },
     transcript: new Transcript(r.transcript),
   }
   if (r.error != null) out.error = r.error
@@ -775,6 +849,8 @@ export class Client {
     const before = hooks?.beforeTool?.bind(hooks)
     const after = hooks?.afterTool?.bind(hooks)
     const search = searchFunction(options.websearch)
+    const onCompact = options.compactor?.onCompact?.bind(options.compactor)
+    const compact = options.compactor?.compact?.bind(options.compactor)
     this.#native = new native.NativeClient(
       coreConfig(options),
       // The callbacks close over `aborts`, never over the client, so a client is collectable.
@@ -797,6 +873,13 @@ export class Client {
       search &&
         ((requestJson: string, key: number) =>
           withSignal(aborts, key, (signal) => search(JSON.parse(requestJson) as SearchRequest, { signal }))),
+      onCompact && ((noticeJson: string) => envelope(() => onCompact(JSON.parse(noticeJson) as CompactNotice))),
+      compact &&
+        ((transcriptJson: string, key: number) =>
+          withSignal(aborts, key, async (signal) => {
+            const out = await compact(Transcript.fromJSON(transcriptJson), { signal })
+            return out == null ? null : out instanceof Transcript ? out.toJSON() : out
+          })),
     )
     for (const t of options.tools ?? []) this.register(t)
   }
@@ -862,6 +945,27 @@ export class Client {
     this.#native.register(toolSpec(definition), (argsJson: string, callId: string, key: number) =>
       withSignal(aborts, key, (signal) => definition.execute(JSON.parse(argsJson), { callId, signal })),
     )
+  }
+
+  /**
+   * This client as a tool of another (a subagent): `parent.register(child.asToolWith(...))`.
+   * Each call runs one turn of this client on the call's `prompt` and returns its final text;
+   * a turn ending in `error`, `max_turns`, `budget` or `cancelled` is an error result saying so.
+   * Its calls pass its own gate and then the parent's; its asks go to the parent's `waitFor`
+   * when it has none; its events reach the parent's stream tagged with `agent`.
+   */
+  asToolWith(name: string, description: string, options: SubagentOptions = {}): SourceTool {
+    return new SourceTool(this.#native.asToolWith(name, description, JSON.stringify(options)))
+  }
+
+  /**
+   * Compact the conversation now (waits for a running turn): the notice, or `null` when there
+   * is nothing older to summarise. Throws `CompactionError` when the summary request or the
+   * compactor failed (the conversation is then unchanged). `onCompact` is told too.
+   */
+  async compact(): Promise<CompactNotice | null> {
+    const notice = await this.#native.compact()
+    return notice == null ? null : (JSON.parse(notice) as CompactNotice)
   }
 
   /** Remove a tool; true when it was there. */
@@ -948,6 +1052,11 @@ export function createClient(options: ClientOptions = {}): Client {
   return new Client(options)
 }
 
+/** The host's part in compaction, for the `compactor` option: `compactor({ onCompact })`. */
+export function compactor(c: Compactor): Compactor {
+  return c
+}
+
 /** The models of the server the options point at (`style`, `baseUrl`, `apiKey`, ...). */
 export async function listModels(options: ClientOptions = {}): Promise<ModelInfo[]> {
   return JSON.parse(await native.listModels(coreConfig(options))) as ModelInfo[]
@@ -966,7 +1075,7 @@ export type ServerState = { state: 'ready'; tools: number } | { state: 'failed';
 export class SourceTool {
   readonly #native: native.NativeTool
 
-  /** Use `source.tools()` or `source.resourceTools()`. */
+  /** Use `source.tools()`, `source.resourceTools()` or `client.asToolWith()`. */
   constructor(handle: native.NativeTool) {
     this.#native = handle
   }

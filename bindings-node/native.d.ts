@@ -26,9 +26,10 @@ export declare class NativeClient {
    * callbacks. Each callback resolves to JSON text: `{"value": ...}`, or `{"error": message}`
    * when the host's function threw or rejected. `abort(key)` aborts the AbortSignal of the
    * call that was given `key`.
-   * `websearch` (a search provider) turns on the `websearch` builtin.
+   * `websearch` (a search provider) turns on the `websearch` builtin. `onCompact` and
+   * `compact` are the host's compactor.
    */
-  constructor(optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>)
+  constructor(optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>)
   /**
    * Add a host tool (or replace the one of the same name); `spec_json` is its declaration
    * (`{name, description, inputSchema, hints, tier}`). `execute` resolves to
@@ -37,6 +38,16 @@ export declare class NativeClient {
   register(specJson: string, execute: (argsJson: string, callId: string, key: number) => Promise<string>): void
   /** Add a tool of another source (an MCP server's, a resource tool) as it is. */
   registerNative(tool: NativeTool): void
+  /**
+   * This client as a tool of another (`registerNative` it there). `options_json`:
+   * `{conversation, maxTurns, allow, inputSchema, hints, maxDepth}`.
+   */
+  asToolWith(name: string, description: string, optionsJson: string): NativeTool
+  /**
+   * Compact the conversation now: the notice as JSON text, or `null` when there was nothing
+   * older to summarise.
+   */
+  compact(): Promise<string | null>
   /** Remove a tool; true when it was there. */
   unregister(name: string): boolean
   /** The names of the registered tools (before allowlists). */
@@ -160,10 +171,14 @@ export interface NativeTurnResult {
 
 /** Token usage (`input_tokens` -> `inputTokens`). */
 export interface NativeUsage {
-  /** Tokens the model read. */
+  /** Tokens the model read (the whole prompt, cached or not). */
   inputTokens: number
   /** Tokens the model wrote. */
   outputTokens: number
+  /** Of `input_tokens`, those read from the server's prompt cache. */
+  cacheReadInputTokens: number
+  /** Of `input_tokens`, those written to the server's prompt cache. */
+  cacheCreationInputTokens: number
 }
 
 /** A preset policy's document as JSON text (`default`, `strict`, `dev`): the engine's own. */

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use contenox::CancellationToken;
 use contenox::{
-    Client, ClientBuilder, Config, RunOptions, Spelling, ToolSpec, Transcript, TurnResult,
+    Client, ClientBuilder, Config, RunOptions, Spelling, SubagentOptions, ToolSpec, Transcript,
+    TurnResult, Usage,
 };
 use napi::bindgen_prelude::{Function, Promise, PromiseRaw};
 use napi::threadsafe_function::UnknownReturnValue;
@@ -13,8 +14,8 @@ use napi_derive::napi;
 use serde_json::Value;
 
 use crate::host::{
-    self, AfterArgs, BeforeArgs, JsHooks, JsTool, JsWaitFor, JsWebSearch, SearchArgs, Shared,
-    ToolArgs, WaitArgs,
+    self, AfterArgs, BeforeArgs, CompactArgs, JsCompactor, JsHooks, JsTool, JsWaitFor, JsWebSearch,
+    NoticeArgs, SearchArgs, Shared, ToolArgs, WaitArgs,
 };
 use crate::run::NativeRun;
 use crate::{convert, error};
@@ -30,10 +31,27 @@ fn config(env: &Env, options_json: &str) -> Result<Config> {
 /// Token usage (`input_tokens` -> `inputTokens`).
 #[napi(object, object_from_js = false)]
 pub struct NativeUsage {
-    /// Tokens the model read.
+    /// Tokens the model read (the whole prompt, cached or not).
     pub input_tokens: i64,
     /// Tokens the model wrote.
     pub output_tokens: i64,
+    /// Of `input_tokens`, those read from the server's prompt cache.
+    pub cache_read_input_tokens: i64,
+    /// Of `input_tokens`, those written to the server's prompt cache.
+    pub cache_creation_input_tokens: i64,
+}
+
+impl From<Usage> for NativeUsage {
+    fn from(u: Usage) -> Self {
+        // Saturating: a count over i64 (a hostile server's) reads as the largest one.
+        let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        NativeUsage {
+            input_tokens: n(u.input_tokens),
+            output_tokens: n(u.output_tokens),
+            cache_read_input_tokens: n(u.cache_read_input_tokens),
+            cache_creation_input_tokens: n(u.cache_creation_input_tokens),
+        }
+    }
 }
 
 /// What a finished turn returns.
@@ -56,10 +74,7 @@ impl From<TurnResult> for NativeTurnResult {
         NativeTurnResult {
             outcome: r.outcome.as_str().to_string(),
             final_text: r.final_text,
-            usage: NativeUsage {
-                input_tokens: r.usage.input_tokens as i64,
-                output_tokens: r.usage.output_tokens as i64,
-            },
+            usage: r.usage.into(),
             error: r.error,
             transcript: NativeTranscript(r.transcript),
         }
@@ -164,11 +179,13 @@ impl NativeClient {
     /// callbacks. Each callback resolves to JSON text: `{"value": ...}`, or `{"error": message}`
     /// when the host's function threw or rejected. `abort(key)` aborts the AbortSignal of the
     /// call that was given `key`.
-    /// `websearch` (a search provider) turns on the `websearch` builtin.
+    /// `websearch` (a search provider) turns on the `websearch` builtin. `onCompact` and
+    /// `compact` are the host's compactor.
     #[napi(
         constructor,
-        ts_args_type = "optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>"
+        ts_args_type = "optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>"
     )]
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         env: &Env,
         options_json: String,
@@ -177,6 +194,8 @@ impl NativeClient {
         after_tool: Option<Function<'_, AfterArgs, Promise<String>>>,
         wait_for: Option<Function<'_, WaitArgs, Promise<String>>>,
         websearch: Option<Function<'_, SearchArgs, Promise<String>>>,
+        on_compact: Option<Function<'_, NoticeArgs, Promise<String>>>,
+        compact: Option<Function<'_, CompactArgs, Promise<String>>>,
     ) -> Result<Self> {
         let config = config(env, &options_json)?;
         let shared = Shared::new(&abort)?;
@@ -191,6 +210,15 @@ impl NativeClient {
         }
         if let Some(f) = &websearch {
             builder = builder.websearch(Arc::new(JsWebSearch::new(host::weak(f)?, shared.clone())));
+        }
+        if on_compact.is_some() || compact.is_some() {
+            let on_compact = on_compact.as_ref().map(host::weak).transpose()?;
+            let compact = compact.as_ref().map(host::weak).transpose()?;
+            builder = builder.compactor(Arc::new(JsCompactor::new(
+                on_compact,
+                compact,
+                shared.clone(),
+            )));
         }
         let client = builder.build().map_err(|e| error::to_js(env, e))?;
         Ok(NativeClient { client, shared })
@@ -223,6 +251,37 @@ impl NativeClient {
         self.client
             .register(tool.0.clone())
             .map_err(|e| error::to_js(env, e))
+    }
+
+    /// This client as a tool of another (`registerNative` it there). `options_json`:
+    /// `{conversation, maxTurns, allow, inputSchema, hints, maxDepth}`.
+    #[napi]
+    pub fn as_tool_with(
+        &self,
+        env: &Env,
+        name: String,
+        description: String,
+        options_json: String,
+    ) -> Result<crate::mcp::NativeTool> {
+        let options: Value = serde_json::from_str(&options_json).map_err(error::reason)?;
+        let options = SubagentOptions::from_json_value(convert::subagent_options_from_js(options))
+            .map_err(|e| error::to_js(env, e))?;
+        let tool = self
+            .client
+            .as_tool_with(name, description, options)
+            .map_err(|e| error::to_js(env, e))?;
+        Ok(crate::mcp::NativeTool(tool))
+    }
+
+    /// Compact the conversation now: the notice as JSON text, or `null` when there was nothing
+    /// older to summarise.
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn compact<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
+        let client = self.client.clone();
+        env.spawn_future_with_callback(async move { Ok(client.compact().await) }, |env, r| {
+            r.map(|n| n.as_ref().map(convert::compact_notice))
+                .map_err(|e| error::to_js(env, e))
+        })
     }
 
     /// Remove a tool; true when it was there.

@@ -5,8 +5,8 @@
 //! objects as the host wrote them and receives them spelled here.
 
 use contenox::{
-    Event, Message, ModelInfo, PendingRequest, SearchRequest, SearchResult, Spelling,
-    ToolCallEvent, ToolOutput, Transcript,
+    CompactNotice, Event, Message, ModelInfo, PendingRequest, SearchRequest, SearchResult,
+    Spelling, ToolCallEvent, ToolOutput, Transcript,
 };
 use serde_json::{Map, Value};
 
@@ -85,12 +85,44 @@ const NESTED: &[(&str, &[&str])] = &[
     ("tool_calls", &[]),
     ("error", &[]),
     ("usage", &[]),
+    ("compaction", &[]),
 ];
 
 /// The options of `createClient` (without the host callbacks) in core's vocabulary. Core checks
 /// them and names any mistake in JavaScript's spelling.
 pub fn config_from_js(options: Value) -> Value {
-    rename_tree(options, snake, &nested_of(&["retry", "script", "sandbox"]))
+    rename_tree(
+        options,
+        snake,
+        &nested_of(&["retry", "script", "sandbox", "compaction"]),
+    )
+}
+
+/// `asToolWith`'s options (`{conversation, maxTurns, allow, inputSchema, hints, maxDepth}`) in
+/// core's vocabulary (hints are camelCase in core too; the schema is the host's own).
+pub fn subagent_options_from_js(options: Value) -> Value {
+    rename_value(options, snake)
+}
+
+/// What `onCompact` and `client.compact()` see: `{trigger, preTokens, postTokens, summary?,
+/// usage}`.
+pub fn compact_notice(notice: &CompactNotice) -> String {
+    match serde_json::to_value(notice) {
+        Ok(Value::Object(map)) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let v = if k == "usage" {
+                        rename_value(v, camel)
+                    } else {
+                        v
+                    };
+                    (camel(&k), v)
+                })
+                .collect(),
+        )
+        .to_string(),
+        _ => Value::Null.to_string(),
+    }
 }
 
 /// A tool declared in JavaScript (`{name, description, inputSchema, hints, tier}`) in core's
@@ -239,6 +271,7 @@ mod tests {
             call_id: "c1".into(),
             name: "echo".into(),
             arguments: json!({"some_key": 1}),
+            agent: Vec::new(),
         };
         assert_eq!(
             event(&e),
@@ -250,13 +283,15 @@ mod tests {
             usage: Usage {
                 input_tokens: 3,
                 output_tokens: 4,
+                cache_read_input_tokens: 2,
+                cache_creation_input_tokens: 0,
             },
             error: None,
         };
         assert_eq!(
             event(&e),
             json!({"type": "turn_end", "outcome": "done", "finalText": "ok",
-                   "usage": {"inputTokens": 3, "outputTokens": 4}})
+                   "usage": {"inputTokens": 3, "outputTokens": 4, "cacheReadInputTokens": 2}})
         );
     }
 
@@ -320,6 +355,7 @@ mod tests {
             hints: Hints::destructive(),
             source: Source::Builtin,
             server: None,
+            agent: Vec::new(),
         };
         let v: Value = serde_json::from_str(&tool_call(&call)).unwrap();
         assert_eq!(

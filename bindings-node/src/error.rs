@@ -56,6 +56,7 @@ fn describe(e: &contenox::Error) -> (&'static str, Value) {
         ),
         E::Transport { .. } => ("transport", json!({})),
         E::Internal(_) => ("internal", json!({})),
+        E::Compaction(_) => ("compaction", json!({})),
         E::Serde(_) => ("serialization", json!({})),
         E::Io(_) => ("io", json!({})),
         _ => ("contenox", json!({})),

@@ -18,8 +18,9 @@ use std::sync::Arc;
 
 use contenox::CancellationToken;
 use contenox::{
-    async_trait, Answer, Decision, Hooks, HostError, PendingRequest, SearchRequest, SearchResult,
-    Tool, ToolCallEvent, ToolContext, ToolError, ToolOutput, ToolSpec, WaitFor, WebSearchProvider,
+    async_trait, Answer, CompactNotice, Compactor, Decision, Hooks, HostError, PendingRequest,
+    SearchRequest, SearchResult, Tool, ToolCallEvent, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Transcript, WaitFor, WebSearchProvider,
 };
 use napi::bindgen_prelude::{FnArgs, Function, Promise};
 use napi::threadsafe_function::{
@@ -42,6 +43,10 @@ pub type AfterArgs = FnArgs<(String, String)>;
 pub type WaitArgs = FnArgs<(String, u32)>;
 /// `(requestJson, abortKey) => Promise<string>`.
 pub type SearchArgs = FnArgs<(String, u32)>;
+/// `(noticeJson) => Promise<string>`.
+pub type NoticeArgs = String;
+/// `(transcriptJson, abortKey) => Promise<string>`.
+pub type CompactArgs = FnArgs<(String, u32)>;
 type AbortCallback = ThreadsafeFunction<u32, UnknownReturnValue, u32, Status, false, true>;
 
 /// Turn a JavaScript function into a weak ThreadsafeFunction.
@@ -305,5 +310,62 @@ impl WebSearchProvider for JsWebSearch {
         let value = call(&self.search, args, "websearch").await;
         guard.disarm();
         convert::search_results_from_js(value?).map_err(HostError::new)
+    }
+}
+
+/// `compactor({ onCompact, compact })` as core's [`Compactor`].
+pub struct JsCompactor {
+    on_compact: Option<JsCallback<NoticeArgs>>,
+    compact: Option<JsCallback<CompactArgs>>,
+    shared: Arc<Shared>,
+}
+
+impl JsCompactor {
+    /// The compactor from the wrapped functions (either may be absent).
+    pub fn new(
+        on_compact: Option<JsCallback<NoticeArgs>>,
+        compact: Option<JsCallback<CompactArgs>>,
+        shared: Arc<Shared>,
+    ) -> Self {
+        JsCompactor {
+            on_compact,
+            compact,
+            shared,
+        }
+    }
+}
+
+#[async_trait]
+impl Compactor for JsCompactor {
+    async fn compact(
+        &self,
+        transcript: &Transcript,
+        _cancel: CancellationToken,
+    ) -> Result<Option<Transcript>, HostError> {
+        let Some(compact) = &self.compact else {
+            return Ok(None);
+        };
+        // The engine drops this future when the turn is cancelled: the guard aborts the
+        // function's signal. The engine checks what it returns.
+        let mut guard = AbortOnDrop::new(&self.shared);
+        let args = FnArgs::from((transcript.to_json(), guard.key));
+        let value = call(compact, args, "compact").await;
+        guard.disarm();
+        match value? {
+            Value::Null => Ok(None),
+            doc => serde_json::from_value(doc).map(Some).map_err(|e| {
+                HostError::new(format!(
+                    "compact must return a Transcript, a saved transcript or nothing: {e}"
+                ))
+            }),
+        }
+    }
+
+    async fn on_compact(&self, notice: &CompactNotice) -> Result<(), HostError> {
+        let Some(on_compact) = &self.on_compact else {
+            return Ok(());
+        };
+        call(on_compact, convert::compact_notice(notice), "onCompact").await?;
+        Ok(())
     }
 }

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import { describe, test } from 'node:test'
 
-import { ConfigurationError, createClient, deny, loadMcp, pending, tool } from 'contenox'
+import { ConfigurationError, compactor, createClient, deny, loadMcp, pending, tool } from 'contenox'
 
 import { conformanceCheck, repoDir, startFakeServer } from './helpers.mjs'
 
@@ -38,17 +38,25 @@ const snake = (k) => (k === 'args' ? 'arguments' : k.replace(/[A-Z]/g, (c) => `_
 const renameKeys = (o, f) =>
   o && typeof o === 'object' && !Array.isArray(o) ? Object.fromEntries(Object.entries(o).map(([k, v]) => [f(k), v])) : o
 
-/** An event back in core's serialized form (snake_case keys), as the trace wants it. */
+/** An event (or a compaction notice) back in core's serialized form (snake_case keys), as the trace wants it. */
 function traceEvent(e) {
   const out = renameKeys(e, snake)
   for (const k of ['usage', 'request']) if (k in out) out[k] = renameKeys(out[k], snake)
   return out
 }
 
+/** `type[:name][@agent]`: `@a/b` a subagent chain, `@*` any subagent, `@` the client's own; no `@` = any origin. */
 function eventMatches(e, pattern) {
-  const i = pattern.indexOf(':')
-  const [type, name] = i < 0 ? [pattern, undefined] : [pattern.slice(0, i), pattern.slice(i + 1)]
-  return e.type === type && (name === undefined || e.name === name)
+  const at = pattern.indexOf('@')
+  const agent = at < 0 ? undefined : pattern.slice(at + 1)
+  const p = at < 0 ? pattern : pattern.slice(0, at)
+  const i = p.indexOf(':')
+  const [type, name] = i < 0 ? [p, undefined] : [p.slice(0, i), p.slice(i + 1)]
+  if (e.type !== type || (name !== undefined && e.name !== name)) return false
+  const chain = e.agent ?? []
+  if (agent === undefined) return true
+  if (agent === '*') return chain.length > 0
+  return chain.join('/') === agent
 }
 
 const MATCH_KEYS = new Set(['name', 'hint', 'no_hints', 'source'])
@@ -261,11 +269,49 @@ function snapshot(root) {
   return out
 }
 
+/**
+ * The scenario key `subagents`: clients offered as tools (`asToolWith`), built like the
+ * scenario's client against the same fake server. `close()` closes them.
+ */
+function buildSubagents(scenario, server, root) {
+  const specs = scenario.subagents ?? []
+  const clients = []
+  const set = {
+    close: () => clients.forEach((c) => c.close()),
+    tool(name) {
+      const i = specs.findIndex((s) => s.name === name)
+      if (i < 0) throw new Error(`no subagent ${JSON.stringify(name)}`)
+      const sub = specs[i]
+      const o = sub.options ?? {}
+      const options = renameKeys(o, camel)
+      return clients[i].asToolWith(name, sub.description ?? `The subagent ${name}.`, options)
+    },
+    parentTools: () => specs.filter((s) => s.in_parent !== false).map((s) => set.tool(s.name)),
+  }
+  try {
+    for (const sub of specs) {
+      const state = { client: undefined }
+      const options = { ...clientOptions({ ...scenario, config: sub.config ?? {} }, server, root) }
+      options.tools = (sub.host_tools ?? []).map((t) => hostTool(t, state))
+      if (sub.before_tool !== undefined) options.hooks = { beforeTool: beforeTool(sub.before_tool) }
+      if (sub.wait_for !== undefined) options.waitFor = scriptedWaitFor(sub.wait_for)
+      state.client = createClient(options)
+      clients.push(state.client)
+    }
+    for (const [i, sub] of specs.entries()) for (const name of sub.subagents ?? []) clients[i].register(set.tool(name))
+    return set
+  } catch (e) {
+    set.close()
+    throw e
+  }
+}
+
 async function runScenario(file, scenario, deadline) {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'contenox-node-conformance-')))
   const server = await startFakeServer(file)
   const state = { client: undefined }
   let mcp
+  let subagents
   try {
     for (const [path, content] of Object.entries(scenario.workspace ?? {})) {
       mkdirSync(dirname(join(root, path)), { recursive: true })
@@ -273,6 +319,9 @@ async function runScenario(file, scenario, deadline) {
     }
     const base = clientOptions(scenario, server, root)
     const waitFor = scriptedWaitFor(scenario.wait_for ?? [])
+    subagents = buildSubagents(scenario, server, root)
+    const compactions = []
+    const told = compactor({ onCompact: (notice) => void compactions.push(traceEvent(notice)) })
     const build = () => {
       const hooks = { beforeTool: beforeTool(scenario.before_tool ?? []) }
       const afterRules = scenario.after_tool
@@ -283,7 +332,8 @@ async function runScenario(file, scenario, deadline) {
         }
       }
       const tools = (scenario.host_tools ?? []).map((t) => hostTool(t, state))
-      state.client = createClient({ ...base, tools, hooks, waitFor })
+      state.client = createClient({ ...base, tools, hooks, waitFor, compactor: told })
+      for (const t of subagents.parentTools()) state.client.register(t)
       return state.client
     }
     let client
@@ -305,6 +355,7 @@ async function runScenario(file, scenario, deadline) {
       mcp.source.registerInto(client)
       if (mcp.resourceTools) for (const t of mcp.source.resourceTools()) client.register(t)
     }
+    if (scenario.transcript !== undefined) client.setTranscript(scenario.transcript)
     const actions = scenario.actions ?? []
     const fired = actions.map(() => false)
     const events = []
@@ -343,6 +394,8 @@ async function runScenario(file, scenario, deadline) {
       }
       last = await run.result
     }
+    const notices = [...compactions]
+    if (scenario.settle_ms) await new Promise((r) => setTimeout(r, scenario.settle_ms))
     if (chainError !== undefined) {
       return {
         scenario: scenario.name,
@@ -353,6 +406,7 @@ async function runScenario(file, scenario, deadline) {
         events,
         requests: await server.requests(),
         workspace: snapshot(root),
+        compactions: notices,
         chain_error: chainError,
       }
     }
@@ -361,13 +415,15 @@ async function runScenario(file, scenario, deadline) {
       binding: 'node',
       outcome: last.outcome,
       final_text: last.finalText,
-      usage: { input_tokens: last.usage.inputTokens, output_tokens: last.usage.outputTokens },
+      usage: renameKeys(last.usage, snake),
       events,
       requests: await server.requests(),
       workspace: snapshot(root),
+      compactions: notices,
     }
   } finally {
     state.client?.close()
+    subagents?.close()
     await mcp?.close()
     await server.stop()
     rmSync(root, { recursive: true, force: true })

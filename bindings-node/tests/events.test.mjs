@@ -45,8 +45,13 @@ function unionMembers() {
 function tsTypes(prop) {
   if (prop.$ref) {
     const name = prop.$ref.split('/').pop()
-    return { GateVerdict: ['"allow" | "deny" | "ask"'], Outcome: ['Outcome'], Source: ['Source'] }[name] ?? [name]
+    const named = { GateVerdict: ['"allow" | "deny" | "ask"'], CompactTrigger: ['"auto" | "manual"'], Outcome: ['Outcome'], Source: ['Source'] }
+    return named[name] ?? [name]
   }
+  // `Option<T>` of a named type: T (optional in TypeScript).
+  const options = prop.anyOf ?? prop.oneOf
+  if (options) return options.filter((o) => o.type !== 'null').flatMap(tsTypes)
+  if (prop.type === 'array' && prop.items) return tsTypes(prop.items).map((t) => `${t}[]`)
   const kinds = [prop.type ?? []].flat().filter((k) => k !== 'null')
   if (kinds.length === 0) return ['unknown']
   return kinds.map((k) => ({ string: 'string', integer: 'number', boolean: 'boolean' })[k])

@@ -3,8 +3,8 @@
 use std::sync::{Arc, Mutex};
 
 use contenox::{
-    ClientBuilder, Config, Hooks, RunOptions, Style, Tool, ToolSpec, Transcript, WaitFor,
-    WebSearchProvider,
+    ClientBuilder, Compactor, Config, Hooks, RunOptions, Style, SubagentOptions, Tool, ToolSpec,
+    Transcript, WaitFor, WebSearchProvider,
 };
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -12,7 +12,10 @@ use pyo3_async_runtimes::TaskLocals;
 
 use crate::convert::{from_py, ser_to_py, to_value};
 use crate::error::to_py_err;
-use crate::host::{Callback, Host, Parts, PyHooks, PyTool, PyWaitFor, PyWebSearch, SharedHost};
+use crate::host::{
+    Callback, Host, Parts, PyCompactor, PyHooks, PyTool, PyWaitFor, PyWebSearch, SharedHost,
+};
+use crate::mcp::PyNativeTool;
 use crate::run::{result_dict, PyRun};
 use crate::runtime::{produce, py_future, runtime};
 
@@ -34,6 +37,9 @@ pub(crate) fn running_loop(py: Python<'_>, what: &str) -> PyResult<TaskLocals> {
 
 fn tool_from_py(host: &SharedHost, tool: &Bound<'_, PyAny>) -> PyResult<Arc<dyn Tool>> {
     if let Ok(native) = tool.cast::<crate::mcp::PyNativeTool>() {
+        if let Some(child) = &native.get().host {
+            host.link(child);
+        }
         return Ok(native.get().tool.clone());
     }
     let (spec, invoke, is_async): (Bound<'_, PyAny>, Bound<'_, PyAny>, bool) = tool.extract()?;
@@ -82,6 +88,9 @@ fn build(
     }
     if let Some(p) = &parts.websearch {
         b = b.websearch(p.clone());
+    }
+    if let Some(c) = &parts.compactor {
+        b = b.compactor(c.clone());
     }
     b.build()
 }
@@ -151,11 +160,12 @@ impl PyClient {
 
 #[pymethods]
 impl PyClient {
-    /// Build a client from the config JSON, host tools `(spec, invoke, is_async)`, hooks and
-    /// wait_for `(callable, is_async)`, and the web search provider's `search`
-    /// `(callable, is_async, takes_cancel)`.
+    /// Build a client from the config JSON, host tools `(spec, invoke, is_async)`, hooks,
+    /// wait_for, on_compact and compactor `(callable, is_async)`, and the web search provider's
+    /// `search` `(callable, is_async, takes_cancel)`.
     #[staticmethod]
-    #[pyo3(signature = (config_json, tools, before_tool=None, after_tool=None, wait_for=None, websearch=None))]
+    #[pyo3(signature = (config_json, tools, before_tool=None, after_tool=None, wait_for=None, websearch=None, on_compact=None, compactor=None))]
+    #[allow(clippy::too_many_arguments)]
     fn create(
         config_json: &str,
         tools: Vec<Bound<'_, PyAny>>,
@@ -163,6 +173,8 @@ impl PyClient {
         after_tool: Option<PyCallable<'_>>,
         wait_for: Option<PyCallable<'_>>,
         websearch: Option<PySearch<'_>>,
+        on_compact: Option<PyCallable<'_>>,
+        compactor: Option<PyCallable<'_>>,
     ) -> PyResult<PyClient> {
         let config = Config::from_json(config_json).map_err(to_py_err)?;
         let host: SharedHost = Arc::new(Host::default());
@@ -192,10 +204,20 @@ impl PyClient {
                 host: host.clone(),
             }) as Arc<dyn WebSearchProvider>
         });
+        let compactor: Option<Arc<dyn Compactor>> = if on_compact.is_some() || compactor.is_some() {
+            Some(Arc::new(PyCompactor {
+                on_compact: on_compact.map(|(f, a)| Callback::from_py(&f, a)),
+                compact: compactor.map(|(f, a)| Callback::from_py(&f, a)),
+                host: host.clone(),
+            }))
+        } else {
+            None
+        };
         let parts = Parts {
             hooks,
             wait_for,
             websearch,
+            compactor,
         };
         let client = build(config, &tools, &parts).map_err(to_py_err)?;
         Ok(PyClient {
@@ -305,6 +327,39 @@ impl PyClient {
     fn set_transcript_json(&self, json: &str) -> PyResult<()> {
         let t = Transcript::from_json(json).map_err(to_py_err)?;
         self.core()?.set_transcript(t).map_err(to_py_err)
+    }
+
+    /// This client as a tool of another (`register` it there): options JSON with the engine's
+    /// names (`conversation`, `max_turns`, `allow`, `input_schema`, `hints`, `max_depth`).
+    fn as_tool_with(
+        &self,
+        name: String,
+        description: String,
+        options_json: &str,
+    ) -> PyResult<PyNativeTool> {
+        let value: serde_json::Value = serde_json::from_str(options_json)
+            .map_err(|e| to_py_err(contenox::Error::config(format!("subagent options: {e}"))))?;
+        let options = SubagentOptions::from_json_value(value).map_err(to_py_err)?;
+        let tool = self
+            .core()?
+            .as_tool_with(name, description, options)
+            .map_err(to_py_err)?;
+        Ok(PyNativeTool {
+            tool,
+            host: Some(self.host.clone()),
+        })
+    }
+
+    /// Compact the conversation now; an awaitable of the notice dict, or None when there was
+    /// nothing older to summarise.
+    fn compact<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let locals = running_loop(py, "client.compact()")?;
+        self.host.capture(py);
+        let core = self.core()?;
+        py_future(locals.event_loop(py), async move {
+            let notice = core.compact().await;
+            produce(move |py| Ok(ser_to_py(py, &notice.map_err(to_py_err)?)?.unbind()))
+        })
     }
 
     /// The models the configured server offers; an awaitable of a list of dicts.

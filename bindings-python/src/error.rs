@@ -52,6 +52,7 @@ fn build(py: Python<'_>, e: &contenox::Error) -> PyResult<PyErr> {
         }
         E::Transport { .. } => "TransportError",
         E::Internal(_) => "InternalError",
+        E::Compaction(_) => "CompactionError",
         E::Serde(_) => "SerializationError",
         E::Io(_) => "ContenoxIOError",
         _ => "ContenoxError",

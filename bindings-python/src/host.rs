@@ -12,9 +12,9 @@
 use std::sync::{Arc, Mutex};
 
 use contenox::{
-    async_trait, Answer, CancellationToken, Decision, Hooks, HostError, PendingRequest,
-    SearchRequest, SearchResult, Tool, ToolCallEvent, ToolContext, ToolError, ToolOutput, ToolSpec,
-    WaitFor, WebSearchProvider,
+    async_trait, Answer, CancellationToken, CompactNotice, Compactor, Decision, Hooks, HostError,
+    PendingRequest, SearchRequest, SearchResult, Tool, ToolCallEvent, ToolContext, ToolError,
+    ToolOutput, ToolSpec, Transcript, WaitFor, WebSearchProvider,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -67,17 +67,54 @@ impl Callback {
 #[derive(Default)]
 pub struct Host {
     locals: Mutex<Option<TaskLocals>>,
+    /// The hosts of the subagents registered into this client: their turns run inside this
+    /// client's, started by the engine rather than from Python, so they take its loop.
+    subagents: Mutex<Vec<std::sync::Weak<Host>>>,
 }
 
 impl Host {
     /// Remember the running loop (and a copy of the contextvars) of the caller, when there is
-    /// one. Called at every entry point that starts a turn.
+    /// one, here and in every subagent's host. Called at every entry point that starts a turn.
     pub fn capture(&self, py: Python<'_>) -> Option<TaskLocals> {
         let locals = TaskLocals::with_running_loop(py)
             .and_then(|l| l.copy_context(py))
             .ok()?;
-        *self.locals.lock().unwrap_or_else(|e| e.into_inner()) = Some(locals.clone());
+        let mut seen = Vec::new();
+        self.set_locals(&locals, &mut seen);
         Some(locals)
+    }
+
+    /// Set `locals` here and down the subagent hosts (each once: a subagent may be registered
+    /// into itself).
+    fn set_locals(&self, locals: &TaskLocals, seen: &mut Vec<*const Host>) {
+        if seen.contains(&(self as *const Host)) {
+            return;
+        }
+        seen.push(self as *const Host);
+        *self.locals.lock().unwrap_or_else(|e| e.into_inner()) = Some(locals.clone());
+        let subagents: Vec<Arc<Host>> = self
+            .subagents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect();
+        for host in subagents {
+            host.set_locals(locals, seen);
+        }
+    }
+
+    /// A subagent whose host is `child` was registered into this client.
+    pub fn link(&self, child: &SharedHost) {
+        let mut subagents = self.subagents.lock().unwrap_or_else(|e| e.into_inner());
+        subagents.retain(|w| w.strong_count() > 0);
+        if !subagents
+            .iter()
+            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(child)))
+        {
+            // Weak: a subagent registered into itself is no cycle of Arcs.
+            subagents.push(Arc::downgrade(child));
+        }
     }
 
     fn locals(&self) -> Option<TaskLocals> {
@@ -513,9 +550,79 @@ impl WebSearchProvider for PyWebSearch {
     }
 }
 
+/// `on_compact=fn(notice)` and `compactor=fn(transcript)`: the host's part in compaction.
+pub struct PyCompactor {
+    pub on_compact: Option<Callback>,
+    pub compact: Option<Callback>,
+    pub host: SharedHost,
+}
+
+#[async_trait]
+impl Compactor for PyCompactor {
+    async fn compact(
+        &self,
+        transcript: &Transcript,
+        _cancel: CancellationToken,
+    ) -> Result<Option<Transcript>, HostError> {
+        let Some(cb) = &self.compact else {
+            return Ok(None);
+        };
+        // The engine drops this future when the turn is cancelled, which cancels an async
+        // compactor's task; the result is checked by the engine (a valid, non-empty transcript).
+        let transcript = transcript.clone();
+        self.host
+            .call(
+                "compactor",
+                cb,
+                move |py| {
+                    let t =
+                        bridge(py)?.call_method1("transcript", (ser_to_py(py, &transcript)?,))?;
+                    PyTuple::new(py, [t])
+                },
+                |_py, v| {
+                    if v.is_none() {
+                        return Ok(None);
+                    }
+                    let v = match v.getattr("to_dict") {
+                        Ok(to_dict) => to_dict.call0()?,
+                        Err(_) => v,
+                    };
+                    from_py::<Transcript>(&v).map(Some).map_err(|e| {
+                        PyTypeError::new_err(format!(
+                            "compactor must return a transcript ({{\"messages\": [...]}}) or None: \
+                             {}",
+                            Python::attach(|py| e.value(py).to_string())
+                        ))
+                    })
+                },
+            )
+            .await
+    }
+
+    async fn on_compact(&self, notice: &CompactNotice) -> Result<(), HostError> {
+        let Some(cb) = &self.on_compact else {
+            return Ok(());
+        };
+        let notice = notice.clone();
+        self.host
+            .call(
+                "on_compact",
+                cb,
+                move |py| {
+                    let n =
+                        bridge(py)?.call_method1("compact_notice", (ser_to_py(py, &notice)?,))?;
+                    PyTuple::new(py, [n])
+                },
+                |_py, _v| Ok(()),
+            )
+            .await
+    }
+}
+
 /// The pieces of a client that a rebuild (after a fork) needs again.
 pub struct Parts {
     pub hooks: Option<Arc<dyn Hooks>>,
     pub wait_for: Option<Arc<dyn WaitFor>>,
     pub websearch: Option<Arc<dyn WebSearchProvider>>,
+    pub compactor: Option<Arc<dyn Compactor>>,
 }

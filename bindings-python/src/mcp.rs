@@ -17,6 +17,8 @@ use crate::runtime::{produce, py_future, with_python};
 #[pyclass(frozen, module = "contenox._native", name = "NativeTool")]
 pub struct PyNativeTool {
     pub tool: Arc<dyn Tool>,
+    /// A subagent's: the host of its client (async callbacks there run on the caller's loop).
+    pub host: Option<crate::host::SharedHost>,
 }
 
 #[pymethods]
@@ -58,7 +60,7 @@ fn native_tools<'py>(py: Python<'py>, tools: Vec<Arc<dyn Tool>>) -> PyResult<Bou
         py,
         tools
             .into_iter()
-            .map(|tool| Py::new(py, PyNativeTool { tool }))
+            .map(|tool| Py::new(py, PyNativeTool { tool, host: None }))
             .collect::<PyResult<Vec<_>>>()?,
     )
 }

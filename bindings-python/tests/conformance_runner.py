@@ -93,14 +93,24 @@ class FakeServer:
             self.proc.wait()
 
 
-def _pattern(p: str) -> tuple[str, str | None]:
+def _pattern(p: str) -> tuple[str, str | None, str | None]:
+    """``type[:name][@agent]``: ``@a/b`` a subagent chain, ``@*`` any subagent, ``@`` the
+    scenario client's own; no ``@`` = any origin."""
+    p, at, agent = p.partition("@")
     kind, _, name = p.partition(":")
-    return kind, (name or None)
+    return kind, (name or None), (agent if at else None)
 
 
 def _event_matches(event: contenox.Event, pattern: str) -> bool:
-    kind, name = _pattern(pattern)
-    return event.type == kind and (name is None or getattr(event, "name", None) == name)
+    kind, name, agent = _pattern(pattern)
+    if event.type != kind or (name is not None and getattr(event, "name", None) != name):
+        return False
+    chain: tuple[str, ...] = getattr(event, "agent", ())
+    if agent is None:
+        return True
+    if agent == "*":
+        return bool(chain)
+    return "/".join(chain) == agent
 
 
 def _rule_matches(m: dict[str, Any], call: contenox.ToolCallEvent) -> bool:
@@ -161,6 +171,7 @@ def _host_tool(t: dict[str, Any], current: list[contenox.Client]) -> contenox.To
 
 
 def _hooks(scenario: dict[str, Any]) -> dict[str, Any]:
+    """The scenario's (or a subagent's) ``before_tool`` / ``after_tool`` rules as hooks."""
     before_rules: list[dict[str, Any]] = scenario.get("before_tool") or []
     after_rules: list[dict[str, Any]] | None = scenario.get("after_tool")
 
@@ -320,6 +331,48 @@ def _snapshot(root: Path) -> dict[str, str]:
     return out
 
 
+class Subagents:
+    """The scenario key ``subagents``: clients offered as tools (``as_tool_with``), built like
+    the scenario's client against the same fake server; closed at the end."""
+
+    def __init__(self, scenario: dict[str, Any], common: dict[str, Any]) -> None:
+        self.specs: list[dict[str, Any]] = scenario.get("subagents") or []
+        self.clients: list[contenox.Client] = []
+        for sub in self.specs:
+            cell: list[contenox.Client] = []
+            options: dict[str, Any] = {
+                **(sub.get("config") or {}),
+                **common,
+                "tools": [_host_tool(t, cell) for t in sub.get("host_tools") or []],
+            }
+            if "before_tool" in sub:
+                options["hooks"] = _hooks(sub)
+            if "wait_for" in sub:
+                options["wait_for"] = _wait_for(collections.deque(sub["wait_for"]))
+            client = contenox.create_client(**options)
+            cell[:] = [client]
+            self.clients.append(client)
+        for i, sub in enumerate(self.specs):
+            for name in sub.get("subagents") or []:
+                self.clients[i].register(self.tool(name))
+
+    def tool(self, name: str) -> contenox.NativeTool:
+        i = next((i for i, s in enumerate(self.specs) if s["name"] == name), None)
+        if i is None:
+            raise ValueError(f"no subagent {name!r}")
+        sub = self.specs[i]
+        return self.clients[i].as_tool_with(
+            name, sub.get("description") or f"The subagent {name}.", **(sub.get("options") or {})
+        )
+
+    def parent_tools(self) -> list[contenox.NativeTool]:
+        return [self.tool(s["name"]) for s in self.specs if s.get("in_parent", True)]
+
+    def close(self) -> None:
+        for c in self.clients:
+            c.close()
+
+
 async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
     """Run one scenario; return its trace."""
     scenario = json.loads(path.read_text())
@@ -335,24 +388,37 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
 
     server = FakeServer(path)
     mcp = McpSetup()
+    subagents: Subagents | None = None
     try:
         if "mcp" in scenario:
             await mcp.start(scenario["mcp"])
         answers = collections.deque(scenario.get("wait_for") or [])
         current: list[contenox.Client] = []
+        common = {
+            "style": style,
+            "base_url": server.base_url(style),
+            "model": "fake",
+            "api_key": "test",
+            "root": root,
+        }
+        subagents = Subagents(scenario, common)
+        compactions: list[dict[str, Any]] = []
+
+        def on_compact(notice: contenox.CompactNotice) -> None:
+            compactions.append(notice.to_dict())
 
         def build() -> contenox.Client:
             client = contenox.create_client(
                 **config,
-                style=style,
-                base_url=server.base_url(style),
-                model="fake",
-                api_key="test",
-                root=root,
-                tools=[_host_tool(t, current) for t in scenario.get("host_tools") or []],
+                **common,
+                tools=[
+                    *(_host_tool(t, current) for t in scenario.get("host_tools") or []),
+                    *subagents.parent_tools(),
+                ],
                 hooks=_hooks(scenario),
                 wait_for=_wait_for(answers),
                 websearch=websearch,
+                on_compact=on_compact,
             )
             mcp.register_into(client)
             current[:] = [client]
@@ -371,6 +437,8 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
                 "requests": server.requests(),
                 "workspace": _snapshot(root),
             }
+        if "transcript" in scenario:
+            client.transcript = contenox.Transcript.from_json(json.dumps(scenario["transcript"]))
         actions = scenario.get("actions") or []
         fired = [False] * len(actions)
         events: list[dict[str, Any]] = []
@@ -407,9 +475,14 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
                         client.register(_echo(todo["register"]["name"]))
                 events.append(event.to_dict())
             result = await run.result()
+        told = list(compactions)
+        if scenario.get("settle_ms"):
+            await asyncio.sleep(scenario["settle_ms"] / 1000)
         requests = server.requests()
         client.close()
     finally:
+        if subagents is not None:
+            subagents.close()
         await mcp.close()
         server.stop()
     if chain_error is not None:
@@ -422,6 +495,7 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
             "events": events,
             "requests": requests,
             "workspace": _snapshot(root),
+            "compactions": told,
             "chain_error": chain_error,
         }
     assert result is not None
@@ -434,6 +508,7 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
         "events": events,
         "requests": requests,
         "workspace": _snapshot(root),
+        "compactions": told,
     }
 
 

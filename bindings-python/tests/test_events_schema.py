@@ -23,6 +23,7 @@ REFS = {
     "PendingRequest": "PendingRequest",
     "Outcome": "Outcome",
     "Source": "Source",
+    "CompactTrigger": 'Literal["auto", "manual"]',
     "GateVerdict": 'Literal["allow", "deny", "ask"]',
     "Answer": "dict[str, Any]",
 }
@@ -33,7 +34,13 @@ def expected(prop: dict[str, Any]) -> set[str]:
     """The annotations that may stand for this schema property."""
     if "$ref" in prop:
         return {REFS[prop["$ref"].rsplit("/", 1)[-1]]}
+    options = prop.get("anyOf") or prop.get("oneOf")
+    if options and {"type": "null"} in options:
+        (inner,) = [o for o in options if o != {"type": "null"}]
+        return {f"{a} | None" for a in expected(inner)}
     kind = prop.get("type")
+    if kind == "array" and prop.get("items", {}).get("type") in SCALARS:
+        return {f"tuple[{SCALARS[prop['items']['type']]}, ...]"}
     if isinstance(kind, list):
         (inner,) = [k for k in kind if k != "null"]
         return {f"{SCALARS[inner]} | None"}
@@ -61,8 +68,14 @@ def test_each_class_has_the_schemas_fields_and_types() -> None:
             f = fields[name]
             annotation = str(f.type).replace("'", '"')
             assert annotation in expected(prop), f"{kind}.{name}: {f.type} for {prop}"
-            if name not in required:
+            if name not in required and "None" in annotation:
                 assert f.default is None, f"{kind}.{name} is optional: its default is None"
+            elif name not in required:
+                # Left out of the JSON when empty (`agent`) or read with its default (compact's
+                # `usage`): the field has an empty default.
+                has_default = f.default is not dataclasses.MISSING
+                has_factory = f.default_factory is not dataclasses.MISSING
+                assert has_default or has_factory, f"{kind}.{name} is optional: it has a default"
             else:
                 assert f.default is not None, f"{kind}.{name} is always there"
 

@@ -2,13 +2,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use contenox::{CancellationToken, ModelInfo, RunOptions};
+use contenox::{CancellationToken, CompactNotice, ModelInfo, RunOptions, SubagentOptions};
 
 use crate::convert::{via_json, ToolSpec, Transcript, TurnResult};
 use crate::error::ContenoxError;
 use crate::host::{
-    Hooks, HooksAdapter, HostTool, ToolAdapter, WaitFor, WaitForAdapter, WebSearchAdapter,
-    WebSearchProvider,
+    Hooks, HooksAdapter, HostTool, OnCompact, OnCompactAdapter, ToolAdapter, WaitFor,
+    WaitForAdapter, WebSearchAdapter, WebSearchProvider,
 };
 use crate::mcp::SourceTool;
 use crate::run::Run;
@@ -47,15 +47,23 @@ impl Client {
 impl Client {
     /// Build a client. `config_json` is the engine's `Config` as JSON (snake_case keys, the same
     /// names in every binding: `style`, `base_url`, `model`, `api_key`, `root`, `builtins`,
-    /// `allow`, `max_turns`, `script`, ...); unknown keys are an error. `websearch`: a search
-    /// provider, which turns on the `websearch` builtin.
-    #[uniffi::constructor(default(tools = [], hooks = None, wait_for = None, websearch = None))]
+    /// `allow`, `max_turns`, `script`, `compaction`, ...); unknown keys are an error.
+    /// `websearch`: a search provider, which turns on the `websearch` builtin. `on_compact`:
+    /// told after every compaction.
+    #[uniffi::constructor(default(
+        tools = [],
+        hooks = None,
+        wait_for = None,
+        websearch = None,
+        on_compact = None
+    ))]
     pub fn new(
         config_json: String,
         tools: Vec<Arc<dyn HostTool>>,
         hooks: Option<Arc<dyn Hooks>>,
         wait_for: Option<Arc<dyn WaitFor>>,
         websearch: Option<Arc<dyn WebSearchProvider>>,
+        on_compact: Option<Arc<dyn OnCompact>>,
     ) -> Result<Arc<Self>, ContenoxError> {
         let config = contenox::Config::from_json(&config_json)?;
         let mut builder = contenox::ClientBuilder::from_config(config);
@@ -70,6 +78,9 @@ impl Client {
         }
         if let Some(provider) = websearch {
             builder = builder.websearch(Arc::new(WebSearchAdapter(provider)));
+        }
+        if let Some(on_compact) = on_compact {
+            builder = builder.compactor(Arc::new(OnCompactAdapter(on_compact)));
         }
         Ok(Arc::new(Client {
             inner: builder.build()?,
@@ -159,6 +170,36 @@ impl Client {
     /// it is, or replace the one of the same name. Kotlin: also `client.register(tool)`.
     pub fn register_source_tool(&self, tool: Arc<SourceTool>) -> Result<(), ContenoxError> {
         Ok(self.inner.register(tool.tool.clone())?)
+    }
+
+    /// This client as a tool of another (a subagent): register the result there
+    /// (`registerSourceTool`). `options_json`: the engine's `SubagentOptions` (`conversation`
+    /// `fresh`/`kept`, `max_turns`, `allow`, `input_schema`, `hints`, `max_depth`); `null` for
+    /// the defaults. Each call runs one turn of this client; its calls pass its own gate and
+    /// then the parent's; its events reach the parent's stream with `agent` set.
+    #[uniffi::method(default(options_json = None))]
+    pub fn as_tool_with(
+        &self,
+        name: String,
+        description: String,
+        options_json: Option<String>,
+    ) -> Result<Arc<SourceTool>, ContenoxError> {
+        let value = match options_json {
+            Some(text) => serde_json::from_str(&text).map_err(|e| ContenoxError::Json {
+                detail: format!("subagent options: {e}"),
+            })?,
+            None => serde_json::Value::Null,
+        };
+        let options = SubagentOptions::from_json_value(value)?;
+        let tool = self.inner.as_tool_with(name, description, options)?;
+        Ok(Arc::new(SourceTool { tool }))
+    }
+
+    /// Compact the conversation now (waits for a running turn): the notice, or `null` when
+    /// there is nothing older to summarise. Throws `Compaction` when the summary request
+    /// failed (the conversation is then unchanged). `on_compact` is told too.
+    pub async fn compact(&self) -> Result<Option<CompactNotice>, ContenoxError> {
+        Ok(self.inner.compact().await?)
     }
 
     /// Remove a tool; true when it was there.

@@ -1,7 +1,7 @@
 //! The engine's small stable types as UniFFI sees them.
 //!
 //! Types whose fields UniFFI can carry as they are (`Outcome`, `GateVerdict`, `Source`, `Tier`,
-//! `Usage`, `Hints`, `ModelInfo`, `SearchRequest`, `SearchResult`, `ServerState`) are the
+//! `Usage`, `CompactTrigger`, `CompactNotice`, `Hints`, `ModelInfo`, `SearchRequest`, `SearchResult`, `ServerState`) are the
 //! engine's own, declared with `#[uniffi::remote]`: no copy, no conversion. Types with free-form values get a mirror whose values cross as JSON text
 //! (fields named `…Json`); the mirrors derive serde with the engine's own JSON shape, so they
 //! convert through it ([`via_json`]) instead of field by field.
@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use contenox::{
-    GateVerdict, Hints, ModelInfo, Outcome, SearchRequest, SearchResult, ServerState, Source, Tier,
-    Usage,
+    CompactNotice, CompactTrigger, GateVerdict, Hints, ModelInfo, Outcome, SearchRequest,
+    SearchResult, ServerState, Source, Tier, Usage,
 };
 
 use crate::error::ContenoxError;
@@ -53,6 +53,25 @@ pub enum Tier {
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    #[uniffi(default = 0)]
+    pub cache_read_input_tokens: u64,
+    #[uniffi(default = 0)]
+    pub cache_creation_input_tokens: u64,
+}
+
+#[uniffi::remote(Enum)]
+pub enum CompactTrigger {
+    Auto,
+    Manual,
+}
+
+#[uniffi::remote(Record)]
+pub struct CompactNotice {
+    pub trigger: CompactTrigger,
+    pub pre_tokens: u64,
+    pub post_tokens: u64,
+    pub summary: Option<String>,
+    pub usage: Usage,
 }
 
 #[uniffi::remote(Record)]
@@ -211,6 +230,10 @@ pub struct ToolCallEvent {
     /// The MCP server or remote service the tool belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// The chain of subagents whose turn makes the call (`["researcher"]`); empty for the
+    /// client's own calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent: Vec<String>,
 }
 
 /// A request the host answers through `WaitFor`. The hook sets kind, prompt, timeout and data;

@@ -68,6 +68,13 @@ pub enum ContenoxError {
         /// What failed.
         detail: String,
     },
+    /// `compact()` could not compact: the summary request failed (the conversation is
+    /// unchanged).
+    #[error("{detail}")]
+    Compaction {
+        /// Why.
+        detail: String,
+    },
     /// A value given as JSON text is not valid JSON, or does not have the expected shape.
     #[error("invalid JSON: {detail}")]
     Json {
@@ -126,6 +133,7 @@ impl From<contenox::Error> for ContenoxError {
             contenox::Error::Transcript(detail) => ContenoxError::Transcript { detail },
             contenox::Error::Http { status, body, .. } => ContenoxError::Http { status, body },
             contenox::Error::Internal(detail) => ContenoxError::Internal { detail },
+            contenox::Error::Compaction(detail) => ContenoxError::Compaction { detail },
             contenox::Error::Serde(e) => ContenoxError::Json {
                 detail: e.to_string(),
             },

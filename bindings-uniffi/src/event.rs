@@ -26,16 +26,28 @@ pub enum Event {
         index: u32,
         /// 0 for the first attempt, 1.. for retries.
         attempt: u32,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A piece of streamed text.
     TextDelta {
         /// The new text.
         text: String,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The whole text of one model response.
     Text {
         /// The text.
         text: String,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The model asked for a tool call.
     ToolCall {
@@ -46,6 +58,10 @@ pub enum Event {
         /// The arguments as JSON text (a JSON string when the model sent text that is not JSON).
         #[serde(rename = "arguments", with = "json_text")]
         arguments_json: String,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The gate's decision for a call.
     Gate {
@@ -65,6 +81,10 @@ pub enum Event {
         /// The approval policy's rule that matched, when a policy is set.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rule: Option<String>,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A call waits for the host's answer.
     Pending {
@@ -74,6 +94,10 @@ pub enum Event {
         name: String,
         /// The request given to `WaitFor`.
         request: PendingRequest,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The host answered a pending request (or the ask timed out, which denies).
     Answer {
@@ -84,6 +108,10 @@ pub enum Event {
         /// The answer.
         #[serde(with = "answer_wire")]
         answer: Answer,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A tool is about to execute.
     ToolStart {
@@ -91,6 +119,10 @@ pub enum Event {
         call_id: String,
         /// The tool name.
         name: String,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A call's result, as the model will see it.
     ToolResult {
@@ -110,6 +142,13 @@ pub enum Event {
             with = "json_text::option"
         )]
         metadata_json: Option<String>,
+        /// Tokens the tool spent on models (a subagent's turn usage); counted in the turn's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<contenox::Usage>,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// Progress reported by a running tool.
     Progress {
@@ -120,24 +159,50 @@ pub enum Event {
         /// Free-form progress data, as JSON text.
         #[serde(rename = "data", with = "json_text")]
         data_json: String,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The turn's task list, replaced whole by `todo_write`.
     Todos {
         /// The task list, as JSON text.
         #[serde(rename = "todos", with = "json_text")]
         todos_json: String,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// Usage of one model response.
     Usage {
         /// Tokens read and written by that response.
         usage: contenox::Usage,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
-    /// The conversation was compacted.
+    /// The older part of the conversation was replaced by one summary message (or by what the
+    /// host's compactor returned).
     Compact {
-        /// Messages before compaction.
-        before: u32,
-        /// Messages after compaction.
-        after: u32,
+        /// `Auto` (over `compaction.threshold_tokens`, or a server refusing the request as too
+        /// long) or `Manual` (`compact()`).
+        trigger: contenox::CompactTrigger,
+        /// The context's size before, in tokens.
+        pre_tokens: u64,
+        /// The context's size after, in tokens (estimated).
+        post_tokens: u64,
+        /// The summary that replaced the older messages; absent when a host compactor did it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+        /// What the summary request cost; counted in the turn's usage.
+        #[serde(default)]
+        usage: contenox::Usage,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A model request failed and will be retried.
     Retry {
@@ -150,6 +215,10 @@ pub enum Event {
         error: String,
         /// How long the engine waits before the next attempt.
         wait_ms: u64,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A task of a chain starts (`Client.runChain`).
     ChainTaskStart {
@@ -215,5 +284,18 @@ impl Event {
     /// The tool this event is about, if any.
     pub fn tool_name(&self) -> Option<String> {
         self.json()["name"].as_str().map(str::to_string)
+    }
+
+    /// The chain of subagents this event comes from, outermost first (`["researcher"]`);
+    /// empty for the client's own events.
+    pub fn agent(&self) -> Vec<String> {
+        self.json()["agent"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }

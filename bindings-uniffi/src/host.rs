@@ -12,7 +12,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use contenox::{SearchRequest, SearchResult};
+use contenox::{CompactNotice, SearchRequest, SearchResult};
 use serde_json::Value;
 
 use crate::convert::{
@@ -196,6 +196,25 @@ impl contenox::Hooks for HooksAdapter {
             .after_tool(via_json(call)?, via_json(result)?)
             .await?;
         Ok(replaced.map(|out| via_json(&out)).transpose()?)
+    }
+}
+
+/// Told after every compaction of the conversation (automatic, or `compact()`), with what the
+/// `compact` event says. A thrown error is ignored: the compaction stands.
+#[uniffi::export(foreign)]
+#[async_trait]
+pub trait OnCompact: Send + Sync {
+    /// One compaction happened.
+    async fn on_compact(&self, notice: CompactNotice) -> Result<(), ContenoxError>;
+}
+
+/// The host's on_compact as the engine's compactor (which then summarises with the model).
+pub(crate) struct OnCompactAdapter(pub(crate) Arc<dyn OnCompact>);
+
+#[async_trait]
+impl contenox::Compactor for OnCompactAdapter {
+    async fn on_compact(&self, notice: &CompactNotice) -> Result<(), contenox::HostError> {
+        Ok(self.0.on_compact(notice.clone()).await?)
     }
 }
 

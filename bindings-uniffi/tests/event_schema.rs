@@ -34,6 +34,10 @@ fn sample(schema: &Value, defs: &Value, all: bool) -> Value {
         Some("string") => json!("text"),
         Some("integer") => json!(7),
         Some("boolean") => json!(true),
+        Some("array") => match schema.get("items") {
+            Some(items) => json!([sample(items, defs, all)]),
+            None => json!([]),
+        },
         Some("object") => {
             let required: Vec<&str> = schema["required"]
                 .as_array()

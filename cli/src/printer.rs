@@ -96,7 +96,9 @@ impl Printer {
     /// Show one event.
     pub fn event(&self, event: &Event) {
         match event {
-            Event::TextDelta { text } => self.text(text),
+            // A subagent's answer is its tool result, shown as such; only the turn's own text
+            // streams to stdout.
+            Event::TextDelta { text, agent } if agent.is_empty() => self.text(text),
             Event::Text { .. } => {
                 let mut mid = self.mid_line.lock().expect("printer lock");
                 if *mid {
@@ -175,7 +177,7 @@ impl Printer {
                     clean_line(&cut_chars(&text, 160))
                 ));
             }
-            Event::Todos { todos } => {
+            Event::Todos { todos, .. } => {
                 for t in todos.as_array().into_iter().flatten() {
                     let status = t.get("status").and_then(Value::as_str).unwrap_or("");
                     let mark = match status {
@@ -199,6 +201,13 @@ impl Printer {
                 "[model] retrying in {wait_ms} ms ({}{})",
                 status.map(|s| format!("HTTP {s}: ")).unwrap_or_default(),
                 clean_line(&cut_chars(error, 160))
+            )),
+            Event::Compact {
+                pre_tokens,
+                post_tokens,
+                ..
+            } => self.note(&format!(
+                "[compact] the older conversation was summarised ({pre_tokens} -> {post_tokens} tokens)"
             )),
             Event::ChainTaskStart { task_id, handler } => {
                 self.note(&format!("[chain] {task_id} ({handler})"))

@@ -8,10 +8,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::builtin::{builtins_for, BackgroundShells, OptIns, WebSearchProvider};
 use crate::client_state::{ClientState, Parts};
-use crate::config::{Config, RetryPolicy, Style};
+use crate::compact::{CompactFailed, CompactNotice, Compactor, OnCompact};
+use crate::config::{CompactionConfig, Config, RetryPolicy, Style};
 use crate::config_check::check_client;
 use crate::error::{ConfigError, Error, Result};
-use crate::event::TurnResult;
+use crate::event::{CompactTrigger, TurnResult};
 use crate::gate::{Hooks, WaitFor};
 use crate::model::{backend_for, list_models, ModelInfo};
 use crate::policy::{check_backend, Policy};
@@ -20,7 +21,7 @@ use crate::script::ScriptEntry;
 use crate::spelling::Spelling;
 use crate::tool::{Allowlist, EventSink, Tool, ToolSpec, Toolkit};
 use crate::transcript::Transcript;
-use crate::turn::run_turn;
+use crate::turn::{run_turn, TurnSetup};
 
 /// An agent client: one conversation, its tools, its gate and its model.
 ///
@@ -69,7 +70,11 @@ impl Client {
         Ok(run_turn(
             self.state.clone(),
             prompt.into(),
-            options.allow,
+            TurnSetup {
+                allow: options.allow,
+                max_turns: options.max_turns,
+                ..TurnSetup::default()
+            },
             cancel,
             EventSink::discard(),
         )
@@ -90,7 +95,11 @@ impl Client {
         let turn = run_turn(
             self.state.clone(),
             prompt.into(),
-            options.allow,
+            TurnSetup {
+                allow: options.allow,
+                max_turns: options.max_turns,
+                ..TurnSetup::default()
+            },
             cancel.clone(),
             EventSink::new(tx),
         );
@@ -122,6 +131,39 @@ impl Client {
     /// or when the transcript is not valid.
     pub fn set_transcript(&self, transcript: Transcript) -> Result<()> {
         self.state.set_transcript(transcript)
+    }
+
+    /// Compact the conversation now (see [`crate::compact`]): the older part replaced by the
+    /// model's summary (or by the host compactor's transcript), keeping the most recent
+    /// `compaction.keep_recent` messages (4 when the option is not set). Waits for a running
+    /// turn to end. `Ok(None)` when there is nothing older to summarise; `Err` when the
+    /// summary request (or the compactor) failed, the conversation then unchanged. The
+    /// `compact` event of a manual compaction reaches no stream (there is no turn): the
+    /// returned notice and `on_compact` carry it.
+    pub async fn compact(&self) -> Result<Option<CompactNotice>> {
+        self.check_open()?;
+        let state = &self.state;
+        let shutdown = state.shutdown_token().clone();
+        let _idle = tokio::select! {
+            _ = shutdown.cancelled() => return Err(Error::Closed),
+            guard = state.lock_turn() => guard,
+        };
+        let settings = state
+            .config()
+            .compaction
+            .clone()
+            .unwrap_or_else(|| CompactionConfig::new(u64::MAX));
+        let tools = state.toolkit().offered(&|n| state.allow().allows(n));
+        let sink = EventSink::discard();
+        let cancel = shutdown.child_token();
+        let compaction = state.compaction(&settings, &tools, &sink, &cancel);
+        let pre = compaction.measure();
+        match compaction.run(CompactTrigger::Manual, pre).await {
+            Ok(notice) => Ok(notice),
+            // Only a close cancels a manual compaction.
+            Err(CompactFailed::Cancelled) => Err(Error::Closed),
+            Err(CompactFailed::Failed(why)) => Err(Error::Compaction(why)),
+        }
     }
 
     /// The approval policy in force (the one given at creation, or the last `set_policy`).
@@ -214,6 +256,7 @@ pub struct ClientBuilder {
     opt_ins: OptIns,
     spelling: Spelling,
     policy: Option<Policy>,
+    compactor: Option<Arc<dyn Compactor>>,
 }
 
 impl ClientBuilder {
@@ -343,6 +386,23 @@ impl ClientBuilder {
         self.config.max_turn_tokens = Some(n);
         self
     }
+    /// Compact the conversation when it grows over `config.threshold_tokens` (see
+    /// [`crate::compact`]).
+    pub fn compaction(mut self, config: CompactionConfig) -> Self {
+        self.config.compaction = Some(config);
+        self
+    }
+    /// The host's part in compaction: told after each one, and optionally compacting in its
+    /// own way.
+    pub fn compactor(mut self, compactor: Arc<dyn Compactor>) -> Self {
+        self.compactor = Some(compactor);
+        self
+    }
+    /// Be told after each compaction (what the `compact` event says). Replaces a
+    /// [`ClientBuilder::compactor`].
+    pub fn on_compact(self, f: impl Fn(&CompactNotice) + Send + Sync + 'static) -> Self {
+        self.compactor(Arc::new(OnCompact(f)))
+    }
     /// Turn on the `websearch` builtin with the host's provider.
     pub fn websearch(mut self, provider: Arc<dyn WebSearchProvider>) -> Self {
         self.opt_ins.websearch = Some(provider);
@@ -419,6 +479,7 @@ impl ClientBuilder {
                 secret_env,
                 shells: opt_ins.shells,
                 policy,
+                compactor: self.compactor,
             })),
         })
     }

@@ -9,12 +9,15 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::builtin::BackgroundShells;
+use crate::compact::{Compaction, Compactor, ContextMeasure};
+use crate::config::CompactionConfig;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::event::Usage;
 use crate::gate::{Hooks, WaitFor};
 use crate::model::Backend;
 use crate::policy::Policy;
-use crate::tool::{Allowlist, BeforeTurnList, Tool, ToolSpec, Toolkit};
+use crate::tool::{Allowlist, BeforeTurnList, EventSink, Tool, ToolSpec, Toolkit};
 use crate::transcript::{Message, Transcript};
 
 /// The state of one client. Fields are private: the methods below are what turns, MCP sources
@@ -41,6 +44,10 @@ pub(crate) struct ClientState {
     policy: RwLock<Option<Arc<Policy>>>,
     /// Sources polled before each turn (remote hooks that were unreachable).
     before_turn: BeforeTurnList,
+    /// The host's part in compaction (its notice, its own compaction).
+    compactor: Option<Arc<dyn Compactor>>,
+    /// What the model server last reported about the conversation's size.
+    context: Mutex<ContextMeasure>,
 }
 
 /// What [`ClientState::new`] is built from (the builder's checked parts).
@@ -55,6 +62,7 @@ pub(crate) struct Parts {
     pub secret_env: Vec<String>,
     pub shells: Option<BackgroundShells>,
     pub policy: Option<Policy>,
+    pub compactor: Option<Arc<dyn Compactor>>,
 }
 
 impl Drop for ClientState {
@@ -84,6 +92,8 @@ impl ClientState {
             shells: parts.shells,
             policy: RwLock::new(parts.policy.map(Arc::new)),
             before_turn: BeforeTurnList::default(),
+            compactor: parts.compactor,
+            context: Mutex::new(ContextMeasure::default()),
         }
     }
 
@@ -175,8 +185,45 @@ impl ClientState {
             .map_err(|_| Error::Busy("cannot replace the transcript"))?;
         self.next_id
             .fetch_max(transcript.max_generated_id(), Ordering::Relaxed);
-        *self.lock_conversation() = transcript;
+        self.replace_conversation(transcript);
         Ok(())
+    }
+
+    /// Replace the conversation; the caller holds the turn slot or checked that no turn runs.
+    /// What the server reported about the old one's size no longer applies.
+    pub fn replace_conversation(&self, transcript: Transcript) {
+        *self.lock_conversation() = transcript;
+        self.context.lock().expect("context lock").reset();
+    }
+
+    /// Note what the server reported for a request that carried the first `sent` messages.
+    pub fn record_context(&self, sent: usize, usage: Usage) {
+        self.context
+            .lock()
+            .expect("context lock")
+            .record(sent, usage);
+    }
+
+    /// The compaction of the conversation, with these settings, tools, sink and token.
+    pub fn compaction<'a>(
+        &'a self,
+        settings: &'a CompactionConfig,
+        tools: &'a [Arc<ToolSpec>],
+        sink: &'a EventSink,
+        cancel: &'a CancellationToken,
+    ) -> Compaction<'a> {
+        Compaction {
+            backend: &*self.backend,
+            retry: &self.config.retry,
+            settings,
+            compactor: self.compactor.as_ref(),
+            conversation: &self.conversation,
+            context: &self.context,
+            system: self.config.system.as_deref(),
+            tools,
+            sink,
+            cancel,
+        }
     }
 
     fn lock_conversation(&self) -> std::sync::MutexGuard<'_, Transcript> {

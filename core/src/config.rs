@@ -85,6 +85,42 @@ impl Default for RetryPolicy {
     }
 }
 
+/// Compaction of a long conversation (option `compaction`; see [`crate::compact`]): before
+/// each model request, when the context is measured over `threshold_tokens`, the older part of
+/// the conversation is replaced by one summary the same model writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionConfig {
+    /// Compact when the context (all input tokens of the next request, cached or not) would be
+    /// over this many tokens.
+    pub threshold_tokens: u64,
+    /// How many of the most recent messages stay as they are (more when needed, so that a tool
+    /// call and its result are never separated). Default 4.
+    #[serde(default = "CompactionConfig::default_keep_recent")]
+    pub keep_recent: usize,
+    /// Extra instructions for the summary (what to keep, what to drop), appended to the
+    /// engine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+impl CompactionConfig {
+    /// The default of `keep_recent`.
+    pub const DEFAULT_KEEP_RECENT: usize = 4;
+
+    fn default_keep_recent() -> usize {
+        Self::DEFAULT_KEEP_RECENT
+    }
+
+    /// Compaction over `threshold_tokens`, keeping the default number of recent messages.
+    pub fn new(threshold_tokens: u64) -> Self {
+        CompactionConfig {
+            threshold_tokens,
+            keep_recent: Self::DEFAULT_KEEP_RECENT,
+            instructions: None,
+        }
+    }
+}
 /// The default `request_timeout_ms`: 10 minutes, as the official openai and anthropic SDKs.
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 600_000;
 /// The default `idle_timeout_ms`: 10 minutes, the official SDKs' read timeout.
@@ -159,6 +195,10 @@ pub struct Config {
     /// `None` = no ceiling (a policy's `compute.maxTokens` may set one: the smaller wins).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_turn_tokens: Option<u64>,
+    /// Compaction of a long conversation; `None` = off (`client.compact()` still works on
+    /// demand).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<CompactionConfig>,
     /// How long a model request (and `list_models`) may wait for the server to start its answer
     /// (the response headers), in milliseconds, from the moment it is sent. Default 600 000
     /// (10 minutes, the official openai and anthropic SDKs' timeout). A request that hits it is
@@ -208,6 +248,7 @@ impl Default for Config {
             policy: None,
             max_tool_calls: None,
             max_turn_tokens: None,
+            compaction: None,
             request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
             idle_timeout_ms: DEFAULT_IDLE_TIMEOUT_MS,
             shell_env: Vec::new(),
@@ -247,6 +288,7 @@ impl fmt::Debug for Config {
             shell_env,
             sandbox,
             web_fetch_allow_private,
+            compaction,
         } = self;
         f.debug_struct("Config")
             .field("style", style)
@@ -282,6 +324,8 @@ impl fmt::Debug for Config {
             .field("shell_env", &RedactedAssignments(shell_env))
             .field("sandbox", sandbox)
             .field("web_fetch_allow_private", web_fetch_allow_private)
+            // Compaction's instructions are the host's prompt text, not secrets.
+            .field("compaction", compaction)
             .finish()
     }
 }

@@ -74,6 +74,11 @@ pub(crate) fn check_client(config: &Config, spelling: Spelling) -> Result<()> {
             .with_value("0")));
         }
     }
+    if let Some(c) = &config.compaction {
+        if c.threshold_tokens == 0 {
+            return Err(bad(at_least_one("compaction.threshold_tokens")));
+        }
+    }
     if let Some(problem) = config_problem(&config.shell_env, &config.sandbox) {
         return Err(bad(problem));
     }

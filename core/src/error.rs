@@ -88,6 +88,10 @@ pub enum Error {
     /// turn's last complete step; report it.
     #[error("internal error: {0}")]
     Internal(String),
+    /// `client.compact()` could not compact: the summary request or the host's compactor
+    /// failed (the conversation is unchanged).
+    #[error("{0}")]
+    Compaction(String),
     /// A transcript or config could not be (de)serialized.
     #[error("serialization error: {0}")]
     Serde(#[from] serde_json::Error),

@@ -41,20 +41,50 @@ impl Outcome {
 }
 
 /// Token usage, per request or summed over a turn.
+///
+/// `input_tokens` counts every token the model read, cached or not; the two cache fields say
+/// how many of them were read from the server's prompt cache and how many were written to it
+/// (each style's own fields: anthropic `cache_read_input_tokens` /
+/// `cache_creation_input_tokens` on top of its `input_tokens`, openai
+/// `prompt_tokens_details.cached_tokens` within its `prompt_tokens`; ollama reports neither).
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Tokens the model read.
+    /// Tokens the model read (the whole prompt: cached, written to the cache, or neither).
     pub input_tokens: u64,
     /// Tokens the model wrote.
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the server's prompt cache (left out of the JSON
+    /// when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_input_tokens: u64,
+    /// Of `input_tokens`, those written to the server's prompt cache (left out of the JSON
+    /// when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_input_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
     /// Add another usage to this one.
     pub fn add(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
+        // Saturating: a hostile server may report any count.
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_input_tokens = self
+            .cache_read_input_tokens
+            .saturating_add(other.cache_read_input_tokens);
+        self.cache_creation_input_tokens = self
+            .cache_creation_input_tokens
+            .saturating_add(other.cache_creation_input_tokens);
+    }
+
+    /// Whether nothing was reported.
+    pub fn is_zero(&self) -> bool {
+        *self == Usage::default()
     }
 }
 
@@ -69,6 +99,18 @@ pub enum GateVerdict {
     Deny,
     /// The call waits for the host's `wait_for`.
     Ask,
+}
+
+/// What started a compaction, as reported in [`Event::Compact`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum CompactTrigger {
+    /// The engine: the context measured over `compaction.threshold_tokens` before a request,
+    /// or the server refused a request as over its context length.
+    Auto,
+    /// The host: `client.compact()`.
+    Manual,
 }
 
 /// One thing that happened in a turn. Serialized with a `type` tag in snake_case, the same in
@@ -89,16 +131,25 @@ pub enum Event {
         index: u32,
         /// 0 for the first attempt, 1.. for retries.
         attempt: u32,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A piece of streamed text.
     TextDelta {
         /// The new text.
         text: String,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The whole text of one model response (emitted when the response is complete).
     Text {
         /// The text.
         text: String,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The model asked for a tool call (emitted when the call is complete).
     ToolCall {
@@ -108,6 +159,9 @@ pub enum Event {
         name: String,
         /// The arguments: parsed JSON, or the raw string when they were not JSON.
         arguments: Value,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The gate's decision for a call (emitted for every call that reaches the gate).
     Gate {
@@ -129,6 +183,9 @@ pub enum Event {
         /// `before_tool` may have narrowed what the rule allowed).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rule: Option<String>,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A call waits for the host's answer.
     Pending {
@@ -138,6 +195,9 @@ pub enum Event {
         name: String,
         /// The request given to `wait_for`.
         request: PendingRequest,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The host answered a pending request (or the ask timed out, which denies).
     Answer {
@@ -147,6 +207,9 @@ pub enum Event {
         name: String,
         /// The answer.
         answer: Answer,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A tool is about to execute.
     ToolStart {
@@ -154,6 +217,9 @@ pub enum Event {
         call_id: String,
         /// The tool name.
         name: String,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A call's result, as the model will see it.
     ToolResult {
@@ -168,6 +234,12 @@ pub enum Event {
         /// Metadata of the result (for example `truncated`, `nextOffset`, `total`).
         #[serde(skip_serializing_if = "Option::is_none")]
         metadata: Option<Value>,
+        /// Tokens the tool spent on models (a subagent's turn usage); counted in the turn's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// Progress reported by a running tool.
     Progress {
@@ -177,23 +249,46 @@ pub enum Event {
         name: String,
         /// Free-form progress data.
         data: Value,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// The turn's task list, replaced whole by `todo_write`.
     Todos {
         /// The task list.
         todos: Value,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// Usage of one model response.
     Usage {
         /// Tokens read and written by that response.
         usage: Usage,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
-    /// The conversation was compacted.
+    /// The older part of the conversation was replaced by one summary message (or by what the
+    /// host's compactor returned).
     Compact {
-        /// Messages before compaction.
-        before: u32,
-        /// Messages after compaction.
-        after: u32,
+        /// `auto` (over `compaction.threshold_tokens`, or a server refusing the request as over
+        /// its context length) or `manual` (`client.compact()`).
+        trigger: CompactTrigger,
+        /// The context's size before, in tokens (measured as the next request would be).
+        pre_tokens: u64,
+        /// The context's size after, in tokens (estimated).
+        post_tokens: u64,
+        /// The summary that replaced the older messages; absent when a host compactor did it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+        /// What the summary request cost (zero for a host compactor); counted in the turn's
+        /// usage (no `usage` event is emitted for it).
+        #[serde(default)]
+        usage: Usage,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A model request failed and will be retried.
     Retry {
@@ -206,6 +301,9 @@ pub enum Event {
         error: String,
         /// How long the engine waits before the next attempt.
         wait_ms: u64,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
     },
     /// A task of a chain starts ([`crate::Client::run_chain`]).
     ChainTaskStart {
@@ -268,6 +366,63 @@ impl Event {
             Event::ChainTaskEnd { .. } => "chain_task_end",
             Event::TurnEnd { .. } => "turn_end",
         }
+    }
+
+    /// The chain of subagents this event comes from, outermost first (`["researcher"]`,
+    /// `["planner", "researcher"]`); empty, and left out of the JSON, for the client's own.
+    pub fn agent(&self) -> &[String] {
+        match self {
+            // A chain is a host's own run (no subagent runs one): its task events, like the
+            // turn's frame, carry no agent.
+            Event::TurnStart { .. }
+            | Event::TurnEnd { .. }
+            | Event::ChainTaskStart { .. }
+            | Event::ChainTaskEnd { .. } => &[],
+            Event::Request { agent, .. }
+            | Event::TextDelta { agent, .. }
+            | Event::Text { agent, .. }
+            | Event::ToolCall { agent, .. }
+            | Event::Gate { agent, .. }
+            | Event::Pending { agent, .. }
+            | Event::Answer { agent, .. }
+            | Event::ToolStart { agent, .. }
+            | Event::ToolResult { agent, .. }
+            | Event::Progress { agent, .. }
+            | Event::Todos { agent, .. }
+            | Event::Usage { agent, .. }
+            | Event::Compact { agent, .. }
+            | Event::Retry { agent, .. } => agent,
+        }
+    }
+
+    /// Tag the event as coming from the subagent chain `chain` (events already tagged, from
+    /// deeper subagents, keep their longer chain). `false` for `turn_start` / `turn_end`, which
+    /// a subagent's turn does not forward: its tool call's `tool_start` / `tool_result` frame it.
+    pub(crate) fn tag_agent(&mut self, chain: &[String]) -> bool {
+        let agent = match self {
+            Event::TurnStart { .. }
+            | Event::TurnEnd { .. }
+            | Event::ChainTaskStart { .. }
+            | Event::ChainTaskEnd { .. } => return false,
+            Event::Request { agent, .. }
+            | Event::TextDelta { agent, .. }
+            | Event::Text { agent, .. }
+            | Event::ToolCall { agent, .. }
+            | Event::Gate { agent, .. }
+            | Event::Pending { agent, .. }
+            | Event::Answer { agent, .. }
+            | Event::ToolStart { agent, .. }
+            | Event::ToolResult { agent, .. }
+            | Event::Progress { agent, .. }
+            | Event::Todos { agent, .. }
+            | Event::Usage { agent, .. }
+            | Event::Compact { agent, .. }
+            | Event::Retry { agent, .. } => agent,
+        };
+        if agent.is_empty() {
+            agent.extend(chain.iter().cloned());
+        }
+        true
     }
 
     /// The tool name this event is about, if any.

@@ -29,6 +29,10 @@ pub struct ToolCallEvent {
     /// The MCP server or remote service the tool belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// The chain of subagents whose turn makes the call, outermost first (`["researcher"]`);
+    /// empty for the client's own calls. Every client of the chain sees the call with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent: Vec<String>,
 }
 
 /// What `before_tool` decides.

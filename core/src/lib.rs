@@ -42,14 +42,19 @@
 //!   ([`Chain`], [`Client::run_chain`]).
 //! - [`policy`]: approval policies (hitl-policy-v1) as the first stage of the gate, presets,
 //!   compute ceilings.
+//! - [`agent`]: a client as a tool of another ([`Client::as_tool_with`]), under both gates.
+//! - [`compact`]: compaction of a long conversation ([`CompactionConfig`], [`Compactor`],
+//!   [`Client::compact`]).
 //! - [`sandbox`]: how bash's commands are confined, and what this kernel offers ([`sandbox::status`]).
 
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod builtin;
 pub mod chain;
 mod client;
 mod client_state;
+pub mod compact;
 mod config;
 mod config_check;
 mod config_read;
@@ -65,19 +70,22 @@ mod run;
 pub mod sandbox;
 #[cfg(feature = "schema")]
 mod schema;
+mod scope;
 mod script;
 mod spelling;
 pub mod tool;
 mod transcript;
 mod turn;
 
+pub use agent::{Conversation, SubagentOptions, DEFAULT_MAX_DEPTH};
 pub use async_trait::async_trait;
 pub use builtin::{BackgroundShells, SearchRequest, SearchResult, WebSearchProvider};
 pub use chain::Chain;
 pub use client::{Client, ClientBuilder};
-pub use config::{Config, RetryPolicy, Style};
+pub use compact::{CompactNotice, Compactor, OnCompact, SUMMARY_HEADER};
+pub use config::{CompactionConfig, Config, RetryPolicy, Style};
 pub use error::{ConfigError, Error, Result};
-pub use event::{Event, GateVerdict, Outcome, TurnResult, Usage};
+pub use event::{CompactTrigger, Event, GateVerdict, Outcome, TurnResult, Usage};
 pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
     DEFAULT_DENIAL,

@@ -25,6 +25,9 @@ pub struct RunOptions {
     pub allow: Option<Allowlist>,
     /// An outside token that cancels the run.
     pub cancel: Option<CancellationToken>,
+    /// Model responses for this run instead of the client's `max_turns` (a policy's
+    /// `compute.maxTurns` still lowers it).
+    pub max_turns: Option<u32>,
 }
 
 impl RunOptions {
@@ -37,6 +40,12 @@ impl RunOptions {
     /// Cancel the run when `token` is cancelled.
     pub fn cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
+        self
+    }
+
+    /// At most `n` model responses in this run.
+    pub fn max_turns(mut self, n: u32) -> Self {
+        self.max_turns = Some(n);
         self
     }
 }

@@ -5,30 +5,57 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::client_state::ClientState;
-use crate::event::{Event, GateVerdict, Outcome, TurnResult, Usage};
-use crate::gate::{Answer, Decision, ToolCallEvent, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL};
+use crate::compact::CompactFailed;
+use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, TurnResult, Usage};
+use crate::gate::{
+    Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
+};
 use crate::model::{complete_with_retry, ModelRequest, RawCall};
 use crate::policy::{self, Budget, Ceilings};
+use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
 use crate::tool::{
-    allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, CALL_TOOL,
+    allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, ToolSpec, CALL_TOOL,
 };
-use crate::transcript::{Message, ToolCall};
+use crate::transcript::{Message, ToolCall, Transcript};
 
 /// The result text of a call cut off by a cancel.
 pub const CANCELLED_RESULT: &str = "cancelled";
 /// The result text of a call left unexecuted at `max_turns`.
 pub const MAX_TURNS_RESULT: &str = "max_turns reached";
 
+/// How one turn runs, beyond its prompt: what `run_with` / `stream_with` pass, and what a
+/// subagent's tool call sets for its child's turn.
+#[derive(Default)]
+pub(crate) struct TurnSetup {
+    /// Narrows the client's allowlist for this turn.
+    pub allow: Option<Allowlist>,
+    /// Replaces the client's `max_turns` for this turn.
+    pub max_turns: Option<u32>,
+    /// The chain of clients the turn runs in, its own last; `None` = a host's own turn.
+    pub scope: Option<TurnScope>,
+    /// Start from an empty conversation (a subagent's fresh conversation per call).
+    pub fresh: bool,
+    /// Also count every token the turn spends here (the parent's subagent call), as it goes,
+    /// so a cancelled child's spending is counted too.
+    pub report_to: Option<UsageCell>,
+}
+
+/// Which client `inner` is: the address of its shared state.
+pub(crate) fn client_id(inner: &Arc<ClientState>) -> usize {
+    Arc::as_ptr(inner) as *const () as usize
+}
+
 /// Run one turn on `inner`'s conversation.
 pub(crate) async fn run_turn(
     inner: Arc<ClientState>,
     prompt: String,
-    run_allow: Option<Allowlist>,
+    setup: TurnSetup,
     cancel: CancellationToken,
     sink: EventSink,
 ) -> TurnResult {
@@ -42,12 +69,22 @@ pub(crate) async fn run_turn(
     let Some(_one_at_a_time) = queued else {
         return cancelled_before_start(&inner, prompt, &sink);
     };
+    if setup.fresh {
+        inner.replace_conversation(Transcript::default());
+    }
+    let scope = match setup.scope {
+        Some(s) => s,
+        None => TurnScope::root(client_id(&inner), inner.clone()),
+    };
     let turn = Turn {
         inner: &inner,
-        run_allow: run_allow.as_ref(),
+        run_allow: setup.allow.as_ref(),
         narrow: None,
+        max_turns: setup.max_turns,
+        report_to: setup.report_to.as_ref(),
         cancel: &cancel,
         sink: &sink,
+        scope,
     };
     sink.emit(Event::TurnStart {
         prompt: prompt.clone(),
@@ -118,21 +155,86 @@ fn cancelled_before_start(inner: &ClientState, prompt: String, sink: &EventSink)
     }
 }
 
-/// One turn's view of a client: what it may call, its cancel, where its events go. Task chains
-/// (`crate::chain`) run their tasks through the same pieces, each task with its own `narrow`.
+/// A client's gate, as one level of a turn's chain: its approval policy first, then its
+/// `before_tool`, which may only narrow.
+impl Gatekeeper for ClientState {
+    fn judge<'a>(
+        &'a self,
+        call: &'a ToolCallEvent,
+        root: &'a std::path::Path,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<Judgement>> {
+        Box::pin(async move {
+            let policy = policy::judge(self.policy().as_deref(), call, root);
+            let decision = match (policy.denial(), self.hooks()) {
+                (Some(denied), _) => Ok(denied),
+                (None, None) => policy.narrow(Ok(Decision::Allow)),
+                (None, Some(hooks)) => {
+                    let hook = AssertUnwindSafe(hooks.before_tool(call)).catch_unwind();
+                    let host = tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => return None,
+                        d = hook => d.unwrap_or_else(|_| Err("before_tool panicked".into())),
+                    };
+                    policy.narrow(host.map_err(|e| e.to_string()))
+                }
+            };
+            Some(Judgement {
+                decision,
+                rule: policy.rule(),
+            })
+        })
+    }
+
+    fn after<'a>(
+        &'a self,
+        call: &'a ToolCallEvent,
+        output: &'a ToolOutput,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<std::result::Result<Option<ToolOutput>, String>>> {
+        Box::pin(async move {
+            let Some(hooks) = self.hooks() else {
+                return Some(Ok(None));
+            };
+            let after = AssertUnwindSafe(hooks.after_tool(call, output)).catch_unwind();
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => None,
+                r = after => Some(match r {
+                    Ok(r) => r.map_err(|e| e.to_string()),
+                    Err(_) => Err("after_tool panicked".into()),
+                }),
+            }
+        })
+    }
+
+    fn wait_for(&self) -> Option<Arc<dyn WaitFor>> {
+        ClientState::wait_for(self).cloned()
+    }
+}
+
+/// One turn's view of a client: what it may call, its cancel, where its events go, the chain of
+/// gates it runs under. Task chains (`crate::chain`) run their tasks through the same pieces,
+/// each task with its own `narrow`.
 pub(crate) struct Turn<'a> {
-    pub inner: &'a ClientState,
+    pub inner: &'a Arc<ClientState>,
     pub run_allow: Option<&'a Allowlist>,
     /// A further narrowing by tool name (a chain task's allowlist); `None` narrows nothing.
     pub narrow: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
+    /// Replaces the client's `max_turns` for this turn.
+    pub max_turns: Option<u32>,
+    /// Also counts every token the turn spends (a parent's subagent call).
+    pub report_to: Option<&'a UsageCell>,
     pub cancel: &'a CancellationToken,
     pub sink: &'a EventSink,
+    /// The chain of clients the turn runs in (their gates, their `wait_for`s), its own last.
+    pub scope: TurnScope,
 }
 
 /// What one model request came back with.
 pub(crate) enum Response {
     /// The model answered: its text, its calls (ids given, arguments parsed, `call_tool`
-    /// unwrapped) and the usage of the request.
+    /// unwrapped) and what the request spent (a compaction before it included).
     Answer {
         text: String,
         calls: Vec<ToolCall>,
@@ -140,7 +242,8 @@ pub(crate) enum Response {
     },
     /// The turn was cancelled before the answer came.
     Cancelled,
-    /// The request failed for good (after retries).
+    /// The request failed for good (after retries, or after compacting for a refusal as over
+    /// the context length), or the compaction before it failed.
     Failed(String),
 }
 
@@ -150,57 +253,118 @@ impl Turn<'_> {
     }
 
     /// Send the conversation to the model with the tools this turn may offer now; emits
-    /// `request`, `text_delta`, `usage`, `text` and `tool_call`. `index` counts the turn's model
-    /// responses; `system` and `model` are this request's (a chain task may set its own).
+    /// `request`, `text_delta`, `usage`, `text` and `tool_call` (and `compact`). `index` counts
+    /// the turn's model responses; `system` and `model` are this request's (a chain task may set
+    /// its own). The conversation is compacted first when it is measured over the threshold,
+    /// and once more when the server refuses it as over its context length (then the request
+    /// is sent again, once). Every token spent, the compactions' included, is added to `spent`
+    /// as it goes (so a failed or cancelled request still counts what it cost).
     pub(crate) async fn respond(
         &self,
         index: u32,
         system: Option<&str>,
         model: Option<&str>,
+        spent: &mut Usage,
     ) -> Response {
         let inner = self.inner;
         let allowed = |n: &str| self.allowed(n);
-        let tools = inner.toolkit().offered(&allowed);
-        let body = inner.with_messages(|messages| {
-            inner.backend().body(&ModelRequest {
-                system,
-                model,
-                messages,
-                tools: &tools,
-            })
-        });
-        let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
-        drop(tools);
-        let response = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => return Response::Cancelled,
-            r = complete_with_retry(inner.backend(), &body, &inner.config().retry, self.sink, index) => r,
-        };
-        let response = match response {
-            Ok(r) => r,
-            Err(message) => return Response::Failed(message),
-        };
-        self.sink.emit(Event::Usage {
-            usage: response.usage,
-        });
-        if !response.text.is_empty() {
-            self.sink.emit(Event::Text {
-                text: response.text.clone(),
+        let mut this_request = Usage::default();
+        // Set when a refusal as over the context length was answered by compacting: the same
+        // request is sent again once, not in a loop.
+        let mut compacted_for_refusal = false;
+        loop {
+            let tools = inner.toolkit().offered(&allowed);
+            match self.compact_when_over(&tools).await {
+                Ok(cost) => {
+                    self.spend(spent, cost);
+                    this_request.add(cost);
+                }
+                Err(stopped) => return stopped,
+            }
+            let (body, sent) = inner.with_messages(|messages| {
+                let body = inner.backend().body(&ModelRequest {
+                    system,
+                    model,
+                    messages,
+                    tools: &tools,
+                });
+                (body, messages.len())
             });
-        }
-        let calls = self.parse_calls(response.calls, call_tool_offered);
-        for c in &calls {
-            self.sink.emit(Event::ToolCall {
-                call_id: c.id.clone(),
-                name: c.name.clone(),
-                arguments: c.arguments.clone(),
+            let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
+            let response = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => return Response::Cancelled,
+                r = complete_with_retry(inner.backend(), &body, &inner.config().retry, self.sink, index) => r,
+            };
+            let response = match response {
+                Ok(r) => r,
+                Err(f) if f.context_overflow && !compacted_for_refusal => {
+                    match self.compact_for_refusal(&tools, &f.message).await {
+                        Ok(cost) => {
+                            self.spend(spent, cost);
+                            this_request.add(cost);
+                            compacted_for_refusal = true;
+                            continue;
+                        }
+                        Err(stopped) => return stopped,
+                    }
+                }
+                Err(f) if f.context_overflow => {
+                    return Response::Failed(format!(
+                        "{} (the request was refused again after the conversation was compacted)",
+                        f.message
+                    ))
+                }
+                Err(f) => return Response::Failed(f.message),
+            };
+            drop(tools);
+            self.spend(spent, response.usage);
+            this_request.add(response.usage);
+            inner.record_context(sent, response.usage);
+            self.sink.emit(Event::Usage {
+                usage: response.usage,
+                agent: Vec::new(),
             });
+            if !response.text.is_empty() {
+                self.sink.emit(Event::Text {
+                    text: response.text.clone(),
+                    agent: Vec::new(),
+                });
+            }
+            let calls = self.parse_calls(response.calls, call_tool_offered);
+            for c in &calls {
+                self.sink.emit(Event::ToolCall {
+                    call_id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                    agent: Vec::new(),
+                });
+            }
+            return Response::Answer {
+                text: response.text,
+                calls,
+                usage: this_request,
+            };
         }
-        Response::Answer {
-            text: response.text,
-            calls,
-            usage: response.usage,
+    }
+
+    /// Count tokens in the turn's usage (and in the parent's subagent call, if any).
+    fn spend(&self, usage: &mut Usage, spent: Usage) {
+        usage.add(spent);
+        if let Some(cell) = self.report_to {
+            cell.add(spent);
         }
+    }
+
+    /// The ceilings in force now (set_policy applies mid-turn), with this run's `max_turns`.
+    pub(crate) fn ceilings(&self) -> Ceilings {
+        let policy = self.inner.policy();
+        let mut ceilings = Ceilings::of(self.inner.config(), policy.as_deref());
+        if let Some(n) = self.max_turns {
+            let policy_max = policy.as_deref().and_then(|p| p.compute().max_turns);
+            ceilings.max_turns = policy_max.map_or(n, |p| p.min(n));
+        }
+        ceilings
     }
 
     async fn steps(&self) -> TurnEnd {
@@ -210,10 +374,10 @@ impl Turn<'_> {
         let mut index = 0u32;
         let mut budget = Budget::default();
         loop {
-            let (text, calls, used) = match self
-                .respond(index, inner.config().system.as_deref(), None)
-                .await
-            {
+            let response = self
+                .respond(index, inner.config().system.as_deref(), None, &mut usage)
+                .await;
+            let (text, calls, used) = match response {
                 Response::Answer { text, calls, usage } => (text, calls, usage),
                 Response::Cancelled => return TurnEnd::new(Outcome::Cancelled, final_text, usage),
                 Response::Failed(message) => {
@@ -224,7 +388,6 @@ impl Turn<'_> {
                 }
             };
             index += 1;
-            usage.add(used);
             final_text = text.clone();
             let mut step = Vec::with_capacity(calls.len() + 1);
             step.push(Message::Assistant {
@@ -235,11 +398,11 @@ impl Turn<'_> {
                 inner.append(step);
                 return TurnEnd::new(Outcome::Done, final_text, usage);
             }
-            // The ceilings of the policy in force now (set_policy applies mid-turn).
-            let ceilings = Ceilings::of(inner.config(), inner.policy().as_deref());
+            let ceilings = self.ceilings();
             let at_limit = index >= ceilings.max_turns;
             let spend = budget.spend(calls.len(), used, &ceilings);
             for (i, c) in calls.iter().enumerate() {
+                let cell = UsageCell::default();
                 let out = if at_limit {
                     ToolOutput::error(MAX_TURNS_RESULT)
                 } else if let Some(e) = spend.exhausted.filter(|_| i >= spend.run) {
@@ -247,9 +410,16 @@ impl Turn<'_> {
                 } else if self.cancel.is_cancelled() {
                     ToolOutput::error(CANCELLED_RESULT)
                 } else {
-                    self.handle_call(c).await
+                    self.handle_call(c, &cell).await
                 };
-                step.push(self.result_message(c, out));
+                // What the call spent on models (a subagent's turn) is the turn's too.
+                let spent = cell.get();
+                let spent = (!spent.is_zero()).then(|| {
+                    self.spend(&mut usage, spent);
+                    budget.spend(0, spent, &ceilings);
+                    spent
+                });
+                step.push(self.result_message(c, out, spent));
             }
             inner.append(step);
             if at_limit {
@@ -264,6 +434,55 @@ impl Turn<'_> {
             if self.cancel.is_cancelled() {
                 return TurnEnd::new(Outcome::Cancelled, final_text, usage);
             }
+        }
+    }
+
+    /// Compact before a request when the context is measured over the threshold; what the
+    /// summary cost.
+    async fn compact_when_over(&self, tools: &[Arc<ToolSpec>]) -> Result<Usage, Response> {
+        let Some(settings) = &self.inner.config().compaction else {
+            return Ok(Usage::default());
+        };
+        let compaction = self
+            .inner
+            .compaction(settings, tools, self.sink, self.cancel);
+        let pre = compaction.measure();
+        if pre <= settings.threshold_tokens {
+            return Ok(Usage::default());
+        }
+        match compaction.run(CompactTrigger::Auto, pre).await {
+            Ok(notice) => Ok(notice.map(|n| n.usage).unwrap_or_default()),
+            Err(CompactFailed::Cancelled) => Err(Response::Cancelled),
+            Err(CompactFailed::Failed(why)) => Err(Response::Failed(why)),
+        }
+    }
+
+    /// The server refused the request as over its context length (`refusal`): compact once so
+    /// that it can be sent again.
+    async fn compact_for_refusal(
+        &self,
+        tools: &[Arc<ToolSpec>],
+        refusal: &str,
+    ) -> Result<Usage, Response> {
+        let Some(settings) = &self.inner.config().compaction else {
+            return Err(Response::Failed(format!(
+                "{refusal} (the conversation is over the model's context length: set the \
+                 `compaction` option, or compact the conversation before the next turn)"
+            )));
+        };
+        let compaction = self
+            .inner
+            .compaction(settings, tools, self.sink, self.cancel);
+        let pre = compaction.measure();
+        match compaction.run(CompactTrigger::Auto, pre).await {
+            Ok(Some(notice)) => Ok(notice.usage),
+            Ok(None) => Err(Response::Failed(format!(
+                "{refusal} (compaction found nothing older than the last {} messages to \
+                 summarise)",
+                settings.keep_recent
+            ))),
+            Err(CompactFailed::Cancelled) => Err(Response::Cancelled),
+            Err(CompactFailed::Failed(why)) => Err(Response::Failed(why)),
         }
     }
 
@@ -304,8 +523,14 @@ impl Turn<'_> {
         calls
     }
 
-    /// Emit `tool_result` for `out` and make it the call's result message.
-    pub(crate) fn result_message(&self, call: &ToolCall, out: ToolOutput) -> Message {
+    /// Emit `tool_result` for `out` (with what the call `spent` on models, if anything) and
+    /// make it the call's result message.
+    pub(crate) fn result_message(
+        &self,
+        call: &ToolCall,
+        out: ToolOutput,
+        spent: Option<Usage>,
+    ) -> Message {
         let content = out.model_text();
         self.sink.emit(Event::ToolResult {
             call_id: call.id.clone(),
@@ -313,6 +538,8 @@ impl Turn<'_> {
             content: content.clone(),
             is_error: out.is_error,
             metadata: out.metadata,
+            usage: spent,
+            agent: Vec::new(),
         });
         Message::Tool {
             call_id: call.id.clone(),
@@ -323,7 +550,8 @@ impl Turn<'_> {
     }
 
     /// Check one call, pass it through the gate, and run it.
-    pub(crate) async fn handle_call(&self, call: &ToolCall) -> ToolOutput {
+    /// What the call spends on models (a subagent's turn) is added to `spent`.
+    pub(crate) async fn handle_call(&self, call: &ToolCall, spent: &UsageCell) -> ToolOutput {
         let allowed = |n: &str| self.allowed(n);
         if call.name == CALL_TOOL && call.via.is_none() {
             return self.call_tool_search(call);
@@ -361,23 +589,11 @@ impl Turn<'_> {
             hints: entry.spec.hints,
             source: entry.source,
             server: entry.server.clone(),
+            agent: self.scope.agent(),
         };
-        // The approval policy decides first; the host's before_tool may only narrow.
-        let policy = policy::judge(self.inner.policy().as_deref(), &event, self.inner.root());
-        let decision = match (policy.denial(), self.inner.hooks()) {
-            (Some(denied), _) => Ok(denied),
-            (None, None) => policy.narrow(Ok(Decision::Allow)),
-            (None, Some(hooks)) => {
-                let hook = AssertUnwindSafe(hooks.before_tool(&event)).catch_unwind();
-                let host = tokio::select! {
-                    biased;
-                    _ = self.cancel.cancelled() => return ToolOutput::error(CANCELLED_RESULT),
-                    d = hook => d.unwrap_or_else(|_| Err("before_tool panicked".into())),
-                };
-                policy.narrow(host.map_err(|e| e.to_string()))
-            }
+        let Some(gated) = self.gate(&event).await else {
+            return ToolOutput::error(CANCELLED_RESULT);
         };
-        let rule = policy.rule();
         let gate = |decision: GateVerdict, message: Option<String>| {
             self.sink.emit(Event::Gate {
                 call_id: event.call_id.clone(),
@@ -386,56 +602,95 @@ impl Turn<'_> {
                 message,
                 hints: event.hints,
                 source: event.source,
-                rule: rule.clone(),
+                rule: gated.rule.clone(),
+                agent: Vec::new(),
             })
         };
-        match decision {
-            Err(e) => {
-                let message = format!("before_tool hook failed: {e}");
-                gate(GateVerdict::Deny, Some(message.clone()));
-                ToolOutput::error(message)
-            }
-            Ok(Decision::Allow) => {
-                gate(GateVerdict::Allow, None);
-                self.execute(&entry, &event).await
-            }
-            Ok(Decision::Deny(message)) => {
-                let message = message.unwrap_or_else(|| DEFAULT_DENIAL.to_string());
-                gate(GateVerdict::Deny, Some(message.clone()));
-                ToolOutput::error(message)
-            }
-            Ok(Decision::Ask(mut request)) => {
-                gate(GateVerdict::Ask, None);
-                request.call_id = event.call_id.clone();
-                request.name = event.name.clone();
-                request.arguments = event.arguments.clone();
-                let Some(answer) = self.ask(request).await else {
-                    return ToolOutput::error(CANCELLED_RESULT);
-                };
-                self.sink.emit(Event::Answer {
-                    call_id: event.call_id.clone(),
-                    name: event.name.clone(),
-                    answer: answer.clone(),
-                });
-                match answer {
-                    Answer::Approve => self.execute(&entry, &event).await,
-                    Answer::Deny(message) => {
-                        ToolOutput::error(message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()))
-                    }
-                    Answer::Result(value) => ToolOutput::json(value),
+        if let Some(message) = gated.denied {
+            gate(GateVerdict::Deny, Some(message.clone()));
+            return ToolOutput::error(message);
+        }
+        if gated.asks.is_empty() {
+            gate(GateVerdict::Allow, None);
+            return self.execute(&entry, &event, spent).await;
+        }
+        gate(GateVerdict::Ask, None);
+        // Every gate that asked must approve, the innermost first.
+        for (level, mut request) in gated.asks {
+            request.call_id = event.call_id.clone();
+            request.name = event.name.clone();
+            request.arguments = event.arguments.clone();
+            let Some(answer) = self.ask(request, level).await else {
+                return ToolOutput::error(CANCELLED_RESULT);
+            };
+            self.sink.emit(Event::Answer {
+                call_id: event.call_id.clone(),
+                name: event.name.clone(),
+                answer: answer.clone(),
+                agent: Vec::new(),
+            });
+            match answer {
+                Answer::Approve => {}
+                Answer::Deny(message) => {
+                    return ToolOutput::error(message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()))
                 }
+                Answer::Result(value) => return ToolOutput::json(value),
             }
         }
+        self.execute(&entry, &event, spent).await
     }
 
-    /// Wait for the host's answer; `None` when the turn was cancelled meanwhile.
-    async fn ask(&self, request: crate::gate::PendingRequest) -> Option<Answer> {
+    /// Pass `event` through every gate of the chain, the turn's own client first, then
+    /// outwards (a subagent's call also passes its parent's gate). The stricter answer wins:
+    /// a deny ends it (the gates further out are not asked); asks add up. `None` when
+    /// cancelled.
+    async fn gate(&self, event: &ToolCallEvent) -> Option<Gated> {
+        let mut gated = Gated::default();
+        let mut first_rule = None;
+        for (level, frame) in self.scope.gates_inner_to_outer().enumerate() {
+            let judged = frame
+                .gate
+                .judge(event, self.inner.root(), self.cancel)
+                .await?;
+            if first_rule.is_none() {
+                first_rule = judged.rule.clone();
+            }
+            match judged.decision {
+                Err(e) => {
+                    gated.denied = Some(format!("before_tool hook failed: {e}"));
+                    gated.rule = judged.rule;
+                    break;
+                }
+                Ok(Decision::Deny(message)) => {
+                    gated.denied = Some(message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()));
+                    gated.rule = judged.rule;
+                    break;
+                }
+                Ok(Decision::Ask(request)) => {
+                    if gated.asks.is_empty() {
+                        gated.rule = judged.rule;
+                    }
+                    gated.asks.push((level, request));
+                }
+                Ok(Decision::Allow) => {}
+            }
+        }
+        // The gate event names the rule that decided, else the turn's own client's.
+        gated.rule = gated.rule.or(first_rule);
+        Some(gated)
+    }
+
+    /// Wait for the host's answer; `None` when the turn was cancelled meanwhile. The ask of the
+    /// gate at `level` is answered by that client's `wait_for`, else the nearest one further
+    /// out (a subagent without one asks its parent's).
+    async fn ask(&self, request: PendingRequest, level: usize) -> Option<Answer> {
         self.sink.emit(Event::Pending {
             call_id: request.call_id.clone(),
             name: request.name.clone(),
             request: request.clone(),
+            agent: Vec::new(),
         });
-        let Some(wait_for) = self.inner.wait_for() else {
+        let Some(wait_for) = self.scope.wait_for_from(level) else {
             return Some(Answer::deny(
                 "The operation needs approval, but the host has no wait_for to ask; it was denied.",
             ));
@@ -465,10 +720,11 @@ impl Turn<'_> {
     }
 
     /// Run an allowed call, then `after_tool`.
-    async fn execute(&self, entry: &Entry, event: &ToolCallEvent) -> ToolOutput {
+    async fn execute(&self, entry: &Entry, event: &ToolCallEvent, spent: &UsageCell) -> ToolOutput {
         self.sink.emit(Event::ToolStart {
             call_id: event.call_id.clone(),
             name: event.name.clone(),
+            agent: Vec::new(),
         });
         let ctx = ToolContext {
             call_id: event.call_id.clone(),
@@ -477,6 +733,8 @@ impl Turn<'_> {
             root: self.inner.root().clone(),
             events: self.sink.clone(),
             secret_env: self.inner.secret_env().clone(),
+            scope: self.scope.clone(),
+            spent: spent.clone(),
         };
         let call = AssertUnwindSafe(entry.tool.call(event.arguments.clone(), ctx)).catch_unwind();
         let output = tokio::select! {
@@ -488,20 +746,17 @@ impl Turn<'_> {
                 Err(_) => ToolOutput::error(format!("the tool {} panicked", event.name)),
             },
         };
-        let Some(hooks) = self.inner.hooks() else {
-            return output;
-        };
-        let after = AssertUnwindSafe(hooks.after_tool(event, &output)).catch_unwind();
-        let replaced = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => return ToolOutput::error(CANCELLED_RESULT),
-            r = after => r.unwrap_or_else(|_| Err("after_tool panicked".into())),
-        };
-        match replaced {
-            Ok(Some(new)) => new,
-            Ok(None) => output,
-            Err(e) => ToolOutput::error(format!("after_tool hook failed: {e}")),
+        // Every client of the chain sees the result, the innermost first; each may replace it.
+        let mut output = output;
+        for frame in self.scope.gates_inner_to_outer() {
+            match frame.gate.after(event, &output, self.cancel).await {
+                None => return ToolOutput::error(CANCELLED_RESULT),
+                Some(Ok(Some(new))) => output = new,
+                Some(Ok(None)) => {}
+                Some(Err(e)) => return ToolOutput::error(format!("after_tool hook failed: {e}")),
+            }
         }
+        output
     }
 
     /// `call_tool` with only `query`: the matching deferred tools and their schemas.
@@ -541,4 +796,15 @@ impl Turn<'_> {
             )
         }
     }
+}
+
+/// What the chain of gates said about one call.
+#[derive(Default)]
+struct Gated {
+    /// The denial message, when a gate denied.
+    denied: Option<String>,
+    /// The asks to answer, in order, with the level of the gate that raised each.
+    asks: Vec<(usize, PendingRequest)>,
+    /// The policy rule for the gate event.
+    rule: Option<String>,
 }

@@ -55,7 +55,7 @@ fn deltas(events: &[Event]) -> String {
     events
         .iter()
         .filter_map(|e| match e {
-            Event::TextDelta { text } => Some(text.as_str()),
+            Event::TextDelta { text, .. } => Some(text.as_str()),
             _ => None,
         })
         .collect()

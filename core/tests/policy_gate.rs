@@ -261,6 +261,7 @@ async fn the_policy_token_ceiling() {
     first.usage = Some(contenox::Usage {
         input_tokens: 60,
         output_tokens: 50,
+        ..Default::default()
     });
     let client = Client::builder()
         .script(vec![first, ScriptEntry::text("never")])

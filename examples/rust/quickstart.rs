@@ -71,7 +71,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut run = client.stream("Turn my notes into a todo list.")?;
     while let Some(event) = run.next_event().await {
         match event {
-            Event::TextDelta { text } => print!("{text}"),
+            Event::TextDelta { text, .. } => print!("{text}"),
             Event::Text { .. } => println!(),
             Event::ToolCall {
                 name, arguments, ..

@@ -468,6 +468,51 @@ def test_break_after_bytes_is_a_broken_stream(fake, style):
 
 
 # ---------------------------------------------------------------------------------------------
+# prompt-cache usage: scenario `usage` keys in each style's own fields
+
+CACHED = {
+    "text": "From the cache.",
+    "usage": {"input_tokens": 30, "output_tokens": 4, "cache_read_input_tokens": 24},
+}
+CACHE_WRITE = {
+    "text": "Written to the cache.",
+    "usage": {"input_tokens": 40, "output_tokens": 3, "cache_read_input_tokens": 10,
+              "cache_creation_input_tokens": 25},
+}
+
+
+def test_openai_cached_tokens(fake):
+    server = fake([CACHED, CACHED], "openai")
+    client = oai(server)
+    usage = None
+    for chunk in client.chat.completions.create(
+        model="fake", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+    ):
+        if chunk.usage is not None:
+            usage = chunk.usage
+    # prompt_tokens is the whole prompt; cached_tokens the part of it served from the cache.
+    assert (usage.prompt_tokens, usage.completion_tokens) == (30, 4)
+    assert usage.prompt_tokens_details.cached_tokens == 24
+    whole = client.chat.completions.create(model="fake", messages=MESSAGES)
+    assert whole.usage.prompt_tokens == 30
+    assert whole.usage.prompt_tokens_details.cached_tokens == 24
+
+
+def test_anthropic_cache_fields(fake):
+    server = fake([CACHE_WRITE, CACHE_WRITE], "anthropic")
+    client = anth(server)
+    with client.messages.stream(model="fake", max_tokens=100, messages=MESSAGES) as stream:
+        final = stream.get_final_message()
+    # input_tokens counts only what was neither read from nor written to the cache.
+    u = final.usage
+    assert (u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens) == (5, 10, 25)
+    assert u.output_tokens == 3
+    msg = client.messages.create(model="fake", max_tokens=100, messages=MESSAGES)
+    u = msg.usage
+    assert (u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens) == (5, 10, 25)
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def test_no_fake_server_left():

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::scenario::{split_event_pattern, Expect, Scenario, Style, Texts, Usage};
+use crate::scenario::{EventPattern, Expect, ExpectCompaction, Scenario, Style, Texts, Usage};
 
 /// What a runner writes after running one scenario.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -42,6 +42,10 @@ pub struct Trace {
     /// with `expect.config_error_contains` may have one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_error: Option<String>,
+    /// Extension: what the runner's `on_compact` was told, in order (`{trigger, pre_tokens,
+    /// post_tokens, summary}` each).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compactions: Vec<Value>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -163,16 +167,18 @@ pub fn body_contains(body: &Value, needle: &str) -> bool {
     body.to_string().contains(needle) || any_string(body, needle)
 }
 
-/// Whether an event matches `"type"` or `"type:name"`.
+/// Whether an event matches `"type"`, `"type:name"`, optionally with `@agent` (see
+/// [`EventPattern`]).
 pub fn event_matches(event: &Value, pattern: &str) -> bool {
-    let (kind, name) = split_event_pattern(pattern);
-    if event.get("type").and_then(Value::as_str) != Some(kind) {
+    let Some(kind) = event.get("type").and_then(Value::as_str) else {
         return false;
-    }
-    match name {
-        None => true,
-        Some(n) => event_name(event) == Some(n),
-    }
+    };
+    let agent: Vec<&str> = event
+        .get("agent")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    EventPattern::parse(pattern).matches(kind, event_name(event), &agent)
 }
 
 /// What `"type:name"` compares `name` with: the tool's name, or a chain task's id.
@@ -385,24 +391,6 @@ fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>
             ));
         }
     }
-    if let Some(want) = &e.error_contains {
-        let error = trace
-            .events
-            .iter()
-            .rev()
-            .find(|ev| ev.get("type").and_then(Value::as_str) == Some("turn_end"))
-            .and_then(|ev| ev.get("error"))
-            .and_then(Value::as_str);
-        for w in &want.0 {
-            if !error.is_some_and(|got| got.contains(w.as_str())) {
-                fails.push(format!(
-                    "error_contains: {} not in the last turn_end's error {}",
-                    Show(w),
-                    Show(&error)
-                ));
-            }
-        }
-    }
     if let Some(want) = &e.chain_error_contains {
         let error = trace.extra.get("chain_error").and_then(Value::as_str);
         for w in &want.0 {
@@ -414,6 +402,24 @@ fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>
                 ));
             }
         }
+    }
+    let turn_errors: Vec<&str> = trace
+        .events
+        .iter()
+        .filter(|ev| ev.get("type").and_then(Value::as_str) == Some("turn_end"))
+        .filter_map(|ev| ev.get("error").and_then(Value::as_str))
+        .collect();
+    for want in texts(&e.error_contains) {
+        if !turn_errors.iter().any(|g| g.contains(want.as_str())) {
+            fails.push(format!(
+                "error_contains: {} is in no turn_end's error (errors: {})",
+                Show(want),
+                Show(&turn_errors)
+            ));
+        }
+    }
+    if let Some(want) = &e.compactions {
+        check_compactions(want, trace, fails);
     }
     if let Some(want) = e.usage {
         if trace.usage != Some(want) {
@@ -551,6 +557,76 @@ fn check_remote_requests(
     }
 }
 
+/// `on_compact`'s notices against the expectations, and against the trace's `compact` events:
+/// the host must have been told what the stream said.
+fn check_compactions(want: &[ExpectCompaction], trace: &Trace, fails: &mut Vec<String>) {
+    let got = &trace.compactions;
+    if got.len() != want.len() {
+        fails.push(format!(
+            "compactions: expected {} compaction(s) told to on_compact, got {}: {}",
+            want.len(),
+            got.len(),
+            Show(got)
+        ));
+    }
+    let events: Vec<&Value> = trace
+        .events
+        .iter()
+        .filter(|e| e.get("type").and_then(Value::as_str) == Some("compact"))
+        .collect();
+    let number = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64);
+    for (i, (w, g)) in want.iter().zip(got).enumerate() {
+        let pre = number(g, "pre_tokens");
+        let post = number(g, "post_tokens");
+        if let Some(t) = &w.trigger {
+            if g.get("trigger").and_then(Value::as_str) != Some(t) {
+                fails.push(format!(
+                    "compactions[{i}]: expected trigger {}, got {}",
+                    Show(t),
+                    Show(&g.get("trigger"))
+                ));
+            }
+        }
+        let bounds = [
+            ("pre_tokens_min", pre, w.pre_tokens_min, true),
+            ("pre_tokens_max", pre, w.pre_tokens_max, false),
+            ("post_tokens_min", post, w.post_tokens_min, true),
+            ("post_tokens_max", post, w.post_tokens_max, false),
+        ];
+        for (key, got, bound, is_min) in bounds {
+            let Some(bound) = bound else { continue };
+            let ok = got.is_some_and(|g| if is_min { g >= bound } else { g <= bound });
+            if !ok {
+                fails.push(format!(
+                    "compactions[{i}]: {key} {bound} does not hold for {}",
+                    Show(&got)
+                ));
+            }
+        }
+        let summary = g.get("summary").and_then(Value::as_str).unwrap_or("");
+        for s in texts(&w.summary_contains) {
+            if !summary.contains(s.as_str()) {
+                fails.push(format!(
+                    "compactions[{i}]: {} is not in the summary {}",
+                    Show(s),
+                    Show(&summary)
+                ));
+            }
+        }
+        let same = events.iter().any(|e| {
+            number(e, "pre_tokens") == pre
+                && number(e, "post_tokens") == post
+                && e.get("trigger") == g.get("trigger")
+        });
+        if !same {
+            fails.push(format!(
+                "compactions[{i}]: on_compact was told {} but no compact event says so",
+                Show(g)
+            ));
+        }
+    }
+}
+
 fn count_events(events: &[Value], pattern: &str) -> usize {
     events.iter().filter(|e| event_matches(e, pattern)).count()
 }
@@ -565,10 +641,16 @@ fn check_event_order(want: &[String], events: &[Value], fails: &mut Vec<String>)
                     .iter()
                     .map(|e| {
                         let t = e.get("type").and_then(Value::as_str).unwrap_or("?");
-                        match event_name(e) {
+                        let mut shown = match event_name(e) {
                             Some(n) => format!("{t}:{n}"),
                             None => t.to_string(),
+                        };
+                        if let Some(agent) = e.get("agent").and_then(Value::as_array) {
+                            let chain: Vec<&str> = agent.iter().filter_map(Value::as_str).collect();
+                            shown.push('@');
+                            shown.push_str(&chain.join("/"));
                         }
+                        shown
                     })
                     .collect();
                 fails.push(format!(
@@ -1251,5 +1333,120 @@ mod tests {
             &trace(json!({"outcome": "error", "final_text": "b", "events": [{"type": "retry"}]})),
         );
         assert_eq!(fails.len(), 4, "{fails:?}");
+    }
+
+    #[test]
+    fn agent_patterns() {
+        let events = |agent: Value| {
+            json!({"events": [
+                {"type": "tool_call", "name": "read", "agent": agent},
+                {"type": "turn_end"}
+            ]})
+        };
+        pass_fail(
+            "openai",
+            json!({"events": ["tool_call:read@researcher", "turn_end@"]}),
+            events(json!(["researcher"])),
+            events(json!(["other"])),
+            "\"tool_call:read@researcher\" (events[0]) not found",
+        );
+        // A nested chain is joined with `/`; the failure lists events with their chain.
+        pass_fail(
+            "openai",
+            json!({"events": ["tool_call@lead/researcher"]}),
+            events(json!(["lead", "researcher"])),
+            events(json!(["researcher"])),
+            "tool_call:read@researcher",
+        );
+        // `@` alone: the client's own events; `@*`: any subagent's; no `@`: any.
+        pass_fail(
+            "openai",
+            json!({"no_events": ["tool_call@"], "min_events": {"tool_call@*": 1, "tool_call": 1}}),
+            events(json!(["a"])),
+            json!({"events": [{"type": "tool_call", "name": "read"}]}),
+            "no_events: \"tool_call@\" appears 1 time(s)",
+        );
+    }
+
+    #[test]
+    fn error_contains() {
+        pass_fail(
+            "openai",
+            json!({"error_contains": "compaction failed"}),
+            json!({"events": [
+                {"type": "turn_end", "outcome": "error", "error": "compaction failed: x"},
+                {"type": "turn_end", "outcome": "done"}
+            ]}),
+            json!({"events": [{"type": "turn_end", "outcome": "error", "error": "other"}]}),
+            "error_contains: \"compaction failed\" is in no turn_end's error",
+        );
+    }
+
+    #[test]
+    fn compactions() {
+        let told = json!({"trigger": "auto", "pre_tokens": 1500, "post_tokens": 40,
+                          "summary": "SUMMARY: two echoes"});
+        let event = json!({"type": "compact", "trigger": "auto", "pre_tokens": 1500,
+                           "post_tokens": 40, "summary": "SUMMARY: two echoes"});
+        let expect = json!({"compactions": [{"trigger": "auto", "pre_tokens_min": 1500,
+            "pre_tokens_max": 1600, "post_tokens_min": 1, "post_tokens_max": 100,
+            "summary_contains": "two echoes"}]});
+        let good = json!({"compactions": [told], "events": [event]});
+        pass_fail(
+            "openai",
+            expect.clone(),
+            good.clone(),
+            json!({"compactions": [], "events": []}),
+            "compactions: expected 1 compaction(s) told to on_compact, got 0",
+        );
+        let mut small = good.clone();
+        small["compactions"][0]["pre_tokens"] = json!(900);
+        small["events"][0]["pre_tokens"] = json!(900);
+        pass_fail(
+            "openai",
+            expect.clone(),
+            good.clone(),
+            small,
+            "compactions[0]: pre_tokens_min 1500 does not hold for 900",
+        );
+        let mut manual = good.clone();
+        manual["compactions"][0]["trigger"] = json!("manual");
+        pass_fail(
+            "openai",
+            expect.clone(),
+            good.clone(),
+            manual,
+            "compactions[0]: expected trigger \"auto\"",
+        );
+        // on_compact told something no event said.
+        let mut unlike = good.clone();
+        unlike["events"][0]["post_tokens"] = json!(41);
+        pass_fail(
+            "openai",
+            expect.clone(),
+            good.clone(),
+            unlike,
+            "but no compact event says so",
+        );
+        let mut other = good;
+        other["compactions"][0]["summary"] = json!("something else");
+        pass_fail(
+            "openai",
+            expect,
+            json!({"compactions": [told], "events": [event]}),
+            other,
+            "is not in the summary",
+        );
+    }
+
+    #[test]
+    fn usage_with_cache_tokens() {
+        pass_fail(
+            "anthropic",
+            json!({"usage": {"input_tokens": 30, "output_tokens": 4, "cache_read_input_tokens": 24}}),
+            json!({"usage": {"input_tokens": 30, "output_tokens": 4, "cache_read_input_tokens": 24}}),
+            json!({"usage": {"input_tokens": 30, "output_tokens": 4}}),
+            "usage: expected",
+        );
     }
 }

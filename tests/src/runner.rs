@@ -9,15 +9,16 @@ use std::time::Duration;
 use contenox::{
     async_trait, tool_fn, Answer, CancellationToken, Client, ClientBuilder, Config, Decision,
     Event, FnTool, Hooks, HostError, Outcome, PendingRequest, SearchRequest, SearchResult,
-    ToolCallEvent, ToolOutput, ToolSpec, WaitFor, WebSearchProvider,
+    SubagentOptions, Tool, ToolCallEvent, ToolOutput, ToolSpec, WaitFor, WebSearchProvider,
 };
 use serde_json::{json, Value};
 
 use crate::check::Trace;
 use crate::fake;
 use crate::scenario::{
-    ActionDo, AfterRule, BeforeRule, Decision as RuleDecision, Hint, HostTool, HostToolKind, Match,
-    Scenario, Tier, Usage, WaitAnswer,
+    ActionDo, AfterRule, BeforeRule, Config as ScenarioConfig, Decision as RuleDecision,
+    EventPattern, Hint, HostTool, HostToolKind, Match, Scenario, Style, Subagent, Tier, Usage,
+    WaitAnswer,
 };
 
 /// How long one scenario may run.
@@ -58,7 +59,16 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let current: ClientCell = Arc::new(Mutex::new(None));
-    let mut client = match build_client(scenario, &config, &answers, &current) {
+    let subagents = build_subagents(scenario, &server.base_url(), root.path())?;
+    let compactions: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let parts = Parts {
+        config: &config,
+        answers: &answers,
+        current: &current,
+        subagent_tools: &subagents.parent_tools,
+        compactions: &compactions,
+    };
+    let mut client = match build_client(scenario, &parts) {
         Ok(c) => c,
         // SPEC "Approval policies": the creation error is the result; no turn runs.
         Err(e) if scenario.expect.config_error_contains.is_some() => {
@@ -84,6 +94,11 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         r.register_into(&client)?;
         r.bring_up().await?;
     }
+    if let Some(saved) = &scenario.transcript {
+        let restored =
+            contenox::Transcript::from_json(&saved.to_string()).map_err(|e| e.to_string())?;
+        client.set_transcript(restored).map_err(|e| e.to_string())?;
+    }
 
     // Extension `chain`: each prompt is the input of a run of this chain. A chain that does not
     // read is the trace's `chain_error` (nothing runs).
@@ -103,7 +118,7 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
             // Save the transcript as JSON, drop the client, and continue in a new one.
             let saved = client.transcript().to_json();
             client.close();
-            client = build_client(scenario, &config, &answers, &current)?;
+            client = build_client(scenario, &parts)?;
             let restored = contenox::Transcript::from_json(&saved).map_err(|e| e.to_string())?;
             client.set_transcript(restored).map_err(|e| e.to_string())?;
             if let Some(r) = &remote {
@@ -136,9 +151,16 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         }
         last = Some(run.result().await.map_err(|e| e.to_string())?);
     }
+    let told = compactions.lock().expect("compactions").clone();
+    if let Some(ms) = scenario.settle_ms {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
     let requests = server.requests.get();
     server.shutdown().await;
     client.close();
+    for c in &subagents.clients {
+        c.close();
+    }
     if let Some(m) = mcp {
         m.close().await;
     }
@@ -158,39 +180,131 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         usage: last.as_ref().map(|l| Usage {
             input_tokens: l.usage.input_tokens,
             output_tokens: l.usage.output_tokens,
+            cache_read_input_tokens: l.usage.cache_read_input_tokens,
+            cache_creation_input_tokens: l.usage.cache_creation_input_tokens,
         }),
         events,
         requests,
         workspace: snapshot(root.path()),
         remote_requests,
         config_error: None,
+        compactions: told,
         extra,
     })
+}
+
+/// The scenario's subagents: their clients, and the tools registered into the scenario's.
+struct Subagents {
+    clients: Vec<Client>,
+    parent_tools: Vec<Arc<dyn Tool>>,
+}
+
+/// Build every subagent's client (same server, same root), register the subagents each one
+/// lists into it, and make the tools of those the scenario's client gets.
+fn build_subagents(scenario: &Scenario, base_url: &str, root: &Path) -> Result<Subagents, String> {
+    let mut clients = Vec::new();
+    for sub in &scenario.subagents {
+        clients.push(build_subagent(scenario.style, sub, base_url, root)?);
+    }
+    let tool_of = |name: &str| -> Result<Arc<dyn Tool>, String> {
+        let i = scenario
+            .subagents
+            .iter()
+            .position(|s| s.name == name)
+            .ok_or_else(|| format!("no subagent {name:?}"))?;
+        let sub = &scenario.subagents[i];
+        let options = SubagentOptions::from_json_value(sub.options.clone().unwrap_or(Value::Null))
+            .map_err(|e| e.to_string())?;
+        let description = sub
+            .description
+            .clone()
+            .unwrap_or_else(|| format!("The subagent {name}."));
+        clients[i]
+            .as_tool_with(name, description, options)
+            .map_err(|e| e.to_string())
+    };
+    for (i, sub) in scenario.subagents.iter().enumerate() {
+        for name in &sub.subagents {
+            clients[i]
+                .register(tool_of(name)?)
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    let mut parent_tools = Vec::new();
+    for sub in scenario.subagents.iter().filter(|s| s.in_parent) {
+        parent_tools.push(tool_of(&sub.name)?);
+    }
+    Ok(Subagents {
+        clients,
+        parent_tools,
+    })
+}
+
+fn build_subagent(
+    style: Style,
+    sub: &Subagent,
+    base_url: &str,
+    root: &Path,
+) -> Result<Client, String> {
+    let config = config_of(&sub.config, style, base_url, root)?;
+    let cell: ClientCell = Arc::new(Mutex::new(None));
+    let mut builder = ClientBuilder::from_config(config);
+    if let Some(rules) = &sub.before_tool {
+        builder = builder.hooks(Arc::new(RuleHooks {
+            before: rules.clone(),
+            after: Vec::new(),
+        }));
+    }
+    if let Some(answers) = &sub.wait_for {
+        builder = builder.wait_for(Arc::new(ScriptedAnswers {
+            answers: Mutex::new(answers.iter().cloned().collect()),
+        }));
+    }
+    for t in &sub.host_tools {
+        builder = builder.tool(Arc::new(host_tool(t, cell.clone())));
+    }
+    let client = builder.build().map_err(|e| e.to_string())?;
+    *cell.lock().expect("client cell") = Some(client.clone());
+    Ok(client)
 }
 
 /// The client a `register` tool registers on (replaced when the runner restarts the client).
 type ClientCell = Arc<Mutex<Option<Client>>>;
 
-fn build_client(
-    scenario: &Scenario,
-    config: &Config,
-    answers: &Arc<ScriptedAnswers>,
-    current: &ClientCell,
-) -> Result<Client, String> {
-    let mut builder = ClientBuilder::from_config(config.clone())
+/// What the scenario's client is built from (again after a restart).
+struct Parts<'a> {
+    config: &'a Config,
+    answers: &'a Arc<ScriptedAnswers>,
+    current: &'a ClientCell,
+    subagent_tools: &'a [Arc<dyn Tool>],
+    /// What `on_compact` is told, as JSON.
+    compactions: &'a Arc<Mutex<Vec<Value>>>,
+}
+
+fn build_client(scenario: &Scenario, parts: &Parts<'_>) -> Result<Client, String> {
+    let told = parts.compactions.clone();
+    let mut builder = ClientBuilder::from_config(parts.config.clone())
         .hooks(Arc::new(RuleHooks {
             before: scenario.before_tool.clone(),
             after: scenario.after_tool.clone().unwrap_or_default(),
         }))
-        .wait_for(answers.clone());
+        .wait_for(parts.answers.clone())
+        .on_compact(move |notice| {
+            if let Ok(v) = serde_json::to_value(notice) {
+                told.lock().expect("compactions").push(v);
+            }
+        });
     for t in &scenario.host_tools {
-        builder = builder.tool(Arc::new(host_tool(t, current.clone())));
+        builder = builder.tool(Arc::new(host_tool(t, parts.current.clone())));
+    }
+    for t in parts.subagent_tools {
+        builder = builder.tool(t.clone());
     }
     if let Some(results) = websearch_results(scenario)? {
         builder = builder.websearch(Arc::new(FixedResults(results)));
     }
     let client = builder.build().map_err(|e| e.to_string())?;
-    *current.lock().expect("client cell") = Some(client.clone());
+    *parts.current.lock().expect("client cell") = Some(client.clone());
     Ok(client)
 }
 
@@ -226,11 +340,21 @@ impl WebSearchProvider for FixedResults {
 
 /// The client config of a scenario: its `config` plus the fake server's address.
 pub fn client_config(scenario: &Scenario, base_url: &str, root: &Path) -> Result<Config, String> {
-    let mut cfg = serde_json::to_value(&scenario.config).map_err(|e| e.to_string())?;
+    config_of(&scenario.config, scenario.style, base_url, root)
+}
+
+/// A client config: `config` plus the fake server's address (the scenario's or a subagent's).
+fn config_of(
+    config: &ScenarioConfig,
+    style: Style,
+    base_url: &str,
+    root: &Path,
+) -> Result<Config, String> {
+    let mut cfg = serde_json::to_value(config).map_err(|e| e.to_string())?;
     let obj = cfg.as_object_mut().ok_or("config must be an object")?;
     // `websearch` is a provider the host supplies, not a core option (see `websearch_results`).
     obj.remove("websearch");
-    obj.insert("style".into(), json!(scenario.style.as_str()));
+    obj.insert("style".into(), json!(style.as_str()));
     obj.insert("base_url".into(), json!(base_url));
     obj.insert("model".into(), json!("fake"));
     obj.insert("api_key".into(), json!("test"));
@@ -243,8 +367,7 @@ fn outcome_name(o: Outcome) -> &'static str {
 }
 
 fn event_matches(event: &Event, pattern: &str) -> bool {
-    let (kind, name) = crate::scenario::split_event_pattern(pattern);
-    event.kind() == kind && name.is_none_or(|n| event.tool_name() == Some(n))
+    EventPattern::parse(pattern).matches(event.kind(), event.tool_name(), event.agent())
 }
 
 /// Every file under `root`, relative path -> content.

@@ -99,9 +99,56 @@ pub struct Scenario {
     /// HTTP services registered as remote hooks (see `crate::remote`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remote: Vec<crate::remote::RemoteService>,
+    /// Extension: clients offered as tools (`as_tool_with`); their model requests come from
+    /// the same scripted server, in order of arrival.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<Subagent>,
+    /// Extension: a saved transcript restored into the client before the first prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<Value>,
+    /// Extension: how long the runner waits after the last turn before it lists the workspace
+    /// (to see whether anything kept running after the turn ended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_ms: Option<u64>,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// One subagent of a scenario: a client of its own on the same fake server and root.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Subagent {
+    /// The tool's name (and the `agent` tag of its events).
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The child client's options, as `config` (the runner adds style, base_url, model,
+    /// api_key and root, the same as the parent's).
+    #[serde(default)]
+    pub config: Config,
+    /// `as_tool_with` options as the SDK takes them (`conversation`, `max_turns`, `allow`,
+    /// `input_schema`, `hints`, `max_depth`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_tools: Vec<HostTool>,
+    /// The child's own before_tool rules; absent = the child has no hooks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_tool: Option<Vec<BeforeRule>>,
+    /// The child's own wait_for answers; absent = the child has no wait_for (its asks go to
+    /// the parent's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_for: Option<Vec<WaitAnswer>>,
+    /// Names of subagents (this one included) registered as tools of this child.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<String>,
+    /// Whether it is registered as a tool of the scenario's client (default true).
+    #[serde(default = "yes")]
+    pub in_parent: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Error of [`Scenario::load`].
@@ -156,6 +203,28 @@ impl Scenario {
                 return Err(format!(
                     "remote[{i}]: the name {:?} is given twice",
                     service.name
+                ));
+            }
+        }
+        for (i, sub) in self.subagents.iter().enumerate() {
+            if self.subagents[..i].iter().any(|s| s.name == sub.name) {
+                return Err(format!("subagents[{i}]: the name {:?} is taken", sub.name));
+            }
+            for n in &sub.subagents {
+                if !self.subagents.iter().any(|s| &s.name == n) {
+                    return Err(format!(
+                        "subagents[{i}].subagents: no subagent is named {n:?}"
+                    ));
+                }
+            }
+        }
+        for (i, c) in self.expect.compactions.iter().flatten().enumerate() {
+            if c.trigger
+                .as_deref()
+                .is_some_and(|t| t != "auto" && t != "manual")
+            {
+                return Err(format!(
+                    "expect.compactions[{i}].trigger must be \"auto\" or \"manual\""
                 ));
             }
         }
@@ -433,11 +502,51 @@ impl Action {
     }
 }
 
-/// Splits `"type"` / `"type:name"`.
+/// Splits `"type"` / `"type:name"` (an `@agent` suffix is left out; see [`EventPattern`]).
 pub fn split_event_pattern(p: &str) -> (&str, Option<&str>) {
-    match p.split_once(':') {
-        Some((t, n)) => (t, Some(n)),
-        None => (p, None),
+    let p = EventPattern::parse(p);
+    (p.kind, p.name)
+}
+
+/// An event pattern: `type`, `type:name`, each optionally followed by `@agent` (extension):
+/// `@researcher` = events of that subagent, `@lead/researcher` = of a nested one (the chain
+/// joined by `/`), `@*` = of any subagent, `@` alone = the scenario client's own events.
+/// Without `@` a pattern matches events of any origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventPattern<'a> {
+    pub kind: &'a str,
+    pub name: Option<&'a str>,
+    /// `None` = any origin.
+    pub agent: Option<&'a str>,
+}
+
+impl<'a> EventPattern<'a> {
+    pub fn parse(p: &'a str) -> Self {
+        let (p, agent) = match p.split_once('@') {
+            Some((p, a)) => (p, Some(a)),
+            None => (p, None),
+        };
+        let (kind, name) = match p.split_once(':') {
+            Some((t, n)) => (t, Some(n)),
+            None => (p, None),
+        };
+        EventPattern { kind, name, agent }
+    }
+
+    /// Whether an event of `kind`, about tool `name`, from the subagent chain `agent`
+    /// (empty for the client's own) matches.
+    pub fn matches<S: AsRef<str>>(&self, kind: &str, name: Option<&str>, agent: &[S]) -> bool {
+        if kind != self.kind || self.name.is_some_and(|n| name != Some(n)) {
+            return false;
+        }
+        match self.agent {
+            None => true,
+            Some("*") => !agent.is_empty(),
+            Some(chain) => {
+                let got: Vec<&str> = agent.iter().map(AsRef::as_ref).collect();
+                got.join("/") == chain
+            }
+        }
     }
 }
 
@@ -478,13 +587,59 @@ impl From<ActionDo> for Value {
     }
 }
 
-/// Token counts, in a model entry and in `expect.usage`.
+/// Token counts, in a model entry and in `expect.usage`. `input_tokens` is every prompt token,
+/// cached or not (the engine's meaning); the cache fields are the parts of it read from and
+/// written to the prompt cache. The fake reports them in each style's own fields.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     #[serde(default)]
     pub input_tokens: u64,
     #[serde(default)]
     pub output_tokens: u64,
+    /// Extension: of `input_tokens`, read from the prompt cache (anthropic
+    /// `cache_read_input_tokens`, openai `prompt_tokens_details.cached_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_input_tokens: u64,
+    /// Extension: of `input_tokens`, written to the prompt cache (anthropic
+    /// `cache_creation_input_tokens`; openai and ollama have no such field).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_input_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Usage {
+    /// What a style can report: the cache parts within the whole, and only the fields the
+    /// style has.
+    pub fn validate(&self, style: Style) -> Result<(), String> {
+        let cached = self
+            .cache_read_input_tokens
+            .saturating_add(self.cache_creation_input_tokens);
+        if cached > self.input_tokens {
+            return Err(format!(
+                "usage: the cache tokens ({cached}) are part of input_tokens ({}) and cannot \
+                 exceed it",
+                self.input_tokens
+            ));
+        }
+        match style {
+            Style::Openai if self.cache_creation_input_tokens > 0 => {
+                Err("usage: openai reports no cache_creation_input_tokens".into())
+            }
+            Style::Ollama if cached > 0 => Err("usage: ollama reports no cache tokens".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The prompt tokens neither read from nor written to the cache (anthropic's
+    /// `input_tokens`).
+    pub fn uncached_input(&self) -> u64 {
+        self.input_tokens
+            .saturating_sub(self.cache_read_input_tokens)
+            .saturating_sub(self.cache_creation_input_tokens)
+    }
 }
 
 /// One model response of the script.
@@ -551,6 +706,9 @@ impl ModelEntry {
         }
         if kinds > 1 {
             return Err("text/tool_calls, error and stall exclude each other".into());
+        }
+        if let Some(u) = &self.usage {
+            u.validate(style)?;
         }
         if let Some(e) = &self.error {
             if !(400..=599).contains(&e.status) {
@@ -722,9 +880,6 @@ pub struct Expect {
     /// How many requests the remote services received (spec fetches not counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_request_count: Option<usize>,
-    /// Extension: substrings of the `error` of the last `turn_end` event.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_contains: Option<Texts>,
     /// Extension (`chain` scenarios): the chain is refused before anything runs, with an error
     /// holding these substrings (the trace's `chain_error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -733,8 +888,34 @@ pub struct Expect {
     /// (a list = all of them); no turn runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_error_contains: Option<Texts>,
+    /// Extension: the `error` of some `turn_end` event (of any turn) contains this (a list =
+    /// all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_contains: Option<Texts>,
+    /// Extension: what `on_compact` was told, in order (exactly this many), each also a
+    /// `compact` event of the trace with the same numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compactions: Option<Vec<ExpectCompaction>>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// One compaction as `on_compact` saw it; every key given must hold.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ExpectCompaction {
+    /// `auto` or `manual`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_tokens_min: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_tokens_max: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_tokens_min: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_tokens_max: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_contains: Option<Texts>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -772,12 +953,12 @@ pub fn scenario_dirs(default: &[PathBuf]) -> Vec<PathBuf> {
     }
 }
 
-/// Every `*.json` in `dirs` (a path that is a file is taken as it is), sorted by path; a
-/// missing directory is skipped.
+/// Every `*.json` in `dirs`, sorted by path; a missing directory is skipped. A path that is
+/// itself a `*.json` file is taken as it is (to run chosen scenarios).
 pub fn scenario_files(dirs: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for dir in dirs {
-        if dir.is_file() {
+        if dir.is_file() && dir.extension().is_some_and(|e| e == "json") {
             files.push(dir.clone());
             continue;
         }
@@ -915,5 +1096,95 @@ mod tests {
         assert!(parse(bad_decision).is_err());
         let bad_args = base(r#"{"tool_calls":[{"name":"e","arguments":[1]}]}"#, "openai");
         assert!(parse(&bad_args).is_err());
+    }
+
+    #[test]
+    fn subagents_usage_and_compaction_keys() {
+        let s = parse(
+            r#"{"name":"n","style":"anthropic","prompt":"p",
+                "transcript": {"messages": []}, "settle_ms": 10,
+                "subagents": [
+                  {"name": "a", "config": {"builtins": ["read"]}, "options": {"conversation": "kept"},
+                   "before_tool": [], "wait_for": ["never"], "subagents": ["a", "b"]},
+                  {"name": "b", "in_parent": false}
+                ],
+                "model": [{"text": "x", "usage": {"input_tokens": 30, "output_tokens": 1,
+                           "cache_read_input_tokens": 20, "cache_creation_input_tokens": 5}}],
+                "expect": {"error_contains": "x", "compactions": [{"trigger": "auto"}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(s.subagents.len(), 2);
+        assert!(s.subagents[0].in_parent && !s.subagents[1].in_parent);
+        assert_eq!(s.subagents[0].wait_for, Some(vec![WaitAnswer::Never]));
+        assert!(s.subagents[1].before_tool.is_none());
+        assert_eq!(s.model[0].usage().uncached_input(), 5);
+        assert_eq!(s.settle_ms, Some(10));
+        let base = |extra: &str| {
+            format!(
+                r#"{{"name":"n","style":"openai","prompt":"p","model":[{{"text":"x"}}]{extra}}}"#
+            )
+        };
+        assert!(
+            parse(&base(r#","subagents":[{"name":"a","subagents":["zz"]}]"#))
+                .unwrap_err()
+                .contains("no subagent is named")
+        );
+        assert!(parse(&base(r#","subagents":[{"name":"a"},{"name":"a"}]"#))
+            .unwrap_err()
+            .contains("taken"));
+        assert!(parse(&base(
+            r#","expect":{"compactions":[{"trigger":"sometimes"}]}"#
+        ))
+        .unwrap_err()
+        .contains("trigger"));
+        let usage = |style: &str, u: &str| {
+            parse(&format!(
+                r#"{{"name":"n","style":"{style}","prompt":"p","model":[{{"text":"x","usage":{u}}}]}}"#
+            ))
+        };
+        assert!(usage(
+            "openai",
+            r#"{"input_tokens":3,"cache_read_input_tokens":4}"#
+        )
+        .unwrap_err()
+        .contains("cannot exceed"));
+        assert!(usage(
+            "openai",
+            r#"{"input_tokens":9,"cache_creation_input_tokens":4}"#
+        )
+        .unwrap_err()
+        .contains("openai reports no cache_creation_input_tokens"));
+        assert!(usage(
+            "ollama",
+            r#"{"input_tokens":9,"cache_read_input_tokens":4}"#
+        )
+        .unwrap_err()
+        .contains("ollama reports no cache tokens"));
+        assert!(usage(
+            "openai",
+            r#"{"input_tokens":9,"cache_read_input_tokens":4}"#
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn event_patterns_with_an_agent() {
+        let p = EventPattern::parse("tool_call:read@lead/researcher");
+        assert_eq!(
+            (p.kind, p.name, p.agent),
+            ("tool_call", Some("read"), Some("lead/researcher"))
+        );
+        assert!(p.matches("tool_call", Some("read"), &["lead", "researcher"]));
+        assert!(!p.matches("tool_call", Some("read"), &["researcher"]));
+        let own = EventPattern::parse("text@");
+        assert!(own.matches::<&str>("text", None, &[]));
+        assert!(!own.matches("text", None, &["a"]));
+        let any_sub = EventPattern::parse("text@*");
+        assert!(
+            any_sub.matches("text", None, &["a"]) && !any_sub.matches::<&str>("text", None, &[])
+        );
+        let any = EventPattern::parse("text");
+        assert!(any.matches("text", None, &["a"]) && any.matches::<&str>("text", None, &[]));
+        assert_eq!(split_event_pattern("gate:write@w"), ("gate", Some("write")));
     }
 }

@@ -375,3 +375,42 @@ async fn model_lists() {
         server.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn cache_tokens_in_each_styles_own_usage_fields() {
+    let entry = json!([{"text": "x", "usage": {"input_tokens": 30, "output_tokens": 2,
+                                              "cache_read_input_tokens": 24}}]);
+    // openai: prompt_tokens is the whole prompt, cached_tokens the part from the cache.
+    let server = fake::serve(script(entry.clone()), Style::Openai)
+        .await
+        .unwrap();
+    let body: Value = post(&server, json!({"model": "fake", "messages": []}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["usage"]["prompt_tokens"], 30);
+    assert_eq!(body["usage"]["prompt_tokens_details"]["cached_tokens"], 24);
+    server.shutdown().await;
+    // anthropic: input_tokens leaves out what the cache served or stored.
+    let server = fake::serve(script(entry), Style::Anthropic).await.unwrap();
+    let text = post(
+        &server,
+        json!({"model": "fake", "stream": true, "messages": []}),
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    let start: Value = serde_json::from_str(&sse_data(&text)[0]).unwrap();
+    let usage = &start["message"]["usage"];
+    assert_eq!(
+        (
+            &usage["input_tokens"],
+            &usage["cache_read_input_tokens"],
+            &usage["cache_creation_input_tokens"]
+        ),
+        (&json!(6), &json!(24), &json!(0))
+    );
+    server.shutdown().await;
+}

@@ -15,7 +15,15 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ._types import Ask, Deny, PendingRequest, ToolCallEvent, ToolOutput
+from ._types import (
+    Ask,
+    CompactNotice,
+    Deny,
+    PendingRequest,
+    ToolCallEvent,
+    ToolOutput,
+    Transcript,
+)
 from ._websearch import SearchRequest, results_wire
 
 
@@ -116,6 +124,14 @@ def tool_output(d: dict[str, Any]) -> ToolOutput:
 
 def pending_request(d: dict[str, Any]) -> PendingRequest:
     return PendingRequest.from_dict(d)
+
+
+def compact_notice(d: dict[str, Any]) -> CompactNotice:
+    return CompactNotice.from_dict(d)
+
+
+def transcript(d: dict[str, Any]) -> Transcript:
+    return Transcript(d.get("messages") or [])
 
 
 def search_request(d: dict[str, Any]) -> SearchRequest:

@@ -9,14 +9,16 @@ import inspect
 import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
-from typing import Any, TypeVar, Union, overload
+from typing import Any, Literal, TypeVar, Union, overload
 
 from . import _native
 from ._bridge import is_async
 from ._errors import ConfigurationError
-from ._tools import HintsLike, Tool
+from ._tools import HintsLike, Tool, _hints_dict
 from ._types import (
     Ask,
+    CompactionOptions,
+    CompactNotice,
     Deny,
     PendingRequest,
     PolicySource,
@@ -35,6 +37,8 @@ __all__ = [
     "BackgroundShells",
     "BeforeTool",
     "Client",
+    "Compactor",
+    "OnCompact",
     "Hooks",
     "Run",
     "WaitFor",
@@ -59,6 +63,16 @@ WaitFor = Callable[[PendingRequest, _native.CancelSignal], Any]
 """``wait_for(request, cancel)``: return ``{"approve": True}``,
 ``{"approve": False, "message": ...}`` or ``{"result": value}``; sync or async. A sync one runs
 in a worker thread and can watch ``cancel``; an async one is cancelled with its turn."""
+
+OnCompact = Callable[[CompactNotice], Any]
+"""``on_compact(notice)``: told after every compaction (what the ``compact`` event says); sync or
+async. A failure in it is ignored (the compaction stands)."""
+
+Compactor = Callable[[Transcript], Any]
+"""``compactor(transcript)``: return a shorter :class:`Transcript` (or ``{"messages": [...]}``)
+to replace the conversation, or None to let the engine summarise it; sync or async. An invalid
+or empty result, or an exception, leaves the conversation unchanged and ends the turn with
+``error``."""
 
 ToolLike = Union[Tool, _native.NativeTool, Callable[..., Any]]
 """A :class:`Tool`, an engine tool (``NativeTool``: MCP tools), or a typed function."""
@@ -432,6 +446,52 @@ class Client:
     async def __aexit__(self, *exc: object) -> None:
         self.close()
 
+    def as_tool_with(
+        self,
+        name: str,
+        description: str,
+        *,
+        conversation: Literal["fresh", "kept"] | None = None,
+        max_turns: int | None = None,
+        allow: Sequence[str] | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        hints: HintsLike | None = None,
+        max_depth: int | None = None,
+    ) -> _native.NativeTool:
+        """This client as a tool of another client (a subagent): ``parent.register(it)``. Each
+        call runs one turn of this client on the call's ``prompt`` and returns its final text;
+        a turn that ends in ``error``, ``max_turns``, ``budget`` or ``cancelled`` is an error
+        result saying so. Every call the subagent makes passes its own gate and then the
+        parent's; its asks go to the parent's ``wait_for`` when it has none; its events reach
+        the parent's stream tagged with ``agent``.
+
+        ``conversation``: ``"fresh"`` (default: every call starts from an empty conversation)
+        or ``"kept"``. ``max_turns``: model responses per call. ``allow``: the tools the
+        subagent may use (narrows its own allowlist). ``input_schema``: the tool's input
+        instead of ``{prompt}`` (the arguments, as JSON, are the prompt). ``hints``: what the
+        parent's gate sees for the call. ``max_depth``: how deep subagents may nest (default
+        3)."""
+        options: dict[str, Any] = {
+            "conversation": conversation,
+            "max_turns": max_turns,
+            "allow": _list(allow),
+            "input_schema": dict(input_schema) if input_schema is not None else None,
+            "hints": None if hints is None else _hints_dict(hints),
+            "max_depth": max_depth,
+        }
+        wire = {k: v for k, v in options.items() if v is not None}
+        return self._native.as_tool_with(name, description, json.dumps(wire))
+
+    async def compact(self) -> CompactNotice | None:
+        """Compact the conversation now: the older part replaced by the model's summary (or
+        by the ``compactor``'s transcript), keeping the ``compaction`` option's
+        ``keep_recent`` most recent messages (4 without it). Waits for a running turn. None
+        when there is nothing older to summarise; :class:`CompactionError` when the summary
+        request (or the compactor) failed, the conversation then unchanged. ``on_compact`` is
+        told, as for an automatic compaction."""
+        notice = await self._native.compact()
+        return None if notice is None else CompactNotice.from_dict(notice)
+
     def __repr__(self) -> str:
         c = self.config
         return f"<contenox.Client style={c.get('style')} model={c.get('model')!r}>"
@@ -502,6 +562,9 @@ def create_client(
     shell_env: Sequence[str] | None = None,
     sandbox: SandboxOptions | None = None,
     web_fetch_allow_private: bool | None = None,
+    compaction: CompactionOptions | None = None,
+    on_compact: OnCompact | None = None,
+    compactor: Compactor | None = None,
     hooks: Hooks | None = None,
     wait_for: WaitFor | None = None,
     tools: Sequence[ToolLike] = (),
@@ -534,7 +597,12 @@ def create_client(
     ``wait_for=fn(request, cancel)`` answers asks. ``tools=[...]``, hooks and ``wait_for``
     take Python callables, sync or async. ``websearch``: a search provider (a function
     ``search(request)`` or an object with a ``search`` method, sync or async) turns on the
-    opt-in ``websearch`` builtin."""
+    opt-in ``websearch`` builtin.
+
+    Compaction: ``compaction={"threshold_tokens": N, "keep_recent": 4, "instructions": ...}``
+    summarises the older part of the conversation when the context is over N tokens (and
+    when a server refuses a request as too long); ``on_compact=fn(notice)`` is told after
+    each one; ``compactor=fn(transcript)`` may compact in its own way."""
     config = _config_json(
         {
             "style": style,
@@ -562,6 +630,7 @@ def create_client(
             "shell_env": list(shell_env) if shell_env is not None else None,
             "sandbox": sandbox,
             "web_fetch_allow_private": web_fetch_allow_private,
+            "compaction": dict(compaction) if compaction is not None else None,
             **options,
         }
     )
@@ -578,6 +647,8 @@ def create_client(
         _callable(hooks.get("after_tool"), "after_tool"),
         _callable(wait_for, "wait_for"),
         _search_callable(websearch),
+        _callable(on_compact, "on_compact"),
+        _callable(compactor, "compactor"),
     )
     return Client(native)
 

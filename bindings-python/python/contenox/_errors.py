@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "CompactionError",
     "BusyError",
     "ClosedError",
     "ConfigurationError",
@@ -128,6 +129,11 @@ class TransportError(ModelError):
 
 class SerializationError(ContenoxError):
     """A transcript or config could not be read or written as JSON."""
+
+
+class CompactionError(ContenoxError):
+    """``client.compact()`` could not compact: the summary request or the host's compactor
+    failed (the conversation is unchanged)."""
 
 
 class ContenoxIOError(ContenoxError):

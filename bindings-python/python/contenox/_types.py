@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, Union
 
 __all__ = [
+    "CompactNotice",
+    "CompactionOptions",
     "Deny",
     "Hints",
     "JSON",
@@ -105,6 +107,9 @@ class ToolCallEvent:
     hints: Hints
     source: Source
     server: str | None = None
+    agent: tuple[str, ...] = ()
+    """The chain of subagents whose turn makes the call (``("researcher",)``); empty for the
+    client's own calls."""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ToolCallEvent:
@@ -115,6 +120,7 @@ class ToolCallEvent:
             hints=Hints.from_dict(d.get("hints")),
             source=d.get("source", "host"),
             server=d.get("server"),
+            agent=tuple(d.get("agent") or ()),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -127,6 +133,8 @@ class ToolCallEvent:
         }
         if self.server is not None:
             out["server"] = self.server
+        if self.agent:
+            out["agent"] = list(self.agent)
         return out
 
 
@@ -195,18 +203,80 @@ class ToolOutput:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token usage of a response or of a whole turn."""
+    """Token usage of a response or of a whole turn. ``input_tokens`` counts the whole prompt,
+    cached or not; the cache fields are the parts of it read from and written to the server's
+    prompt cache."""
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> Usage:
         d = d or {}
-        return cls(int(d.get("input_tokens", 0)), int(d.get("output_tokens", 0)))
+        return cls(
+            int(d.get("input_tokens", 0)),
+            int(d.get("output_tokens", 0)),
+            int(d.get("cache_read_input_tokens", 0)),
+            int(d.get("cache_creation_input_tokens", 0)),
+        )
 
     def to_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        # As the engine writes it: the cache fields only when non-zero.
+        out = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.cache_read_input_tokens:
+            out["cache_read_input_tokens"] = self.cache_read_input_tokens
+        if self.cache_creation_input_tokens:
+            out["cache_creation_input_tokens"] = self.cache_creation_input_tokens
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class CompactNotice:
+    """What one compaction did (``on_compact``'s argument, ``client.compact()``'s result, the
+    ``compact`` event's content)."""
+
+    trigger: Literal["auto", "manual"]
+    pre_tokens: int
+    """The context's size before, in tokens (measured as the next request would be)."""
+    post_tokens: int
+    """The context's size after, in tokens (estimated)."""
+    summary: str | None = None
+    """The summary that replaced the older messages; None when a host compactor did it."""
+    usage: Usage = field(default_factory=Usage)
+    """What the summary request cost; counted in the turn's usage."""
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CompactNotice:
+        return cls(
+            trigger=d["trigger"],
+            pre_tokens=int(d["pre_tokens"]),
+            post_tokens=int(d["post_tokens"]),
+            summary=d.get("summary"),
+            usage=Usage.from_dict(d.get("usage")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "trigger": self.trigger,
+            "pre_tokens": self.pre_tokens,
+            "post_tokens": self.post_tokens,
+        }
+        if self.summary is not None:
+            out["summary"] = self.summary
+        out["usage"] = self.usage.to_dict()
+        return out
+
+
+class CompactionOptions(TypedDict, total=False):
+    """The ``compaction`` option: compact when the context is over ``threshold_tokens``,
+    keeping the ``keep_recent`` most recent messages (default 4); ``instructions`` are added to
+    the summary request."""
+
+    threshold_tokens: int
+    keep_recent: int
+    instructions: str
 
 
 class Transcript:

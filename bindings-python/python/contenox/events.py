@@ -61,8 +61,14 @@ class _Base:
                 "rule",
                 "value",
                 "next",
+                "summary",
+                "usage",
             ):
                 continue
+            if f.name == "agent":
+                if not v:
+                    continue
+                v = list(v)
             out[f.name] = v
         return out
 
@@ -82,6 +88,9 @@ class Request(_Base):
     type: Literal["request"] = field(default="request", repr=False)
     index: int
     attempt: int
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,6 +99,9 @@ class TextDelta(_Base):
 
     type: Literal["text_delta"] = field(default="text_delta", repr=False)
     text: str
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,6 +110,9 @@ class Text(_Base):
 
     type: Literal["text"] = field(default="text", repr=False)
     text: str
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,6 +123,9 @@ class ToolCall(_Base):
     call_id: str
     name: str
     arguments: Any
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +142,9 @@ class Gate(_Base):
     rule: str | None = None
     """The approval policy's rule that matched (``rules[3]``, ``default_action``), when a policy
     is set."""
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,6 +155,9 @@ class Pending(_Base):
     call_id: str
     name: str
     request: PendingRequest
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,6 +168,9 @@ class Answer(_Base):
     call_id: str
     name: str
     answer: dict[str, Any]
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,6 +180,9 @@ class ToolStart(_Base):
     type: Literal["tool_start"] = field(default="tool_start", repr=False)
     call_id: str
     name: str
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,6 +195,11 @@ class ToolResult(_Base):
     content: str
     is_error: bool
     metadata: dict[str, Any] | None = None
+    usage: Usage | None = None
+    """Tokens the tool spent on models (a subagent's turn usage); counted in the turn's."""
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -175,6 +210,9 @@ class Progress(_Base):
     call_id: str
     name: str
     data: Any
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -183,6 +221,9 @@ class Todos(_Base):
 
     type: Literal["todos"] = field(default="todos", repr=False)
     todos: Any
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,15 +232,24 @@ class UsageEvent(_Base):
 
     type: Literal["usage"] = field(default="usage", repr=False)
     usage: Usage
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Compact(_Base):
-    """The conversation was compacted."""
+    """The older part of the conversation was replaced by one summary."""
 
     type: Literal["compact"] = field(default="compact", repr=False)
-    before: int
-    after: int
+    trigger: Literal["auto", "manual"]
+    pre_tokens: int
+    post_tokens: int
+    summary: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -211,6 +261,9 @@ class Retry(_Base):
     error: str
     wait_ms: int
     status: int | None = None
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -316,6 +369,8 @@ def event_from_dict(d: dict[str, Any]) -> Event:
         kwargs["hints"] = Hints.from_dict(kwargs["hints"])
     if "usage" in kwargs:
         kwargs["usage"] = Usage.from_dict(kwargs["usage"])
+    if "agent" in kwargs:
+        kwargs["agent"] = tuple(kwargs["agent"] or ())
     if kind == "pending":
         kwargs["request"] = PendingRequest.from_dict(kwargs.get("request") or {})
     event: Event = cls(raw=d, **kwargs)  # type: ignore[assignment]

@@ -89,6 +89,7 @@ impl Tool for TodoWrite {
         let (pending, doing, done) = (count("pending"), count("in_progress"), count("completed"));
         ctx.events.emit(Event::Todos {
             todos: todos.clone(),
+            agent: Vec::new(),
         });
         let s = if items.len() == 1 { "" } else { "s" };
         Ok(ToolOutput::text(format!(
@@ -121,7 +122,13 @@ mod tests {
         assert!(out
             .content_text()
             .starts_with("Task list updated: 3 tasks (1 completed, 1 in progress, 1 pending)"));
-        assert_eq!(rx.recv().await.unwrap(), Event::Todos { todos });
+        assert_eq!(
+            rx.recv().await.unwrap(),
+            Event::Todos {
+                todos,
+                agent: Vec::new()
+            }
+        );
     }
 
     #[tokio::test]

@@ -119,7 +119,8 @@ impl Client {
             .await
     }
 
-    /// [`Client::run_chain`] with per-run options (a narrower allowlist, an outside cancel).
+    /// [`Client::run_chain`] with per-run options (a narrower allowlist, an outside cancel, a
+    /// lower `max_turns` for the chain's model responses).
     pub async fn run_chain_with(
         &self,
         chain: &Chain,
@@ -133,6 +134,7 @@ impl Client {
             Arc::new(chain.clone()),
             input.into(),
             options.allow,
+            options.max_turns,
             cancel,
             EventSink::discard(),
         )
@@ -160,6 +162,7 @@ impl Client {
             Arc::new(chain.clone()),
             input.into(),
             options.allow,
+            options.max_turns,
             cancel.clone(),
             EventSink::new(tx),
         );

@@ -13,9 +13,10 @@ use super::template::Scope;
 use crate::client_state::ClientState;
 use crate::error::cut;
 use crate::event::{Event, Outcome, TurnResult, Usage};
+use crate::scope::{TurnScope, UsageCell};
 use crate::tool::{Allowlist, EventSink, ToolOutput};
 use crate::transcript::{Message, ToolCall};
-use crate::turn::{Response, Turn, CANCELLED_RESULT, MAX_TURNS_RESULT};
+use crate::turn::{client_id, Response, Turn, CANCELLED_RESULT, MAX_TURNS_RESULT};
 
 /// The result of a call the model asked for that no `execute_tool_calls` task ran before the
 /// chain went on without it or ended.
@@ -76,6 +77,7 @@ pub(crate) async fn run_chain(
     chain: Arc<Chain>,
     input: String,
     run_allow: Option<Allowlist>,
+    max_turns: Option<u32>,
     cancel: CancellationToken,
     sink: EventSink,
 ) -> TurnResult {
@@ -89,6 +91,9 @@ pub(crate) async fn run_chain(
         inner: &inner,
         chain: &chain,
         run_allow: run_allow.as_ref(),
+        max_turns,
+        // A host's own run: the client's gate only, as for a turn of its own.
+        scope: TurnScope::root(client_id(&inner), inner.clone()),
         cancel: &cancel,
         sink: &sink,
         input: Output::text(input),
@@ -124,9 +129,13 @@ pub(crate) async fn run_chain(
 }
 
 struct ChainRun<'a> {
-    inner: &'a ClientState,
+    inner: &'a Arc<ClientState>,
     chain: &'a Chain,
     run_allow: Option<&'a Allowlist>,
+    /// The run's `max_turns` (replaces the client's, as for a turn).
+    max_turns: Option<u32>,
+    /// The gates the chain's calls pass (its tasks' turns run in it).
+    scope: TurnScope,
     cancel: &'a CancellationToken,
     sink: &'a EventSink,
     input: Output,
@@ -137,7 +146,7 @@ struct ChainRun<'a> {
     pending: Option<Pending>,
     /// How often each edge (from, to) was taken.
     edges: HashMap<(usize, usize), u64>,
-    /// Model responses so far (bounded by the client's `max_turns`).
+    /// Model responses so far (bounded by `max_turns`, as a turn's).
     responses: u32,
     usage: Usage,
     /// The output text of the last task that ended well.
@@ -377,8 +386,11 @@ impl ChainRun<'_> {
             inner: self.inner,
             run_allow: self.run_allow,
             narrow: Some(narrow),
+            max_turns: self.max_turns,
+            report_to: None,
             cancel,
             sink: self.sink,
+            scope: self.scope.clone(),
         }
     }
 
@@ -419,7 +431,9 @@ impl ChainRun<'_> {
         input: Output,
         cancel: &CancellationToken,
     ) -> Result<Done, Stop> {
-        if self.responses >= self.inner.config().max_turns {
+        // The same ceiling as a turn's: the run's `max_turns`, the client's, the policy's.
+        let unnarrowed = |_: &str| true;
+        if self.responses >= self.turn(&unnarrowed, cancel).ceilings().max_turns {
             return Err(Stop::MaxTurns);
         }
         // Calls of an earlier chat task nobody executed get their results first: the model
@@ -440,13 +454,20 @@ impl ChainRun<'_> {
         let narrow = self.narrow(&tasks);
         let turn = self.turn(&narrow, cancel);
         let system = system.or_else(|| self.inner.config().system.clone());
+        let mut spent = Usage::default();
         let response = turn
-            .respond(self.responses, system.as_deref(), task.model.as_deref())
+            .respond(
+                self.responses,
+                system.as_deref(),
+                task.model.as_deref(),
+                &mut spent,
+            )
             .await;
+        // Counted whatever the answer: a failed request (or its compaction) still cost this.
+        self.usage.add(spent);
         match response {
-            Response::Answer { text, calls, usage } => {
+            Response::Answer { text, calls, .. } => {
                 self.responses += 1;
-                self.usage.add(usage);
                 let value = if calls.is_empty() {
                     self.inner.append([Message::Assistant {
                         content: text.clone(),
@@ -506,15 +527,21 @@ impl ChainRun<'_> {
             tool_calls: pending.calls.clone(),
         });
         let mut texts = Vec::with_capacity(pending.calls.len());
+        // What the calls spent on models (a subagent's turn) is the chain's too.
+        let mut spent_on_calls = Usage::default();
         for call in &pending.calls {
+            let cell = UsageCell::default();
             let out = if cancel.is_cancelled() {
                 ToolOutput::error(CANCELLED_RESULT)
             } else {
-                turn.handle_call(call).await
+                turn.handle_call(call, &cell).await
             };
             texts.push(out.content_text());
-            step.push(turn.result_message(call, out));
+            let spent = Some(cell.get()).filter(|u| !u.is_zero());
+            spent_on_calls.add(spent.unwrap_or_default());
+            step.push(turn.result_message(call, out, spent));
         }
+        self.usage.add(spent_on_calls);
         self.inner.append(step);
         if self.cancel.is_cancelled() {
             return Err(Stop::Cancelled);
@@ -571,15 +598,19 @@ impl ChainRun<'_> {
             call_id: tool_call.id.clone(),
             name: tool_call.name.clone(),
             arguments: tool_call.arguments.clone(),
+            agent: Vec::new(),
         });
         let tasks = [task];
         let narrow = self.narrow(&tasks);
         let turn = self.turn(&narrow, cancel);
-        let out = turn.handle_call(&tool_call).await;
+        let cell = UsageCell::default();
+        let out = turn.handle_call(&tool_call, &cell).await;
         let (is_error, text) = (out.is_error, out.content_text());
+        let spent = Some(cell.get()).filter(|u| !u.is_zero());
         // The call is the chain's, not the model's: its result is reported, not added to the
         // conversation.
-        let _ = turn.result_message(&tool_call, out);
+        let _ = turn.result_message(&tool_call, out, spent);
+        self.usage.add(spent.unwrap_or_default());
         if self.cancel.is_cancelled() {
             return Err(Stop::Cancelled);
         }
@@ -644,7 +675,7 @@ impl ChainRun<'_> {
             tool_calls: pending.calls.clone(),
         });
         for call in &pending.calls {
-            step.push(turn.result_message(call, ToolOutput::error(reason)));
+            step.push(turn.result_message(call, ToolOutput::error(reason), None));
         }
         self.inner.append(step);
     }

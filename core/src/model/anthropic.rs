@@ -140,23 +140,62 @@ enum Block {
     Other,
 }
 
+/// Anthropic's usage fields as they arrive: `input_tokens` counts only the prompt tokens that
+/// were neither read from nor written to the prompt cache.
+#[derive(Default)]
+struct WireUsage {
+    uncached: u64,
+    cache_read: u64,
+    cache_creation: u64,
+    output: u64,
+}
+
+impl WireUsage {
+    /// Take the fields `u` carries (message_start has them all; message_delta repeats the
+    /// cumulative counts it knows).
+    fn read(&mut self, u: &Value) {
+        let field = |k: &str| u.get(k).and_then(Value::as_u64);
+        if let Some(n) = field("input_tokens") {
+            self.uncached = n;
+        }
+        if let Some(n) = field("cache_read_input_tokens") {
+            self.cache_read = n;
+        }
+        if let Some(n) = field("cache_creation_input_tokens") {
+            self.cache_creation = n;
+        }
+        if let Some(n) = field("output_tokens") {
+            self.output = n;
+        }
+    }
+
+    /// The engine's usage: every prompt token in `input_tokens`, cached or not.
+    fn usage(&self) -> Usage {
+        Usage {
+            input_tokens: self
+                .uncached
+                .saturating_add(self.cache_read)
+                .saturating_add(self.cache_creation),
+            output_tokens: self.output,
+            cache_read_input_tokens: self.cache_read,
+            cache_creation_input_tokens: self.cache_creation,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Assembler {
     text: String,
     blocks: Vec<(u64, Block)>,
     calls: Vec<RawCall>,
-    usage: Usage,
+    usage: WireUsage,
     stopped: bool,
 }
 
 impl Assembler {
     fn event(&mut self, kind: &str, data: &Value, deltas: DeltaSink<'_>) -> Result<(), Failure> {
         match kind {
-            "message_start" => {
-                let u = &data["message"]["usage"];
-                self.usage.input_tokens = u["input_tokens"].as_u64().unwrap_or(0);
-                self.usage.output_tokens = u["output_tokens"].as_u64().unwrap_or(0);
-            }
+            "message_start" => self.usage.read(&data["message"]["usage"]),
             "content_block_start" => {
                 let index = data["index"].as_u64().unwrap_or(self.blocks.len() as u64);
                 let cb = &data["content_block"];
@@ -209,14 +248,7 @@ impl Assembler {
                     }
                 }
             }
-            "message_delta" => {
-                if let Some(out) = data["usage"]["output_tokens"].as_u64() {
-                    self.usage.output_tokens = out;
-                }
-                if let Some(inp) = data["usage"]["input_tokens"].as_u64() {
-                    self.usage.input_tokens = inp;
-                }
-            }
+            "message_delta" => self.usage.read(&data["usage"]),
             "message_stop" => self.stopped = true,
             "error" => {
                 return Err(Failure::Fatal(format!(
@@ -246,10 +278,7 @@ impl Assembler {
                 _ => {}
             }
         }
-        self.usage = Usage {
-            input_tokens: msg["usage"]["input_tokens"].as_u64().unwrap_or(0),
-            output_tokens: msg["usage"]["output_tokens"].as_u64().unwrap_or(0),
-        };
+        self.usage.read(&msg["usage"]);
         self.stopped = true;
     }
 
@@ -257,7 +286,7 @@ impl Assembler {
         ModelResponse {
             text: self.text,
             calls: self.calls,
-            usage: self.usage,
+            usage: self.usage.usage(),
         }
     }
 }
@@ -366,6 +395,44 @@ mod tests {
         assert_eq!(msgs[2]["content"][1]["text"], "again");
         assert_eq!(body["system"], "sys");
         assert!(body.get("tools").is_none());
+    }
+
+    #[test]
+    fn cached_prompt_tokens_count_as_input() {
+        // What llama.cpp's llama-server and the real API send when the prompt came from cache.
+        let mut asm = Assembler::default();
+        let sink = |_: &str| {};
+        asm.event(
+            "message_start",
+            &json!({"message": {"usage": {"input_tokens": 1, "cache_read_input_tokens": 24,
+                                          "cache_creation_input_tokens": 3, "output_tokens": 0}}}),
+            &sink,
+        )
+        .unwrap();
+        asm.event(
+            "message_delta",
+            &json!({"usage": {"output_tokens": 17}}),
+            &sink,
+        )
+        .unwrap();
+        let u = asm.finish().usage;
+        assert_eq!(
+            u,
+            Usage {
+                input_tokens: 28,
+                output_tokens: 17,
+                cache_read_input_tokens: 24,
+                cache_creation_input_tokens: 3,
+            }
+        );
+        // A whole (non-streamed) message reads the same fields.
+        let mut asm = Assembler::default();
+        asm.whole(
+            &json!({"content": [], "usage": {"input_tokens": 2, "cache_read_input_tokens": 8,
+                                             "output_tokens": 1}}),
+            &sink,
+        );
+        assert_eq!(asm.finish().usage.input_tokens, 10);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod list_models;
 mod ndjson;
 mod ollama;
 mod openai;
+mod overflow;
 pub(crate) mod redact;
 mod retry;
 mod scripted;

@@ -124,9 +124,12 @@ impl Assembler {
         }
         if obj["done"].as_bool() == Some(true) {
             self.done = true;
+            // Ollama reports no cache fields; `prompt_eval_count` may leave out a prompt
+            // prefix its KV cache reused (compaction's estimate covers that, see compact/).
             self.usage = Usage {
                 input_tokens: obj["prompt_eval_count"].as_u64().unwrap_or(0),
                 output_tokens: obj["eval_count"].as_u64().unwrap_or(0),
+                ..Usage::default()
             };
         }
         Ok(())

@@ -117,9 +117,17 @@ impl Assembler {
             )));
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            // `prompt_tokens` is the whole prompt; `cached_tokens` is the part of it served
+            // from the prompt cache (never more than the whole, whatever a server claims).
+            let input = u["prompt_tokens"].as_u64().unwrap_or(0);
             self.usage = Usage {
-                input_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
+                input_tokens: input,
                 output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
+                cache_read_input_tokens: u["prompt_tokens_details"]["cached_tokens"]
+                    .as_u64()
+                    .unwrap_or(0)
+                    .min(input),
+                cache_creation_input_tokens: 0,
             };
         }
         let Some(choice) = chunk["choices"].get(0) else {
@@ -264,7 +272,8 @@ mod tests {
                 {"index": 1, "function": {"arguments": "{}"}},
                 {"index": 0, "function": {"arguments": ": 1}"}}]}}]}),
             json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
-            json!({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 2}}),
+            json!({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 2,
+                                            "prompt_tokens_details": {"cached_tokens": 5}}}),
         ];
         for c in &chunks {
             asm.chunk(c, &sink).unwrap();
@@ -277,6 +286,7 @@ mod tests {
         assert_eq!(r.calls[0].arguments, "{\"k\": 1}");
         assert_eq!(r.calls[1].id.as_deref(), Some("b"));
         assert_eq!(r.usage.input_tokens, 7);
+        assert_eq!(r.usage.cache_read_input_tokens, 5);
         let err = Assembler::default()
             .chunk(&json!({"error": {"message": "nope"}}), &sink)
             .unwrap_err();

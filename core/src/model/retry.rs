@@ -7,6 +7,7 @@ use rand::Rng;
 
 use serde_json::Value;
 
+use super::overflow::is_context_overflow;
 use super::{Backend, Failure, ModelResponse};
 use crate::config::RetryPolicy;
 use crate::event::Event;
@@ -22,23 +23,38 @@ pub(crate) fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
     Duration::from_millis((base as f64 * jitter) as u64)
 }
 
+/// A model request that failed for good.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RequestFailed {
+    /// The message the turn ends with.
+    pub message: String,
+    /// The server refused the request as over the model's context length (see
+    /// `model::overflow`): compacting the conversation and sending it again may succeed.
+    pub context_overflow: bool,
+}
+
 /// Send `body` until it succeeds, fails for good, or the retries run out. Emits `request` before
-/// each attempt and `retry` before each wait. `Err` carries the message the turn ends with.
+/// each attempt and `retry` before each wait.
 pub(crate) async fn complete_with_retry(
     backend: &dyn Backend,
     body: &Value,
     policy: &RetryPolicy,
     sink: &EventSink,
     index: u32,
-) -> Result<ModelResponse, String> {
+) -> Result<ModelResponse, RequestFailed> {
     let deltas = |text: &str| {
         sink.emit(Event::TextDelta {
             text: text.to_string(),
+            agent: Vec::new(),
         })
     };
     let mut attempt = 0u32;
     loop {
-        sink.emit(Event::Request { index, attempt });
+        sink.emit(Event::Request {
+            index,
+            attempt,
+            agent: Vec::new(),
+        });
         match backend.send(body, &deltas).await {
             Ok(resp) => return Ok(resp),
             Err(Failure::BeforeData {
@@ -56,6 +72,7 @@ pub(crate) async fn complete_with_retry(
                     status,
                     error: backend.redact(&message),
                     wait_ms: wait.as_millis() as u64,
+                    agent: Vec::new(),
                 });
                 tokio::time::sleep(wait).await;
                 attempt += 1;
@@ -63,10 +80,14 @@ pub(crate) async fn complete_with_retry(
             Err(f) => {
                 let tries = attempt + 1;
                 let msg = backend.redact(f.message());
-                return Err(if tries > 1 {
-                    format!("{msg} (after {tries} attempts)")
-                } else {
-                    msg
+                let context_overflow = is_context_overflow(&f);
+                return Err(RequestFailed {
+                    message: if tries > 1 {
+                        format!("{msg} (after {tries} attempts)")
+                    } else {
+                        msg
+                    },
+                    context_overflow,
                 });
             }
         }

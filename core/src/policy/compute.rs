@@ -154,6 +154,7 @@ mod tests {
         Usage {
             input_tokens: i,
             output_tokens: o,
+            ..Usage::default()
         }
     }
 

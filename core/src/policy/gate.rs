@@ -198,6 +198,7 @@ mod tests {
             hints: Hints::default(),
             source: Source::Builtin,
             server: None,
+            agent: Vec::new(),
         }
     }
 

@@ -7,30 +7,50 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::event::Event;
+use crate::event::{Event, Usage};
+use crate::scope::{TurnScope, UsageCell};
 
 /// Where a turn's events go. Cheap to clone; sending never blocks and never fails loudly (a host
 /// that stopped listening just misses events).
 #[derive(Clone, Debug, Default)]
 pub struct EventSink {
     tx: Option<UnboundedSender<Event>>,
+    /// Set on a subagent's sink: its events reach the parent's stream tagged with this chain.
+    agent: Option<Arc<Vec<String>>>,
 }
 
 impl EventSink {
     pub(crate) fn new(tx: UnboundedSender<Event>) -> Self {
-        EventSink { tx: Some(tx) }
+        EventSink {
+            tx: Some(tx),
+            agent: None,
+        }
     }
 
     /// A sink that drops everything (for running a tool by hand).
     pub fn discard() -> Self {
-        EventSink { tx: None }
+        EventSink::default()
+    }
+
+    /// The same stream, for the turn of the subagent chain `chain`: its events are tagged
+    /// with it, and its `turn_start` / `turn_end` stay out of the parent's stream (which ends
+    /// with exactly one `turn_end`, its own).
+    pub(crate) fn for_agent(&self, chain: Vec<String>) -> EventSink {
+        EventSink {
+            tx: self.tx.clone(),
+            agent: Some(Arc::new(chain)),
+        }
     }
 
     /// Send one event.
-    pub fn emit(&self, event: Event) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(event);
+    pub fn emit(&self, mut event: Event) {
+        let Some(tx) = &self.tx else { return };
+        if let Some(chain) = &self.agent {
+            if !event.tag_agent(chain) {
+                return;
+            }
         }
+        let _ = tx.send(event);
     }
 }
 
@@ -49,6 +69,11 @@ pub struct ToolContext {
     pub events: EventSink,
     /// Environment variable names that must not reach child processes (API keys, host secrets).
     pub secret_env: Arc<Vec<String>>,
+    /// The chain of clients whose turns led to this call (a subagent's calls run inside its
+    /// parent's): their gates, their `wait_for`s, who is already running.
+    pub(crate) scope: TurnScope,
+    /// Tokens this call spent on models, added to the calling turn's usage.
+    pub(crate) spent: UsageCell,
 }
 
 impl ToolContext {
@@ -61,7 +86,21 @@ impl ToolContext {
             root: Arc::new(root.into()),
             events: EventSink::discard(),
             secret_env: Arc::new(Vec::new()),
+            scope: TurnScope::default(),
+            spent: UsageCell::default(),
         }
+    }
+
+    /// The chain of subagents this call runs in, outermost first (`[]` in a host's own turn,
+    /// `["researcher"]` inside the subagent `researcher`).
+    pub fn agent(&self) -> Vec<String> {
+        self.scope.agent()
+    }
+
+    /// Count tokens this tool spent on models (a tool that calls a model itself) in the
+    /// calling turn's usage; the call's `tool_result` event reports them too.
+    pub fn report_usage(&self, usage: Usage) {
+        self.spent.add(usage);
     }
 
     /// The root directory.
@@ -75,6 +114,7 @@ impl ToolContext {
             call_id: self.call_id.clone(),
             name: self.name.clone(),
             data,
+            agent: Vec::new(),
         });
     }
 }

@@ -1,4 +1,5 @@
-//! `conformance [DIR...]`: run every scenario in the directories (default: `$CONTENOX_SCENARIOS`)
+//! `conformance [DIR|FILE.json...]`: run every scenario in the directories, and the scenario
+//! files given (default: `$CONTENOX_SCENARIOS`)
 //! through the Rust API, print one line per scenario and `N passed, N failed`; exit 1 on any
 //! failure. Set `CONTENOX_TRACE_DIR` to keep the traces.
 

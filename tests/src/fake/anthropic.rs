@@ -73,6 +73,17 @@ fn call_id(ctx: &Ctx, i: usize, call: &ToolCall) -> String {
         .unwrap_or_else(|| format!("toolu_fake_{}_{i}", ctx.n))
 }
 
+/// Anthropic's usage object: `input_tokens` counts only the prompt tokens neither read from
+/// nor written to the cache; the real API always sends both cache fields.
+fn usage_json(u: Usage, output_tokens: u64) -> Value {
+    json!({
+        "input_tokens": u.uncached_input(),
+        "cache_creation_input_tokens": u.cache_creation_input_tokens,
+        "cache_read_input_tokens": u.cache_read_input_tokens,
+        "output_tokens": output_tokens,
+    })
+}
+
 pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -> Reply {
     let stream = ctx.request.get("stream").and_then(Value::as_bool) == Some(true);
     let stop_reason = if calls.is_empty() {
@@ -103,7 +114,7 @@ pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -
             "content": content,
             "stop_reason": stop_reason,
             "stop_sequence": null,
-            "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+            "usage": usage_json(usage, usage.output_tokens),
         });
         return Reply::json(StatusCode::OK, &body);
     }
@@ -119,7 +130,7 @@ pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -
                 "content": [],
                 "stop_reason": null,
                 "stop_sequence": null,
-                "usage": {"input_tokens": usage.input_tokens, "output_tokens": 0},
+                "usage": usage_json(usage, 0),
             }}),
         ),
         sse_event("ping", &json!({"type": "ping"})),

@@ -26,11 +26,16 @@ fn call_id(ctx: &Ctx, i: usize, call: &ToolCall) -> String {
 }
 
 fn usage_json(u: Usage) -> Value {
-    json!({
+    let mut usage = json!({
         "prompt_tokens": u.input_tokens,
         "completion_tokens": u.output_tokens,
         "total_tokens": u.input_tokens + u.output_tokens,
-    })
+    });
+    // As the real API: the cached part of the prompt, within `prompt_tokens`.
+    if u.cache_read_input_tokens > 0 {
+        usage["prompt_tokens_details"] = json!({"cached_tokens": u.cache_read_input_tokens});
+    }
+    usage
 }
 
 pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -> Reply {

@@ -776,6 +776,15 @@ public func FfiConverterTypeBackgroundShells_lower(_ value: BackgroundShells) ->
 public protocol ClientProtocol: AnyObject, Sendable {
     
     /**
+     * This client as a tool of another (a subagent): register the result there
+     * (`registerSourceTool`). `options_json`: the engine's `SubagentOptions` (`conversation`
+     * `fresh`/`kept`, `max_turns`, `allow`, `input_schema`, `hints`, `max_depth`); `null` for
+     * the defaults. Each call runs one turn of this client; its calls pass its own gate and
+     * then the parent's; its events reach the parent's stream with `agent` set.
+     */
+    func asToolWith(name: String, description: String, optionsJson: String?) throws  -> SourceTool
+    
+    /**
      * The client's background shells, or `null` when config `background` is off.
      */
     func backgroundShells()  -> BackgroundShells?
@@ -785,6 +794,13 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * client stays usable.
      */
     func cancel() 
+    
+    /**
+     * Compact the conversation now (waits for a running turn): the notice, or `null` when
+     * there is nothing older to summarise. Throws `Compaction` when the summary request
+     * failed (the conversation is then unchanged). `on_compact` is told too.
+     */
+    func compact() async throws  -> CompactNotice?
     
     /**
      * The config the client was built with, as JSON.
@@ -934,10 +950,11 @@ open class Client: ClientProtocol, @unchecked Sendable {
     /**
      * Build a client. `config_json` is the engine's `Config` as JSON (snake_case keys, the same
      * names in every binding: `style`, `base_url`, `model`, `api_key`, `root`, `builtins`,
-     * `allow`, `max_turns`, `script`, ...); unknown keys are an error. `websearch`: a search
-     * provider, which turns on the `websearch` builtin.
+     * `allow`, `max_turns`, `script`, `compaction`, ...); unknown keys are an error.
+     * `websearch`: a search provider, which turns on the `websearch` builtin. `on_compact`:
+     * told after every compaction.
      */
-public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks? = nil, waitFor: WaitFor? = nil, websearch: WebSearchProvider? = nil)throws  {
+public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks? = nil, waitFor: WaitFor? = nil, websearch: WebSearchProvider? = nil, onCompact: OnCompact? = nil)throws  {
     let handle =
         try rustCallWithError(FfiConverterTypeContenoxError_lift) {
         uniffiCallStatus in
@@ -946,7 +963,8 @@ public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks
         FfiConverterSequenceTypeHostTool.lower(tools),
         FfiConverterOptionTypeHooks.lower(hooks),
         FfiConverterOptionTypeWaitFor.lower(waitFor),
-        FfiConverterOptionTypeWebSearchProvider.lower(websearch),uniffiCallStatus
+        FfiConverterOptionTypeWebSearchProvider.lower(websearch),
+        FfiConverterOptionTypeOnCompact.lower(onCompact),uniffiCallStatus
     )
 }
     self.init(unsafeFromHandle: handle)
@@ -963,6 +981,25 @@ public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks
 
     
 
+    
+    /**
+     * This client as a tool of another (a subagent): register the result there
+     * (`registerSourceTool`). `options_json`: the engine's `SubagentOptions` (`conversation`
+     * `fresh`/`kept`, `max_turns`, `allow`, `input_schema`, `hints`, `max_depth`); `null` for
+     * the defaults. Each call runs one turn of this client; its calls pass its own gate and
+     * then the parent's; its events reach the parent's stream with `agent` set.
+     */
+open func asToolWith(name: String, description: String, optionsJson: String? = nil)throws  -> SourceTool  {
+    return try  FfiConverterTypeSourceTool_lift(try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_client_as_tool_with(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),
+        FfiConverterString.lower(description),
+        FfiConverterOptionString.lower(optionsJson),uniffiCallStatus
+    )
+})
+}
     
     /**
      * The client's background shells, or `null` when config `background` is off.
@@ -986,6 +1023,27 @@ open func cancel()  {try! rustCall() {
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 }
+}
+    
+    /**
+     * Compact the conversation now (waits for a running turn): the notice, or `null` when
+     * there is nothing older to summarise. Throws `Compaction` when the summary request
+     * failed (the conversation is then unchanged). `on_compact` is told too.
+     */
+open func compact()async throws  -> CompactNotice?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_client_compact(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeCompactNotice.lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
 }
     
     /**
@@ -2333,6 +2391,242 @@ public func FfiConverterTypeMcpSource_lower(_ value: McpSource) -> UInt64 {
 
 
 /**
+ * Told after every compaction of the conversation (automatic, or `compact()`), with what the
+ * `compact` event says. A thrown error is ignored: the compaction stands.
+ */
+public protocol OnCompact: AnyObject, Sendable {
+    
+    /**
+     * One compaction happened.
+     */
+    func onCompact(notice: CompactNotice) async throws 
+    
+}
+/**
+ * Told after every compaction of the conversation (automatic, or `compact()`), with what the
+ * `compact` event says. A thrown error is ignored: the compaction stands.
+ */
+open class OnCompactImpl: OnCompact, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_contenox_uniffi_fn_clone_oncompact(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_contenox_uniffi_fn_free_oncompact(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * One compaction happened.
+     */
+open func onCompact(notice: CompactNotice)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_oncompact_on_compact(
+                        self.uniffiCloneHandle(),FfiConverterTypeCompactNotice_lower(notice)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_void,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_void,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+
+    
+}
+
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceOnCompact {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceOnCompact = UniffiVTableCallbackInterfaceOnCompact(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterTypeOnCompact.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface OnCompact: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterTypeOnCompact.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface OnCompact: handle missing in uniffiClone")
+            }
+        },
+        onCompact: { (
+            uniffiHandle: UInt64,
+            notice: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteVoid,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeOnCompact.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.onCompact(
+                     notice: try FfiConverterTypeCompactNotice_lift(notice)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: ()) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeContenoxError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceOnCompact> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceOnCompact>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitOnCompact() {
+    uniffi_contenox_uniffi_fn_init_callback_vtable_oncompact(UniffiCallbackInterfaceOnCompact.vtablePtr)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeOnCompact: FfiConverter {
+    fileprivate static let handleMap = UniffiHandleMap<OnCompact>()
+
+    typealias FfiType = UInt64
+    typealias SwiftType = OnCompact
+
+    public static func lift(_ handle: UInt64) throws -> OnCompact {
+        if ((handle & 1) == 0) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return OnCompactImpl(unsafeFromHandle: handle)
+        } else {
+            // Swift-generated handle, get the object from the handle map
+            return try handleMap.remove(handle: handle)
+        }
+    }
+
+    public static func lower(_ value: OnCompact) -> UInt64 {
+         if let rustImpl = value as? OnCompactImpl {
+             // Rust-implemented object.  Clone the handle and return it
+            return rustImpl.uniffiCloneHandle()
+         } else {
+            // Swift object, generate a new vtable handle and return that.
+            return handleMap.insert(obj: value)
+         }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> OnCompact {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: OnCompact, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOnCompact_lift(_ handle: UInt64) throws -> OnCompact {
+    return try FfiConverterTypeOnCompact.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOnCompact_lower(_ value: OnCompact) -> UInt64 {
+    return FfiConverterTypeOnCompact.lower(value)
+}
+
+
+
+
+
+
+/**
  * A running turn: its events, its cancel, its result. Freeing it (Kotlin `close()`, or the
  * garbage collector) before the turn ended cancels the turn, as the engine's own handle does.
  */
@@ -3532,6 +3826,72 @@ public func FfiConverterTypeWebSearchProvider_lower(_ value: WebSearchProvider) 
 
 
 
+public struct CompactNotice: Equatable, Hashable {
+    public var trigger: CompactTrigger
+    public var preTokens: UInt64
+    public var postTokens: UInt64
+    public var summary: String?
+    public var usage: Usage
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(trigger: CompactTrigger, preTokens: UInt64, postTokens: UInt64, summary: String?, usage: Usage) {
+        self.trigger = trigger
+        self.preTokens = preTokens
+        self.postTokens = postTokens
+        self.summary = summary
+        self.usage = usage
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CompactNotice: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCompactNotice: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CompactNotice {
+        return
+            try CompactNotice(
+                trigger: FfiConverterTypeCompactTrigger.read(from: &buf), 
+                preTokens: FfiConverterUInt64.read(from: &buf), 
+                postTokens: FfiConverterUInt64.read(from: &buf), 
+                summary: FfiConverterOptionString.read(from: &buf), 
+                usage: FfiConverterTypeUsage.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CompactNotice, into buf: inout [UInt8]) {
+        FfiConverterTypeCompactTrigger.write(value.trigger, into: &buf)
+        FfiConverterUInt64.write(value.preTokens, into: &buf)
+        FfiConverterUInt64.write(value.postTokens, into: &buf)
+        FfiConverterOptionString.write(value.summary, into: &buf)
+        FfiConverterTypeUsage.write(value.usage, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCompactNotice_lift(_ buf: RustBuffer) throws -> CompactNotice {
+    return try FfiConverterTypeCompactNotice.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCompactNotice_lower(_ value: CompactNotice) -> RustBuffer {
+    return FfiConverterTypeCompactNotice.lower(value)
+}
+
+
 public struct Hints: Equatable, Hashable {
     public var readOnly: Bool?
     public var destructive: Bool?
@@ -4080,6 +4440,11 @@ public struct ToolCallEvent: Equatable, Hashable {
      * The MCP server or remote service the tool belongs to.
      */
     public var server: String?
+    /**
+     * The chain of subagents whose turn makes the call (`["researcher"]`); empty for the
+     * client's own calls.
+     */
+    public var agent: [String]
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -4101,13 +4466,18 @@ public struct ToolCallEvent: Equatable, Hashable {
          */source: Source, 
         /**
          * The MCP server or remote service the tool belongs to.
-         */server: String?) {
+         */server: String?, 
+        /**
+         * The chain of subagents whose turn makes the call (`["researcher"]`); empty for the
+         * client's own calls.
+         */agent: [String]) {
         self.name = name
         self.argumentsJson = argumentsJson
         self.callId = callId
         self.hints = hints
         self.source = source
         self.server = server
+        self.agent = agent
     }
 
     
@@ -4131,7 +4501,8 @@ public struct FfiConverterTypeToolCallEvent: FfiConverterRustBuffer {
                 callId: FfiConverterString.read(from: &buf), 
                 hints: FfiConverterTypeHints.read(from: &buf), 
                 source: FfiConverterTypeSource.read(from: &buf), 
-                server: FfiConverterOptionString.read(from: &buf)
+                server: FfiConverterOptionString.read(from: &buf), 
+                agent: FfiConverterSequenceString.read(from: &buf)
         )
     }
 
@@ -4142,6 +4513,7 @@ public struct FfiConverterTypeToolCallEvent: FfiConverterRustBuffer {
         FfiConverterTypeHints.write(value.hints, into: &buf)
         FfiConverterTypeSource.write(value.source, into: &buf)
         FfiConverterOptionString.write(value.server, into: &buf)
+        FfiConverterSequenceString.write(value.agent, into: &buf)
     }
 }
 
@@ -4532,12 +4904,16 @@ public func FfiConverterTypeTurnResult_lower(_ value: TurnResult) -> RustBuffer 
 public struct Usage: Equatable, Hashable {
     public var inputTokens: UInt64
     public var outputTokens: UInt64
+    public var cacheReadInputTokens: UInt64
+    public var cacheCreationInputTokens: UInt64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(inputTokens: UInt64, outputTokens: UInt64) {
+    public init(inputTokens: UInt64, outputTokens: UInt64, cacheReadInputTokens: UInt64 = UInt64(0), cacheCreationInputTokens: UInt64 = UInt64(0)) {
         self.inputTokens = inputTokens
         self.outputTokens = outputTokens
+        self.cacheReadInputTokens = cacheReadInputTokens
+        self.cacheCreationInputTokens = cacheCreationInputTokens
     }
 
     
@@ -4557,13 +4933,17 @@ public struct FfiConverterTypeUsage: FfiConverterRustBuffer {
         return
             try Usage(
                 inputTokens: FfiConverterUInt64.read(from: &buf), 
-                outputTokens: FfiConverterUInt64.read(from: &buf)
+                outputTokens: FfiConverterUInt64.read(from: &buf), 
+                cacheReadInputTokens: FfiConverterUInt64.read(from: &buf), 
+                cacheCreationInputTokens: FfiConverterUInt64.read(from: &buf)
         )
     }
 
     public static func write(_ value: Usage, into buf: inout [UInt8]) {
         FfiConverterUInt64.write(value.inputTokens, into: &buf)
         FfiConverterUInt64.write(value.outputTokens, into: &buf)
+        FfiConverterUInt64.write(value.cacheReadInputTokens, into: &buf)
+        FfiConverterUInt64.write(value.cacheCreationInputTokens, into: &buf)
     }
 }
 
@@ -4680,6 +5060,72 @@ public func FfiConverterTypeAnswer_lower(_ value: Answer) -> RustBuffer {
 
 
 
+
+public enum CompactTrigger: Equatable, Hashable {
+    
+    case auto
+    case manual
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension CompactTrigger: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCompactTrigger: FfiConverterRustBuffer {
+    typealias SwiftType = CompactTrigger
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CompactTrigger {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .auto
+        
+        case 2: return .manual
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: CompactTrigger, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .auto:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .manual:
+            writeInt(&buf, Int32(2))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCompactTrigger_lift(_ buf: RustBuffer) throws -> CompactTrigger {
+    return try FfiConverterTypeCompactTrigger.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCompactTrigger_lower(_ value: CompactTrigger) -> RustBuffer {
+    return FfiConverterTypeCompactTrigger.lower(value)
+}
+
+
+
 /**
  * Everything that can go wrong outside a turn (one variant per kind of the engine's error; see
  * `contenox::Error` for who raises each and what to do), plus what host code raises. Kotlin:
@@ -4772,6 +5218,15 @@ enum ContenoxError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError 
          */detail: String
     )
     /**
+     * `compact()` could not compact: the summary request failed (the conversation is
+     * unchanged).
+     */
+    case Compaction(
+        /**
+         * Why.
+         */detail: String
+    )
+    /**
      * A value given as JSON text is not valid JSON, or does not have the expected shape.
      */
     case Json(
@@ -4861,16 +5316,19 @@ public struct FfiConverterTypeContenoxError: FfiConverterRustBuffer {
         case 8: return .Internal(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 9: return .Json(
+        case 9: return .Compaction(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 10: return .Io(
+        case 10: return .Json(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 11: return .Host(
+        case 11: return .Io(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 12: return .Unexpected(
+        case 12: return .Host(
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 13: return .Unexpected(
             reason: try FfiConverterString.read(from: &buf)
             )
 
@@ -4929,23 +5387,28 @@ public struct FfiConverterTypeContenoxError: FfiConverterRustBuffer {
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Json(detail):
+        case let .Compaction(detail):
             writeInt(&buf, Int32(9))
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Io(detail):
+        case let .Json(detail):
             writeInt(&buf, Int32(10))
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Host(detail):
+        case let .Io(detail):
             writeInt(&buf, Int32(11))
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Unexpected(reason):
+        case let .Host(detail):
             writeInt(&buf, Int32(12))
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .Unexpected(reason):
+            writeInt(&buf, Int32(13))
             FfiConverterString.write(reason, into: &buf)
             
         }
@@ -5101,7 +5564,11 @@ public enum Event: Equatable, Hashable {
          */index: UInt32, 
         /**
          * 0 for the first attempt, 1.. for retries.
-         */attempt: UInt32
+         */attempt: UInt32, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
      * A piece of streamed text.
@@ -5109,7 +5576,11 @@ public enum Event: Equatable, Hashable {
     case textDelta(
         /**
          * The new text.
-         */text: String
+         */text: String, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
      * The whole text of one model response.
@@ -5117,7 +5588,11 @@ public enum Event: Equatable, Hashable {
     case text(
         /**
          * The text.
-         */text: String
+         */text: String, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
      * The model asked for a tool call.
@@ -5131,7 +5606,11 @@ public enum Event: Equatable, Hashable {
          */name: String, 
         /**
          * The arguments as JSON text (a JSON string when the model sent text that is not JSON).
-         */argumentsJson: String
+         */argumentsJson: String, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
      * The gate's decision for a call.
@@ -5157,7 +5636,11 @@ public enum Event: Equatable, Hashable {
          */source: Source, 
         /**
          * The approval policy's rule that matched, when a policy is set.
-         */rule: String?
+         */rule: String?, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
      * A call waits for the host's answer.
@@ -5171,7 +5654,11 @@ public enum Event: Equatable, Hashable {
          */name: String, 
         /**
          * The request given to `WaitFor`.
-         */request: PendingRequest
+         */request: PendingRequest, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
      * The host answered a pending request (or the ask timed out, which denies).
@@ -5185,7 +5672,11 @@ public enum Event: Equatable, Hashable {
          */name: String, 
         /**
          * The answer.
-         */answer: Answer
+         */answer: Answer, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
      * A tool is about to execute.
@@ -5196,7 +5687,11 @@ public enum Event: Equatable, Hashable {
          */callId: String, 
         /**
          * The tool name.
-         */name: String
+         */name: String, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
      * A call's result, as the model will see it.
@@ -5216,7 +5711,14 @@ public enum Event: Equatable, Hashable {
          */isError: Bool, 
         /**
          * Metadata of the result, as JSON text.
-         */metadataJson: String?
+         */metadataJson: String?, 
+        /**
+         * Tokens the tool spent on models (a subagent's turn usage); counted in the turn's.
+         */usage: Usage?, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
      * Progress reported by a running tool.
@@ -5230,7 +5732,11 @@ public enum Event: Equatable, Hashable {
          */name: String, 
         /**
          * Free-form progress data, as JSON text.
-         */dataJson: String
+         */dataJson: String, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
      * The turn's task list, replaced whole by `todo_write`.
@@ -5238,7 +5744,11 @@ public enum Event: Equatable, Hashable {
     case todos(
         /**
          * The task list, as JSON text.
-         */todosJson: String
+         */todosJson: String, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
      * Usage of one model response.
@@ -5246,18 +5756,37 @@ public enum Event: Equatable, Hashable {
     case usage(
         /**
          * Tokens read and written by that response.
-         */usage: Usage
+         */usage: Usage, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
-     * The conversation was compacted.
+     * The older part of the conversation was replaced by one summary message (or by what the
+     * host's compactor returned).
      */
     case compact(
         /**
-         * Messages before compaction.
-         */before: UInt32, 
+         * `Auto` (over `compaction.threshold_tokens`, or a server refusing the request as too
+         * long) or `Manual` (`compact()`).
+         */trigger: CompactTrigger, 
         /**
-         * Messages after compaction.
-         */after: UInt32
+         * The context's size before, in tokens.
+         */preTokens: UInt64, 
+        /**
+         * The context's size after, in tokens (estimated).
+         */postTokens: UInt64, 
+        /**
+         * The summary that replaced the older messages; absent when a host compactor did it.
+         */summary: String?, 
+        /**
+         * What the summary request cost; counted in the turn's usage.
+         */usage: Usage, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
      * A model request failed and will be retried.
@@ -5274,7 +5803,11 @@ public enum Event: Equatable, Hashable {
          */error: String, 
         /**
          * How long the engine waits before the next attempt.
-         */waitMs: UInt64
+         */waitMs: UInt64, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
     )
     /**
      * A task of a chain starts (`Client.runChain`).
@@ -5326,6 +5859,19 @@ public enum Event: Equatable, Hashable {
     )
 
 
+
+    /**
+     * The chain of subagents this event comes from, outermost first (`["researcher"]`);
+     * empty for the client's own events.
+     */
+public func agent() -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_event_agent(
+            FfiConverterTypeEvent_lower(self),uniffiCallStatus
+    )
+})
+}
 
     /**
      * The `type` tag (`turn_start`, `tool_call`, ...).
@@ -5384,46 +5930,46 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
         case 1: return .turnStart(prompt: try FfiConverterString.read(from: &buf)
         )
         
-        case 2: return .request(index: try FfiConverterUInt32.read(from: &buf), attempt: try FfiConverterUInt32.read(from: &buf)
+        case 2: return .request(index: try FfiConverterUInt32.read(from: &buf), attempt: try FfiConverterUInt32.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 3: return .textDelta(text: try FfiConverterString.read(from: &buf)
+        case 3: return .textDelta(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 4: return .text(text: try FfiConverterString.read(from: &buf)
+        case 4: return .text(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 5: return .toolCall(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), argumentsJson: try FfiConverterString.read(from: &buf)
+        case 5: return .toolCall(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), argumentsJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 6: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf), rule: try FfiConverterOptionString.read(from: &buf)
+        case 6: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf), rule: try FfiConverterOptionString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 7: return .pending(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), request: try FfiConverterTypePendingRequest.read(from: &buf)
+        case 7: return .pending(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), request: try FfiConverterTypePendingRequest.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 8: return .answer(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), answer: try FfiConverterTypeAnswer.read(from: &buf)
+        case 8: return .answer(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), answer: try FfiConverterTypeAnswer.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 9: return .toolStart(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf)
+        case 9: return .toolStart(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 10: return .toolResult(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), content: try FfiConverterString.read(from: &buf), isError: try FfiConverterBool.read(from: &buf), metadataJson: try FfiConverterOptionString.read(from: &buf)
+        case 10: return .toolResult(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), content: try FfiConverterString.read(from: &buf), isError: try FfiConverterBool.read(from: &buf), metadataJson: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterOptionTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 11: return .progress(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), dataJson: try FfiConverterString.read(from: &buf)
+        case 11: return .progress(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), dataJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 12: return .todos(todosJson: try FfiConverterString.read(from: &buf)
+        case 12: return .todos(todosJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 13: return .usage(usage: try FfiConverterTypeUsage.read(from: &buf)
+        case 13: return .usage(usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 14: return .compact(before: try FfiConverterUInt32.read(from: &buf), after: try FfiConverterUInt32.read(from: &buf)
+        case 14: return .compact(trigger: try FfiConverterTypeCompactTrigger.read(from: &buf), preTokens: try FfiConverterUInt64.read(from: &buf), postTokens: try FfiConverterUInt64.read(from: &buf), summary: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 15: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf)
+        case 15: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
         case 16: return .chainTaskStart(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf)
@@ -5448,30 +5994,34 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterString.write(prompt, into: &buf)
             
         
-        case let .request(index,attempt):
+        case let .request(index,attempt,agent):
             writeInt(&buf, Int32(2))
             FfiConverterUInt32.write(index, into: &buf)
             FfiConverterUInt32.write(attempt, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .textDelta(text):
+        case let .textDelta(text,agent):
             writeInt(&buf, Int32(3))
             FfiConverterString.write(text, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .text(text):
+        case let .text(text,agent):
             writeInt(&buf, Int32(4))
             FfiConverterString.write(text, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .toolCall(callId,name,argumentsJson):
+        case let .toolCall(callId,name,argumentsJson,agent):
             writeInt(&buf, Int32(5))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(argumentsJson, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .gate(callId,name,decision,message,hints,source,rule):
+        case let .gate(callId,name,decision,message,hints,source,rule,agent):
             writeInt(&buf, Int32(6))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
@@ -5480,66 +6030,80 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterTypeHints.write(hints, into: &buf)
             FfiConverterTypeSource.write(source, into: &buf)
             FfiConverterOptionString.write(rule, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .pending(callId,name,request):
+        case let .pending(callId,name,request,agent):
             writeInt(&buf, Int32(7))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterTypePendingRequest.write(request, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .answer(callId,name,answer):
+        case let .answer(callId,name,answer,agent):
             writeInt(&buf, Int32(8))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterTypeAnswer.write(answer, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .toolStart(callId,name):
+        case let .toolStart(callId,name,agent):
             writeInt(&buf, Int32(9))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .toolResult(callId,name,content,isError,metadataJson):
+        case let .toolResult(callId,name,content,isError,metadataJson,usage,agent):
             writeInt(&buf, Int32(10))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(content, into: &buf)
             FfiConverterBool.write(isError, into: &buf)
             FfiConverterOptionString.write(metadataJson, into: &buf)
+            FfiConverterOptionTypeUsage.write(usage, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .progress(callId,name,dataJson):
+        case let .progress(callId,name,dataJson,agent):
             writeInt(&buf, Int32(11))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(dataJson, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .todos(todosJson):
+        case let .todos(todosJson,agent):
             writeInt(&buf, Int32(12))
             FfiConverterString.write(todosJson, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .usage(usage):
+        case let .usage(usage,agent):
             writeInt(&buf, Int32(13))
             FfiConverterTypeUsage.write(usage, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .compact(before,after):
+        case let .compact(trigger,preTokens,postTokens,summary,usage,agent):
             writeInt(&buf, Int32(14))
-            FfiConverterUInt32.write(before, into: &buf)
-            FfiConverterUInt32.write(after, into: &buf)
+            FfiConverterTypeCompactTrigger.write(trigger, into: &buf)
+            FfiConverterUInt64.write(preTokens, into: &buf)
+            FfiConverterUInt64.write(postTokens, into: &buf)
+            FfiConverterOptionString.write(summary, into: &buf)
+            FfiConverterTypeUsage.write(usage, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .retry(attempt,status,error,waitMs):
+        case let .retry(attempt,status,error,waitMs,agent):
             writeInt(&buf, Int32(15))
             FfiConverterUInt32.write(attempt, into: &buf)
             FfiConverterOptionUInt16.write(status, into: &buf)
             FfiConverterString.write(error, into: &buf)
             FfiConverterUInt64.write(waitMs, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
             
         
         case let .chainTaskStart(taskId,handler):
@@ -6259,6 +6823,30 @@ fileprivate struct FfiConverterOptionTypeMcpServerListener: FfiConverterRustBuff
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeOnCompact: FfiConverterRustBuffer {
+    typealias SwiftType = OnCompact?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeOnCompact.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeOnCompact.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeWaitFor: FfiConverterRustBuffer {
     typealias SwiftType = WaitFor?
 
@@ -6307,6 +6895,30 @@ fileprivate struct FfiConverterOptionTypeWebSearchProvider: FfiConverterRustBuff
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeCompactNotice: FfiConverterRustBuffer {
+    typealias SwiftType = CompactNotice?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeCompactNotice.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeCompactNotice.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeToolOutput: FfiConverterRustBuffer {
     typealias SwiftType = ToolOutput?
 
@@ -6323,6 +6935,30 @@ fileprivate struct FfiConverterOptionTypeToolOutput: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeToolOutput.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeUsage: FfiConverterRustBuffer {
+    typealias SwiftType = Usage?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeUsage.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeUsage.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -6828,10 +7464,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_func_load_mcp() != 11857) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_contenox_uniffi_checksum_method_client_as_tool_with() != 17442) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_contenox_uniffi_checksum_method_client_background_shells() != 5990) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_cancel() != 30878) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_compact() != 56321) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_config_json() != 26040) {
@@ -6906,6 +7548,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_hosttool_call() != 28321) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_contenox_uniffi_checksum_method_oncompact_on_compact() != 27828) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_contenox_uniffi_checksum_method_toolreporter_progress() != 34407) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -6969,7 +7614,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_backgroundshells_status() != 13967) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 25076) {
+    if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 45772) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_constructor_transcript_empty() != 58648) {
@@ -6982,6 +7627,7 @@ private let initializationResult: InitializationResult = {
     uniffiCallbackInitHooks()
     uniffiCallbackInitHostTool()
     uniffiCallbackInitMcpServerListener()
+    uniffiCallbackInitOnCompact()
     uniffiCallbackInitWaitFor()
     uniffiCallbackInitWebSearchProvider()
     return InitializationResult.ok

@@ -268,6 +268,12 @@ typedef void (*UniffiCallbackInterfaceHostToolMethod1)(uint64_t, RustBuffer, Rus
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_ON_COMPACT_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_ON_COMPACT_METHOD0
+typedef void (*UniffiCallbackInterfaceOnCompactMethod0)(uint64_t, RustBuffer, UniffiForeignFutureCompleteVoid _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
 #ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_WAIT_FOR_METHOD0
 #define UNIFFI_FFIDEF_CALLBACK_INTERFACE_WAIT_FOR_METHOD0
 typedef void (*UniffiCallbackInterfaceWaitForMethod0)(uint64_t, RustBuffer, UniffiForeignFutureCompleteRustBuffer _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
@@ -305,6 +311,15 @@ typedef struct UniffiVTableCallbackInterfaceHostTool {
     UniffiCallbackInterfaceHostToolMethod0 _Nonnull spec;
     UniffiCallbackInterfaceHostToolMethod1 _Nonnull call;
 } UniffiVTableCallbackInterfaceHostTool;
+
+#endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_ON_COMPACT
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_ON_COMPACT
+typedef struct UniffiVTableCallbackInterfaceOnCompact {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfaceOnCompactMethod0 _Nonnull onCompact;
+} UniffiVTableCallbackInterfaceOnCompact;
 
 #endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_WAIT_FOR
@@ -346,7 +361,12 @@ void uniffi_contenox_uniffi_fn_free_client(uint64_t handle, RustCallStatus *_Non
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CONSTRUCTOR_CLIENT_NEW
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CONSTRUCTOR_CLIENT_NEW
-uint64_t uniffi_contenox_uniffi_fn_constructor_client_new(RustBuffer config_json, RustBuffer tools, RustBuffer hooks, RustBuffer wait_for, RustBuffer websearch, RustCallStatus *_Nonnull out_status
+uint64_t uniffi_contenox_uniffi_fn_constructor_client_new(RustBuffer config_json, RustBuffer tools, RustBuffer hooks, RustBuffer wait_for, RustBuffer websearch, RustBuffer on_compact, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_AS_TOOL_WITH
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_AS_TOOL_WITH
+uint64_t uniffi_contenox_uniffi_fn_method_client_as_tool_with(uint64_t ptr, RustBuffer name, RustBuffer description, RustBuffer options_json, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_BACKGROUND_SHELLS
@@ -357,6 +377,11 @@ RustBuffer uniffi_contenox_uniffi_fn_method_client_background_shells(uint64_t pt
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_CANCEL
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_CANCEL
 void uniffi_contenox_uniffi_fn_method_client_cancel(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_COMPACT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_COMPACT
+uint64_t uniffi_contenox_uniffi_fn_method_client_compact(uint64_t ptr
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_CONFIG_JSON
@@ -528,6 +553,26 @@ RustBuffer uniffi_contenox_uniffi_fn_method_hosttool_spec(uint64_t ptr, RustCall
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_HOSTTOOL_CALL
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_HOSTTOOL_CALL
 uint64_t uniffi_contenox_uniffi_fn_method_hosttool_call(uint64_t ptr, RustBuffer arguments_json, RustBuffer context
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_ONCOMPACT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_ONCOMPACT
+uint64_t uniffi_contenox_uniffi_fn_clone_oncompact(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_ONCOMPACT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_ONCOMPACT
+void uniffi_contenox_uniffi_fn_free_oncompact(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_INIT_CALLBACK_VTABLE_ONCOMPACT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_INIT_CALLBACK_VTABLE_ONCOMPACT
+void uniffi_contenox_uniffi_fn_init_callback_vtable_oncompact(const UniffiVTableCallbackInterfaceOnCompact* _Nonnull vtable
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_ONCOMPACT_ON_COMPACT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_ONCOMPACT_ON_COMPACT
+uint64_t uniffi_contenox_uniffi_fn_method_oncompact_on_compact(uint64_t ptr, RustBuffer notice
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_TOOLREPORTER
@@ -728,6 +773,11 @@ RustBuffer uniffi_contenox_uniffi_fn_method_backgroundshells_ids(uint64_t ptr, R
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_BACKGROUNDSHELLS_STATUS
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_BACKGROUNDSHELLS_STATUS
 RustBuffer uniffi_contenox_uniffi_fn_method_backgroundshells_status(uint64_t ptr, RustBuffer id, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_EVENT_AGENT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_EVENT_AGENT
+RustBuffer uniffi_contenox_uniffi_fn_method_event_agent(RustBuffer ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_EVENT_KIND
@@ -1049,6 +1099,12 @@ uint16_t uniffi_contenox_uniffi_checksum_func_load_mcp(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_AS_TOOL_WITH
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_AS_TOOL_WITH
+uint16_t uniffi_contenox_uniffi_checksum_method_client_as_tool_with(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_BACKGROUND_SHELLS
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_BACKGROUND_SHELLS
 uint16_t uniffi_contenox_uniffi_checksum_method_client_background_shells(void
@@ -1058,6 +1114,12 @@ uint16_t uniffi_contenox_uniffi_checksum_method_client_background_shells(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_CANCEL
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_CANCEL
 uint16_t uniffi_contenox_uniffi_checksum_method_client_cancel(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_COMPACT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_COMPACT
+uint16_t uniffi_contenox_uniffi_checksum_method_client_compact(void
     
 );
 #endif
@@ -1202,6 +1264,12 @@ uint16_t uniffi_contenox_uniffi_checksum_method_hosttool_spec(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_HOSTTOOL_CALL
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_HOSTTOOL_CALL
 uint16_t uniffi_contenox_uniffi_checksum_method_hosttool_call(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_ONCOMPACT_ON_COMPACT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_ONCOMPACT_ON_COMPACT
+uint16_t uniffi_contenox_uniffi_checksum_method_oncompact_on_compact(void
     
 );
 #endif

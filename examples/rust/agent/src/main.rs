@@ -235,7 +235,7 @@ async fn main() -> ExitCode {
     let mut stdout = std::io::stdout();
     while let Some(event) = run.next_event().await {
         match event {
-            Event::TextDelta { text } => {
+            Event::TextDelta { text, .. } => {
                 let _ = write!(stdout, "{}", printable(&text));
                 let _ = stdout.flush();
             }

@@ -117,6 +117,11 @@ private class ScenarioRun(
     private val root: Path = Files.createDirectories(workdir.resolve("root"))
     private val answers = ConcurrentLinkedQueue<Any>()
     private var client: Client? = null
+    /** The scenario's `subagents`, built before the scenario's client and shut down after it. */
+    private val subagentSpecs = scenario.optJSONArray("subagents")?.map { it as JSONObject } ?: emptyList()
+    private val subagents = mutableListOf<Client>()
+    /** What `onCompact` was told, as JSON, in order. */
+    private val compactions = ConcurrentLinkedQueue<String>()
 
     suspend fun run(): String {
         writeWorkspace()
@@ -125,7 +130,9 @@ private class ScenarioRun(
         val mcp = McpSetup(repo)
         try {
             scenario.optJSONObject("mcp")?.let { mcp.start(it) }
-            val config = clientConfig(server.baseUrl(scenario.getString("style")))
+            val baseUrl = server.baseUrl(scenario.getString("style"))
+            val config = clientConfig(baseUrl)
+            buildSubagents(baseUrl)
             val events = mutableListOf<String>()
             val actions = scenario.optJSONArray("actions")?.map { it as JSONObject } ?: emptyList()
             val fired = BooleanArray(actions.size)
@@ -149,6 +156,7 @@ private class ScenarioRun(
             // before the first prompt, into the first client (`mcp` is not combined with
             // `restart_between_prompts`: shutting a client down stops the servers given to it)
             mcp.registerInto(current)
+            scenario.optJSONObject("transcript")?.let { current.setTranscript(Transcript.fromJson(it.toString())) }
             var last: TurnResult? = null
             // Extension `chain`: each prompt is the chain's input; a chain that does not read is
             // the trace's `chain_error` (nothing runs).
@@ -191,6 +199,8 @@ private class ScenarioRun(
                     last = run.result()
                 }
             }
+            val told = compactions.toList()
+            if (scenario.has("settle_ms")) delay(scenario.getLong("settle_ms"))
             val requests = server.requests()
             chainError?.let { error ->
                 return buildString {
@@ -210,14 +220,21 @@ private class ScenarioRun(
                 append(",\"outcome\":").append(JSONObject.quote(outcomeName(result.outcome)))
                 append(",\"final_text\":").append(JSONObject.quote(result.finalText))
                 append(",\"usage\":{\"input_tokens\":").append(result.usage.inputTokens)
-                append(",\"output_tokens\":").append(result.usage.outputTokens).append("}")
+                append(",\"output_tokens\":").append(result.usage.outputTokens)
+                append(",\"cache_read_input_tokens\":").append(result.usage.cacheReadInputTokens)
+                append(",\"cache_creation_input_tokens\":").append(result.usage.cacheCreationInputTokens).append("}")
                 append(",\"events\":[").append(events.joinToString(",")).append("]")
                 append(",\"requests\":").append(requests)
                 append(",\"workspace\":").append(snapshot())
+                append(",\"compactions\":[").append(told.joinToString(",")).append("]")
                 append("}")
             }
         } finally {
             release()
+            for (c in subagents) {
+                c.shutdown()
+                c.destroy()
+            }
             withContext(NonCancellable) { mcp.close() }
             server.stop()
         }
@@ -263,9 +280,62 @@ private class ScenarioRun(
 
     private fun build(config: String): Client {
         val tools = scenario.optJSONArray("host_tools")?.map { hostToolOf(it as JSONObject) } ?: emptyList()
-        val built = Client(config, tools, RuleHooks(scenario), ScriptedWaitFor(answers), searchProvider())
+        val onCompact = object : OnCompact {
+            override suspend fun onCompact(notice: CompactNotice) {
+                compactions.add(noticeJson(notice))
+            }
+        }
+        val built = Client(config, tools, RuleHooks(scenario), ScriptedWaitFor(answers), searchProvider(), onCompact)
         client = built
+        for (sub in subagentSpecs.filter { it.optBoolean("in_parent", true) }) {
+            built.register(subagentTool(sub.getString("name")))
+        }
         return built
+    }
+
+    /** Every subagent's client (same server and root; its own `before_tool` and `wait_for`
+     *  only when given), then the subagents each one lists registered into it. */
+    private fun buildSubagents(baseUrl: String) {
+        for (sub in subagentSpecs) {
+            val cfg = JSONObject(sub.optJSONObject("config")?.toString() ?: "{}")
+            cfg.put("style", scenario.getString("style"))
+            cfg.put("base_url", baseUrl)
+            cfg.put("model", "fake")
+            cfg.put("api_key", "test")
+            cfg.put("root", root.toString())
+            val tools = sub.optJSONArray("host_tools")?.map { hostToolOf(it as JSONObject) } ?: emptyList()
+            val hooks = if (sub.has("before_tool")) RuleHooks(sub) else null
+            val waitFor = sub.optJSONArray("wait_for")?.let { list ->
+                ScriptedWaitFor(ConcurrentLinkedQueue<Any>().also { q -> list.forEach { q.add(it) } })
+            }
+            subagents.add(Client(cfg.toString(), tools, hooks, waitFor))
+        }
+        for ((i, sub) in subagentSpecs.withIndex()) {
+            sub.optJSONArray("subagents")?.forEach { subagents[i].register(subagentTool(it as String)) }
+        }
+    }
+
+    private fun subagentTool(name: String): SourceTool {
+        val i = subagentSpecs.indexOfFirst { it.getString("name") == name }
+        if (i < 0) error("no subagent $name")
+        val sub = subagentSpecs[i]
+        val description = sub.optString("description", "The subagent $name.")
+        return subagents[i].asToolWith(name, description, sub.optJSONObject("options")?.toString())
+    }
+
+    private fun noticeJson(n: CompactNotice): String {
+        val o = JSONObject()
+        o.put("trigger", n.trigger.name.lowercase())
+        o.put("pre_tokens", n.preTokens.toLong())
+        o.put("post_tokens", n.postTokens.toLong())
+        n.summary?.let { o.put("summary", it) }
+        o.put(
+            "usage",
+            JSONObject()
+                .put("input_tokens", n.usage.inputTokens.toLong())
+                .put("output_tokens", n.usage.outputTokens.toLong()),
+        )
+        return o.toString()
     }
 
     /** `config.websearch`: false/absent = off; `{"results": [...]}` = a provider answering every
@@ -284,10 +354,20 @@ private class ScenarioRun(
         }
     }
 
+    /** `type[:name][@agent]`: `@a/b` a subagent chain, `@*` any subagent, `@` the client's
+     *  own; no `@` = any origin. */
     private fun matches(event: Event, pattern: String): Boolean {
-        val kind = pattern.substringBefore(':')
-        val name = if (pattern.contains(':')) pattern.substringAfter(':') else null
-        return event.kind() == kind && (name == null || event.toolName() == name)
+        val agent = if (pattern.contains('@')) pattern.substringAfter('@') else null
+        val p = pattern.substringBefore('@')
+        val kind = p.substringBefore(':')
+        val name = if (p.contains(':')) p.substringAfter(':') else null
+        if (event.kind() != kind || (name != null && event.toolName() != name)) return false
+        val chain = event.agent()
+        return when (agent) {
+            null -> true
+            "*" -> chain.isNotEmpty()
+            else -> chain.joinToString("/") == agent
+        }
     }
 
     private fun specOf(t: JSONObject): ToolSpec {
