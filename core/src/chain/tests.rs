@@ -376,6 +376,29 @@ async fn model_responses_count_against_max_turns() {
 }
 
 #[tokio::test]
+async fn the_runs_max_turns_bounds_a_chain_below_the_clients() {
+    let c = Client::builder()
+        .script(vec![
+            ScriptEntry::tool_call("c1", "echo", json!({})),
+            ScriptEntry::text("never asked for"),
+        ])
+        .builtins(Vec::<String>::new())
+        .tool(echo("echo"))
+        .max_turns(10)
+        .build()
+        .unwrap();
+    let options = crate::RunOptions::default().max_turns(1);
+    let r = c
+        .run_chain_with(&agent_loop(json!(["*"])), "go", options)
+        .await
+        .unwrap();
+    assert_eq!(r.outcome, Outcome::MaxTurns);
+    // The one response's call ran; the second chat task never asked the model.
+    assert_eq!(tool_results(&r), vec![("echo {}".to_string(), false)]);
+    r.transcript.validate().unwrap();
+}
+
+#[tokio::test]
 async fn a_model_failure_is_a_task_failure() {
     let c = client(vec![], vec![]);
     let r = c.run_chain(&agent_loop(json!(["*"])), "go").await.unwrap();
