@@ -14,7 +14,8 @@ repo="$(dirname "$here")"
 target="${CARGO_TARGET_DIR:-$repo/target}"
 export FAKE_MODEL_SERVER="${FAKE_MODEL_SERVER:-$target/debug/fake-model-server}"
 export CONFORMANCE_CHECK="${CONFORMANCE_CHECK:-$target/debug/conformance-check}"
-for bin in "$FAKE_MODEL_SERVER" "$CONFORMANCE_CHECK"; do
+export FAKE_REMOTE_SERVICE="${FAKE_REMOTE_SERVICE:-$target/debug/fake-remote-service}"
+for bin in "$FAKE_MODEL_SERVER" "$CONFORMANCE_CHECK" "$FAKE_REMOTE_SERVICE"; do
   [ -x "$bin" ] || { echo "ci.sh: $bin is missing: run cargo build -p contenox-conformance first" >&2; exit 1; }
 done
 

@@ -106,6 +106,25 @@ export declare class NativeMcpSource {
   close(): Promise<void>
 }
 
+/** The hooks of one `loadRemote`, their states and tools. */
+export declare class NativeRemoteSource {
+  /** Every tool of every ready hook, as they are now. */
+  tools(): Array<NativeTool>
+  /** Each hook and its state, in the order given, as JSON `[[name, {state, ...}], ...]`. */
+  hooks(): string
+  /** Read every hook again; the states as `hooks()` gives them. */
+  refresh(): Promise<string>
+  /**
+   * Register every tool into the client, probe unavailable hooks before its turns, follow
+   * refreshes.
+   */
+  registerInto(client: NativeClient): void
+  /** Remove the tools from every client and make later calls error. Idempotent. */
+  close(): Promise<void>
+  /** Whether `close()` was called. */
+  get closed(): boolean
+}
+
 /** A running turn. */
 export declare class NativeRun {
   /**
@@ -154,6 +173,14 @@ export declare function listModels(optionsJson: string): Promise<string>
  * stateJson)` is called once per server as it settles, before the promise resolves.
  */
 export declare function loadMcpSource(configJson: string, onServer?: (name: string, stateJson: string) => void): Promise<NativeMcpSource>
+
+/**
+ * Read the hooks (a JSON array, keys spelled as JavaScript writes them: `timeoutMs`,
+ * `specUrl`, `tool.inputSchema`) and each one's tools. `onHook(name, stateJson)` is called once
+ * per hook as it settles, before the promise resolves. Invalid hooks throw a
+ * `ConfigurationError` before anything is fetched.
+ */
+export declare function loadRemoteSource(hooksJson: string, onHook?: (name: string, stateJson: string) => void): Promise<NativeRemoteSource>
 
 /** What a finished turn returns. */
 export interface NativeTurnResult {

@@ -10,7 +10,8 @@ REPO="$(dirname "$HERE")"
 TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
 export FAKE_MODEL_SERVER="${FAKE_MODEL_SERVER:-$TARGET/debug/fake-model-server}"
 export CONFORMANCE_CHECK="${CONFORMANCE_CHECK:-$TARGET/debug/conformance-check}"
-for bin in "$FAKE_MODEL_SERVER" "$CONFORMANCE_CHECK"; do
+export FAKE_REMOTE_SERVICE="${FAKE_REMOTE_SERVICE:-$TARGET/debug/fake-remote-service}"
+for bin in "$FAKE_MODEL_SERVER" "$CONFORMANCE_CHECK" "$FAKE_REMOTE_SERVICE"; do
     if [[ ! -x "$bin" ]]; then
         echo "missing $bin: run 'cargo build -p contenox-conformance' first" >&2
         exit 1

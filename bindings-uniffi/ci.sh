@@ -18,7 +18,8 @@ start=$(date +%s)
 
 export FAKE_MODEL_SERVER=${FAKE_MODEL_SERVER:-$target/debug/fake-model-server}
 export CONFORMANCE_CHECK=${CONFORMANCE_CHECK:-$target/debug/conformance-check}
-if [ ! -x "$FAKE_MODEL_SERVER" ] || [ ! -x "$CONFORMANCE_CHECK" ]; then
+export FAKE_REMOTE_SERVICE=${FAKE_REMOTE_SERVICE:-$target/debug/fake-remote-service}
+if [ ! -x "$FAKE_MODEL_SERVER" ] || [ ! -x "$CONFORMANCE_CHECK" ] || [ ! -x "$FAKE_REMOTE_SERVICE" ]; then
   echo "== building the conformance harness"
   (cd "$repo" && cargo build --quiet -p contenox-conformance)
 fi

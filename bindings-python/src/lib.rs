@@ -10,6 +10,7 @@ mod convert;
 mod error;
 mod host;
 mod mcp;
+mod remote;
 mod run;
 mod runtime;
 
@@ -49,6 +50,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<mcp::PyMcpSource>()?;
     m.add_class::<mcp::PyNativeTool>()?;
     m.add_function(wrap_pyfunction!(mcp::load_mcp, m)?)?;
+    m.add_class::<remote::PyRemoteSource>()?;
+    m.add_function(wrap_pyfunction!(remote::load_remote, m)?)?;
     m.add_function(wrap_pyfunction!(runtime_pid, m)?)?;
     m.add_function(wrap_pyfunction!(ensure_runtime, m)?)?;
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;

@@ -55,7 +55,10 @@ impl PyNativeTool {
     }
 }
 
-fn native_tools<'py>(py: Python<'py>, tools: Vec<Arc<dyn Tool>>) -> PyResult<Bound<'py, PyList>> {
+pub(crate) fn native_tools<'py>(
+    py: Python<'py>,
+    tools: Vec<Arc<dyn Tool>>,
+) -> PyResult<Bound<'py, PyList>> {
     PyList::new(
         py,
         tools

@@ -27,6 +27,7 @@ def _binary(env: str, name: str) -> str:
 
 FAKE_MODEL_SERVER = _binary("FAKE_MODEL_SERVER", "fake-model-server")
 CONFORMANCE_CHECK = _binary("CONFORMANCE_CHECK", "conformance-check")
+FAKE_REMOTE_SERVICE = _binary("FAKE_REMOTE_SERVICE", "fake-remote-service")
 
 
 def scenario_dirs() -> list[Path]:
@@ -121,6 +122,8 @@ def _rule_matches(m: dict[str, Any], call: contenox.ToolCallEvent) -> bool:
         if getattr(call.hints, attr[m["hint"]]) is not True:
             return False
     if "no_hints" in m and call.hints.empty != bool(m["no_hints"]):
+        return False
+    if "server" in m and m["server"] != call.server:
         return False
     return not ("source" in m and m["source"] != call.source)
 
@@ -323,6 +326,78 @@ class McpSetup:
             proc.wait()
 
 
+class RemoteSetup:
+    """The scenario key ``remote``: ``fake-remote-service --scenario FILE`` (the Rust harness's
+    services, stopped by closing its stdin), its hooks loaded with ``contenox.load_remote``."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.control = 0
+        self.unreachable = False
+        self.source: contenox.RemoteSource | None = None
+
+    async def start(self, scenario_file: Path, services: list[dict[str, Any]]) -> None:
+        self.proc = subprocess.Popen(
+            [FAKE_REMOTE_SERVICE, "--scenario", str(scenario_file)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        try:
+            info = json.loads(line)
+        except ValueError:
+            raise RuntimeError(f"fake-remote-service printed {line!r}") from None
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+        self.control = int(info["control"])
+        reported: list[str] = []
+        self.source = await contenox.load_remote(
+            info["hooks"], on_hook=lambda name, _state: reported.append(name)
+        )
+        if sorted(reported) != sorted(h["name"] for h in info["hooks"]):
+            raise RuntimeError(f"remote: on_hook reported {reported}")
+        for (name, state), spec in zip(self.source.hooks, services, strict=True):
+            down = bool(spec.get("unreachable"))
+            self.unreachable |= down
+            if state.ready == down:
+                want = "down" if down else "ready"
+                raise RuntimeError(f"remote: hook {name} should be {want}: {state}")
+
+    def _control(self, method: str, path: str) -> Any:
+        url = f"http://127.0.0.1:{self.control}{path}"
+        req = urllib.request.Request(url, method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read() or b"null") if method == "GET" else None
+
+    def register_into(self, client: contenox.Client) -> None:
+        if self.source is not None:
+            self.source.register_into(client)
+
+    def bring_up(self) -> None:
+        """Start the services that were down at load."""
+        if self.unreachable:
+            self._control("POST", "/_fake/up")
+
+    def requests(self) -> list[Any]:
+        if self.proc is None:
+            return []
+        result: list[Any] = self._control("GET", "/_fake/remote_requests")
+        return result
+
+    async def close(self) -> None:
+        if self.source is not None:
+            await self.source.close()
+        if self.proc is not None:
+            if self.proc.stdin and not self.proc.stdin.closed:
+                self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
 def _snapshot(root: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for p in sorted(root.rglob("*")):
@@ -388,10 +463,13 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
 
     server = FakeServer(path)
     mcp = McpSetup()
+    remote = RemoteSetup()
     subagents: Subagents | None = None
     try:
         if "mcp" in scenario:
             await mcp.start(scenario["mcp"])
+        if scenario.get("remote"):
+            await remote.start(path, scenario["remote"])
         answers = collections.deque(scenario.get("wait_for") or [])
         current: list[contenox.Client] = []
         common = {
@@ -421,6 +499,7 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
                 on_compact=on_compact,
             )
             mcp.register_into(client)
+            remote.register_into(client)
             current[:] = [client]
             return client
 
@@ -437,6 +516,7 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
                 "requests": server.requests(),
                 "workspace": _snapshot(root),
             }
+        remote.bring_up()
         if "transcript" in scenario:
             client.transcript = contenox.Transcript.from_json(json.dumps(scenario["transcript"]))
         actions = scenario.get("actions") or []
@@ -479,11 +559,13 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
         if scenario.get("settle_ms"):
             await asyncio.sleep(scenario["settle_ms"] / 1000)
         requests = server.requests()
+        remote_requests = remote.requests()
         client.close()
     finally:
         if subagents is not None:
             subagents.close()
         await mcp.close()
+        await remote.close()
         server.stop()
     if chain_error is not None:
         return {
@@ -508,6 +590,7 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
         "events": events,
         "requests": requests,
         "workspace": _snapshot(root),
+        "remote_requests": remote_requests,
         "compactions": told,
     }
 

@@ -3,7 +3,6 @@ directories of $CONTENOX_SCENARIOS), one test per scenario, named after it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,4 @@ def test_scenarios_found() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
 async def test_scenario(path: Path) -> None:
-    if "remote" in json.loads(path.read_text()):
-        # tests/conformance/README.md: a binding without load_remote yet skips exactly these.
-        pytest.skip("remote hooks: the Python binding has no load_remote yet")
     await check_scenario(path)

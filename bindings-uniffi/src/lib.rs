@@ -26,6 +26,7 @@ mod error;
 mod event;
 mod host;
 mod mcp;
+mod remote;
 mod run;
 mod shells;
 
@@ -38,6 +39,7 @@ pub use error::ContenoxError;
 pub use event::Event;
 pub use host::{Hooks, HostTool, ToolContext, ToolReporter, WaitFor, WebSearchProvider};
 pub use mcp::{load_mcp, McpServer, McpServerListener, McpSource, SourceTool};
+pub use remote::{load_remote, RemoteHookListener, RemoteHookState, RemoteSource};
 pub use run::Run;
 pub use shells::BackgroundShells;
 

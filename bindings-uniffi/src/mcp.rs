@@ -75,7 +75,7 @@ impl McpSource {
     }
 }
 
-fn source_tools(tools: Vec<Arc<dyn contenox::Tool>>) -> Vec<Arc<SourceTool>> {
+pub(crate) fn source_tools(tools: Vec<Arc<dyn contenox::Tool>>) -> Vec<Arc<SourceTool>> {
     tools
         .into_iter()
         .map(|tool| Arc::new(SourceTool { tool }))
@@ -140,7 +140,8 @@ impl Drop for McpSource {
     }
 }
 
-/// A tool that lives in the engine: an MCP server's tool, or a resource tool. Register it with
+/// A tool that lives in the engine: an MCP server's tool, a resource tool, or a remote hook's
+/// tool. Register it with
 /// `client.registerSourceTool(tool)` (Kotlin also `client.register(tool)`).
 #[derive(uniffi::Object)]
 pub struct SourceTool {

@@ -38,11 +38,6 @@ impl Client {
         &self.state
     }
 
-    /// The client of a state a source kept (a weak reference upgraded).
-    pub(crate) fn from_state(state: Arc<ClientState>) -> Client {
-        Client { state }
-    }
-
     /// Start building a client.
     pub fn builder() -> ClientBuilder {
         ClientBuilder::default()

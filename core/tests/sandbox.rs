@@ -142,6 +142,59 @@ async fn leaving_the_group_and_tracing_are_refused() {
     assert!(out.contains("ptrace -1 1"), "{out}");
 }
 
+/// A command runs with `no_new_privs` (a setuid binary gains nothing), and a host running as
+/// root lends it at most Docker's default capabilities less CAP_MKNOD, in every set: with
+/// CAP_SYS_ADMIN or CAP_DAC_READ_SEARCH it would get past Landlock, with CAP_MKNOD write disks.
+#[tokio::test]
+async fn commands_get_no_new_privileges_and_no_dangerous_capability() {
+    require(&sandbox::status().seccomp, "seccomp");
+    /// chown, dac_override, fowner, fsetid, kill, setgid, setuid, setpcap, net_bind_service,
+    /// net_raw, sys_chroot, audit_write, setfcap.
+    const DOCKER_LESS_MKNOD: u64 = (1 << 0)
+        | (1 << 1)
+        | (1 << 3)
+        | (1 << 4)
+        | (1 << 5)
+        | (1 << 6)
+        | (1 << 7)
+        | (1 << 8)
+        | (1 << 10)
+        | (1 << 13)
+        | (1 << 18)
+        | (1 << 29)
+        | (1 << 31);
+    let root = tempfile::tempdir().unwrap();
+    let out = run_bash(
+        root.path(),
+        "grep -E '^(NoNewPrivs|CapInh|CapPrm|CapEff|CapBnd|CapAmb):' /proc/self/status",
+        json!({}),
+    )
+    .await;
+    let field = |status: &str, name: &str| -> u64 {
+        let value = status
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .unwrap_or_else(|| panic!("no {name} in {status}"));
+        u64::from_str_radix(value.trim(), if name.starts_with("Cap") { 16 } else { 10 })
+            .unwrap_or_else(|e| panic!("{name}: {e} in {status}"))
+    };
+    assert_eq!(field(&out, "NoNewPrivs"), 1, "{out}");
+    // The bounding set is what a root process regains at exec; a host without a capability
+    // beyond the kept ones (not root) has none to lend, whatever its bounding set says.
+    let host = std::fs::read_to_string("/proc/self/status").unwrap();
+    let host_has_more = field(&host, "CapEff") & !DOCKER_LESS_MKNOD != 0;
+    for set in ["CapInh", "CapPrm", "CapEff", "CapAmb"]
+        .into_iter()
+        .chain(host_has_more.then_some("CapBnd"))
+    {
+        let extra = field(&out, set) & !DOCKER_LESS_MKNOD;
+        assert_eq!(
+            extra, 0,
+            "{set} holds capabilities {extra:#x} beyond the kept ones: {out}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_filter_has_no_side_doors() {
     require(&sandbox::status().seccomp, "seccomp");

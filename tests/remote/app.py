@@ -1,5 +1,5 @@
 """Real OpenAPI services for the contenox remote-tool tests (FastAPI + uvicorn, installed into
-tests/remote/.venv by tests/remote/install.sh).
+the project venv by tests/remote/install.sh, which scripts/setup.sh runs).
 
     python app.py quickstart PORT        # the FastAPI quickstart: one operation, summarize_text
     python app.py tickets PORT TOKEN     # path, query, header and body parameters, a $ref'd

@@ -135,7 +135,8 @@ async fn an_unavailable_hook_is_probed_once_a_turn() {
         {"tool_calls": [{"id": "c1", "name": "read", "arguments": {"path": "nope"}}]},
         {"tool_calls": [{"id": "c2", "name": "read", "arguments": {"path": "nope"}}]},
         {"text": "done"},
-        {"text": "again"}
+        {"text": "again"},
+        {"text": "and again"}
     ]));
     source.register_into(&client).unwrap();
     // Registering twice changes nothing.
@@ -147,7 +148,29 @@ async fn an_unavailable_hook_is_probed_once_a_turn() {
     assert_eq!(count.load(Ordering::SeqCst), 3);
     // A source nobody holds is no longer probed.
     drop(source);
+    client.run("again").await.unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 3);
     client.close();
+}
+
+#[tokio::test]
+async fn tools_keep_working_when_the_source_handle_is_dropped() {
+    let fake = FakeRemote::start(&services(json!([
+        {"name": "svc", "openapi": doc(json!({"/p": {"get": {"operationId": "p"}}})),
+         "answers": [{"match": "*", "text": "still here"}]}
+    ])))
+    .await
+    .unwrap();
+    let client = scripted(json!([
+        {"tool_calls": [{"id": "c1", "name": "p", "arguments": {}}]}, {"text": "x"}
+    ]));
+    load(json!([{"name": "svc", "url": fake.url("svc").unwrap()}]))
+        .await
+        .register_into(&client)
+        .unwrap();
+    let r = client.run("go").await.unwrap();
+    assert_eq!(results(&r), vec![("still here".to_string(), false)]);
+    fake.shutdown().await;
 }
 
 #[tokio::test]

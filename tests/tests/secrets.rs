@@ -1,9 +1,11 @@
 //! The secret-grep test: a client configured with marker secrets everywhere a secret can be
 //! given (API key, a custom header, a base URL with userinfo and a secret query parameter, a
-//! `secret_env` variable set in this process, an MCP server's header and injected parameter)
-//! runs turns with retries, errors and tool calls; no marker may appear in any event, any
-//! `TurnResult` (error, transcript), any request body the model server received, any error of
-//! `list_models`, or the `Debug` print of any config type.
+//! `secret_env` variable set in this process, an MCP server's header and injected parameter, an
+//! MCP stdio server's `env` values) runs turns with retries, errors and tool calls; no marker may
+//! appear in any event, any `TurnResult` (error, transcript), any request body the model server
+//! received, any error of `list_models` or of a failing MCP server, or the `Debug` print of any
+//! config type (which also holds a `shell_env` `NAME=value` entry: given to bash on purpose, so
+//! only its printing is checked).
 //!
 //! Needs the MCP test servers (tests/mcp/install.sh).
 
@@ -25,6 +27,8 @@ const ENV_VALUE: &str = "ENV-MARKER-0006";
 const MCP_HEADER: &str = "MCP-HEADER-MARKER-0007";
 const INJECTED: &str = "INJECTED-MARKER-0008";
 const MCP_URL_QUERY: &str = "MCP-URL-MARKER-0009";
+const SHELL_ENV_VALUE: &str = "SHELL-ENV-MARKER-0010";
+const MCP_ENV: &str = "MCP-ENV-MARKER-0011";
 
 const MARKERS: &[&str] = &[
     API_KEY,
@@ -36,6 +40,8 @@ const MARKERS: &[&str] = &[
     MCP_HEADER,
     INJECTED,
     MCP_URL_QUERY,
+    SHELL_ENV_VALUE,
+    MCP_ENV,
 ];
 
 const ENV_NAME: &str = "CONTENOX_SECRETS_TEST_VALUE";
@@ -124,7 +130,8 @@ async fn no_marker_reaches_an_event_a_result_a_request_or_an_error() {
         {"tool_calls": [
             {"id": "call_1", "name": "fast__secrets_check", "arguments": {"user": "ann"}},
             {"id": "call_2", "name": "bash", "arguments": {"command": format!("env; echo \"v=${ENV_NAME}\"")}},
-            {"id": "call_3", "name": "fast__refuse", "arguments": {"reason": "no"}}
+            {"id": "call_3", "name": "fast__refuse", "arguments": {"reason": "no"}},
+            {"id": "call_4", "name": "local__refuse", "arguments": {"reason": "no"}}
         ]},
         {"text": "done"},
         {"error": {"status": 401, "body": format!("invalid key {API_KEY} (header {HEADER}) for {USERINFO_USER}:{USERINFO_PASSWORD} ?key={QUERY}")}}
@@ -136,11 +143,14 @@ async fn no_marker_reaches_an_event_a_result_a_request_or_an_error() {
         &["bash"],
     );
     let client = Client::from_config(cfg).unwrap();
-    let mcp = json!({"mcp": {"servers": {"fast": {
-        "server": "fast", "transport": "http",
-        "headers": {"X-Api-Key": MCP_HEADER},
-        "inject": {"tenant": INJECTED}
-    }}}});
+    let mcp = json!({"mcp": {"servers": {
+        "fast": {
+            "server": "fast", "transport": "http",
+            "headers": {"X-Api-Key": MCP_HEADER},
+            "inject": {"tenant": INJECTED}
+        },
+        "local": {"server": "fast", "transport": "stdio", "env": {"LOCAL_TOKEN": MCP_ENV}}
+    }}});
     let mcp = mcp_support::setup(mcp.as_object().unwrap())
         .await
         .expect("the MCP test server (tests/mcp/install.sh)")
@@ -150,7 +160,7 @@ async fn no_marker_reaches_an_event_a_result_a_request_or_an_error() {
     let (events, result) = turn(&client, "Check.").await;
     assert_eq!(result.outcome, Outcome::Done, "{:?}", result.error);
     assert_eq!(count(&events, "retry"), 1);
-    assert_eq!(count(&events, "tool_result"), 3);
+    assert_eq!(count(&events, "tool_result"), 4);
     assert_no_marker("turn 1", &seen(&events, &result));
     // The secrets did their work: the injected value and the header reached the MCP server
     // (their digests are not those of empty strings), the variable did not reach bash.
@@ -204,6 +214,22 @@ async fn no_marker_reaches_an_event_a_result_a_request_or_an_error() {
     client.close();
     server.shutdown().await;
 
+    // An MCP stdio server that prints its `env` values to stderr and dies: its failure names
+    // its stderr, with the values redacted.
+    let broken = json!({"mcp": {"servers": {"broken": {"server": "fast", "env": {
+        "LOCAL_TOKEN": MCP_ENV,
+        "FAIL_AT_START": format!("cannot use the token {MCP_ENV}")
+    }}}}});
+    let failure = match mcp_support::setup(broken.as_object().unwrap()).await {
+        Err(e) => e,
+        Ok(_) => panic!("a server that exits at start loaded"),
+    };
+    assert!(
+        failure.contains("server stderr") && failure.contains("[redacted]"),
+        "{failure}"
+    );
+    assert_no_marker("a failed MCP server", &failure);
+
     // Every style, against a port nobody listens on: reqwest's errors name the URL.
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -225,21 +251,20 @@ async fn no_marker_reaches_an_event_a_result_a_request_or_an_error() {
     }
 }
 
-/// Depends on the redacting `Debug` impls of the config types (branch sec-web): fails until that
-/// branch is merged.
 #[test]
 fn debug_prints_of_every_config_type_hold_no_marker() {
-    let cfg = config(
+    let mut cfg = config(
         Style::Openai,
         &secret_base(Style::Openai, "http://127.0.0.1:1"),
         &["bash"],
     );
+    cfg.shell_env = vec!["LANG".into(), format!("DEPLOY_TOKEN={SHELL_ENV_VALUE}")];
     let mcp = McpConfig::from_value(json!({"mcpServers": {
         "web": {"type": "http",
                 "url": format!("https://{USERINFO_USER}:{USERINFO_PASSWORD}@mcp.example/mcp?token={MCP_URL_QUERY}"),
                 "headers": {"X-Api-Key": MCP_HEADER},
                 "inject": {"tenant": INJECTED}},
-        "local": {"command": "server", "args": ["--stdio"], "env": {"TOKEN": ENV_VALUE},
+        "local": {"command": "server", "args": ["--stdio"], "env": {"TOKEN": ENV_VALUE, "LOCAL_TOKEN": MCP_ENV},
                   "inject": {"tenant": INJECTED}}
     }}))
     .unwrap();

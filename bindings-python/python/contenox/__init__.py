@@ -57,6 +57,7 @@ from ._errors import (
 )
 from ._mcp import McpSource, ServerState, load_mcp
 from ._native import CancelSignal, NativeTool, ToolContext
+from ._remote import HookState, HookTool, Protocol, RemoteHook, RemoteSource, load_remote
 from ._tools import HintsLike, Tool, tool
 from ._types import (
     JSON,
@@ -99,6 +100,12 @@ __all__ = [
     "NativeTool",
     "ServerState",
     "load_mcp",
+    "HookState",
+    "HookTool",
+    "Protocol",
+    "RemoteHook",
+    "RemoteSource",
+    "load_remote",
     "AfterTool",
     "Ask",
     "BackgroundShells",

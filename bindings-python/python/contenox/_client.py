@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar, Union, overload
 from . import _native
 from ._bridge import is_async
 from ._errors import ConfigurationError
+from ._remote import RemoteSource
 from ._tools import HintsLike, Tool, _hints_dict
 from ._types import (
     Ask,
@@ -569,6 +570,7 @@ def create_client(
     wait_for: WaitFor | None = None,
     tools: Sequence[ToolLike] = (),
     websearch: WebSearch | None = None,
+    remote: RemoteSource | Sequence[RemoteSource] | None = None,
     **options: Any,
 ) -> Client:
     """Create a client. The options are the engine's (``Config``), with the same names and
@@ -597,7 +599,8 @@ def create_client(
     ``wait_for=fn(request, cancel)`` answers asks. ``tools=[...]``, hooks and ``wait_for``
     take Python callables, sync or async. ``websearch``: a search provider (a function
     ``search(request)`` or an object with a ``search`` method, sync or async) turns on the
-    opt-in ``websearch`` builtin.
+    opt-in ``websearch`` builtin. ``remote``: sources from :func:`contenox.load_remote` whose
+    tools the client gets (as ``source.register_into(client)``).
 
     Compaction: ``compaction={"threshold_tokens": N, "keep_recent": 4, "instructions": ...}``
     summarises the older part of the conversation when the context is over N tokens (and
@@ -650,7 +653,15 @@ def create_client(
         _callable(on_compact, "on_compact"),
         _callable(compactor, "compactor"),
     )
-    return Client(native)
+    client = Client(native)
+    sources = [remote] if isinstance(remote, RemoteSource) else list(remote or ())
+    try:
+        for source in sources:
+            source.register_into(client)
+    except BaseException:
+        client.close()
+        raise
+    return client
 
 
 async def list_models(

@@ -27,6 +27,8 @@
 mod atomic;
 mod bash;
 mod edit;
+#[doc(hidden)]
+pub mod fuzz;
 mod glob;
 mod grep;
 mod html;

@@ -255,7 +255,7 @@ pub(crate) fn render(
         .unwrap_or("python");
     let mut out = String::new();
     let mut outputs_cut = 0;
-    let end = (offset - 1 + limit).min(total);
+    let end = (offset - 1).saturating_add(limit).min(total);
     for (i, cell) in cells.iter().enumerate().take(end).skip(offset - 1) {
         let id = cell
             .get("id")
@@ -337,7 +337,9 @@ fn output_text(o: &Value) -> String {
     }
 }
 
-/// The span of the top-level `cells` array and of each of its elements.
+/// The span of the top-level `cells` array and of each of its elements. Keys are compared
+/// decoded (`"cel\u006cs"` is `cells` to a JSON parser too), and a document with more than one
+/// `cells` key is refused: parsers keep the last copy, and an edit must not land in another.
 fn cell_spans(text: &str) -> Option<(Range<usize>, Vec<Range<usize>>)> {
     let b = text.as_bytes();
     let mut i = skip_ws(b, 0);
@@ -345,10 +347,11 @@ fn cell_spans(text: &str) -> Option<(Range<usize>, Vec<Range<usize>>)> {
         return None;
     }
     i += 1;
+    let mut found = None;
     loop {
         i = skip_ws(b, i);
         match b.get(i)? {
-            b'}' => return None,
+            b'}' => return found,
             b',' => {
                 i += 1;
                 continue;
@@ -357,34 +360,41 @@ fn cell_spans(text: &str) -> Option<(Range<usize>, Vec<Range<usize>>)> {
             _ => return None,
         }
         let key_end = skip_string(b, i)?;
-        let key = &text[i + 1..key_end - 1];
+        let raw = &text[i..key_end];
+        let is_cells = raw == "\"cells\""
+            || (raw.contains('\\') && serde_json::from_str::<String>(raw).ok()? == "cells");
         i = skip_ws(b, key_end);
         if b.get(i) != Some(&b':') {
             return None;
         }
         i = skip_ws(b, i + 1);
         let value_end = skip_value(b, i)?;
-        if key == "cells" {
-            if b[i] != b'[' {
+        if is_cells {
+            if found.is_some() || b[i] != b'[' {
                 return None;
             }
-            let mut spans = Vec::new();
-            let mut j = skip_ws(b, i + 1);
-            if b.get(j) == Some(&b']') {
-                return Some((i..value_end, spans));
-            }
-            loop {
-                let end = skip_value(b, j)?;
-                spans.push(j..end);
-                j = skip_ws(b, end);
-                match b.get(j)? {
-                    b',' => j = skip_ws(b, j + 1),
-                    b']' => return Some((i..value_end, spans)),
-                    _ => return None,
-                }
-            }
+            found = Some((i..value_end, array_spans(b, i)?));
         }
         i = value_end;
+    }
+}
+
+/// The spans of the elements of the array starting at `start`.
+fn array_spans(b: &[u8], start: usize) -> Option<Vec<Range<usize>>> {
+    let mut spans = Vec::new();
+    let mut j = skip_ws(b, start + 1);
+    if b.get(j) == Some(&b']') {
+        return Some(spans);
+    }
+    loop {
+        let end = skip_value(b, j)?;
+        spans.push(j..end);
+        j = skip_ws(b, end);
+        match b.get(j)? {
+            b',' => j = skip_ws(b, j + 1),
+            b']' => return Some(spans),
+            _ => return None,
+        }
     }
 }
 

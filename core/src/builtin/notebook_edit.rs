@@ -252,6 +252,47 @@ mod tests {
         assert!(edit(json!({"cell_id": "calc"})).is_err());
     }
 
+    /// A `cells` key the byte scanner and the JSON parser would read differently (a duplicate,
+    /// whose last copy is the one JSON parsers keep, or an escaped spelling) must never make
+    /// an edit land in the copy nobody reads while the tool reports success.
+    #[test]
+    fn an_ambiguous_cells_key_is_refused_not_edited_in_the_wrong_place() {
+        let cell = |s: &str| {
+            format!(r#"{{"cell_type": "raw", "id": "a", "metadata": {{}}, "source": "{s}"}}"#)
+        };
+        let head = r#""nbformat": 4, "nbformat_minor": 5, "metadata": {}"#;
+        for text in [
+            format!(
+                r#"{{"cells": [{}], {head}, "cells": [{}]}}"#,
+                cell("hidden"),
+                cell("live")
+            ),
+            format!(
+                r#"{{"cells": [{}], {head}, "cells": [{}]}}"#,
+                cell("hidden"),
+                cell("live")
+            ),
+            format!(
+                r#"{{"cells": [{}], {head}, "cells": [{}]}}"#,
+                cell("live"),
+                cell("hidden")
+            ),
+        ] {
+            let args = json!({"cell_id": "a", "new_source": "new"});
+            match edit_notebook(&text, &args, "nb.ipynb") {
+                Err(e) => assert!(
+                    e.message.contains("cannot locate the cells"),
+                    "{}",
+                    e.message
+                ),
+                Ok((edited, _, _)) => {
+                    let v: Value = serde_json::from_str(&edited).unwrap();
+                    assert_eq!(v["cells"][0]["source"], json!(["new"]), "{text}\n{edited}");
+                }
+            }
+        }
+    }
+
     #[tokio::test]
     async fn confined_to_notebooks_in_the_root() {
         let dir = tempfile::tempdir().unwrap();

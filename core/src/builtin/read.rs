@@ -588,4 +588,28 @@ mod tests {
         std::fs::write(root.join("bad.ipynb"), "{not json").unwrap();
         assert!(read(&root, json!({"path": "bad.ipynb"})).await.is_err());
     }
+
+    /// Seen while writing the notebook fuzz target (its window comes from the input):
+    /// `offset - 1 + limit` overflowed for a limit near `u64::MAX` (a panic in debug builds, a
+    /// wrapped, empty window in release).
+    #[tokio::test]
+    async fn a_notebook_window_of_any_limit_is_the_rest_of_the_cells() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join("nb.ipynb"), super::super::notebook::tests::NB).unwrap();
+        let out = read(
+            &root,
+            json!({"path": "nb.ipynb", "offset": 2, "limit": u64::MAX}),
+        )
+        .await
+        .unwrap();
+        assert!(
+            out.content_text().starts_with("<cell id=\"calc\""),
+            "{}",
+            out.content_text()
+        );
+        let meta = out.metadata.unwrap();
+        assert_eq!(meta["truncated"], false, "{meta}");
+        assert!(meta.get("nextOffset").is_none(), "{meta}");
+    }
 }

@@ -1,7 +1,6 @@
 //! One configured server: its connection (made on load, remade after the server died), its
 //! tools, and the refresh after `notifications/tools/list_changed`.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
@@ -21,7 +20,7 @@ use super::config::{ServerConfig, Transport};
 use super::names;
 use super::stdio::{ChildProcess, StderrTail};
 use super::tool::{convert_result, McpTool, ToolServer};
-use crate::client_state::ClientState;
+
 use crate::model::redact::{display_url, url_secrets, Redactor};
 use crate::tool::{Tool, ToolOutput};
 use crate::CANCELLED_RESULT;
@@ -33,37 +32,8 @@ const EXIT_GRACE: Duration = Duration::from_millis(500);
 /// The shortest time a server gets to start and answer `initialize`.
 pub(crate) const MIN_START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// What the servers of one source share.
-pub(crate) struct Shared {
-    /// Cancelled when the source closes.
-    pub closed: CancellationToken,
-    /// Clients the source's tools were registered into (kept weakly: a client's life is its
-    /// host's business).
-    pub clients: Mutex<Vec<Weak<ClientState>>>,
-    /// Every tool name given out, across servers.
-    pub taken: Mutex<HashSet<String>>,
-}
-
-impl Shared {
-    pub fn new() -> Arc<Shared> {
-        Arc::new(Shared {
-            closed: CancellationToken::new(),
-            clients: Mutex::new(Vec::new()),
-            taken: Mutex::new(HashSet::new()),
-        })
-    }
-
-    /// The clients still alive and open.
-    pub fn live_clients(&self) -> Vec<Arc<ClientState>> {
-        let mut clients = self.clients.lock().expect("clients lock");
-        clients.retain(|w| w.strong_count() > 0);
-        clients
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|c| !c.is_closed())
-            .collect()
-    }
-}
+/// What the servers or hooks of one source share (one type for MCP and remote sources).
+pub(crate) use crate::source_shared::SourceShared as Shared;
 
 /// A live connection.
 struct Live {

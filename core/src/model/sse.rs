@@ -9,6 +9,7 @@
 //! each byte is looked at once, a line is copied only when it spans chunks, and every buffer is
 //! capped.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
 
@@ -248,11 +249,16 @@ impl Decoder {
             }
             None => (line, &b""[..]),
         };
+        let kept = matches!(name, b"data" | b"event" | b"id");
+        let text = if kept {
+            self.decoded(value)?
+        } else {
+            Cow::Borrowed("")
+        };
         let p = &mut self.pending;
         match name {
             b"data" => {
                 p.any = true;
-                let text = String::from_utf8_lossy(value);
                 match &mut p.data {
                     Some(d) => {
                         d.push('\n');
@@ -263,11 +269,11 @@ impl Decoder {
             }
             b"event" => {
                 p.any = true;
-                p.event = Some(String::from_utf8_lossy(value).into_owned());
+                p.event = Some(text.into_owned());
             }
             b"id" if !value.contains(&0) => {
                 p.any = true;
-                p.id = Some(String::from_utf8_lossy(value).into_owned());
+                p.id = Some(text.into_owned());
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
                 if let Ok(ms) = std::str::from_utf8(value).unwrap_or("").parse() {
@@ -279,6 +285,20 @@ impl Decoder {
             _ => {}
         }
         Ok(())
+    }
+
+    /// A field's value as text. Invalid UTF-8 becomes U+FFFD, three bytes for each bad byte, so
+    /// the growth counts towards the event too: the cap bounds what is kept, not only what
+    /// arrived (an event of bad bytes within the cap would otherwise hold three times it).
+    fn decoded<'a>(&mut self, value: &'a [u8]) -> Result<Cow<'a, str>, CapError> {
+        let text = String::from_utf8_lossy(value);
+        if let Cow::Owned(grown) = &text {
+            self.event_bytes = self
+                .event_bytes
+                .saturating_add(grown.len().saturating_sub(value.len()));
+            self.check(0)?;
+        }
+        Ok(text)
     }
 
     fn dispatch(&mut self) {
@@ -383,6 +403,34 @@ mod tests {
         assert!(d.next_event().is_none());
         d.feed(b"da").unwrap();
         assert!(d.got_data());
+    }
+
+    /// Found by the sse fuzz target: invalid UTF-8 in a field becomes U+FFFD, three bytes per
+    /// bad byte, so an event of bad bytes within the byte cap held up to three times the cap
+    /// (16 MiB on the wire, 48 MiB kept).
+    #[test]
+    fn bad_bytes_count_as_the_text_they_become() {
+        let bad = [b"data: ".as_slice(), &[0xff; 60], b"\n\n"].concat();
+        assert_eq!(
+            decode(&[&bad], caps(100, 10_000)),
+            Err(CapError::Event(100))
+        );
+        for field in ["event", "id"] {
+            let bad = [field.as_bytes(), b": ", &[0xff; 60], b"\ndata: x\n\n"].concat();
+            assert_eq!(
+                decode(&[&bad], caps(100, 10_000)),
+                Err(CapError::Event(100)),
+                "{field}"
+            );
+        }
+        // Within the cap once decoded: kept, each bad byte replaced.
+        let fits = [b"data: ".as_slice(), &[0xff; 20], b"\n\n"].concat();
+        let events = decode(&[&fits], caps(100, 10_000)).unwrap();
+        assert_eq!(data(&events[0]), "\u{fffd}".repeat(20));
+        // The fuzz input's shape, through the fuzz entry point (whose cap is 4096 and which
+        // asserts that no event's data passes it): 2000 bad bytes in 30-byte chunks.
+        let input = [b"\x1d".as_slice(), b"data: ", &[0x80; 2000], b"\n\n"].concat();
+        assert_eq!(fuzz_decode(&input), 0);
     }
 
     #[test]

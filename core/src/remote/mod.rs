@@ -69,7 +69,9 @@
 //! bounded by its `timeout_ms`); its tools appear once it answers. A remote tool never replaces
 //! a client's tool of another source with the same name (it is left out, with a warning).
 //! The source holds no process: [`RemoteSource::close`] removes its tools from the clients and
-//! makes calls in flight return an error; closing a client does not close the source.
+//! makes calls in flight return an error; closing a client does not close the source. Dropping
+//! every handle of the source ends the probes before turns; the tools already registered keep
+//! working.
 
 mod document;
 mod gojson;
@@ -104,8 +106,8 @@ use service::{Service, Shared};
 pub enum HookState {
     /// Its tools are known.
     Ready {
-        /// How many tools it offers.
-        tools: usize,
+        /// How many tools it offers (u64, as MCP's `ServerState`: every binding carries it).
+        tools: u64,
     },
     /// It could not be read (it is probed again before each turn and on refresh).
     Unavailable {
@@ -123,12 +125,6 @@ pub struct RemoteSource {
 struct SourceInner {
     services: Vec<Arc<Service>>,
     shared: Arc<Shared>,
-}
-
-impl Drop for SourceInner {
-    fn drop(&mut self) {
-        self.shared.closed.cancel();
-    }
 }
 
 #[async_trait]
@@ -172,7 +168,9 @@ where
         (0..services.len()).map(|_| None).collect();
     while let Some((i, result)) = reading.next().await {
         let state = match &result {
-            Ok(defs) => HookState::Ready { tools: defs.len() },
+            Ok(defs) => HookState::Ready {
+                tools: defs.len() as u64,
+            },
             Err(e) => HookState::Unavailable { error: e.clone() },
         };
         on_hook(services[i].name(), &state);
@@ -231,13 +229,10 @@ impl RemoteSource {
             return Err(Error::config("the remote source is closed".into()));
         }
         let mut clashes = Vec::new();
+        let client = client.state();
         for service in &self.inner.services {
             for tool in service.tools() {
-                let taken = client
-                    .state()
-                    .toolkit()
-                    .lookup(&tool.name, &|_| true)
-                    .is_some();
+                let taken = client.toolkit().lookup(&tool.name, &|_| true).is_some();
                 if taken && !service.owns(client, &tool.name) {
                     clashes.push(format!("{} (hook {:?})", tool.name, service.name()));
                 }
@@ -254,9 +249,9 @@ impl RemoteSource {
             clients.retain(|w| w.strong_count() > 0);
             if !clients
                 .iter()
-                .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(client.state())))
+                .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(client)))
             {
-                clients.push(Arc::downgrade(client.state()));
+                clients.push(Arc::downgrade(client));
             }
         }
         for service in &self.inner.services {
@@ -265,7 +260,7 @@ impl RemoteSource {
             }
         }
         let me: Weak<dyn BeforeTurn> = Arc::downgrade(&self.inner) as Weak<dyn BeforeTurn>;
-        client.state().before_turn().add(me);
+        client.before_turn().add(me);
         Ok(())
     }
 

@@ -1,8 +1,7 @@
 //! One hook at run time: its client, its state, its tools, discovery (the OpenAPI document or
 //! the one protocol tool) and the probe that makes an unavailable hook's tools appear.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -16,42 +15,12 @@ use super::protocol;
 use super::redact::{redact_url, Secrets};
 use super::tool::{RemoteTool, ToolKind};
 use super::HookState;
-use crate::client::Client;
 use crate::client_state::ClientState;
 use crate::tool::inject::strip_injected;
 use crate::tool::{check_spec, names, Source, Tool, ToolSpec};
 
-/// What the hooks of one source share.
-pub(crate) struct Shared {
-    /// Cancelled when the source closes.
-    pub closed: CancellationToken,
-    /// Clients the source's tools were registered into (weakly: a client's life is its host's).
-    pub clients: Mutex<Vec<Weak<ClientState>>>,
-    /// Every tool name given out, across hooks.
-    pub taken: Mutex<HashSet<String>>,
-}
-
-impl Shared {
-    pub fn new() -> Arc<Shared> {
-        Arc::new(Shared {
-            closed: CancellationToken::new(),
-            clients: Mutex::new(Vec::new()),
-            taken: Mutex::new(HashSet::new()),
-        })
-    }
-
-    /// The clients still alive and open.
-    pub fn live_clients(&self) -> Vec<Client> {
-        let mut clients = self.clients.lock().expect("clients lock");
-        clients.retain(|w| w.strong_count() > 0);
-        clients
-            .iter()
-            .filter_map(Weak::upgrade)
-            .map(Client::from_state)
-            .filter(|c| !c.is_closed())
-            .collect()
-    }
-}
+/// What the servers or hooks of one source share (one type for MCP and remote sources).
+pub(crate) use crate::source_shared::SourceShared as Shared;
 
 /// A tool as discovered, before its name is made unique.
 pub(crate) struct ToolDef {
@@ -323,14 +292,13 @@ impl Service {
             }
         }
         let n = fresh.len();
-        self.set_state(HookState::Ready { tools: n });
+        self.set_state(HookState::Ready { tools: n as u64 });
         n
     }
 
     /// Whether `client`'s tool `name` is one of this hook's.
-    pub fn owns(&self, client: &Client, name: &str) -> bool {
+    pub fn owns(&self, client: &ClientState, name: &str) -> bool {
         client
-            .state()
             .toolkit()
             .lookup(name, &|_| true)
             .is_some_and(|e| e.source == Source::Remote && e.server.as_deref() == Some(self.name()))
@@ -338,12 +306,8 @@ impl Service {
 
     /// Register `tool` into `client` unless the name belongs to another tool there (a builtin,
     /// a host tool, another source's): a remote document never replaces those.
-    pub fn register_one(&self, client: &Client, tool: &Arc<RemoteTool>) {
-        let free = client
-            .state()
-            .toolkit()
-            .lookup(&tool.name, &|_| true)
-            .is_none();
+    pub fn register_one(&self, client: &ClientState, tool: &Arc<RemoteTool>) {
+        let free = client.toolkit().lookup(&tool.name, &|_| true).is_none();
         if !free && !self.owns(client, &tool.name) {
             tracing::warn!(
                 hook = %self.name(),

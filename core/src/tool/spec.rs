@@ -68,7 +68,8 @@ pub enum Source {
     Host,
     /// An MCP server's tool.
     Mcp,
-    /// An HTTP service discovered from its OpenAPI document.
+    /// An HTTP service of a remote hook (an operation of its OpenAPI document, or its one
+    /// protocol tool).
     Remote,
     /// A subagent offered as a tool.
     Subagent,

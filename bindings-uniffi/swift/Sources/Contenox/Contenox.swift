@@ -2627,6 +2627,462 @@ public func FfiConverterTypeOnCompact_lower(_ value: OnCompact) -> UInt64 {
 
 
 /**
+ * Hears each hook of a `loadRemote` as it settles (the `on_hook` of the other bindings).
+ */
+public protocol RemoteHookListener: AnyObject, Sendable {
+    
+    /**
+     * Called once per hook, before `loadRemote` returns. A thrown error is ignored.
+     */
+    func onHook(name: String, state: HookState) throws 
+    
+}
+/**
+ * Hears each hook of a `loadRemote` as it settles (the `on_hook` of the other bindings).
+ */
+open class RemoteHookListenerImpl: RemoteHookListener, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_contenox_uniffi_fn_clone_remotehooklistener(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_contenox_uniffi_fn_free_remotehooklistener(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Called once per hook, before `loadRemote` returns. A thrown error is ignored.
+     */
+open func onHook(name: String, state: HookState)throws   {try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_remotehooklistener_on_hook(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),
+        FfiConverterTypeHookState_lower(state),uniffiCallStatus
+    )
+}
+}
+    
+
+    
+}
+
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceRemoteHookListener {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceRemoteHookListener = UniffiVTableCallbackInterfaceRemoteHookListener(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterTypeRemoteHookListener.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface RemoteHookListener: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterTypeRemoteHookListener.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface RemoteHookListener: handle missing in uniffiClone")
+            }
+        },
+        onHook: { (
+            uniffiHandle: UInt64,
+            name: RustBuffer,
+            state: RustBuffer,
+            uniffiOutReturn: UnsafeMutableRawPointer,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeRemoteHookListener.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try uniffiObj.onHook(
+                     name: try FfiConverterString.lift(name),
+                     state: try FfiConverterTypeHookState_lift(state)
+                )
+            }
+
+            
+            let writeReturn = { () }
+            uniffiTraitInterfaceCallWithError(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn,
+                lowerError: FfiConverterTypeContenoxError_lower
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceRemoteHookListener> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceRemoteHookListener>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitRemoteHookListener() {
+    uniffi_contenox_uniffi_fn_init_callback_vtable_remotehooklistener(UniffiCallbackInterfaceRemoteHookListener.vtablePtr)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRemoteHookListener: FfiConverter {
+    fileprivate static let handleMap = UniffiHandleMap<RemoteHookListener>()
+
+    typealias FfiType = UInt64
+    typealias SwiftType = RemoteHookListener
+
+    public static func lift(_ handle: UInt64) throws -> RemoteHookListener {
+        if ((handle & 1) == 0) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return RemoteHookListenerImpl(unsafeFromHandle: handle)
+        } else {
+            // Swift-generated handle, get the object from the handle map
+            return try handleMap.remove(handle: handle)
+        }
+    }
+
+    public static func lower(_ value: RemoteHookListener) -> UInt64 {
+         if let rustImpl = value as? RemoteHookListenerImpl {
+             // Rust-implemented object.  Clone the handle and return it
+            return rustImpl.uniffiCloneHandle()
+         } else {
+            // Swift object, generate a new vtable handle and return that.
+            return handleMap.insert(obj: value)
+         }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RemoteHookListener {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: RemoteHookListener, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRemoteHookListener_lift(_ handle: UInt64) throws -> RemoteHookListener {
+    return try FfiConverterTypeRemoteHookListener.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRemoteHookListener_lower(_ value: RemoteHookListener) -> UInt64 {
+    return FfiConverterTypeRemoteHookListener.lower(value)
+}
+
+
+
+
+
+
+/**
+ * The hooks of one `loadRemote`, their states and tools. It holds no process: freeing it only
+ * ends the probes before turns (tools already registered keep working); `shutdown()` removes
+ * its tools from the clients and makes later calls error.
+ */
+public protocol RemoteSourceProtocol: AnyObject, Sendable {
+    
+    /**
+     * Each hook's name and state now, in the order given.
+     */
+    func hooks()  -> [RemoteHookState]
+    
+    /**
+     * Whether the source was shut down.
+     */
+    func isClosed()  -> Bool
+    
+    /**
+     * Read every hook again (an unavailable one may come up, a ready one picks up a changed
+     * document); the states after.
+     */
+    func refresh() async  -> [RemoteHookState]
+    
+    /**
+     * Register every tool into `client`, probe unavailable hooks before its turns, keep its
+     * tools in step with refreshes. Throws (registering nothing) when a name is taken there by
+     * a tool of another source.
+     */
+    func registerInto(client: Client) throws 
+    
+    /**
+     * Remove the tools from every client they were registered into; later calls error.
+     * Idempotent. (The engine's `close`, named so because Kotlin's `close()` frees the object.)
+     */
+    func shutdown() async 
+    
+    /**
+     * Every tool of every ready hook, as they are now.
+     */
+    func tools()  -> [SourceTool]
+    
+}
+/**
+ * The hooks of one `loadRemote`, their states and tools. It holds no process: freeing it only
+ * ends the probes before turns (tools already registered keep working); `shutdown()` removes
+ * its tools from the clients and makes later calls error.
+ */
+open class RemoteSource: RemoteSourceProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_contenox_uniffi_fn_clone_remotesource(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_contenox_uniffi_fn_free_remotesource(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Each hook's name and state now, in the order given.
+     */
+open func hooks() -> [RemoteHookState]  {
+    return try!  FfiConverterSequenceTypeRemoteHookState.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_remotesource_hooks(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Whether the source was shut down.
+     */
+open func isClosed() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_remotesource_is_closed(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Read every hook again (an unavailable one may come up, a ready one picks up a changed
+     * document); the states after.
+     */
+open func refresh()async  -> [RemoteHookState]  {
+    return
+        try!  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_remotesource_refresh(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeRemoteHookState.lift,
+            errorHandler: nil
+            
+        )
+}
+    
+    /**
+     * Register every tool into `client`, probe unavailable hooks before its turns, keep its
+     * tools in step with refreshes. Throws (registering nothing) when a name is taken there by
+     * a tool of another source.
+     */
+open func registerInto(client: Client)throws   {try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_remotesource_register_into(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeClient_lower(client),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Remove the tools from every client they were registered into; later calls error.
+     * Idempotent. (The engine's `close`, named so because Kotlin's `close()` frees the object.)
+     */
+open func shutdown()async   {
+    return
+        try!  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_remotesource_shutdown(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_void,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_void,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: nil
+            
+        )
+}
+    
+    /**
+     * Every tool of every ready hook, as they are now.
+     */
+open func tools() -> [SourceTool]  {
+    return try!  FfiConverterSequenceTypeSourceTool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_remotesource_tools(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRemoteSource: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = RemoteSource
+
+    public static func lift(_ handle: UInt64) throws -> RemoteSource {
+        return RemoteSource(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: RemoteSource) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RemoteSource {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: RemoteSource, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRemoteSource_lift(_ handle: UInt64) throws -> RemoteSource {
+    return try FfiConverterTypeRemoteSource.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRemoteSource_lower(_ value: RemoteSource) -> UInt64 {
+    return FfiConverterTypeRemoteSource.lower(value)
+}
+
+
+
+
+
+
+/**
  * A running turn: its events, its cancel, its result. Freeing it (Kotlin `close()`, or the
  * garbage collector) before the turn ended cancels the turn, as the engine's own handle does.
  */
@@ -2829,7 +3285,8 @@ public func FfiConverterTypeRun_lower(_ value: Run) -> UInt64 {
 
 
 /**
- * A tool that lives in the engine: an MCP server's tool, or a resource tool. Register it with
+ * A tool that lives in the engine: an MCP server's tool, a resource tool, or a remote hook's
+ * tool. Register it with
  * `client.registerSourceTool(tool)` (Kotlin also `client.register(tool)`).
  */
 public protocol SourceToolProtocol: AnyObject, Sendable {
@@ -2856,7 +3313,8 @@ public protocol SourceToolProtocol: AnyObject, Sendable {
     
 }
 /**
- * A tool that lives in the engine: an MCP server's tool, or a resource tool. Register it with
+ * A tool that lives in the engine: an MCP server's tool, a resource tool, or a remote hook's
+ * tool. Register it with
  * `client.registerSourceTool(tool)` (Kotlin also `client.register(tool)`).
  */
 open class SourceTool: SourceToolProtocol, @unchecked Sendable {
@@ -4190,6 +4648,77 @@ public func FfiConverterTypePendingRequest_lift(_ buf: RustBuffer) throws -> Pen
 #endif
 public func FfiConverterTypePendingRequest_lower(_ value: PendingRequest) -> RustBuffer {
     return FfiConverterTypePendingRequest.lower(value)
+}
+
+
+/**
+ * One hook of a source and how it is now.
+ */
+public struct RemoteHookState: Equatable, Hashable {
+    /**
+     * The hook's name (the `server` of its calls at the gate).
+     */
+    public var name: String
+    /**
+     * Ready (with its tool count) or unavailable (with the error; probed again before each
+     * turn of a client it was registered into, and on `refresh()`).
+     */
+    public var state: HookState
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The hook's name (the `server` of its calls at the gate).
+         */name: String, 
+        /**
+         * Ready (with its tool count) or unavailable (with the error; probed again before each
+         * turn of a client it was registered into, and on `refresh()`).
+         */state: HookState) {
+        self.name = name
+        self.state = state
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension RemoteHookState: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRemoteHookState: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RemoteHookState {
+        return
+            try RemoteHookState(
+                name: FfiConverterString.read(from: &buf), 
+                state: FfiConverterTypeHookState.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: RemoteHookState, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterTypeHookState.write(value.state, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRemoteHookState_lift(_ buf: RustBuffer) throws -> RemoteHookState {
+    return try FfiConverterTypeRemoteHookState.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRemoteHookState_lower(_ value: RemoteHookState) -> RustBuffer {
+    return FfiConverterTypeRemoteHookState.lower(value)
 }
 
 
@@ -6222,6 +6751,78 @@ public func FfiConverterTypeGateVerdict_lower(_ value: GateVerdict) -> RustBuffe
 
 
 
+
+public enum HookState: Equatable, Hashable {
+    
+    case ready(tools: UInt64
+    )
+    case unavailable(error: String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension HookState: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeHookState: FfiConverterRustBuffer {
+    typealias SwiftType = HookState
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> HookState {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .ready(tools: try FfiConverterUInt64.read(from: &buf)
+        )
+        
+        case 2: return .unavailable(error: try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: HookState, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .ready(tools):
+            writeInt(&buf, Int32(1))
+            FfiConverterUInt64.write(tools, into: &buf)
+            
+        
+        case let .unavailable(error):
+            writeInt(&buf, Int32(2))
+            FfiConverterString.write(error, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHookState_lift(_ buf: RustBuffer) throws -> HookState {
+    return try FfiConverterTypeHookState.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHookState_lower(_ value: HookState) -> RustBuffer {
+    return FfiConverterTypeHookState.lower(value)
+}
+
+
+
 /**
  * One message of the conversation.
  */
@@ -6847,6 +7448,30 @@ fileprivate struct FfiConverterOptionTypeOnCompact: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeRemoteHookListener: FfiConverterRustBuffer {
+    typealias SwiftType = RemoteHookListener?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeRemoteHookListener.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeRemoteHookListener.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeWaitFor: FfiConverterRustBuffer {
     typealias SwiftType = WaitFor?
 
@@ -7108,6 +7733,31 @@ fileprivate struct FfiConverterSequenceTypeModelInfo: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeModelInfo.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeRemoteHookState: FfiConverterRustBuffer {
+    typealias SwiftType = [RemoteHookState]
+
+    public static func write(_ value: [RemoteHookState], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeRemoteHookState.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [RemoteHookState] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [RemoteHookState]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeRemoteHookState.read(from: &buf))
         }
         return seq
     }
@@ -7436,6 +8086,26 @@ public func loadMcp(configJson: String, onServer: McpServerListener? = nil)async
             errorHandler: FfiConverterTypeContenoxError_lift
         )
 }
+/**
+ * Read every hook's tools at once (a JSON array of hook objects) and report each hook to
+ * `on_hook` as it settles. Hooks that cannot be read are unavailable (probed again later); the
+ * others work. Throws a configuration error for invalid hooks (a bad URL, an unknown key, a
+ * name given twice) before anything is fetched; its message never holds a header value.
+ */
+public func loadRemote(hooksJson: String, onHook: RemoteHookListener? = nil)async throws  -> RemoteSource  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_func_load_remote(FfiConverterString.lower(hooksJson),FfiConverterOptionTypeRemoteHookListener.lower(onHook)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeRemoteSource_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
 
 private enum InitializationResult {
     case ok
@@ -7462,6 +8132,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_func_load_mcp() != 11857) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_func_load_remote() != 8151) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_as_tool_with() != 17442) {
@@ -7593,6 +8266,27 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_sourcetool_spec() != 41606) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_contenox_uniffi_checksum_method_remotehooklistener_on_hook() != 55387) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_remotesource_hooks() != 4574) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_remotesource_is_closed() != 45502) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_remotesource_refresh() != 29917) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_remotesource_register_into() != 44988) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_remotesource_shutdown() != 42231) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_remotesource_tools() != 18736) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_contenox_uniffi_checksum_method_run_cancel() != 13170) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -7628,6 +8322,7 @@ private let initializationResult: InitializationResult = {
     uniffiCallbackInitHostTool()
     uniffiCallbackInitMcpServerListener()
     uniffiCallbackInitOnCompact()
+    uniffiCallbackInitRemoteHookListener()
     uniffiCallbackInitWaitFor()
     uniffiCallbackInitWebSearchProvider()
     return InitializationResult.ok

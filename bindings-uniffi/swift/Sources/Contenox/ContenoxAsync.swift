@@ -69,3 +69,18 @@ public func loadMcp(
     }
     return try await loadMcp(configJson: configJson, onServer: Listener(onServer))
 }
+
+/// `loadRemote(hooksJson:onHook:)` with the listener as a closure, called once per hook as it
+/// settles (`.ready(tools:)` or `.unavailable(error:)`), before this returns. `hooksJson` is the
+/// engine's JSON array of hooks; no Swift value holds the header values, so none can print them.
+public func loadRemote(
+    hooksJson: String,
+    onHook: @escaping @Sendable (String, HookState) -> Void
+) async throws -> RemoteSource {
+    final class Listener: RemoteHookListener, @unchecked Sendable {
+        let report: @Sendable (String, HookState) -> Void
+        init(_ report: @escaping @Sendable (String, HookState) -> Void) { self.report = report }
+        func onHook(name: String, state: HookState) throws { report(name, state) }
+    }
+    return try await loadRemote(hooksJson: hooksJson, onHook: Listener(onHook))
+}

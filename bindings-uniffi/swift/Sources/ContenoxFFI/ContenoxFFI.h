@@ -293,6 +293,13 @@ typedef void (*UniffiCallbackInterfaceMcpServerListenerMethod0)(uint64_t, RustBu
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_REMOTE_HOOK_LISTENER_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_REMOTE_HOOK_LISTENER_METHOD0
+typedef void (*UniffiCallbackInterfaceRemoteHookListenerMethod0)(uint64_t, RustBuffer, RustBuffer, void* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_HOOKS
 #define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_HOOKS
 typedef struct UniffiVTableCallbackInterfaceHooks {
@@ -347,6 +354,15 @@ typedef struct UniffiVTableCallbackInterfaceMcpServerListener {
     UniffiCallbackInterfaceClone _Nonnull uniffiClone;
     UniffiCallbackInterfaceMcpServerListenerMethod0 _Nonnull onServer;
 } UniffiVTableCallbackInterfaceMcpServerListener;
+
+#endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_REMOTE_HOOK_LISTENER
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_REMOTE_HOOK_LISTENER
+typedef struct UniffiVTableCallbackInterfaceRemoteHookListener {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfaceRemoteHookListenerMethod0 _Nonnull onHook;
+} UniffiVTableCallbackInterfaceRemoteHookListener;
 
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_CLIENT
@@ -720,6 +736,66 @@ RustBuffer uniffi_contenox_uniffi_fn_method_sourcetool_source(uint64_t ptr, Rust
 RustBuffer uniffi_contenox_uniffi_fn_method_sourcetool_spec(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_REMOTEHOOKLISTENER
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_REMOTEHOOKLISTENER
+uint64_t uniffi_contenox_uniffi_fn_clone_remotehooklistener(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_REMOTEHOOKLISTENER
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_REMOTEHOOKLISTENER
+void uniffi_contenox_uniffi_fn_free_remotehooklistener(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_INIT_CALLBACK_VTABLE_REMOTEHOOKLISTENER
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_INIT_CALLBACK_VTABLE_REMOTEHOOKLISTENER
+void uniffi_contenox_uniffi_fn_init_callback_vtable_remotehooklistener(const UniffiVTableCallbackInterfaceRemoteHookListener* _Nonnull vtable
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTEHOOKLISTENER_ON_HOOK
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTEHOOKLISTENER_ON_HOOK
+void uniffi_contenox_uniffi_fn_method_remotehooklistener_on_hook(uint64_t ptr, RustBuffer name, RustBuffer state, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_REMOTESOURCE
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_REMOTESOURCE
+uint64_t uniffi_contenox_uniffi_fn_clone_remotesource(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_REMOTESOURCE
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_REMOTESOURCE
+void uniffi_contenox_uniffi_fn_free_remotesource(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTESOURCE_HOOKS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTESOURCE_HOOKS
+RustBuffer uniffi_contenox_uniffi_fn_method_remotesource_hooks(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTESOURCE_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTESOURCE_IS_CLOSED
+int8_t uniffi_contenox_uniffi_fn_method_remotesource_is_closed(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTESOURCE_REFRESH
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTESOURCE_REFRESH
+uint64_t uniffi_contenox_uniffi_fn_method_remotesource_refresh(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTESOURCE_REGISTER_INTO
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTESOURCE_REGISTER_INTO
+void uniffi_contenox_uniffi_fn_method_remotesource_register_into(uint64_t ptr, uint64_t client, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTESOURCE_SHUTDOWN
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTESOURCE_SHUTDOWN
+uint64_t uniffi_contenox_uniffi_fn_method_remotesource_shutdown(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTESOURCE_TOOLS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_REMOTESOURCE_TOOLS
+RustBuffer uniffi_contenox_uniffi_fn_method_remotesource_tools(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_RUN
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_RUN
 uint64_t uniffi_contenox_uniffi_fn_clone_run(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -813,6 +889,11 @@ RustBuffer uniffi_contenox_uniffi_fn_func_outcome_name(RustBuffer outcome, RustC
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LOAD_MCP
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LOAD_MCP
 uint64_t uniffi_contenox_uniffi_fn_func_load_mcp(RustBuffer config_json, RustBuffer on_server
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LOAD_REMOTE
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LOAD_REMOTE
+uint64_t uniffi_contenox_uniffi_fn_func_load_remote(RustBuffer hooks_json, RustBuffer on_hook
 );
 #endif
 #ifndef UNIFFI_FFIDEF_FFI_CONTENOX_UNIFFI_RUSTBUFFER_ALLOC
@@ -1099,6 +1180,12 @@ uint16_t uniffi_contenox_uniffi_checksum_func_load_mcp(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_LOAD_REMOTE
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_LOAD_REMOTE
+uint16_t uniffi_contenox_uniffi_checksum_func_load_remote(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_AS_TOOL_WITH
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_AS_TOOL_WITH
 uint16_t uniffi_contenox_uniffi_checksum_method_client_as_tool_with(void
@@ -1354,6 +1441,48 @@ uint16_t uniffi_contenox_uniffi_checksum_method_sourcetool_source(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_SOURCETOOL_SPEC
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_SOURCETOOL_SPEC
 uint16_t uniffi_contenox_uniffi_checksum_method_sourcetool_spec(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTEHOOKLISTENER_ON_HOOK
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTEHOOKLISTENER_ON_HOOK
+uint16_t uniffi_contenox_uniffi_checksum_method_remotehooklistener_on_hook(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTESOURCE_HOOKS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTESOURCE_HOOKS
+uint16_t uniffi_contenox_uniffi_checksum_method_remotesource_hooks(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTESOURCE_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTESOURCE_IS_CLOSED
+uint16_t uniffi_contenox_uniffi_checksum_method_remotesource_is_closed(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTESOURCE_REFRESH
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTESOURCE_REFRESH
+uint16_t uniffi_contenox_uniffi_checksum_method_remotesource_refresh(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTESOURCE_REGISTER_INTO
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTESOURCE_REGISTER_INTO
+uint16_t uniffi_contenox_uniffi_checksum_method_remotesource_register_into(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTESOURCE_SHUTDOWN
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTESOURCE_SHUTDOWN
+uint16_t uniffi_contenox_uniffi_checksum_method_remotesource_shutdown(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTESOURCE_TOOLS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_REMOTESOURCE_TOOLS
+uint16_t uniffi_contenox_uniffi_checksum_method_remotesource_tools(void
     
 );
 #endif

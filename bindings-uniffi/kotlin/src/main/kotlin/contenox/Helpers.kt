@@ -70,6 +70,23 @@ suspend fun loadMcp(configJson: String, onServer: (name: String, state: ServerSt
 }
 
 /**
+ * [loadRemote] with the listener as a lambda: `onHook(name, state)` is called once per hook as it
+ * settles ([HookState.Ready] with its tool count, or [HookState.Unavailable] with the error),
+ * before `loadRemote` returns. An exception it throws is ignored. `hooksJson` is the engine's
+ * JSON array of hooks (`[{"name", "url", "protocol", "headers", "inject", "timeout_ms",
+ * "spec_url", "tool"}]`); no Kotlin object holds the header values, so none can print them.
+ */
+suspend fun loadRemote(hooksJson: String, onHook: (name: String, state: HookState) -> Unit): RemoteSource {
+    val report = onHook
+    return loadRemote(
+        hooksJson,
+        object : RemoteHookListener {
+            override fun onHook(name: String, state: HookState) = report(name, state)
+        },
+    )
+}
+
+/**
  * Add a tool of another source (an [McpSource]'s tool or resource tool) as it is: the same as
  * [Client.registerSourceTool], so that `client.register(tool)` takes host and MCP tools alike.
  */

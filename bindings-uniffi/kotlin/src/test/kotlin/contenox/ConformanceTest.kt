@@ -23,7 +23,6 @@ import kotlinx.coroutines.withTimeout
 import org.json.JSONArray
 import org.json.JSONObject
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.Assumptions
 import org.junit.jupiter.api.Assertions.fail
 import org.junit.jupiter.api.DynamicTest
 import org.junit.jupiter.api.TestFactory
@@ -39,6 +38,7 @@ class ConformanceTest {
     private val binDir = File(repo, "target/debug")
     private val fakeServer = System.getenv("FAKE_MODEL_SERVER") ?: File(binDir, "fake-model-server").path
     private val checker = System.getenv("CONFORMANCE_CHECK") ?: File(binDir, "conformance-check").path
+    private val fakeRemote = System.getenv("FAKE_REMOTE_SERVICE") ?: File(binDir, "fake-remote-service").path
 
     private fun scenarioFiles(): List<File> {
         val dirs = mutableListOf(File(repo, "tests/conformance/scenarios"))
@@ -78,12 +78,10 @@ class ConformanceTest {
 
     private fun runAndCheck(file: File) {
         val scenario = JSONObject(file.readText())
-        // tests/conformance/README.md: a binding without loadRemote yet skips exactly these.
-        Assumptions.assumeFalse(scenario.has("remote"), "remote hooks: the Kotlin binding has no loadRemote yet")
         val workdir = Files.createTempDirectory("contenox-conf")
         try {
             val trace = try {
-                runBlocking { withTimeout(30_000) { ScenarioRun(repo, file, scenario, workdir, fakeServer).run() } }
+                runBlocking { withTimeout(30_000) { ScenarioRun(repo, file, scenario, workdir, fakeServer, fakeRemote).run() } }
             } catch (e: TimeoutCancellationException) {
                 fail<String>("${file.name}: still running after 30 s", e)
             }
@@ -113,6 +111,7 @@ private class ScenarioRun(
     val scenario: JSONObject,
     val workdir: Path,
     val fakeServer: String,
+    val fakeRemote: String,
 ) {
     private val root: Path = Files.createDirectories(workdir.resolve("root"))
     private val answers = ConcurrentLinkedQueue<Any>()
@@ -128,8 +127,10 @@ private class ScenarioRun(
         scenario.optJSONArray("wait_for")?.forEach { answers.add(it) }
         val server = FakeServer.start(fakeServer, file)
         val mcp = McpSetup(repo)
+        val remote = RemoteSetup(fakeRemote, file)
         try {
             scenario.optJSONObject("mcp")?.let { mcp.start(it) }
+            scenario.optJSONArray("remote")?.takeIf { it.length() > 0 }?.let { remote.start(it) }
             val baseUrl = server.baseUrl(scenario.getString("style"))
             val config = clientConfig(baseUrl)
             buildSubagents(baseUrl)
@@ -156,6 +157,8 @@ private class ScenarioRun(
             // before the first prompt, into the first client (`mcp` is not combined with
             // `restart_between_prompts`: shutting a client down stops the servers given to it)
             mcp.registerInto(current)
+            remote.registerInto(current)
+            remote.bringUp()
             scenario.optJSONObject("transcript")?.let { current.setTranscript(Transcript.fromJson(it.toString())) }
             var last: TurnResult? = null
             // Extension `chain`: each prompt is the chain's input; a chain that does not read is
@@ -169,6 +172,7 @@ private class ScenarioRun(
                     release()
                     current = build(config)
                     current.setTranscript(Transcript.fromJson(saved))
+                    remote.registerInto(current)
                 }
                 val run = if (chain == null) {
                     current.stream(prompt)
@@ -202,6 +206,7 @@ private class ScenarioRun(
             val told = compactions.toList()
             if (scenario.has("settle_ms")) delay(scenario.getLong("settle_ms"))
             val requests = server.requests()
+            val remoteRequests = remote.requests()
             chainError?.let { error ->
                 return buildString {
                     append("{\"scenario\":").append(JSONObject.quote(scenario.getString("name")))
@@ -226,6 +231,7 @@ private class ScenarioRun(
                 append(",\"events\":[").append(events.joinToString(",")).append("]")
                 append(",\"requests\":").append(requests)
                 append(",\"workspace\":").append(snapshot())
+                append(",\"remote_requests\":").append(remoteRequests)
                 append(",\"compactions\":[").append(told.joinToString(",")).append("]")
                 append("}")
             }
@@ -236,6 +242,7 @@ private class ScenarioRun(
                 c.destroy()
             }
             withContext(NonCancellable) { mcp.close() }
+            withContext(NonCancellable) { remote.close() }
             server.stop()
         }
     }
@@ -425,6 +432,7 @@ private fun ruleMatches(m: JSONObject, call: ToolCallEvent): Boolean {
         if (none != m.getBoolean("no_hints")) return false
     }
     if (m.has("source") && m.getString("source") != call.source.name.lowercase()) return false
+    if (m.has("server") && m.getString("server") != call.server) return false
     return true
 }
 
@@ -594,6 +602,79 @@ private class McpSetup(private val repo: File) {
             check(System.nanoTime() < deadline) { "mcp: $server over HTTP did not listen on $port" }
             delay(50)
         }
+    }
+}
+
+/**
+ * The scenario key `remote` (tests/conformance/README.md; the Rust runner's `remote_support.rs`):
+ * `fake-remote-service --scenario FILE` serves the scenario's services and prints
+ * `{control, hooks, services}`; the hooks are loaded with [loadRemote] and registered into the
+ * client; the `unreachable` ones are started (`POST /_fake/up`) before the first prompt, and
+ * `GET /_fake/remote_requests` is the trace's `remote_requests`.
+ */
+private class RemoteSetup(private val binary: String, private val file: File) {
+    private var process: Process? = null
+    private var source: RemoteSource? = null
+    private var control = 0
+    private var unreachable = false
+    private val http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build()
+
+    suspend fun start(services: JSONArray) {
+        val p = ProcessBuilder(binary, "--scenario", file.path).redirectError(ProcessBuilder.Redirect.INHERIT).start()
+        process = p
+        val out = p.inputStream.bufferedReader()
+        val line = withContext(kotlinx.coroutines.Dispatchers.IO) { out.readLine() }
+            ?: error("fake-remote-service printed nothing (exit ${p.waitFor()})")
+        Thread { runCatching { out.readText() } }.apply { isDaemon = true }.start()
+        val info = JSONObject(line)
+        control = info.getInt("control")
+        val hooks = info.getJSONArray("hooks")
+        val reported = mutableListOf<String>()
+        val loaded = loadRemote(hooks.toString()) { name, _ -> synchronized(reported) { reported.add(name) } }
+        source = loaded
+        check(reported.sorted() == (0 until hooks.length()).map { hooks.getJSONObject(it).getString("name") }.sorted()) {
+            "remote: onHook reported $reported"
+        }
+        for ((i, h) in loaded.hooks().withIndex()) {
+            val down = services.getJSONObject(i).optBoolean("unreachable", false)
+            unreachable = unreachable || down
+            val ready = h.state is HookState.Ready
+            check(ready != down) { "remote: hook ${h.name} should be ${if (down) "down" else "ready"}: ${h.state}" }
+        }
+    }
+
+    fun registerInto(client: Client) {
+        source?.registerInto(client)
+    }
+
+    private fun send(method: String, path: String): String {
+        val req = HttpRequest.newBuilder(URI("http://127.0.0.1:$control$path")).timeout(Duration.ofSeconds(10))
+            .method(method, HttpRequest.BodyPublishers.noBody()).build()
+        val resp = http.send(req, HttpResponse.BodyHandlers.ofString())
+        check(resp.statusCode() == 200) { "$method $path: ${resp.statusCode()} ${resp.body()}" }
+        return resp.body()
+    }
+
+    fun bringUp() {
+        if (unreachable) send("POST", "/_fake/up")
+    }
+
+    fun requests(): String = if (process == null) "[]" else send("GET", "/_fake/remote_requests")
+
+    suspend fun close() {
+        source?.let {
+            it.shutdown()
+            it.close()
+        }
+        source = null
+        process?.let { p ->
+            runCatching { p.outputStream.close() }
+            if (!p.waitFor(5, TimeUnit.SECONDS)) {
+                p.destroyForcibly()
+                p.waitFor(5, TimeUnit.SECONDS)
+            }
+        }
+        process = null
     }
 }
 
