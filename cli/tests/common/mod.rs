@@ -31,12 +31,17 @@ pub fn contenox(db: &Path) -> assert_cmd::Command {
     cmd
 }
 
-/// The venv's Python ($CONTENOX_REMOTE_PYTHON, else tests/remote/.venv).
+/// The Python with FastAPI and uvicorn, found as tests/tests/remote_fastapi.rs finds it:
+/// $CONTENOX_REMOTE_PYTHON, else the project's venv ($CONTENOX_VENV, else .venv; scripts/setup.sh
+/// runs tests/remote/install.sh into it).
 fn python() -> String {
     if let Ok(p) = std::env::var("CONTENOX_REMOTE_PYTHON") {
         return p;
     }
-    let p = repo_root().join("tests/remote/.venv/bin/python");
+    let venv = std::env::var("CONTENOX_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join(".venv"));
+    let p = venv.join("bin/python");
     assert!(
         p.exists(),
         "FastAPI venv not found at {}: run tests/remote/install.sh first",
