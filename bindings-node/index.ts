@@ -464,8 +464,19 @@ export type Event =
   | { type: 'compact'; trigger: 'auto' | 'manual'; preTokens: number; postTokens: number; summary?: string; usage?: Usage; agent?: string[] }
   /** A failed request that will be retried (core: `wait_ms`). */
   | { type: 'retry'; attempt: number; status?: number; error: string; waitMs: number; agent?: string[] }
+  /** A task of a chain starts (`client.runChain`). */
+  | { type: 'chain_task_start'; taskId: string; handler: string }
+  /**
+   * A task of a chain ended: `value` its branches were matched against (absent when it failed),
+   * `next` the task that runs next (absent when the chain ends), `error` why it failed.
+   */
+  | { type: 'chain_task_end'; taskId: string; handler: string; value?: string; next?: string; error?: string }
   /** Core: `final_text`. */
   | { type: 'turn_end'; outcome: Outcome; finalText: string; usage: Usage; error?: string }
+
+function chainText(chain: object | string): string {
+  return typeof chain === 'string' ? chain : JSON.stringify(chain)
+}
 
 /** What a finished turn returns. */
 export interface TurnResult {
@@ -888,6 +899,33 @@ export class Client {
     const { token, unlink } = linkSignal(options.signal)
     try {
       return new Run(this.#native.stream(prompt, options.allow, token), unlink)
+    } catch (e) {
+      unlink()
+      throw e
+    }
+  }
+
+  /**
+   * Run a task chain (the chain JSON: an object or its text) on `input`, as one turn of this
+   * client: its model and tool calls go through this client's gate, allowlists and events
+   * (plus `chain_task_start` / `chain_task_end`). A chain that does not read throws
+   * `ConfigurationError` naming the field, before anything runs. `finalText` is the output of
+   * the last task that ran.
+   */
+  async runChain(chain: object | string, input = '', options: RunOptions = {}): Promise<TurnResult> {
+    const { token, unlink } = linkSignal(options.signal)
+    try {
+      return turnResult(await this.#native.runChain(chainText(chain), input, options.allow, token))
+    } finally {
+      unlink()
+    }
+  }
+
+  /** Start a task chain on `input`; read its events as they happen. */
+  streamChain(chain: object | string, input = '', options: RunOptions = {}): Run {
+    const { token, unlink } = linkSignal(options.signal)
+    try {
+      return new Run(this.#native.streamChain(chainText(chain), input, options.allow, token), unlink)
     } catch (e) {
       unlink()
       throw e

@@ -56,6 +56,10 @@ export declare class NativeClient {
   run(prompt: string, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null): Promise<NativeTurnResult>
   /** Start a turn and return its handle (events, cancel, result). */
   stream(prompt: string, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null): NativeRun
+  /** Run a task chain (its JSON text) on `input` to its end; the engine reads and runs it. */
+  runChain(chainJson: string, input: string, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null): Promise<NativeTurnResult>
+  /** Start a task chain on `input` and return its handle (events, cancel, result). */
+  streamChain(chainJson: string, input: string, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null): NativeRun
   /** The conversation so far. */
   transcript(): NativeTranscript
   /** Replace the conversation (fails while a turn runs). */

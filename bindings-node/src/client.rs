@@ -336,6 +336,49 @@ impl NativeClient {
         })
     }
 
+    /// Run a task chain (its JSON text) on `input` to its end; the engine reads and runs it.
+    #[napi(ts_return_type = "Promise<NativeTurnResult>")]
+    pub fn run_chain<'env>(
+        &self,
+        env: &'env Env,
+        chain_json: String,
+        input: String,
+        allow: Option<Vec<String>>,
+        cancel: Option<&NativeCancel>,
+    ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
+        let chain = contenox::Chain::from_json(&chain_json).map_err(|e| error::to_js(env, e))?;
+        let options = run_options(env, allow, cancel)?;
+        let client = self.client.clone();
+        env.spawn_future_with_callback(
+            async move { Ok(client.run_chain_with(&chain, input, options).await) },
+            |env, r| {
+                r.map(NativeTurnResult::from)
+                    .map_err(|e| error::to_js(env, e))
+            },
+        )
+    }
+
+    /// Start a task chain on `input` and return its handle (events, cancel, result).
+    #[napi]
+    pub fn stream_chain(
+        &self,
+        env: &Env,
+        chain_json: String,
+        input: String,
+        allow: Option<Vec<String>>,
+        cancel: Option<&NativeCancel>,
+    ) -> Result<NativeRun> {
+        let chain = contenox::Chain::from_json(&chain_json).map_err(|e| error::to_js(env, e))?;
+        let options = run_options(env, allow, cancel)?;
+        napi::bindgen_prelude::within_runtime_if_available(|| {
+            let run = self
+                .client
+                .stream_chain_with(&chain, input, options)
+                .map_err(|e| error::to_js(env, e))?;
+            Ok(NativeRun::new(run))
+        })
+    }
+
     /// The conversation so far.
     #[napi]
     pub fn transcript(&self) -> NativeTranscript {

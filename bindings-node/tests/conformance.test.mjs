@@ -395,6 +395,7 @@ async function runScenario(file, scenario, deadline) {
     const fired = actions.map(() => false)
     const events = []
     let last
+    let chainError
     const prompts = [scenario.prompt, ...(scenario.more_prompts ?? [])]
     for (const [i, prompt] of prompts.entries()) {
       if (scenario.restart_between_prompts && i > 0) {
@@ -403,7 +404,19 @@ async function runScenario(file, scenario, deadline) {
         client = build()
         client.setTranscript(saved)
       }
-      const run = client.stream(prompt, { signal: deadline })
+      let run
+      if (scenario.chain === undefined) run = client.stream(prompt, { signal: deadline })
+      else {
+        // Extension `chain`: the prompt is the chain's input. A chain that does not read is the
+        // trace's `chain_error`; nothing runs.
+        try {
+          run = client.streamChain(scenario.chain, prompt, { signal: deadline })
+        } catch (e) {
+          if (!(e instanceof ConfigurationError)) throw e
+          chainError = e.message
+          break
+        }
+      }
       for await (const event of run) {
         for (const [j, action] of actions.entries()) {
           if (fired[j] || !eventMatches(event, action.on)) continue
@@ -418,6 +431,20 @@ async function runScenario(file, scenario, deadline) {
     }
     const notices = [...compactions]
     if (scenario.settle_ms) await new Promise((r) => setTimeout(r, scenario.settle_ms))
+    if (chainError !== undefined) {
+      return {
+        scenario: scenario.name,
+        binding: 'node',
+        outcome: null,
+        final_text: null,
+        usage: null,
+        events,
+        requests: await server.requests(),
+        workspace: snapshot(root),
+        compactions: notices,
+        chain_error: chainError,
+      }
+    }
     return {
       scenario: scenario.name,
       binding: 'node',

@@ -159,6 +159,24 @@ impl PyClient {
         let _rt = runtime().enter();
         core.stream_with(prompt, options).map_err(to_py_err)
     }
+
+    /// Start a task chain (its JSON text) on `input`; the engine reads and runs it.
+    fn start_chain(
+        &self,
+        chain_json: &str,
+        input: String,
+        allow: Option<Vec<String>>,
+    ) -> PyResult<contenox::Run> {
+        let chain = contenox::Chain::from_json(chain_json).map_err(to_py_err)?;
+        let options = match allow {
+            Some(patterns) => RunOptions::default().allow(&patterns).map_err(to_py_err)?,
+            None => RunOptions::default(),
+        };
+        let core = self.core()?;
+        let _rt = runtime().enter();
+        core.stream_chain_with(&chain, input, options)
+            .map_err(to_py_err)
+    }
 }
 
 #[pymethods]
@@ -264,6 +282,37 @@ impl PyClient {
     ) -> PyResult<PyRun> {
         self.host.capture(py);
         Ok(PyRun::new(self.start(prompt, allow)?))
+    }
+
+    /// Run a task chain (JSON text) on `input`; an awaitable of the result dict, as `run`.
+    #[pyo3(signature = (chain_json, input, allow=None))]
+    fn run_chain<'py>(
+        &self,
+        py: Python<'py>,
+        chain_json: &str,
+        input: String,
+        allow: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let locals = running_loop(py, "client.run_chain()")?;
+        self.host.capture(py);
+        let run = self.start_chain(chain_json, input, allow)?;
+        py_future(locals.event_loop(py), async move {
+            let r = run.result().await;
+            produce(move |py| result_dict(py, r.map_err(to_py_err)?))
+        })
+    }
+
+    /// Start a task chain on `input` and return its handle, as `stream`.
+    #[pyo3(signature = (chain_json, input, allow=None))]
+    fn stream_chain(
+        &self,
+        py: Python<'_>,
+        chain_json: &str,
+        input: String,
+        allow: Option<Vec<String>>,
+    ) -> PyResult<PyRun> {
+        self.host.capture(py);
+        Ok(PyRun::new(self.start_chain(chain_json, input, allow)?))
     }
 
     /// Add a host tool `(spec, invoke, is_async)`, replacing one of the same name.

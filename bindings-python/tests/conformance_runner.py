@@ -523,6 +523,8 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
         fired = [False] * len(actions)
         events: list[dict[str, Any]] = []
         result: contenox.TurnResult | None = None
+        chain = scenario.get("chain")
+        chain_error: str | None = None
         prompts = [scenario["prompt"], *(scenario.get("more_prompts") or [])]
         for i, prompt in enumerate(prompts):
             if i > 0 and scenario.get("restart_between_prompts"):
@@ -531,7 +533,16 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
                 client.close()
                 client = build()
                 client.transcript = contenox.Transcript.load(saved)
-            run = client.stream(prompt)
+            if chain is None:
+                run = client.stream(prompt)
+            else:
+                # Extension `chain`: the prompt is the chain's input. A chain that does not
+                # read is the trace's `chain_error`; nothing runs.
+                try:
+                    run = client.stream_chain(chain, prompt)
+                except contenox.ConfigurationError as e:
+                    chain_error = str(e)
+                    break
             async for event in run:
                 for j, action in enumerate(actions):
                     if fired[j] or not _event_matches(event, action["on"]):
@@ -544,7 +555,6 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
                         client.register(_echo(todo["register"]["name"]))
                 events.append(event.to_dict())
             result = await run.result()
-        assert result is not None
         told = list(compactions)
         if scenario.get("settle_ms"):
             await asyncio.sleep(scenario["settle_ms"] / 1000)
@@ -557,6 +567,20 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
         await mcp.close()
         await remote.close()
         server.stop()
+    if chain_error is not None:
+        return {
+            "scenario": scenario["name"],
+            "binding": "python",
+            "outcome": None,
+            "final_text": None,
+            "usage": None,
+            "events": events,
+            "requests": requests,
+            "workspace": _snapshot(root),
+            "compactions": told,
+            "chain_error": chain_error,
+        }
+    assert result is not None
     return {
         "scenario": scenario["name"],
         "binding": "python",

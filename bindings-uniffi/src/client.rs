@@ -121,6 +121,37 @@ impl Client {
         Ok(Arc::new(Run::new(run)))
     }
 
+    /// Run a task chain (the chain JSON text) on `input` to its end, as one turn of this
+    /// client (its gate, allowlists and events, plus `ChainTaskStart` / `ChainTaskEnd`). A
+    /// chain that does not read throws `ContenoxError.Config` naming the field, before anything
+    /// runs. `finalText` is the output of the last task that ran.
+    #[uniffi::method(default(allow = None))]
+    pub async fn run_chain(
+        &self,
+        chain_json: String,
+        input: String,
+        allow: Option<Vec<String>>,
+    ) -> Result<TurnResult, ContenoxError> {
+        let chain = contenox::Chain::from_json(&chain_json)?;
+        let options = self.turn_options(allow)?;
+        let run = self.inner.stream_chain_with(&chain, input, options)?;
+        Ok(run.result().await?.into())
+    }
+
+    /// Start a task chain on `input` and return its `Run` (as `stream`).
+    #[uniffi::method(default(allow = None))]
+    pub async fn stream_chain(
+        &self,
+        chain_json: String,
+        input: String,
+        allow: Option<Vec<String>>,
+    ) -> Result<Arc<Run>, ContenoxError> {
+        let chain = contenox::Chain::from_json(&chain_json)?;
+        let options = self.turn_options(allow)?;
+        let run = self.inner.stream_chain_with(&chain, input, options)?;
+        Ok(Arc::new(Run::new(run)))
+    }
+
     /// Cancel every turn of this client started before this call (running or queued). The
     /// client stays usable.
     pub fn cancel(&self) {

@@ -220,6 +220,29 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         agent: Vec<String>,
     },
+    /// A task of a chain starts (`Client.runChain`).
+    ChainTaskStart {
+        /// The task's id.
+        task_id: String,
+        /// Its handler, as the chain wrote it (`chat_completion`, `execute_tool_calls`, ...).
+        handler: String,
+    },
+    /// A task of a chain ended: its transition value and where the chain goes next.
+    ChainTaskEnd {
+        /// The task's id.
+        task_id: String,
+        /// Its handler, as the chain wrote it.
+        handler: String,
+        /// The value its branches were matched against; absent when it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<String>,
+        /// The task that runs next; absent when the chain ends here.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next: Option<String>,
+        /// Why the task failed (then `next` is its `on_failure`, if any).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// The turn ended. Every stream ends with exactly one of these.
     TurnEnd {
         /// How it ended.

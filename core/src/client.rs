@@ -214,7 +214,7 @@ impl Client {
         self.state.is_closed()
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.is_closed() {
             Err(Error::Closed)
         } else {
@@ -222,7 +222,7 @@ impl Client {
         }
     }
 
-    fn turn_token(&self, options: &RunOptions) -> CancellationToken {
+    pub(crate) fn turn_token(&self, options: &RunOptions) -> CancellationToken {
         let token = self.state.shutdown_token().child_token();
         if let Some(outer) = &options.cancel {
             let (outer, inner) = (outer.clone(), token.clone());

@@ -129,13 +129,13 @@ impl ClientState {
         &self.secret_env
     }
 
-    pub fn shells(&self) -> Option<&BackgroundShells> {
-        self.shells.as_ref()
-    }
-
-    /// The sources to poll before each turn.
+    /// Sources that asked to be polled before each turn (a remote hook that was down).
     pub fn before_turn(&self) -> &BeforeTurnList {
         &self.before_turn
+    }
+
+    pub fn shells(&self) -> Option<&BackgroundShells> {
+        self.shells.as_ref()
     }
 
     /// The policy in force now.

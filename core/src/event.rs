@@ -305,6 +305,30 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         agent: Vec<String>,
     },
+    /// A task of a chain starts ([`crate::Client::run_chain`]).
+    ChainTaskStart {
+        /// The task's id.
+        task_id: String,
+        /// Its handler, as the chain wrote it (`chat_completion`, `execute_tool_calls`, ...).
+        handler: String,
+    },
+    /// A task of a chain ended: its transition value and where the chain goes next.
+    ChainTaskEnd {
+        /// The task's id.
+        task_id: String,
+        /// Its handler, as the chain wrote it.
+        handler: String,
+        /// The value its branches were matched against (`tool-call`, `stop`,
+        /// `tools_executed`, a tool's result, ...; cut at 4 KiB); absent when it failed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        value: Option<String>,
+        /// The task that runs next; absent when the chain ends here.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        next: Option<String>,
+        /// Why the task failed (then `next` is its `on_failure`, if any).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// The turn ended. Every stream ends with exactly one of these.
     TurnEnd {
         /// How it ended.
@@ -338,6 +362,8 @@ impl Event {
             Event::Usage { .. } => "usage",
             Event::Compact { .. } => "compact",
             Event::Retry { .. } => "retry",
+            Event::ChainTaskStart { .. } => "chain_task_start",
+            Event::ChainTaskEnd { .. } => "chain_task_end",
             Event::TurnEnd { .. } => "turn_end",
         }
     }
@@ -346,7 +372,12 @@ impl Event {
     /// `["planner", "researcher"]`); empty, and left out of the JSON, for the client's own.
     pub fn agent(&self) -> &[String] {
         match self {
-            Event::TurnStart { .. } | Event::TurnEnd { .. } => &[],
+            // A chain is a host's own run (no subagent runs one): its task events, like the
+            // turn's frame, carry no agent.
+            Event::TurnStart { .. }
+            | Event::TurnEnd { .. }
+            | Event::ChainTaskStart { .. }
+            | Event::ChainTaskEnd { .. } => &[],
             Event::Request { agent, .. }
             | Event::TextDelta { agent, .. }
             | Event::Text { agent, .. }
@@ -369,7 +400,10 @@ impl Event {
     /// a subagent's turn does not forward: its tool call's `tool_start` / `tool_result` frame it.
     pub(crate) fn tag_agent(&mut self, chain: &[String]) -> bool {
         let agent = match self {
-            Event::TurnStart { .. } | Event::TurnEnd { .. } => return false,
+            Event::TurnStart { .. }
+            | Event::TurnEnd { .. }
+            | Event::ChainTaskStart { .. }
+            | Event::ChainTaskEnd { .. } => return false,
             Event::Request { agent, .. }
             | Event::TextDelta { agent, .. }
             | Event::Text { agent, .. }

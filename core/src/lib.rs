@@ -38,6 +38,8 @@
 //! - [`mcp`]: MCP servers as tool sources ([`load_mcp`], [`McpSource`]).
 //! - [`remote`]: HTTP services as tool sources, from their OpenAPI document or one of five
 //!   protocols ([`load_remote`], [`RemoteSource`]).
+//! - [`chain`]: task chains (the Go runtime's chain JSON), run as a turn of the client
+//!   ([`Chain`], [`Client::run_chain`]).
 //! - [`policy`]: approval policies (hitl-policy-v1) as the first stage of the gate, presets,
 //!   compute ceilings.
 //! - [`agent`]: a client as a tool of another ([`Client::as_tool_with`]), under both gates.
@@ -49,6 +51,7 @@
 
 pub mod agent;
 pub mod builtin;
+pub mod chain;
 mod client;
 mod client_state;
 pub mod compact;
@@ -78,6 +81,7 @@ mod turn;
 pub use agent::{Conversation, SubagentOptions, DEFAULT_MAX_DEPTH};
 pub use async_trait::async_trait;
 pub use builtin::{BackgroundShells, SearchRequest, SearchResult, WebSearchProvider};
+pub use chain::Chain;
 pub use client::{Client, ClientBuilder};
 pub use compact::{CompactNotice, Compactor, OnCompact, SUMMARY_HEADER};
 pub use config::{CompactionConfig, Config, RetryPolicy, Style};

@@ -79,6 +79,7 @@ pub(crate) async fn run_turn(
     let turn = Turn {
         inner: &inner,
         run_allow: setup.allow.as_ref(),
+        narrow: None,
         max_turns: setup.max_turns,
         report_to: setup.report_to.as_ref(),
         cancel: &cancel,
@@ -212,70 +213,78 @@ impl Gatekeeper for ClientState {
     }
 }
 
-/// How a turn ends when compaction stops it: outcome, and the error for `error`.
-type Ending = (Outcome, Option<String>);
+/// One turn's view of a client: what it may call, its cancel, where its events go, the chain of
+/// gates it runs under. Task chains (`crate::chain`) run their tasks through the same pieces,
+/// each task with its own `narrow`.
+pub(crate) struct Turn<'a> {
+    pub inner: &'a Arc<ClientState>,
+    pub run_allow: Option<&'a Allowlist>,
+    /// A further narrowing by tool name (a chain task's allowlist); `None` narrows nothing.
+    pub narrow: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
+    /// Replaces the client's `max_turns` for this turn.
+    pub max_turns: Option<u32>,
+    /// Also counts every token the turn spends (a parent's subagent call).
+    pub report_to: Option<&'a UsageCell>,
+    pub cancel: &'a CancellationToken,
+    pub sink: &'a EventSink,
+    /// The chain of clients the turn runs in (their gates, their `wait_for`s), its own last.
+    pub scope: TurnScope,
+}
 
-struct Turn<'a> {
-    inner: &'a Arc<ClientState>,
-    run_allow: Option<&'a Allowlist>,
-    max_turns: Option<u32>,
-    report_to: Option<&'a UsageCell>,
-    cancel: &'a CancellationToken,
-    sink: &'a EventSink,
-    scope: TurnScope,
+/// What one model request came back with.
+pub(crate) enum Response {
+    /// The model answered: its text, its calls (ids given, arguments parsed, `call_tool`
+    /// unwrapped) and what the request spent (a compaction before it included).
+    Answer {
+        text: String,
+        calls: Vec<ToolCall>,
+        usage: Usage,
+    },
+    /// The turn was cancelled before the answer came.
+    Cancelled,
+    /// The request failed for good (after retries, or after compacting for a refusal as over
+    /// the context length), or the compaction before it failed.
+    Failed(String),
 }
 
 impl Turn<'_> {
-    fn allowed(&self, name: &str) -> bool {
-        allowed_by(self.inner.allow(), self.run_allow, name)
+    pub(crate) fn allowed(&self, name: &str) -> bool {
+        allowed_by(self.inner.allow(), self.run_allow, name) && self.narrow.is_none_or(|n| n(name))
     }
 
-    /// Count tokens in the turn's usage (and in the parent's subagent call, if any).
-    fn spend(&self, usage: &mut Usage, spent: Usage) {
-        usage.add(spent);
-        if let Some(cell) = self.report_to {
-            cell.add(spent);
-        }
-    }
-
-    /// The ceilings in force now (set_policy applies mid-turn), with this run's `max_turns`.
-    fn ceilings(&self) -> Ceilings {
-        let policy = self.inner.policy();
-        let mut ceilings = Ceilings::of(self.inner.config(), policy.as_deref());
-        if let Some(n) = self.max_turns {
-            let policy_max = policy.as_deref().and_then(|p| p.compute().max_turns);
-            ceilings.max_turns = policy_max.map_or(n, |p| p.min(n));
-        }
-        ceilings
-    }
-
-    async fn steps(&self) -> TurnEnd {
+    /// Send the conversation to the model with the tools this turn may offer now; emits
+    /// `request`, `text_delta`, `usage`, `text` and `tool_call` (and `compact`). `index` counts
+    /// the turn's model responses; `system` and `model` are this request's (a chain task may set
+    /// its own). The conversation is compacted first when it is measured over the threshold,
+    /// and once more when the server refuses it as over its context length (then the request
+    /// is sent again, once). Every token spent, the compactions' included, is added to `spent`
+    /// as it goes (so a failed or cancelled request still counts what it cost).
+    pub(crate) async fn respond(
+        &self,
+        index: u32,
+        system: Option<&str>,
+        model: Option<&str>,
+        spent: &mut Usage,
+    ) -> Response {
         let inner = self.inner;
         let allowed = |n: &str| self.allowed(n);
-        let mut usage = Usage::default();
-        let mut final_text = String::new();
-        let mut index = 0u32;
-        let mut budget = Budget::default();
+        let mut this_request = Usage::default();
         // Set when a refusal as over the context length was answered by compacting: the same
         // request is sent again once, not in a loop.
         let mut compacted_for_refusal = false;
         loop {
             let tools = inner.toolkit().offered(&allowed);
             match self.compact_when_over(&tools).await {
-                Ok(spent) => {
-                    self.spend(&mut usage, spent);
-                    budget.spend(0, spent, &self.ceilings());
+                Ok(cost) => {
+                    self.spend(spent, cost);
+                    this_request.add(cost);
                 }
-                Err((outcome, error)) => {
-                    return TurnEnd {
-                        error,
-                        ..TurnEnd::new(outcome, final_text, usage)
-                    }
-                }
+                Err(stopped) => return stopped,
             }
             let (body, sent) = inner.with_messages(|messages| {
                 let body = inner.backend().body(&ModelRequest {
-                    system: inner.config().system.as_deref(),
+                    system,
+                    model,
                     messages,
                     tools: &tools,
                 });
@@ -284,49 +293,33 @@ impl Turn<'_> {
             let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
             let response = tokio::select! {
                 biased;
-                _ = self.cancel.cancelled() => {
-                    return TurnEnd::new(Outcome::Cancelled, final_text, usage);
-                }
+                _ = self.cancel.cancelled() => return Response::Cancelled,
                 r = complete_with_retry(inner.backend(), &body, &inner.config().retry, self.sink, index) => r,
             };
             let response = match response {
                 Ok(r) => r,
                 Err(f) if f.context_overflow && !compacted_for_refusal => {
                     match self.compact_for_refusal(&tools, &f.message).await {
-                        Ok(spent) => {
-                            self.spend(&mut usage, spent);
-                            budget.spend(0, spent, &self.ceilings());
+                        Ok(cost) => {
+                            self.spend(spent, cost);
+                            this_request.add(cost);
                             compacted_for_refusal = true;
                             continue;
                         }
-                        Err((outcome, error)) => {
-                            return TurnEnd {
-                                error,
-                                ..TurnEnd::new(outcome, final_text, usage)
-                            }
-                        }
+                        Err(stopped) => return stopped,
                     }
                 }
-                Err(f) => {
-                    let error = if f.context_overflow {
-                        format!(
-                            "{} (the request was refused again after the conversation was \
-                             compacted)",
-                            f.message
-                        )
-                    } else {
+                Err(f) if f.context_overflow => {
+                    return Response::Failed(format!(
+                        "{} (the request was refused again after the conversation was compacted)",
                         f.message
-                    };
-                    return TurnEnd {
-                        error: Some(error),
-                        ..TurnEnd::new(Outcome::Error, final_text, usage)
-                    };
+                    ))
                 }
+                Err(f) => return Response::Failed(f.message),
             };
             drop(tools);
-            compacted_for_refusal = false;
-            index += 1;
-            self.spend(&mut usage, response.usage);
+            self.spend(spent, response.usage);
+            this_request.add(response.usage);
             inner.record_context(sent, response.usage);
             self.sink.emit(Event::Usage {
                 usage: response.usage,
@@ -338,7 +331,6 @@ impl Turn<'_> {
                     agent: Vec::new(),
                 });
             }
-            final_text = response.text.clone();
             let calls = self.parse_calls(response.calls, call_tool_offered);
             for c in &calls {
                 self.sink.emit(Event::ToolCall {
@@ -348,9 +340,58 @@ impl Turn<'_> {
                     agent: Vec::new(),
                 });
             }
+            return Response::Answer {
+                text: response.text,
+                calls,
+                usage: this_request,
+            };
+        }
+    }
+
+    /// Count tokens in the turn's usage (and in the parent's subagent call, if any).
+    fn spend(&self, usage: &mut Usage, spent: Usage) {
+        usage.add(spent);
+        if let Some(cell) = self.report_to {
+            cell.add(spent);
+        }
+    }
+
+    /// The ceilings in force now (set_policy applies mid-turn), with this run's `max_turns`.
+    pub(crate) fn ceilings(&self) -> Ceilings {
+        let policy = self.inner.policy();
+        let mut ceilings = Ceilings::of(self.inner.config(), policy.as_deref());
+        if let Some(n) = self.max_turns {
+            let policy_max = policy.as_deref().and_then(|p| p.compute().max_turns);
+            ceilings.max_turns = policy_max.map_or(n, |p| p.min(n));
+        }
+        ceilings
+    }
+
+    async fn steps(&self) -> TurnEnd {
+        let inner = self.inner;
+        let mut usage = Usage::default();
+        let mut final_text = String::new();
+        let mut index = 0u32;
+        let mut budget = Budget::default();
+        loop {
+            let response = self
+                .respond(index, inner.config().system.as_deref(), None, &mut usage)
+                .await;
+            let (text, calls, used) = match response {
+                Response::Answer { text, calls, usage } => (text, calls, usage),
+                Response::Cancelled => return TurnEnd::new(Outcome::Cancelled, final_text, usage),
+                Response::Failed(message) => {
+                    return TurnEnd {
+                        error: Some(message),
+                        ..TurnEnd::new(Outcome::Error, final_text, usage)
+                    }
+                }
+            };
+            index += 1;
+            final_text = text.clone();
             let mut step = Vec::with_capacity(calls.len() + 1);
             step.push(Message::Assistant {
-                content: response.text,
+                content: text,
                 tool_calls: calls.clone(),
             });
             if calls.is_empty() {
@@ -359,7 +400,7 @@ impl Turn<'_> {
             }
             let ceilings = self.ceilings();
             let at_limit = index >= ceilings.max_turns;
-            let spend = budget.spend(calls.len(), response.usage, &ceilings);
+            let spend = budget.spend(calls.len(), used, &ceilings);
             for (i, c) in calls.iter().enumerate() {
                 let cell = UsageCell::default();
                 let out = if at_limit {
@@ -398,7 +439,7 @@ impl Turn<'_> {
 
     /// Compact before a request when the context is measured over the threshold; what the
     /// summary cost.
-    async fn compact_when_over(&self, tools: &[Arc<ToolSpec>]) -> Result<Usage, Ending> {
+    async fn compact_when_over(&self, tools: &[Arc<ToolSpec>]) -> Result<Usage, Response> {
         let Some(settings) = &self.inner.config().compaction else {
             return Ok(Usage::default());
         };
@@ -411,8 +452,8 @@ impl Turn<'_> {
         }
         match compaction.run(CompactTrigger::Auto, pre).await {
             Ok(notice) => Ok(notice.map(|n| n.usage).unwrap_or_default()),
-            Err(CompactFailed::Cancelled) => Err((Outcome::Cancelled, None)),
-            Err(CompactFailed::Failed(why)) => Err((Outcome::Error, Some(why))),
+            Err(CompactFailed::Cancelled) => Err(Response::Cancelled),
+            Err(CompactFailed::Failed(why)) => Err(Response::Failed(why)),
         }
     }
 
@@ -422,15 +463,12 @@ impl Turn<'_> {
         &self,
         tools: &[Arc<ToolSpec>],
         refusal: &str,
-    ) -> Result<Usage, Ending> {
+    ) -> Result<Usage, Response> {
         let Some(settings) = &self.inner.config().compaction else {
-            return Err((
-                Outcome::Error,
-                Some(format!(
-                    "{refusal} (the conversation is over the model's context length: set the \
-                     `compaction` option, or compact the conversation before the next turn)"
-                )),
-            ));
+            return Err(Response::Failed(format!(
+                "{refusal} (the conversation is over the model's context length: set the \
+                 `compaction` option, or compact the conversation before the next turn)"
+            )));
         };
         let compaction = self
             .inner
@@ -438,21 +476,18 @@ impl Turn<'_> {
         let pre = compaction.measure();
         match compaction.run(CompactTrigger::Auto, pre).await {
             Ok(Some(notice)) => Ok(notice.usage),
-            Ok(None) => Err((
-                Outcome::Error,
-                Some(format!(
-                    "{refusal} (compaction found nothing older than the last {} messages to \
-                     summarise)",
-                    settings.keep_recent
-                )),
-            )),
-            Err(CompactFailed::Cancelled) => Err((Outcome::Cancelled, None)),
-            Err(CompactFailed::Failed(why)) => Err((Outcome::Error, Some(why))),
+            Ok(None) => Err(Response::Failed(format!(
+                "{refusal} (compaction found nothing older than the last {} messages to \
+                 summarise)",
+                settings.keep_recent
+            ))),
+            Err(CompactFailed::Cancelled) => Err(Response::Cancelled),
+            Err(CompactFailed::Failed(why)) => Err(Response::Failed(why)),
         }
     }
 
     /// Give every call an id, parse its arguments, and unwrap `call_tool`.
-    fn parse_calls(&self, raw: Vec<RawCall>, call_tool_offered: bool) -> Vec<ToolCall> {
+    pub(crate) fn parse_calls(&self, raw: Vec<RawCall>, call_tool_offered: bool) -> Vec<ToolCall> {
         let mut calls: Vec<ToolCall> = Vec::with_capacity(raw.len());
         for r in raw {
             let id = match r.id.filter(|id| !id.is_empty()) {
@@ -488,7 +523,14 @@ impl Turn<'_> {
         calls
     }
 
-    fn result_message(&self, call: &ToolCall, out: ToolOutput, spent: Option<Usage>) -> Message {
+    /// Emit `tool_result` for `out` (with what the call `spent` on models, if anything) and
+    /// make it the call's result message.
+    pub(crate) fn result_message(
+        &self,
+        call: &ToolCall,
+        out: ToolOutput,
+        spent: Option<Usage>,
+    ) -> Message {
         let content = out.model_text();
         self.sink.emit(Event::ToolResult {
             call_id: call.id.clone(),
@@ -508,7 +550,8 @@ impl Turn<'_> {
     }
 
     /// Check one call, pass it through the gate, and run it.
-    async fn handle_call(&self, call: &ToolCall, spent: &UsageCell) -> ToolOutput {
+    /// What the call spends on models (a subagent's turn) is added to `spent`.
+    pub(crate) async fn handle_call(&self, call: &ToolCall, spent: &UsageCell) -> ToolOutput {
         let allowed = |n: &str| self.allowed(n);
         if call.name == CALL_TOOL && call.via.is_none() {
             return self.call_tool_search(call);

@@ -486,3 +486,42 @@ async fn the_tool_call_arguments_are_kept_whole_in_a_summary_request_cut() {
     after.validate().unwrap();
     assert_eq!(after.messages.len(), 3);
 }
+
+#[tokio::test]
+async fn a_chain_task_refused_as_too_long_is_compacted_and_sent_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let refusal = r#"{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+    let (seen, on_compact) = notices();
+    let client = Client::builder()
+        .script(vec![
+            ScriptEntry::text("hello"),
+            // The chain's chat task: refused, the summary, sent again.
+            error(400, refusal),
+            with_usage(ScriptEntry::text("They greeted each other."), 10, 0),
+            with_usage(ScriptEntry::text("answer after compaction"), 20, 0),
+        ])
+        .root(dir.path())
+        .builtins(Vec::<String>::new())
+        .compaction(compaction(1_000_000, 1))
+        .on_compact(on_compact)
+        .build()
+        .unwrap();
+    client.run("hi").await.unwrap();
+    let chain = contenox::Chain::from_value(json!({"id": "one", "tasks": [
+        {"id": "chat", "handler": "chat_completion"}
+    ]}))
+    .unwrap();
+    let mut run = client.stream_chain(&chain, "go on").unwrap();
+    let mut events = Vec::new();
+    while let Some(e) = run.next_event().await {
+        events.push(e);
+    }
+    let result = run.result().await.unwrap();
+    assert_eq!(result.outcome, Outcome::Done, "{:?}", result.error);
+    assert_eq!(result.final_text, "answer after compaction");
+    assert_eq!(events.iter().filter(|e| e.kind() == "compact").count(), 1);
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert!(is_summary(&result.transcript.messages[0]));
+    // The summary's tokens are the chain's too.
+    assert_eq!(result.usage.input_tokens, 30, "{:?}", result.usage);
+}

@@ -178,7 +178,15 @@ pub fn event_matches(event: &Value, pattern: &str) -> bool {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    EventPattern::parse(pattern).matches(kind, event.get("name").and_then(Value::as_str), &agent)
+    EventPattern::parse(pattern).matches(kind, event_name(event), &agent)
+}
+
+/// What `"type:name"` compares `name` with: the tool's name, or a chain task's id.
+fn event_name(event: &Value) -> Option<&str> {
+    event
+        .get("name")
+        .or_else(|| event.get("task_id"))
+        .and_then(Value::as_str)
 }
 
 /// Compact rendering of a value for failure messages.
@@ -381,6 +389,18 @@ fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>
                 "remote_request_count: expected {want}, got {}",
                 trace.remote_requests.len()
             ));
+        }
+    }
+    if let Some(want) = &e.chain_error_contains {
+        let error = trace.extra.get("chain_error").and_then(Value::as_str);
+        for w in &want.0 {
+            if !error.is_some_and(|got| got.contains(w.as_str())) {
+                fails.push(format!(
+                    "chain_error_contains: {} not in the trace's chain_error {}",
+                    Show(w),
+                    Show(&error)
+                ));
+            }
         }
     }
     let turn_errors: Vec<&str> = trace
@@ -621,7 +641,7 @@ fn check_event_order(want: &[String], events: &[Value], fails: &mut Vec<String>)
                     .iter()
                     .map(|e| {
                         let t = e.get("type").and_then(Value::as_str).unwrap_or("?");
-                        let mut shown = match e.get("name").and_then(Value::as_str) {
+                        let mut shown = match event_name(e) {
                             Some(n) => format!("{t}:{n}"),
                             None => t.to_string(),
                         };
@@ -1268,6 +1288,37 @@ mod tests {
             good,
             json!({}),
             "remote_request_count: expected 1, got 0",
+        );
+    }
+
+    #[test]
+    fn error_contains_and_chain_error_contains() {
+        pass_fail(
+            "openai",
+            json!({"error_contains": ["step limit", "loop"]}),
+            json!({"events": [{"type": "turn_end", "error": "stopped: the step limit (a loop?)"}]}),
+            json!({"events": [{"type": "turn_end", "error": "script exhausted"}]}),
+            "error_contains",
+        );
+        pass_fail(
+            "openai",
+            json!({"chain_error_contains": "tasks[1].id"}),
+            json!({"chain_error": "chain: at tasks[1].id: \"a\" is also the id of tasks[0]"}),
+            json!({"events": []}),
+            "chain_error_contains",
+        );
+    }
+
+    #[test]
+    fn chain_events_match_by_task_id() {
+        pass_fail(
+            "openai",
+            json!({"events": ["chain_task_start:chat", "chain_task_end:chat"]}),
+            json!({"events": [{"type": "chain_task_start", "task_id": "chat"},
+                              {"type": "chain_task_end", "task_id": "chat"}]}),
+            json!({"events": [{"type": "chain_task_start", "task_id": "other"},
+                              {"type": "chain_task_end", "task_id": "chat"}]}),
+            "events",
         );
     }
 

@@ -100,6 +100,13 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         client.set_transcript(restored).map_err(|e| e.to_string())?;
     }
 
+    // Extension `chain`: each prompt is the input of a run of this chain. A chain that does not
+    // read is the trace's `chain_error` (nothing runs).
+    let chain = scenario
+        .extra
+        .get("chain")
+        .map(|v| contenox::Chain::from_value(v.clone()).map_err(|e| e.to_string()));
+    let mut chain_error = None;
     let mut events = Vec::new();
     let mut fired = vec![false; scenario.actions.len()];
     let mut last = None;
@@ -118,7 +125,15 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
                 r.register_into(&client)?;
             }
         }
-        let mut run = client.stream(prompt.clone()).map_err(|e| e.to_string())?;
+        let mut run = match &chain {
+            None => client.stream(prompt.clone()),
+            Some(Ok(c)) => client.stream_chain(c, prompt.clone()),
+            Some(Err(e)) => {
+                chain_error = Some(e.clone());
+                break;
+            }
+        }
+        .map_err(|e| e.to_string())?;
         while let Some(event) = run.next_event().await {
             for (i, action) in scenario.actions.iter().enumerate() {
                 if fired[i] || !event_matches(&event, &action.on) {
@@ -136,7 +151,6 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         }
         last = Some(run.result().await.map_err(|e| e.to_string())?);
     }
-    let last = last.expect("a scenario has a prompt");
     let told = compactions.lock().expect("compactions").clone();
     if let Some(ms) = scenario.settle_ms {
         tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -154,16 +168,20 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
     if let Some(r) = remote {
         r.close().await;
     }
+    let mut extra = serde_json::Map::new();
+    if let Some(e) = chain_error {
+        extra.insert("chain_error".into(), json!(e));
+    }
     Ok(Trace {
         scenario: scenario.name.clone(),
         binding: "rust".into(),
-        outcome: Some(outcome_name(last.outcome).into()),
-        final_text: Some(last.final_text),
-        usage: Some(Usage {
-            input_tokens: last.usage.input_tokens,
-            output_tokens: last.usage.output_tokens,
-            cache_read_input_tokens: last.usage.cache_read_input_tokens,
-            cache_creation_input_tokens: last.usage.cache_creation_input_tokens,
+        outcome: last.as_ref().map(|l| outcome_name(l.outcome).into()),
+        final_text: last.as_ref().map(|l| l.final_text.clone()),
+        usage: last.as_ref().map(|l| Usage {
+            input_tokens: l.usage.input_tokens,
+            output_tokens: l.usage.output_tokens,
+            cache_read_input_tokens: l.usage.cache_read_input_tokens,
+            cache_creation_input_tokens: l.usage.cache_creation_input_tokens,
         }),
         events,
         requests,
@@ -171,7 +189,7 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         remote_requests,
         config_error: None,
         compactions: told,
-        extra: Default::default(),
+        extra,
     })
 }
 

@@ -880,6 +880,10 @@ pub struct Expect {
     /// How many requests the remote services received (spec fetches not counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_request_count: Option<usize>,
+    /// Extension (`chain` scenarios): the chain is refused before anything runs, with an error
+    /// holding these substrings (the trace's `chain_error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_error_contains: Option<Texts>,
     /// SPEC "Approval policies": creating the client must fail with an error containing this
     /// (a list = all of them); no turn runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]

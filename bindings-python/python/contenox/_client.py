@@ -276,6 +276,10 @@ class BackgroundShells:
         return f"<contenox.BackgroundShells {self.ids()}>"
 
 
+def _chain_text(chain: Mapping[str, Any] | str) -> str:
+    return chain if isinstance(chain, str) else json.dumps(chain)
+
+
 class Client:
     """An agent client: one conversation, its tools, its gate and its model. Make one with
     :func:`create_client`."""
@@ -305,6 +309,32 @@ class Client:
     def stream(self, prompt: str, *, allow: Sequence[str] | None = None) -> Run:
         """Start a turn and return its :class:`Run` handle (``allow`` as in :meth:`run`)."""
         return Run(self._native.stream(prompt, _list(allow)), prompt)
+
+    async def run_chain(
+        self,
+        chain: Mapping[str, Any] | str,
+        input: str = "",
+        *,
+        allow: Sequence[str] | None = None,
+    ) -> TurnResult:
+        """Run a task chain (the chain JSON: a dict or its text) on ``input``, as one turn of
+        this client: its model and tool calls go through this client's gate, allowlists and
+        events (plus ``chain_task_start`` / ``chain_task_end``). A chain that does not read
+        raises :class:`ConfigurationError` naming the field, before anything runs. ``final_text`` is
+        the output of the last task that ran."""
+        return TurnResult.from_native(
+            await self._native.run_chain(_chain_text(chain), input, _list(allow))
+        )
+
+    def stream_chain(
+        self,
+        chain: Mapping[str, Any] | str,
+        input: str = "",
+        *,
+        allow: Sequence[str] | None = None,
+    ) -> Run:
+        """Start a task chain on ``input`` and return its :class:`Run` handle."""
+        return Run(self._native.stream_chain(_chain_text(chain), input, _list(allow)), input)
 
     @overload
     def tool(self, fn: F) -> F: ...

@@ -14,6 +14,8 @@ from ._types import Hints, Outcome, PendingRequest, Source, Usage
 
 __all__ = [
     "Answer",
+    "ChainTaskEnd",
+    "ChainTaskStart",
     "Compact",
     "Event",
     "Gate",
@@ -57,6 +59,8 @@ class _Base:
                 "status",
                 "error",
                 "rule",
+                "value",
+                "next",
                 "summary",
                 "usage",
             ):
@@ -263,6 +267,28 @@ class Retry(_Base):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ChainTaskStart(_Base):
+    """A task of a chain starts (:meth:`contenox.Client.run_chain`)."""
+
+    type: Literal["chain_task_start"] = field(default="chain_task_start", repr=False)
+    task_id: str
+    handler: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChainTaskEnd(_Base):
+    """A task of a chain ended: the value its branches were matched against (absent when it
+    failed), the task that runs next (absent when the chain ends), and why it failed."""
+
+    type: Literal["chain_task_end"] = field(default="chain_task_end", repr=False)
+    task_id: str
+    handler: str
+    value: str | None = None
+    next: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnEnd(_Base):
     """The turn ended; every stream ends with exactly one."""
 
@@ -297,6 +323,8 @@ Event = Union[
     UsageEvent,
     Compact,
     Retry,
+    ChainTaskStart,
+    ChainTaskEnd,
     TurnEnd,
     UnknownEvent,
 ]
@@ -318,6 +346,8 @@ _CLASSES: dict[str, type[_Base]] = {
     "usage": UsageEvent,
     "compact": Compact,
     "retry": Retry,
+    "chain_task_start": ChainTaskStart,
+    "chain_task_end": ChainTaskEnd,
     "turn_end": TurnEnd,
 }
 

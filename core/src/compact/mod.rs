@@ -264,6 +264,8 @@ impl Compaction<'_> {
         }];
         let body = self.backend.body(&ModelRequest {
             system: Some(&system),
+            // The client's model: a chain task's own model is for its answers only.
+            model: None,
             messages: &messages,
             tools: &[],
         });

@@ -294,7 +294,7 @@ impl Assembler {
 #[async_trait]
 impl Backend for Anthropic {
     fn body(&self, req: &ModelRequest<'_>) -> Value {
-        body(&self.model, self.max_tokens, req)
+        body(req.model.unwrap_or(&self.model), self.max_tokens, req)
     }
 
     async fn send(&self, body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {
@@ -381,6 +381,7 @@ mod tests {
             10,
             &ModelRequest {
                 system: Some("sys"),
+                model: None,
                 messages: &messages,
                 tools: &[],
             },
@@ -472,6 +473,7 @@ mod tests {
             10,
             &ModelRequest {
                 system: None,
+                model: None,
                 messages: &messages,
                 tools: &[],
             },

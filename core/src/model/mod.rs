@@ -48,6 +48,8 @@ use crate::transcript::Message;
 /// One model request, in wire-neutral terms.
 pub(crate) struct ModelRequest<'a> {
     pub system: Option<&'a str>,
+    /// This request's model, when not the client's (a chain task may name its own).
+    pub model: Option<&'a str>,
     pub messages: &'a [Message],
     pub tools: &'a [std::sync::Arc<ToolSpec>],
 }

@@ -144,7 +144,7 @@ fn parse_line(line: &str) -> Result<Value, Failure> {
 #[async_trait]
 impl Backend for Ollama {
     fn body(&self, req: &ModelRequest<'_>) -> Value {
-        body(&self.model, self.max_tokens, req)
+        body(req.model.unwrap_or(&self.model), self.max_tokens, req)
     }
 
     async fn send(&self, body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {

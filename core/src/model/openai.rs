@@ -192,7 +192,7 @@ impl Assembler {
 #[async_trait]
 impl Backend for OpenAi {
     fn body(&self, req: &ModelRequest<'_>) -> Value {
-        body(&self.model, self.max_tokens, req)
+        body(req.model.unwrap_or(&self.model), self.max_tokens, req)
     }
 
     async fn send(&self, body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {

@@ -93,6 +93,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 pub use hook::{HookTool, Protocol, RemoteHook, DEFAULT_TIMEOUT_MS};
+pub use redact::redact_url;
 
 use crate::client::Client;
 use crate::error::{Error, Result};

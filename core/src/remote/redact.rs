@@ -7,7 +7,7 @@ pub(crate) const REDACTED: &str = "<redacted>";
 
 /// A URL for messages: without userinfo, query and fragment (an API key often rides in the
 /// query, and injected query parameters do). Text that is not a URL is cut at `?` and `#`.
-pub(crate) fn redact_url(url: &str) -> String {
+pub fn redact_url(url: &str) -> String {
     match reqwest::Url::parse(url) {
         Ok(mut u) => {
             let had_query = u.query().is_some();

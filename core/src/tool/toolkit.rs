@@ -96,6 +96,15 @@ impl Toolkit {
         entries.iter().map(|e| ToolSpec::clone(&e.spec)).collect()
     }
 
+    /// The name and the server (hook / MCP server, when it has one) of every registered tool.
+    pub(crate) fn names_and_servers(&self) -> Vec<(String, Option<String>)> {
+        let entries = self.entries.read().expect("toolkit lock");
+        entries
+            .iter()
+            .map(|e| (e.spec.name.clone(), e.server.clone()))
+            .collect()
+    }
+
     /// The registered tool of that name, when `allowed` lets it through.
     pub(crate) fn lookup(&self, name: &str, allowed: &dyn Fn(&str) -> bool) -> Option<Arc<Entry>> {
         if !allowed(name) {

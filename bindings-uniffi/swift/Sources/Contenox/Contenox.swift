@@ -846,6 +846,14 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func run(prompt: String, allow: [String]?) async throws  -> TurnResult
     
     /**
+     * Run a task chain (the chain JSON text) on `input` to its end, as one turn of this
+     * client (its gate, allowlists and events, plus `ChainTaskStart` / `ChainTaskEnd`). A
+     * chain that does not read throws `ContenoxError.Config` naming the field, before anything
+     * runs. `finalText` is the output of the last task that ran.
+     */
+    func runChain(chainJson: String, input: String, allow: [String]?) async throws  -> TurnResult
+    
+    /**
      * Replace the approval policy: `policy` is what config `policy` takes as a string, the
      * document's JSON text or a file path (`null` removes it; `Policies.default()` gives a
      * preset). It applies from the next tool call, also within a running turn. A policy that
@@ -871,6 +879,11 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * AsyncStream helpers.
      */
     func stream(prompt: String, allow: [String]?) async throws  -> Run
+    
+    /**
+     * Start a task chain on `input` and return its `Run` (as `stream`).
+     */
+    func streamChain(chainJson: String, input: String, allow: [String]?) async throws  -> Run
     
     /**
      * The specs of every registered tool (before allowlists).
@@ -1140,6 +1153,28 @@ open func run(prompt: String, allow: [String]? = nil)async throws  -> TurnResult
 }
     
     /**
+     * Run a task chain (the chain JSON text) on `input` to its end, as one turn of this
+     * client (its gate, allowlists and events, plus `ChainTaskStart` / `ChainTaskEnd`). A
+     * chain that does not read throws `ContenoxError.Config` naming the field, before anything
+     * runs. `finalText` is the output of the last task that ran.
+     */
+open func runChain(chainJson: String, input: String, allow: [String]? = nil)async throws  -> TurnResult  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_client_run_chain(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(chainJson),FfiConverterString.lower(input),FfiConverterOptionSequenceString.lower(allow)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeTurnResult_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
      * Replace the approval policy: `policy` is what config `policy` takes as a string, the
      * document's JSON text or a file path (`null` removes it; `Policies.default()` gives a
      * preset). It applies from the next tool call, also within a running turn. A policy that
@@ -1190,6 +1225,25 @@ open func stream(prompt: String, allow: [String]? = nil)async throws  -> Run  {
             rustFutureFunc: {
                 uniffi_contenox_uniffi_fn_method_client_stream(
                         self.uniffiCloneHandle(),FfiConverterString.lower(prompt),FfiConverterOptionSequenceString.lower(allow)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeRun_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
+     * Start a task chain on `input` and return its `Run` (as `stream`).
+     */
+open func streamChain(chainJson: String, input: String, allow: [String]? = nil)async throws  -> Run  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_client_stream_chain(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(chainJson),FfiConverterString.lower(input),FfiConverterOptionSequenceString.lower(allow)
                 )
             },
             pollFunc: ffi_contenox_uniffi_rust_future_poll_u64,
@@ -6285,6 +6339,37 @@ public enum Event: Equatable, Hashable {
          */agent: [String]
     )
     /**
+     * A task of a chain starts (`Client.runChain`).
+     */
+    case chainTaskStart(
+        /**
+         * The task's id.
+         */taskId: String, 
+        /**
+         * Its handler, as the chain wrote it (`chat_completion`, `execute_tool_calls`, ...).
+         */handler: String
+    )
+    /**
+     * A task of a chain ended: its transition value and where the chain goes next.
+     */
+    case chainTaskEnd(
+        /**
+         * The task's id.
+         */taskId: String, 
+        /**
+         * Its handler, as the chain wrote it.
+         */handler: String, 
+        /**
+         * The value its branches were matched against; absent when it failed.
+         */value: String?, 
+        /**
+         * The task that runs next; absent when the chain ends here.
+         */next: String?, 
+        /**
+         * Why the task failed (then `next` is its `on_failure`, if any).
+         */error: String?
+    )
+    /**
      * The turn ended. Every stream ends with exactly one of these.
      */
     case turnEnd(
@@ -6416,7 +6501,13 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
         case 15: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 16: return .turnEnd(outcome: try FfiConverterTypeOutcome.read(from: &buf), finalText: try FfiConverterString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        case 16: return .chainTaskStart(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 17: return .chainTaskEnd(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf), value: try FfiConverterOptionString.read(from: &buf), next: try FfiConverterOptionString.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        )
+        
+        case 18: return .turnEnd(outcome: try FfiConverterTypeOutcome.read(from: &buf), finalText: try FfiConverterString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -6544,8 +6635,23 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .turnEnd(outcome,finalText,usage,error):
+        case let .chainTaskStart(taskId,handler):
             writeInt(&buf, Int32(16))
+            FfiConverterString.write(taskId, into: &buf)
+            FfiConverterString.write(handler, into: &buf)
+            
+        
+        case let .chainTaskEnd(taskId,handler,value,next,error):
+            writeInt(&buf, Int32(17))
+            FfiConverterString.write(taskId, into: &buf)
+            FfiConverterString.write(handler, into: &buf)
+            FfiConverterOptionString.write(value, into: &buf)
+            FfiConverterOptionString.write(next, into: &buf)
+            FfiConverterOptionString.write(error, into: &buf)
+            
+        
+        case let .turnEnd(outcome,finalText,usage,error):
+            writeInt(&buf, Int32(18))
             FfiConverterTypeOutcome.write(outcome, into: &buf)
             FfiConverterString.write(finalText, into: &buf)
             FfiConverterTypeUsage.write(usage, into: &buf)
@@ -8064,6 +8170,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_client_run() != 7623) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_contenox_uniffi_checksum_method_client_run_chain() != 2607) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_contenox_uniffi_checksum_method_client_set_policy() != 24331) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -8074,6 +8183,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_stream() != 30764) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_stream_chain() != 10744) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_tools() != 46900) {

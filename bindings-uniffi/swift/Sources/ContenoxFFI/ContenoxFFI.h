@@ -435,6 +435,11 @@ void uniffi_contenox_uniffi_fn_method_client_register_source_tool(uint64_t ptr, 
 uint64_t uniffi_contenox_uniffi_fn_method_client_run(uint64_t ptr, RustBuffer prompt, RustBuffer allow
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN_CHAIN
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN_CHAIN
+uint64_t uniffi_contenox_uniffi_fn_method_client_run_chain(uint64_t ptr, RustBuffer chain_json, RustBuffer input, RustBuffer allow
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_SET_POLICY
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_SET_POLICY
 void uniffi_contenox_uniffi_fn_method_client_set_policy(uint64_t ptr, RustBuffer policy, RustCallStatus *_Nonnull out_status
@@ -453,6 +458,11 @@ void uniffi_contenox_uniffi_fn_method_client_shutdown(uint64_t ptr, RustCallStat
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM
 uint64_t uniffi_contenox_uniffi_fn_method_client_stream(uint64_t ptr, RustBuffer prompt, RustBuffer allow
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM_CHAIN
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM_CHAIN
+uint64_t uniffi_contenox_uniffi_fn_method_client_stream_chain(uint64_t ptr, RustBuffer chain_json, RustBuffer input, RustBuffer allow
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_TOOLS
@@ -1242,6 +1252,12 @@ uint16_t uniffi_contenox_uniffi_checksum_method_client_run(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_RUN_CHAIN
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_RUN_CHAIN
+uint16_t uniffi_contenox_uniffi_checksum_method_client_run_chain(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_SET_POLICY
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_SET_POLICY
 uint16_t uniffi_contenox_uniffi_checksum_method_client_set_policy(void
@@ -1263,6 +1279,12 @@ uint16_t uniffi_contenox_uniffi_checksum_method_client_shutdown(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_STREAM
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_STREAM
 uint16_t uniffi_contenox_uniffi_checksum_method_client_stream(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_STREAM_CHAIN
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_STREAM_CHAIN
+uint16_t uniffi_contenox_uniffi_checksum_method_client_stream_chain(void
     
 );
 #endif

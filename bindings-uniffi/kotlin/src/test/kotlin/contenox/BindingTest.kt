@@ -433,6 +433,8 @@ class BindingTest {
                     is Event.Usage -> "usage"
                     is Event.Compact -> "compact"
                     is Event.Retry -> "retry"
+                    is Event.ChainTaskStart -> "chain_task_start"
+                    is Event.ChainTaskEnd -> "chain_task_end"
                     is Event.TurnEnd -> "turn_end"
                 }
             }

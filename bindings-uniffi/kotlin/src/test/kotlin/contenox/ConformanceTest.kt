@@ -161,6 +161,10 @@ private class ScenarioRun(
             remote.bringUp()
             scenario.optJSONObject("transcript")?.let { current.setTranscript(Transcript.fromJson(it.toString())) }
             var last: TurnResult? = null
+            // Extension `chain`: each prompt is the chain's input; a chain that does not read is
+            // the trace's `chain_error` (nothing runs).
+            val chain = scenario.opt("chain")?.toString()
+            var chainError: String? = null
             for ((i, prompt) in prompts.withIndex()) {
                 if (restart && i > 0) {
                     // save the conversation as JSON, continue in a new client built from it
@@ -170,7 +174,16 @@ private class ScenarioRun(
                     current.setTranscript(Transcript.fromJson(saved))
                     remote.registerInto(current)
                 }
-                val run = current.stream(prompt)
+                val run = if (chain == null) {
+                    current.stream(prompt)
+                } else {
+                    try {
+                        current.streamChain(chain, prompt)
+                    } catch (e: ContenoxException.Config) {
+                        chainError = e.detail
+                        break
+                    }
+                }
                 run.use {
                     run.events().collect { event ->
                         for ((n, action) in actions.withIndex()) {
@@ -194,6 +207,17 @@ private class ScenarioRun(
             if (scenario.has("settle_ms")) delay(scenario.getLong("settle_ms"))
             val requests = server.requests()
             val remoteRequests = remote.requests()
+            chainError?.let { error ->
+                return buildString {
+                    append("{\"scenario\":").append(JSONObject.quote(scenario.getString("name")))
+                    append(",\"binding\":\"kotlin\",\"outcome\":null,\"final_text\":null,\"usage\":null")
+                    append(",\"events\":[").append(events.joinToString(",")).append("]")
+                    append(",\"requests\":").append(requests)
+                    append(",\"workspace\":").append(snapshot())
+                    append(",\"chain_error\":").append(JSONObject.quote(error))
+                    append("}")
+                }
+            }
             val result = last!!
             return buildString {
                 append("{\"scenario\":").append(JSONObject.quote(scenario.getString("name")))

@@ -1,0 +1,135 @@
+//! The gate of a terminal run: read-only tools run; everything else is asked in the terminal
+//! (`Approve write on "src/main.rs"? [y/N]`, with a diff for write / edit / multi_edit), or
+//! denied when there is no terminal to ask in. `--auto` allows everything.
+//!
+//! The answer is read as a line from stdin in the terminal's normal (cooked) mode, not key by
+//! key in raw mode as prompt crates do (dialoguer, inquire): in raw mode Ctrl-C is a key the
+//! prompt swallows, here it stays the signal that cancels the turn while a question is open.
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use contenox::{
+    async_trait, Answer, CancellationToken, Decision, Hooks, HostError, PendingRequest,
+    ToolCallEvent, WaitFor,
+};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+use crate::preview::{preview, question};
+use crate::printer::Printer;
+
+/// The denial when no terminal can be asked.
+pub const NO_TERMINAL_DENIAL: &str =
+    "Not approved: contenox runs without a terminal to ask in, so calls that need approval are \
+     denied (--auto approves every call).";
+
+/// Lines typed on stdin, read by one thread for the whole run (a blocking read cannot be
+/// cancelled; the thread ends with the process).
+struct Lines {
+    rx: UnboundedReceiver<Option<String>>,
+}
+
+impl Lines {
+    fn start() -> Lines {
+        let (tx, rx) = unbounded_channel();
+        std::thread::spawn(move || {
+            let stdin = std::io::stdin();
+            for line in stdin.lock().lines() {
+                match line {
+                    Ok(l) => {
+                        if tx.send(Some(l)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(None);
+        });
+        Lines { rx }
+    }
+}
+
+/// The run's gate and its `wait_for`.
+pub struct TerminalGate {
+    auto: bool,
+    interactive: bool,
+    root: PathBuf,
+    printer: Arc<Printer>,
+    lines: tokio::sync::Mutex<Option<Lines>>,
+    /// One question at a time (calls run one after the other, but be sure).
+    asking: Mutex<()>,
+}
+
+impl TerminalGate {
+    /// A gate for the working directory `root`; `interactive` when stdin and stderr are a
+    /// terminal.
+    pub fn new(auto: bool, interactive: bool, root: PathBuf, printer: Arc<Printer>) -> Self {
+        TerminalGate {
+            auto,
+            interactive,
+            root,
+            printer,
+            lines: tokio::sync::Mutex::new(None),
+            asking: Mutex::new(()),
+        }
+    }
+}
+
+#[async_trait]
+impl Hooks for TerminalGate {
+    async fn before_tool(&self, call: &ToolCallEvent) -> Result<Decision, HostError> {
+        if self.auto || call.hints.read_only == Some(true) {
+            return Ok(Decision::Allow);
+        }
+        Ok(Decision::Ask(PendingRequest::new(
+            "approval",
+            question(&call.name, &call.arguments),
+        )))
+    }
+}
+
+#[async_trait]
+impl WaitFor for TerminalGate {
+    async fn wait_for(
+        &self,
+        request: PendingRequest,
+        cancel: CancellationToken,
+    ) -> Result<Answer, HostError> {
+        if !self.interactive {
+            return Ok(Answer::deny(NO_TERMINAL_DENIAL));
+        }
+        // Everything the run printed before this ask is on screen before the question.
+        tokio::select! {
+            _ = self.printer.pending_shown(&request.call_id) => {}
+            _ = cancel.cancelled() => return Err(HostError::new("cancelled")),
+        }
+        let mut lines = self.lines.lock().await;
+        let lines = lines.get_or_insert_with(Lines::start);
+        // A line typed before the question was shown is no answer to it.
+        while lines.rx.try_recv().is_ok() {}
+        let shown = preview(&self.root, &request.name, &request.arguments);
+        let question = request
+            .prompt
+            .clone()
+            .unwrap_or_else(|| question(&request.name, &request.arguments));
+        {
+            let _one = self.asking.lock().expect("ask lock");
+            self.printer.prompt(&format!("{shown}{question} [y/N] "));
+        }
+        tokio::select! {
+            line = lines.rx.recv() => match line {
+                Some(Some(l)) if matches!(l.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
+                    Ok(Answer::approve())
+                }
+                Some(Some(_)) => Ok(Answer::Deny(None)),
+                _ => Ok(Answer::deny("Not approved: stdin closed before an answer came.")),
+            },
+            _ = cancel.cancelled() => {
+                self.printer.note("");
+                Err(HostError::new("cancelled"))
+            }
+        }
+    }
+}
