@@ -144,7 +144,10 @@ export declare class NativeTool {
   get name(): string
 }
 
-/** A conversation, kept on the Rust side; JSON only when asked for. */
+/**
+ * A conversation, kept on the Rust side (its messages shared with the client's other
+ * snapshots); JSON only when asked for.
+ */
 export declare class NativeTranscript {
   /** Parse and check a saved transcript (core's JSON document). */
   static fromJson(json: string): NativeTranscript

@@ -18,6 +18,7 @@ use crate::host::{
     NoticeArgs, SearchArgs, Shared, ToolArgs, WaitArgs,
 };
 use crate::run::NativeRun;
+use crate::transcript::{Snapshot, Snapshots};
 use crate::{convert, error};
 
 /// The options of `createClient` / `listModels` (JSON text, as the host wrote them) as core's
@@ -69,21 +70,23 @@ pub struct NativeTurnResult {
     pub transcript: NativeTranscript,
 }
 
-impl From<TurnResult> for NativeTurnResult {
-    fn from(r: TurnResult) -> Self {
+impl NativeTurnResult {
+    /// The engine's result, its transcript a snapshot of `snapshots` (its client's).
+    pub(crate) fn new(r: TurnResult, snapshots: &Snapshots) -> Self {
         NativeTurnResult {
             outcome: r.outcome.as_str().to_string(),
             final_text: r.final_text,
             usage: r.usage.into(),
             error: r.error,
-            transcript: NativeTranscript(r.transcript),
+            transcript: NativeTranscript(snapshots.share(r.transcript)),
         }
     }
 }
 
-/// A conversation, kept on the Rust side; JSON only when asked for.
+/// A conversation, kept on the Rust side (its messages shared with the client's other
+/// snapshots); JSON only when asked for.
 #[napi]
-pub struct NativeTranscript(pub(crate) Transcript);
+pub struct NativeTranscript(pub(crate) Snapshot);
 
 #[napi]
 impl NativeTranscript {
@@ -91,7 +94,7 @@ impl NativeTranscript {
     #[napi(factory)]
     pub fn from_json(env: &Env, json: String) -> Result<NativeTranscript> {
         Transcript::from_json(&json)
-            .map(NativeTranscript)
+            .map(|t| NativeTranscript(Snapshot::new(t)))
             .map_err(|e| error::to_js(env, e))
     }
 
@@ -104,13 +107,13 @@ impl NativeTranscript {
     /// How many messages it holds.
     #[napi(getter)]
     pub fn length(&self) -> u32 {
-        self.0.messages.len() as u32
+        self.0.len() as u32
     }
 
     /// The messages in JavaScript's spelling, as JSON.
     #[napi]
     pub fn messages_json(&self) -> String {
-        convert::messages(&self.0)
+        convert::messages(self.0.messages())
     }
 }
 
@@ -149,6 +152,8 @@ impl NativeCancel {
 pub struct NativeClient {
     client: Client,
     shared: Arc<Shared>,
+    /// The transcripts this client handed out share their messages through it.
+    snapshots: Arc<Snapshots>,
 }
 
 fn run_options(
@@ -221,7 +226,11 @@ impl NativeClient {
             )));
         }
         let client = builder.build().map_err(|e| error::to_js(env, e))?;
-        Ok(NativeClient { client, shared })
+        Ok(NativeClient {
+            client,
+            shared,
+            snapshots: Arc::default(),
+        })
     }
 
     /// Add a host tool (or replace the one of the same name); `spec_json` is its declaration
@@ -307,10 +316,11 @@ impl NativeClient {
     ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
         let options = run_options(env, allow, cancel)?;
         let client = self.client.clone();
+        let snapshots = self.snapshots.clone();
         env.spawn_future_with_callback(
             async move { Ok(client.run_with(prompt, options).await) },
-            |env, r| {
-                r.map(NativeTurnResult::from)
+            move |env, r| {
+                r.map(|r| NativeTurnResult::new(r, &snapshots))
                     .map_err(|e| error::to_js(env, e))
             },
         )
@@ -332,7 +342,7 @@ impl NativeClient {
                 .client
                 .stream_with(prompt, options)
                 .map_err(|e| error::to_js(env, e))?;
-            Ok(NativeRun::new(run))
+            Ok(NativeRun::new(run, self.snapshots.clone()))
         })
     }
 
@@ -349,10 +359,11 @@ impl NativeClient {
         let chain = contenox::Chain::from_json(&chain_json).map_err(|e| error::to_js(env, e))?;
         let options = run_options(env, allow, cancel)?;
         let client = self.client.clone();
+        let snapshots = self.snapshots.clone();
         env.spawn_future_with_callback(
             async move { Ok(client.run_chain_with(&chain, input, options).await) },
-            |env, r| {
-                r.map(NativeTurnResult::from)
+            move |env, r| {
+                r.map(|r| NativeTurnResult::new(r, &snapshots))
                     .map_err(|e| error::to_js(env, e))
             },
         )
@@ -375,21 +386,21 @@ impl NativeClient {
                 .client
                 .stream_chain_with(&chain, input, options)
                 .map_err(|e| error::to_js(env, e))?;
-            Ok(NativeRun::new(run))
+            Ok(NativeRun::new(run, self.snapshots.clone()))
         })
     }
 
     /// The conversation so far.
     #[napi]
     pub fn transcript(&self) -> NativeTranscript {
-        NativeTranscript(self.client.transcript())
+        NativeTranscript(self.snapshots.share(self.client.transcript()))
     }
 
     /// Replace the conversation (fails while a turn runs).
     #[napi]
     pub fn set_transcript(&self, env: &Env, transcript: &NativeTranscript) -> Result<()> {
         self.client
-            .set_transcript(transcript.0.clone())
+            .set_transcript(transcript.0.to_transcript())
             .map_err(|e| error::to_js(env, e))
     }
 

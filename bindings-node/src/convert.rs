@@ -6,7 +6,7 @@
 
 use contenox::{
     CompactNotice, Event, Message, ModelInfo, PendingRequest, SearchRequest, SearchResult,
-    Spelling, ToolCallEvent, ToolOutput, Transcript,
+    Spelling, ToolCallEvent, ToolOutput,
 };
 use serde_json::{Map, Value};
 
@@ -149,8 +149,8 @@ pub fn tool_spec_from_js(spec: Value) -> Value {
 
 /// A conversation's messages as JavaScript reads them: `callId`, `toolCalls`, `isError`,
 /// `rawArguments` (always present), `args`.
-pub fn messages(transcript: &Transcript) -> String {
-    let messages = transcript.messages.iter().map(|m| {
+pub fn messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> String {
+    let messages = messages.into_iter().map(|m| {
         let mut v = rename_tree(
             serde_json::to_value(m).unwrap_or(Value::Null),
             camel,
@@ -270,7 +270,7 @@ pub fn models(models: &[ModelInfo]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use contenox::{Hints, Outcome, Source, Usage};
+    use contenox::{Hints, Outcome, Source, Transcript, Usage};
     use serde_json::json;
 
     #[test]
@@ -370,7 +370,7 @@ mod tests {
                 {"role": "tool", "call_id": "c1", "name": "x", "content": "r"}]}"#,
         )
         .unwrap();
-        let m: Value = serde_json::from_str(&messages(&t)).unwrap();
+        let m: Value = serde_json::from_str(&messages(&t.messages)).unwrap();
         assert_eq!(
             m,
             json!([{"role": "assistant", "content": "",

@@ -25,6 +25,7 @@ mod host;
 mod mcp;
 mod remote;
 mod run;
+mod transcript;
 
 pub use client::{
     js_name, list_models, policy_preset, NativeCancel, NativeClient, NativeTranscript,

@@ -9,18 +9,24 @@ use napi::{Env, Result};
 use napi_derive::napi;
 
 use crate::client::NativeTurnResult;
+use crate::transcript::Snapshots;
 use crate::{convert, error};
 
 /// A running turn.
 #[napi]
 pub struct NativeRun {
     run: Arc<contenox::Run>,
+    /// Its client's: the result's transcript shares messages with the client's other snapshots.
+    snapshots: Arc<Snapshots>,
 }
 
 impl NativeRun {
     /// Take over core's run handle.
-    pub(crate) fn new(run: contenox::Run) -> NativeRun {
-        NativeRun { run: Arc::new(run) }
+    pub(crate) fn new(run: contenox::Run, snapshots: Arc<Snapshots>) -> NativeRun {
+        NativeRun {
+            run: Arc::new(run),
+            snapshots,
+        }
     }
 }
 
@@ -47,8 +53,9 @@ impl NativeRun {
     #[napi(ts_return_type = "Promise<NativeTurnResult>")]
     pub fn result<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, NativeTurnResult>> {
         let run = self.run.clone();
-        env.spawn_future_with_callback(async move { Ok(run.result().await) }, |env, r| {
-            r.map(NativeTurnResult::from)
+        let snapshots = self.snapshots.clone();
+        env.spawn_future_with_callback(async move { Ok(run.result().await) }, move |env, r| {
+            r.map(|r| NativeTurnResult::new(r, &snapshots))
                 .map_err(|e| error::to_js(env, e))
         })
     }

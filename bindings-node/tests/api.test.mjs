@@ -421,6 +421,30 @@ describe('transcripts', () => {
     second.close()
   })
 
+  test("each result keeps its turn's conversation (snapshots share messages, never change)", async () => {
+    const client = createClient({ style: 'scripted', builtins: [], script: [{ text: 'a' }, { text: 'b' }, { text: 'c' }] })
+    const one = await client.run('first')
+    const two = await client.run('second')
+    assert.deepEqual(two.transcript.messages.slice(0, 2), one.transcript.messages)
+    const oneSaved = one.transcript.toString()
+    // Replacing the conversation, then running on, leaves the earlier snapshots as they were.
+    client.setTranscript(one.transcript)
+    const three = await client.run('third')
+    assert.equal(one.transcript.toString(), oneSaved)
+    assert.equal(one.transcript.length, 2)
+    assert.equal(two.transcript.length, 4)
+    assert.deepEqual(
+      three.transcript.messages.map((m) => m.content),
+      ['first', 'a', 'third', 'c'],
+    )
+    assert.deepEqual(
+      two.transcript.messages.map((m) => m.content),
+      ['first', 'a', 'second', 'b'],
+    )
+    assert.equal(client.transcript.toString(), three.transcript.toString())
+    client.close()
+  })
+
   test('an invalid transcript is refused', () => {
     const bad = { messages: [{ role: 'tool', call_id: 'nope', name: 'x', content: '' }] }
     assert.throws(() => Transcript.fromJSON(bad), /unknown call nope/)
