@@ -112,46 +112,52 @@ impl RootDir {
             return Err(format!("path {} contains a NUL byte", shown(given)).into());
         }
         let parts: Vec<Component<'_>> = rel.components().collect();
+        let prefix = |cut: usize| -> PathBuf {
+            if cut == 0 {
+                PathBuf::from(".")
+            } else {
+                parts[..cut].iter().collect()
+            }
+        };
         // The longest prefix that exists; the names after it must be plain names.
-        for cut in (0..=parts.len()).rev() {
-            let prefix: PathBuf = parts[..cut].iter().collect();
-            let probe: &Path = if cut == 0 { Path::new(".") } else { &prefix };
-            match self.dir.canonicalize(probe) {
-                Ok(real) => {
-                    let mut missing = Vec::with_capacity(parts.len() - cut);
-                    for part in &parts[cut..] {
-                        match part {
-                            Component::Normal(name) => missing.push(name.to_os_string()),
-                            _ => {
-                                return Err(format!(
-                                    "cannot resolve {}: `..` below a directory that does not \
-                                     exist",
-                                    shown(given)
-                                )
-                                .into())
-                            }
-                        }
-                    }
-                    let real = if real == Path::new(".") {
-                        PathBuf::new()
-                    } else {
-                        real
-                    };
-                    return Ok(Located { real, missing });
+        let found = longest_resolving(parts.len(), |cut| {
+            match self.dir.canonicalize(prefix(cut)) {
+                Ok(real) => Ok(Some(real)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(self.error("resolve", given, e)),
+            }
+        })?;
+        let Some((cut, real)) = found else {
+            return Err(format!("cannot resolve {}", shown(given)).into());
+        };
+        // The first name that does not resolve may be a symlink whose target is missing (the
+        // names after it cannot be looked at: the walk fails at it).
+        if cut < parts.len() && self.dir.symlink_metadata(prefix(cut + 1)).is_ok() {
+            return Err(format!(
+                "path {} leads through a symlink whose target does not exist",
+                shown(given)
+            )
+            .into());
+        }
+        let mut missing = Vec::with_capacity(parts.len() - cut);
+        for part in &parts[cut..] {
+            match part {
+                Component::Normal(name) => missing.push(name.to_os_string()),
+                _ => {
+                    return Err(format!(
+                        "cannot resolve {}: `..` below a directory that does not exist",
+                        shown(given)
+                    )
+                    .into())
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    if cut > 0 && self.dir.symlink_metadata(probe).is_ok() {
-                        return Err(format!(
-                            "path {} leads through a symlink whose target does not exist",
-                            shown(given)
-                        )
-                        .into());
-                    }
-                }
-                Err(e) => return Err(self.error("resolve", given, e)),
             }
         }
-        Err(format!("cannot resolve {}", shown(given)).into())
+        let real = if real == Path::new(".") {
+            PathBuf::new()
+        } else {
+            real
+        };
+        Ok(Located { real, missing })
     }
 
     /// The real absolute path of an existing file or directory beneath the root.
@@ -215,6 +221,37 @@ impl RootDir {
         )
         .into()
     }
+}
+
+/// The longest of the prefixes `0..=len` of a path that resolves, and what `probe` found for it,
+/// in O(log len) probes: `probe(k)` resolves the first `k` components and answers `Some` (it
+/// resolves), `None` (not found) or an error, which ends the search. The kernel walks a path one
+/// component at a time, so if a prefix resolves every shorter one does, and every prefix longer
+/// than the first missing component fails as that component does: a binary search finds the
+/// same prefix as trying every length from the longest down (which was quadratic in the path's
+/// length, seconds for a path of thousands of components). The whole path is probed first,
+/// since it usually exists. `None` when not even the empty prefix (the root) resolves.
+fn longest_resolving<T, E>(
+    len: usize,
+    mut probe: impl FnMut(usize) -> Result<Option<T>, E>,
+) -> Result<Option<(usize, T)>, E> {
+    if let Some(whole) = probe(len)? {
+        return Ok(Some((len, whole)));
+    }
+    // Invariant: every prefix of length >= hi is missing; `best` is the longest found below lo.
+    let (mut lo, mut hi) = (0, len);
+    let mut best = None;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match probe(mid)? {
+            Some(found) => {
+                best = Some((mid, found));
+                lo = mid + 1;
+            }
+            None => hi = mid,
+        }
+    }
+    Ok(best)
 }
 
 /// Whether `e` is cap-std's (or the kernel's) refusal of a path that leaves the directory.
@@ -344,6 +381,29 @@ pub fn display_path(root: &Path, path: &Path) -> String {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn the_longest_resolving_prefix_takes_logarithmic_probes() {
+        // A path of 4096 components whose first `exist` prefixes resolve: the search finds the
+        // same prefix as trying every length would, in at most 2 + log2(4097) probes.
+        let len = 4096;
+        for exist in [0, 1, 2, 7, 2048, 4095, 4096] {
+            let mut probes = 0;
+            let found = longest_resolving::<usize, ()>(len, |k| {
+                probes += 1;
+                Ok((k <= exist).then_some(k * 10))
+            })
+            .unwrap();
+            assert_eq!(found, Some((exist, exist * 10)), "exist {exist}");
+            assert!(probes <= 14, "exist {exist}: {probes} probes");
+        }
+        // The root itself missing: nothing resolves.
+        assert_eq!(longest_resolving::<(), ()>(3, |_| Ok(None)).unwrap(), None);
+        // An error ends the search and is returned.
+        let err =
+            longest_resolving::<(), &str>(100, |k| if k > 40 { Ok(None) } else { Err("denied") });
+        assert_eq!(err, Err("denied"));
+    }
 
     #[test]
     fn escapes_are_refused() {
