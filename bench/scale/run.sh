@@ -9,8 +9,10 @@
 #   PROFILE=profiling bench/scale/run.sh   # release + line tables (for perf / callgrind)
 #   SCALE_ARGS="--langs rust --messages 10,100 --clients 1" bench/scale/run.sh --no-build
 #
-# Writes target/scale/results/{scale.jsonl,scale.md} and the plot docs/scale.png (commit it when
-# the run is the one docs/benchmarks.md quotes). Needs cargo, python3 (venv), node >= 20 and npm.
+# Writes target/scale/results/{scale.jsonl,scale.md} and the plot docs/scale.png. To update the
+# committed figures: cp target/scale/results/scale.jsonl docs/ and paste scale.md into
+# docs/benchmarks.md ("Scale"). Needs cargo, python3 (venv), node >= 20 and npm. The driver exits
+# non-zero if any turn of any client was not the scripted one, and warns on superlinear growth.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
