@@ -97,6 +97,7 @@ async function messages() {
 async function clients() {
   const [baseRss] = rssMb()
   const everyone = Array.from({ length: nClients }, makeClient)
+  const [createdRss] = rssMb()
   const one = async (client, first, count) => {
     const lat = []
     for (let i = first; i < first + count; i++) lat.push(await turn(client, i))
@@ -121,6 +122,7 @@ async function clients() {
     clients: nClients, turns, warmup, total_turns: total, wall_s: wall, per_turn_ms: (wall * 1000) / total,
     latency_median_ms: median(perClient.flat()), cpu_ms_per_turn: (cpu * 1000) / total,
     rss_mb: rss, peak_rss_mb: peak, base_rss_mb: baseRss, rss_per_client_kb: ((peak - baseRss) * 1024) / nClients,
+    created_rss_per_client_kb: ((createdRss - baseRss) * 1024) / nClients,
   }
 }
 

@@ -103,6 +103,7 @@ async def messages(a: argparse.Namespace) -> dict[str, object]:
 async def clients(a: argparse.Namespace) -> dict[str, object]:
     base_rss, _ = rss_mb()
     everyone = [make_client(a.base_url) for _ in range(a.clients)]
+    created_rss, _ = rss_mb()
 
     async def one(client: contenox.Client, first: int, turns: int) -> list[float]:
         return [await turn(client, i) for i in range(first, first + turns)]
@@ -135,6 +136,7 @@ async def clients(a: argparse.Namespace) -> dict[str, object]:
         "peak_rss_mb": peak,
         "base_rss_mb": base_rss,
         "rss_per_client_kb": (peak - base_rss) * 1024.0 / a.clients,
+        "created_rss_per_client_kb": (created_rss - base_rss) * 1024.0 / a.clients,
     }
 
 

@@ -185,6 +185,7 @@ CLI_COLS = [
     ("cpu_ms_per_turn", "client CPU ms/turn", ".2f"),
     ("peak_rss_mb", "peak RSS MB", ".1f"),
     ("rss_per_client_kb", "RSS/client KB", ".0f"),
+    ("created_rss_per_client_kb", "of it at creation KB", ".0f"),
     ("server_cpu_ms_per_turn", "server CPU ms/turn", ".2f"),
     ("server_cpu_share", "server CPU share", ".2f"),
 ]

@@ -206,6 +206,7 @@ async fn clients(a: &Args) -> Result<Value, String> {
     let all: Vec<Arc<Client>> = (0..a.clients)
         .map(|_| Arc::new(make_client(&a.base_url)))
         .collect();
+    let (created_rss, _) = rss_mb();
     // Warm-up turns, all clients at once and untimed: connections open, lazy setup done.
     for w in 0..a.warmup {
         all_turns(&all, w + 1, 1).await?;
@@ -231,6 +232,9 @@ async fn clients(a: &Args) -> Result<Value, String> {
         "cpu_ms_per_turn": cpu * 1000.0 / total as f64,
         "rss_mb": rss, "peak_rss_mb": peak, "base_rss_mb": base_rss,
         "rss_per_client_kb": (peak - base_rss) * 1024.0 / a.clients as f64,
+        // What creating a client costs before it runs anything (the rest is its conversation,
+        // connection and the turns' working memory).
+        "created_rss_per_client_kb": (created_rss - base_rss) * 1024.0 / a.clients as f64,
     }))
 }
 
