@@ -414,3 +414,51 @@ async fn cache_tokens_in_each_styles_own_usage_fields() {
     );
     server.shutdown().await;
 }
+
+/// Does the (non-streaming) answer carry a tool call, or only text?
+async fn answers_with_tool_call(server: &FakeServer, messages: Value) -> bool {
+    let resp = post(server, json!({"model": "fake", "messages": messages})).await;
+    assert_eq!(resp.status(), 200);
+    let body: Value = resp.json().await.unwrap();
+    body["choices"][0]["message"]["tool_calls"].is_array()
+}
+
+#[tokio::test]
+async fn by_turn_step_answers_interleaved_clients_in_turn_order() {
+    let entries = || {
+        script(json!([
+            {"tool_calls": [{"id": "call_1", "name": "echo", "arguments": {"text": "x"}}]},
+            {"text": "done"}
+        ]))
+    };
+    let prompt = |n: u32| json!([{"role": "user", "content": format!("turn {n}")}]);
+    let after_tool = |n: u32| {
+        json!([
+            {"role": "user", "content": format!("turn {n}")},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "echo", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "x"}
+        ])
+    };
+    // Two clients' turns interleaved: A prompt, B prompt, A after its tool, B after its tool.
+    let order = [prompt(1), prompt(2), after_tool(1), after_tool(2)];
+    let by_step = fake::serve_repeating_by(entries(), Style::Openai, fake::Repeat::ByTurnStep)
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    for messages in &order {
+        got.push(answers_with_tool_call(&by_step, messages.clone()).await);
+    }
+    assert_eq!(got, [true, true, false, false]);
+    // The cycling server answers by arrival order, so B's prompt gets A's final text: the
+    // reason `ByTurnStep` exists.
+    let cycling = fake::serve_repeating(entries(), Style::Openai)
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    for messages in &order {
+        got.push(answers_with_tool_call(&cycling, messages.clone()).await);
+    }
+    assert_eq!(got, [true, false, true, false]);
+    // Nothing is recorded in either mode (memory stays bounded).
+    assert!(by_step.requests().is_empty() && cycling.requests().is_empty());
+}

@@ -1,7 +1,9 @@
-//! `fake-model-server --scenario FILE [--style openai|anthropic|ollama] [--repeat]`
+//! `fake-model-server --scenario FILE [--style openai|anthropic|ollama] [--repeat | --by-turn-step]`
 //!
 //! `--repeat` cycles through the script forever and records no bodies: a zero-latency model
-//! for benchmarks.
+//! for benchmarks. `--by-turn-step` does the same but answers each request with the entry at its
+//! step within its turn (model replies since the user's prompt), so concurrent clients that
+//! interleave their requests each get the script in order (bench/scale).
 //!
 //! Binds 127.0.0.1:0, prints the port alone on the first stdout line, then serves the
 //! scenario's `model` script. Exits when its stdin reaches EOF, so it never outlives the
@@ -10,15 +12,15 @@
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-use contenox_conformance::fake;
+use contenox_conformance::fake::{self, Repeat};
 use contenox_conformance::scenario::{Scenario, Style};
 
 const USAGE: &str =
-    "usage: fake-model-server --scenario FILE [--style openai|anthropic|ollama] [--repeat]";
+    "usage: fake-model-server --scenario FILE [--style openai|anthropic|ollama] [--repeat | --by-turn-step]";
 
-fn parse_args() -> Result<(String, Option<Style>, bool), String> {
+fn parse_args() -> Result<(String, Option<Style>, Option<Repeat>), String> {
     let mut scenario = None;
-    let mut repeat = false;
+    let mut repeat = None;
     let mut style = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -35,7 +37,8 @@ fn parse_args() -> Result<(String, Option<Style>, bool), String> {
         match key.as_str() {
             "--scenario" => scenario = Some(value("--scenario")?),
             "--style" => style = Some(value("--style")?.parse::<Style>()?),
-            "--repeat" => repeat = true,
+            "--repeat" => repeat = Some(Repeat::Cycle),
+            "--by-turn-step" => repeat = Some(Repeat::ByTurnStep),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -84,10 +87,9 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(async move {
-        let started = if repeat {
-            fake::serve_repeating(scenario.model, style).await
-        } else {
-            fake::serve(scenario.model, style).await
+        let started = match repeat {
+            Some(by) => fake::serve_repeating_by(scenario.model, style, by).await,
+            None => fake::serve(scenario.model, style).await,
         };
         let server = match started {
             Ok(s) => s,

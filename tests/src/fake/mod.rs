@@ -14,6 +14,7 @@
 mod anthropic;
 mod ollama;
 mod openai;
+mod turn_step;
 mod wire;
 
 use std::io;
@@ -22,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -37,6 +38,9 @@ use crate::scenario::{EntryKind, ModelEntry, Style};
 /// How long the server waits, after the last byte of a `break_after_bytes` response, before it
 /// aborts the connection: long enough for hyper to flush what was written.
 const BREAK_FLUSH_PAUSE: Duration = Duration::from_millis(100);
+
+/// The largest request body a repeating (benchmark) server reads.
+const REPEAT_BODY_LIMIT: usize = 64 << 20;
 
 /// A response about to be sent: status, headers and the body as a list of chunks (one chunk per
 /// SSE event / NDJSON line when streaming).
@@ -87,8 +91,8 @@ struct Log {
 struct Shared {
     style: Style,
     script: Vec<ModelEntry>,
-    /// Cycle through the script forever and keep no bodies (for benchmarks).
-    repeat: bool,
+    /// Serve the script forever and keep no bodies (for benchmarks).
+    repeat: Option<Repeat>,
     log: Mutex<Log>,
     cancel: CancellationToken,
 }
@@ -173,10 +177,36 @@ pub async fn serve(script: Vec<ModelEntry>, style: Style) -> io::Result<FakeServ
     serve_on(script, style, SocketAddr::from(([127, 0, 0, 1], 0))).await
 }
 
+/// How a repeating server picks the script entry for a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repeat {
+    /// The next entry in arrival order, cycling: right for one client at a time.
+    Cycle,
+    /// The entry at the request's step within its turn (the number of model replies since the
+    /// user's prompt, modulo the script's length): a tool-call-then-text script answers every
+    /// turn of every client in order, however concurrent clients interleave their requests.
+    ByTurnStep,
+}
+
 /// Starts a fake server on `127.0.0.1:0` that cycles through `script` forever and records no
 /// request bodies (only their count stays bounded: nothing is kept). For benchmarks.
 pub async fn serve_repeating(script: Vec<ModelEntry>, style: Style) -> io::Result<FakeServer> {
-    start(script, style, SocketAddr::from(([127, 0, 0, 1], 0)), true).await
+    serve_repeating_by(script, style, Repeat::Cycle).await
+}
+
+/// Like [`serve_repeating`], picking each request's entry as `repeat` says.
+pub async fn serve_repeating_by(
+    script: Vec<ModelEntry>,
+    style: Style,
+    repeat: Repeat,
+) -> io::Result<FakeServer> {
+    start(
+        script,
+        style,
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        Some(repeat),
+    )
+    .await
 }
 
 /// Starts a fake server on `addr`.
@@ -185,16 +215,16 @@ pub async fn serve_on(
     style: Style,
     addr: SocketAddr,
 ) -> io::Result<FakeServer> {
-    start(script, style, addr, false).await
+    start(script, style, addr, None).await
 }
 
 async fn start(
     script: Vec<ModelEntry>,
     style: Style,
     addr: SocketAddr,
-    repeat: bool,
+    repeat: Option<Repeat>,
 ) -> io::Result<FakeServer> {
-    if repeat && script.is_empty() {
+    if repeat.is_some() && script.is_empty() {
         return Err(io::Error::other("--repeat needs a non-empty script"));
     }
     let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -238,6 +268,12 @@ fn router(shared: Arc<Shared>) -> Router {
             .route("/api/tags", get(ollama::tags))
             .route("/", get(|| async { "Ollama is running" })),
     };
+    // A benchmark's long conversation is megabytes per request: lift axum's 2 MB default for
+    // repeating servers (bounded still, so a runaway client cannot exhaust memory).
+    let app = match shared.repeat {
+        Some(_) => app.layer(DefaultBodyLimit::max(REPEAT_BODY_LIMIT)),
+        None => app,
+    };
     app.with_state(shared)
 }
 
@@ -247,9 +283,6 @@ async fn recorded(State(shared): State<Arc<Shared>>) -> Json<Vec<Value>> {
 
 async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     let parsed: Option<Value> = serde_json::from_slice(&body).ok();
-    let recorded = parsed
-        .clone()
-        .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&body).into_owned()));
     // A request the real API refuses (HTTP 400) before answering consumes no script entry.
     let refused = match (&parsed, shared.style) {
         (Some(request), Style::Anthropic) => anthropic::refusal(request),
@@ -257,7 +290,11 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     };
     let index = {
         let mut log = shared.log();
-        if !shared.repeat {
+        if shared.repeat.is_none() {
+            // Only the recording server copies the body (a benchmark's may be megabytes).
+            let recorded = parsed
+                .clone()
+                .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&body).into_owned()));
             log.requests.push(recorded);
         }
         if let Some(message) = &refused {
@@ -265,9 +302,14 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         }
         if parsed.is_none() {
             None
-        } else if shared.repeat {
+        } else if let (Some(repeat), Some(request)) = (shared.repeat, &parsed) {
+            let at = match repeat {
+                Repeat::Cycle => log.next,
+                // By the request's own content, not arrival order: concurrent clients interleave.
+                Repeat::ByTurnStep => turn_step::turn_step(request),
+            };
             log.next += 1;
-            Some((log.next - 1) % shared.script.len())
+            Some(at % shared.script.len())
         } else if log.next < shared.script.len() {
             log.next += 1;
             Some(log.next - 1)
