@@ -22,13 +22,19 @@ def switches() -> dict[str, int]:
             status = f.read()
         with open(f"/proc/self/task/{tid}/comm") as f:
             name = f.read().strip()
-        out[f"{name}/{tid}"] = int(status.split("voluntary_ctxt_switches:")[1].split()[0])
+        out[f"{name}/{tid}"] = int(
+            status.split("voluntary_ctxt_switches:")[1].split()[0]
+        )
     return out
 
 
 async def main(base: str, turns: int) -> None:
     client = contenox.create_client(
-        style="openai", base_url=base + "/v1", model="m", api_key="sk-dummy", builtins=[]
+        style="openai",
+        base_url=base + "/v1",
+        model="m",
+        api_key="sk-dummy",
+        builtins=[],
     )
 
     @client.tool()
