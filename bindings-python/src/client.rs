@@ -1,11 +1,12 @@
 //! The `Client` class of `contenox._native` (wrapped by `contenox._client.Client`).
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use contenox::remote::RemoteSource;
 use contenox::{
-    ClientBuilder, Compactor, Config, Hooks, RunOptions, Style, SubagentOptions, Tool, ToolSpec,
-    Transcript, WaitFor, WebSearchProvider,
+    CancellationToken, ClientBuilder, Compactor, Config, Hooks, RunOptions, Style, SubagentOptions,
+    Tool, ToolSpec, Transcript, TurnResult, WaitFor, WebSearchProvider,
 };
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -17,8 +18,10 @@ use crate::host::{
     Callback, Host, Parts, PyCompactor, PyHooks, PyTool, PyWaitFor, PyWebSearch, SharedHost,
 };
 use crate::mcp::PyNativeTool;
+use crate::quiet;
 use crate::run::{result_dict, PyRun};
 use crate::runtime::{produce, py_future, runtime};
+use crate::transcript::PyTranscript;
 
 /// A host callable handed over by the Python layer: `(callable, is_async)`.
 type PyCallable<'py> = (Bound<'py, PyAny>, bool);
@@ -151,13 +154,25 @@ impl PyClient {
     }
 
     fn start(&self, prompt: String, allow: Option<Vec<String>>) -> PyResult<contenox::Run> {
-        let options = match allow {
-            Some(patterns) => RunOptions::default().allow(&patterns).map_err(to_py_err)?,
-            None => RunOptions::default(),
-        };
+        let options = run_options(allow)?;
         let core = self.core()?;
         let _rt = runtime().enter();
         core.stream_with(prompt, options).map_err(to_py_err)
+    }
+
+    /// Start a turn nobody streams (`client.run`): see [`crate::quiet`].
+    fn start_quiet(
+        &self,
+        prompt: String,
+        allow: Option<Vec<String>>,
+    ) -> PyResult<impl Future<Output = contenox::Result<TurnResult>> + Send + 'static> {
+        let cancel = CancellationToken::new();
+        let options = run_options(allow)?.cancel(cancel.clone());
+        let core = self.open_core()?;
+        Ok(quiet::spawn(
+            async move { core.run_with(prompt, options).await },
+            cancel,
+        ))
     }
 
     /// Start a task chain (its JSON text) on `input`; the engine reads and runs it.
@@ -168,14 +183,45 @@ impl PyClient {
         allow: Option<Vec<String>>,
     ) -> PyResult<contenox::Run> {
         let chain = contenox::Chain::from_json(chain_json).map_err(to_py_err)?;
-        let options = match allow {
-            Some(patterns) => RunOptions::default().allow(&patterns).map_err(to_py_err)?,
-            None => RunOptions::default(),
-        };
+        let options = run_options(allow)?;
         let core = self.core()?;
         let _rt = runtime().enter();
         core.stream_chain_with(&chain, input, options)
             .map_err(to_py_err)
+    }
+
+    /// Start a task chain nobody streams (`client.run_chain`), as [`PyClient::start_quiet`].
+    fn start_chain_quiet(
+        &self,
+        chain_json: &str,
+        input: String,
+        allow: Option<Vec<String>>,
+    ) -> PyResult<impl Future<Output = contenox::Result<TurnResult>> + Send + 'static> {
+        let chain = contenox::Chain::from_json(chain_json).map_err(to_py_err)?;
+        let cancel = CancellationToken::new();
+        let options = run_options(allow)?.cancel(cancel.clone());
+        let core = self.open_core()?;
+        Ok(quiet::spawn(
+            async move { core.run_chain_with(&chain, input, options).await },
+            cancel,
+        ))
+    }
+
+    /// The engine client, refusing (as `stream_with` does, at the call) when it is closed.
+    fn open_core(&self) -> PyResult<contenox::Client> {
+        let core = self.core()?;
+        if core.is_closed() {
+            return Err(to_py_err(contenox::Error::Closed));
+        }
+        Ok(core)
+    }
+}
+
+/// The options of one run: the per-run allowlist, when there is one.
+fn run_options(allow: Option<Vec<String>>) -> PyResult<RunOptions> {
+    match allow {
+        Some(patterns) => RunOptions::default().allow(&patterns).map_err(to_py_err),
+        None => Ok(RunOptions::default()),
     }
 }
 
@@ -263,11 +309,12 @@ impl PyClient {
         allow: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let locals = running_loop(py, "client.run()")?;
-        self.host.capture(py);
-        let run = self.start(prompt, allow)?;
-        // Cancelling the asyncio future drops this one, and with it the run: that cancels the turn.
+        self.host.set_running(&locals);
+        let turn = self.start_quiet(prompt, allow)?;
+        // Cancelling the asyncio future drops this one, and with it the turn's guard: that
+        // cancels the turn.
         py_future(locals.event_loop(py), async move {
-            let r = run.result().await;
+            let r = turn.await;
             produce(move |py| result_dict(py, r.map_err(to_py_err)?))
         })
     }
@@ -294,10 +341,10 @@ impl PyClient {
         allow: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let locals = running_loop(py, "client.run_chain()")?;
-        self.host.capture(py);
-        let run = self.start_chain(chain_json, input, allow)?;
+        self.host.set_running(&locals);
+        let turn = self.start_chain_quiet(chain_json, input, allow)?;
         py_future(locals.event_loop(py), async move {
-            let r = run.result().await;
+            let r = turn.await;
             produce(move |py| result_dict(py, r.map_err(to_py_err)?))
         })
     }
@@ -340,14 +387,21 @@ impl PyClient {
         ser_to_py(py, &self.core()?.tools())
     }
 
-    /// The conversation as JSON text.
-    fn transcript_json(&self) -> PyResult<String> {
-        Ok(self.core()?.transcript().to_json())
+    /// The conversation (written as JSON only when read).
+    fn transcript(&self) -> PyResult<PyTranscript> {
+        Ok(PyTranscript::pretty(self.core()?.transcript()))
     }
 
     /// Replace the conversation with one saved as JSON.
     fn set_transcript_json(&self, json: &str) -> PyResult<()> {
         let t = Transcript::from_json(json).map_err(to_py_err)?;
+        self.core()?.set_transcript(t).map_err(to_py_err)
+    }
+
+    /// Replace the conversation with one the engine handed over (no JSON round trip; the
+    /// engine checks it as it checks any).
+    fn set_transcript(&self, transcript: &Bound<'_, PyTranscript>) -> PyResult<()> {
+        let t = transcript.get().transcript.clone();
         self.core()?.set_transcript(t).map_err(to_py_err)
     }
 

@@ -50,14 +50,16 @@ pub fn exception_message(py: Python<'_>, err: &PyErr) -> String {
 
 /// A host callable and how to call it.
 pub struct Callback {
-    pub func: Py<PyAny>,
+    /// Shared, so that a call takes its own reference without the GIL (on a runtime worker,
+    /// which must not wait for it).
+    pub func: Arc<Py<PyAny>>,
     pub is_async: bool,
 }
 
 impl Callback {
     pub fn from_py(obj: &Bound<'_, PyAny>, is_async: bool) -> Self {
         Callback {
-            func: obj.clone().unbind(),
+            func: Arc::new(obj.clone().unbind()),
             is_async,
         }
     }
@@ -79,9 +81,14 @@ impl Host {
         let locals = TaskLocals::with_running_loop(py)
             .and_then(|l| l.copy_context(py))
             .ok()?;
-        let mut seen = Vec::new();
-        self.set_locals(&locals, &mut seen);
+        self.set_running(&locals);
         Some(locals)
+    }
+
+    /// [`Host::capture`] with the caller's loop and contextvars already in hand.
+    pub fn set_running(&self, locals: &TaskLocals) {
+        let mut seen = Vec::new();
+        self.set_locals(locals, &mut seen);
     }
 
     /// Set `locals` here and down the subagent hosts (each once: a subagent may be registered
@@ -139,7 +146,7 @@ impl Host {
         T: Send + 'static,
     {
         let shutting_down = || HostError::new("the Python interpreter is shutting down");
-        let func = with_python(|py| cb.func.clone_ref(py)).ok_or_else(shutting_down)?;
+        let func = cb.func.clone();
         if !cb.is_async {
             let job = runtime().spawn_blocking(move || {
                 with_python(|py| {
@@ -186,7 +193,7 @@ impl Host {
             kwargs.set_item("context", locals.context(py))?;
             event_loop.call_method(
                 "call_soon_threadsafe",
-                (call.getattr("start")?, func, args(py)?),
+                (call.getattr("start")?, func.clone_ref(py), args(py)?),
                 Some(&kwargs),
             )?;
             Ok(call.unbind())

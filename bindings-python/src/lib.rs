@@ -6,13 +6,16 @@
 //! `contenox.ContenoxError` subclass ([`error`]).
 
 mod client;
+mod completer;
 mod convert;
 mod error;
 mod host;
 mod mcp;
+mod quiet;
 mod remote;
 mod run;
 mod runtime;
+mod transcript;
 
 use pyo3::prelude::*;
 
@@ -40,10 +43,12 @@ fn engine_version() -> &'static str {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::PyClient>()?;
     m.add_class::<run::PyRun>()?;
+    m.add_class::<transcript::PyTranscript>()?;
     m.add_class::<host::CancelSignal>()?;
     m.add_class::<host::PyToolContext>()?;
     m.add_class::<host::Done>()?;
     m.add_class::<runtime::OnDone>()?;
+    m.add_class::<completer::Completer>()?;
     m.add_function(wrap_pyfunction!(runtime::shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(client::list_models, m)?)?;
     m.add_function(wrap_pyfunction!(client::policy_preset, m)?)?;

@@ -11,9 +11,10 @@ use crate::client::running_loop;
 use crate::convert::ser_to_py;
 use crate::error::to_py_err;
 use crate::runtime::{produce, py_future};
+use crate::transcript::PyTranscript;
 
-/// A finished turn as a dict: outcome, final_text, usage, error and the transcript as JSON text
-/// (parsed by the Python layer only when it is read).
+/// A finished turn as a dict: outcome, final_text, usage, error and the transcript as a native
+/// [`PyTranscript`] (written as JSON, and parsed by the Python layer, only when it is read).
 pub(crate) fn result_dict(py: Python<'_>, r: TurnResult) -> PyResult<Py<PyAny>> {
     let d = PyDict::new(py);
     d.set_item("outcome", r.outcome.as_str())?;
@@ -22,7 +23,7 @@ pub(crate) fn result_dict(py: Python<'_>, r: TurnResult) -> PyResult<Py<PyAny>> 
     d.set_item("error", r.error)?;
     d.set_item(
         "transcript",
-        serde_json::to_string(&r.transcript).map_err(|e| to_py_err(e.into()))?,
+        Py::new(py, PyTranscript::compact(r.transcript))?,
     )?;
     Ok(d.into_any().unbind())
 }

@@ -14,7 +14,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
@@ -23,6 +23,7 @@ use pyo3::prelude::*;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
+use crate::completer::{Completer, Queue};
 use crate::host::bridge;
 
 static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
@@ -41,6 +42,7 @@ pub fn runtime() -> &'static Runtime {
     }
     let rt: &'static Runtime = Box::leak(Box::new(
         tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(worker_threads())
             .enable_all()
             .thread_name("contenox")
             .build()
@@ -52,6 +54,24 @@ pub fn runtime() -> &'static Runtime {
     RUNTIME.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
     PID.store(pid, Ordering::Release);
     rt
+}
+
+/// The most engine worker threads a setting may ask for (a bigger number is a mistake, not a
+/// reason to start thousands of threads).
+const MAX_WORKER_THREADS: usize = 256;
+
+/// How many worker threads the runtime gets: `CONTENOX_WORKER_THREADS`, else tokio's own
+/// `TOKIO_WORKER_THREADS`, else one. One by default because in a Python process the engine's
+/// work between network waits is short and the host's is serialized by the GIL anyway: a
+/// second worker mostly wakes up to find nothing to steal, which on a small machine takes a core
+/// from the model server and the interpreter (docs/benchmarks.md, "Python binding: the gap to
+/// the floor"). Sync host callbacks run on the blocking pool, not on the workers.
+fn worker_threads() -> usize {
+    ["CONTENOX_WORKER_THREADS", "TOKIO_WORKER_THREADS"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok()?.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .map_or(1, |n| n.min(MAX_WORKER_THREADS))
 }
 
 /// The pid that built the runtime now in use (0 before the first use).
@@ -130,6 +150,17 @@ impl OnDone {
     }
 }
 
+/// The completer queue of `event_loop` (`contenox._bridge.completer`, called on the loop's
+/// thread), or None for a loop that cannot watch a file descriptor (then the future is
+/// completed through `call_soon_threadsafe`).
+fn completer_of(event_loop: &Bound<'_, PyAny>) -> PyResult<Option<Arc<Queue>>> {
+    let c = bridge(event_loop.py())?.call_method1("completer", (event_loop,))?;
+    if c.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(c.cast::<Completer>()?.get().queue.clone()))
+}
+
 /// An asyncio future on `event_loop` completed by `fut`, which runs on the engine's runtime.
 /// Cancelling the asyncio future drops `fut` (so its guards cancel what it was waiting for).
 pub fn py_future<'py, F>(event_loop: Bound<'py, PyAny>, fut: F) -> PyResult<Bound<'py, PyAny>>
@@ -145,6 +176,7 @@ where
         },),
     )?;
     let target = py_fut.clone().unbind();
+    let completer = completer_of(&event_loop)?;
     let event_loop = event_loop.unbind();
     runtime().spawn(async move {
         let produce: Produce = tokio::select! {
@@ -155,6 +187,11 @@ where
                 Err(_) => Box::new(|_py| Err(PyRuntimeError::new_err("contenox: the engine panicked"))),
             },
         };
+        if let Some(queue) = completer {
+            // The loop makes the value itself (see `completer`): no GIL, no thread hop here.
+            queue.push(target, produce);
+            return;
+        }
         // Entering Python may wait for the GIL: not on a runtime worker.
         runtime().spawn_blocking(move || {
             with_python(|py| {

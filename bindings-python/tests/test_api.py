@@ -823,3 +823,111 @@ async def test_run_allowlist_only_narrows() -> None:
     narrow.register(contenox.Tool("a", lambda args: "ran a"))
     r = await narrow.run("x", allow=["*"])  # cannot widen the client's allowlist
     assert "unknown tool" in results(r)[0]["content"]
+
+
+# --- the fast paths: lazy transcripts, imports on first use, the loop's completer ------------
+
+
+async def test_a_results_transcript_is_read_only_when_asked_and_round_trips() -> None:
+    import copy
+    import pickle
+
+    client = scripted(call("t", {"q": "x"}), {"text": "done"})
+    client.register(contenox.Tool("t", lambda a: "r"))
+    r = await client.run("go")
+    t = r.transcript
+    assert len(t) == 4  # counted by the engine, nothing parsed yet
+    assert t._messages is None and t._json is None
+    assert [m["role"] for m in t.messages] == ["user", "assistant", "tool", "assistant"]
+    assert json.loads(t.to_json()) == {"messages": t.messages}
+    assert t == client.transcript
+    # Pickled and copied through its JSON text, equal afterwards.
+    assert pickle.loads(pickle.dumps(r.transcript)) == t
+    assert copy.deepcopy(client.transcript) == t
+    # Handed back unchanged (no JSON round trip) and after an edit (through JSON).
+    other = scripted({"text": "more"})
+    other.transcript = client.transcript
+    assert other.transcript == t
+    edited = client.transcript
+    edited.messages[0]["content"] = "edited"
+    other.transcript = edited
+    assert other.transcript.messages[0]["content"] == "edited"
+    assert client.transcript.messages[0]["content"] == "go"  # the engine's copy is untouched
+    # A broken edit is refused as before.
+    broken = client.transcript
+    del broken.messages[1]  # the call goes, its result stays
+    with pytest.raises(contenox.TranscriptError):
+        other.transcript = broken
+
+
+def test_import_leaves_rare_modules_until_used() -> None:
+    code = (
+        "import sys, contenox\n"
+        "lazy = ['contenox.events', 'contenox._remote', 'contenox._mcp', 'contenox._websearch',"
+        " 'contenox.policies']\n"
+        "print([m for m in lazy if m in sys.modules])\n"
+        "from contenox import *\n"
+        "assert contenox.Event is contenox.events.Event and contenox.load_mcp and WebSearch\n"
+        "assert contenox.policies.default()['version']\n"
+        "assert 'RemoteSource' in dir(contenox)\n"
+        "print(sorted(m for m in lazy if m not in sys.modules))\n"
+        "try:\n"
+        "    contenox.nope\n"
+        "except AttributeError as e:\n"
+        "    print(e)\n"
+    )
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.splitlines()
+    assert out == ["[]", "[]", "module 'contenox' has no attribute 'nope'"]
+
+
+async def test_many_turns_on_one_loop_complete_through_its_completer() -> None:
+    from contenox import _bridge
+
+    clients = [scripted(*[{"text": f"c{i} t{n}"} for n in range(5)]) for i in range(8)]
+    for n in range(5):
+        got = await asyncio.gather(*(c.run(f"t{n}") for c in clients))
+        assert [r.final_text for r in got] == [f"c{i} t{n}" for i in range(8)]
+    loop = asyncio.get_running_loop()
+    pid, completer = _bridge._completers[loop]
+    assert pid == os.getpid() and completer is not None
+    # Streams and errors go the same way.
+    run = clients[0].stream("after the script")
+    assert [e.type async for e in run][-1] == "turn_end"
+    assert (await run.result()).outcome == "error"
+    clients[1].close()
+    with pytest.raises(contenox.ClosedError):
+        await clients[1].run("closed")
+
+
+async def test_a_cancelled_run_through_the_completer_still_cancels_the_turn() -> None:
+    client = scripted({"stall": True}, {"text": "next"})
+    task = asyncio.ensure_future(client.run("stall"))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The engine ended that turn (cancelled, transcript valid): the next one runs.
+    r = await asyncio.wait_for(client.run("again"), 10)
+    assert r.final_text == "next"
+    roles = [m["role"] for m in r.transcript.messages]
+    assert roles[-2:] == ["user", "assistant"]
+
+
+def test_a_loop_without_add_reader_falls_back_to_call_soon_threadsafe() -> None:
+    class NoReader(asyncio.SelectorEventLoop):
+        def add_reader(self, *args: Any) -> Any:
+            raise NotImplementedError
+
+    from contenox import _bridge
+
+    loop = NoReader()
+    try:
+        r = loop.run_until_complete(scripted({"text": "plain"}).run("x"))
+        assert r.final_text == "plain"
+        assert _bridge._completers[loop][1] is None
+    finally:
+        loop.close()

@@ -61,7 +61,7 @@ impl Client {
         options: RunOptions,
     ) -> Result<TurnResult> {
         self.check_open()?;
-        let cancel = self.turn_token(&options);
+        let (cancel, _link) = self.turn_token(&options);
         Ok(run_turn(
             self.state.clone(),
             prompt.into(),
@@ -85,7 +85,7 @@ impl Client {
     /// [`Client::stream`] with per-run options.
     pub fn stream_with(&self, prompt: impl Into<String>, options: RunOptions) -> Result<Run> {
         self.check_open()?;
-        let cancel = self.turn_token(&options);
+        let (cancel, link) = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
         let turn = run_turn(
             self.state.clone(),
@@ -98,6 +98,10 @@ impl Client {
             cancel.clone(),
             EventSink::new(tx),
         );
+        let turn = async move {
+            let _link = link;
+            turn.await
+        };
         Ok(Run::spawn(turn, rx, cancel))
     }
 
@@ -222,24 +226,37 @@ impl Client {
         }
     }
 
-    pub(crate) fn turn_token(&self, options: &RunOptions) -> CancellationToken {
+    /// The token of a new turn (a child of the client's shutdown token), linked to the
+    /// caller's outside token when `options` has one. The link is a task that lasts until
+    /// the outside token is cancelled, the turn's token is, or the returned [`TurnLink`] is
+    /// dropped: the turn's future holds it, so a long-lived outside token that is never
+    /// cancelled does not keep one task per finished turn.
+    pub(crate) fn turn_token(&self, options: &RunOptions) -> (CancellationToken, TurnLink) {
         let token = self.state.shutdown_token().child_token();
+        let mut link = TurnLink(None);
         if let Some(outer) = &options.cancel {
             let (outer, inner) = (outer.clone(), token.clone());
             if outer.is_cancelled() {
                 inner.cancel();
             } else {
+                let ended = CancellationToken::new();
+                link.0 = Some(ended.clone().drop_guard());
                 tokio::spawn(async move {
                     tokio::select! {
                         _ = outer.cancelled() => inner.cancel(),
                         _ = inner.cancelled() => {}
+                        _ = ended.cancelled() => {}
                     }
                 });
             }
         }
-        token
+        (token, link)
     }
 }
+
+/// Held by a turn's future: dropping it (the turn ended, or its future was dropped) ends the
+/// link from the caller's cancel token to the turn (see [`Client::turn_token`]).
+pub(crate) struct TurnLink(Option<tokio_util::sync::DropGuard>);
 
 /// Builds a [`Client`]. Every option also exists in [`Config`].
 #[derive(Default)]

@@ -118,3 +118,46 @@ fn a_turn_whose_runtime_went_away_is_an_error_not_a_hang() {
     let err = second.block_on(run.result()).unwrap_err();
     assert!(err.to_string().contains("without a result"), "{err}");
 }
+
+/// A caller's cancel token that is never cancelled (an app-wide one) must not keep one task per
+/// finished turn: the link from it to a turn ends with the turn.
+#[tokio::test]
+async fn an_outside_token_keeps_no_task_alive_after_its_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let script: Vec<ScriptEntry> = (0..41)
+        .map(|i| ScriptEntry::text(format!("t{i}")))
+        .collect();
+    let client = client(dir.path(), script);
+    let outer = contenox::CancellationToken::new();
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let before = metrics.num_alive_tasks();
+    for _ in 0..20 {
+        let options = contenox::RunOptions::default().cancel(outer.clone());
+        let r = client.run_with("go", options).await.unwrap();
+        assert_eq!(r.outcome, Outcome::Done);
+        let run = client
+            .stream_with("go", contenox::RunOptions::default().cancel(outer.clone()))
+            .unwrap();
+        assert_eq!(run.result().await.unwrap().outcome, Outcome::Done);
+    }
+    // Aborted link tasks are reaped by the scheduler: give it a few bounded chances.
+    let mut alive = metrics.num_alive_tasks();
+    for _ in 0..100 {
+        if alive <= before {
+            break;
+        }
+        tokio::task::yield_now().await;
+        alive = metrics.num_alive_tasks();
+    }
+    assert!(
+        alive <= before,
+        "{alive} tasks alive after 40 turns, {before} before"
+    );
+    // The link still works while a turn runs: cancelling the outside token cancels it.
+    outer.cancel();
+    let r = client
+        .run_with("go", contenox::RunOptions::default().cancel(outer.clone()))
+        .await
+        .unwrap();
+    assert_eq!(r.outcome, Outcome::Cancelled);
+}

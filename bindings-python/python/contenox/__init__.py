@@ -24,8 +24,10 @@ thin, asyncio-native Python binding.
 from __future__ import annotations
 
 import atexit as _atexit
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
-from . import _native, events, policies
+from . import _native
 from ._client import (
     AfterTool,
     BackgroundShells,
@@ -55,9 +57,7 @@ from ._errors import (
     TranscriptError,
     TransportError,
 )
-from ._mcp import McpSource, ServerState, load_mcp
 from ._native import CancelSignal, NativeTool, ToolContext
-from ._remote import HookState, HookTool, Protocol, RemoteHook, RemoteSource, load_remote
 from ._tools import HintsLike, Tool, tool
 from ._types import (
     JSON,
@@ -80,14 +80,60 @@ from ._types import (
     deny,
     pending,
 )
-from ._websearch import (
-    SearchRequest,
-    SearchResult,
-    SearchResults,
-    WebSearch,
-    WebSearchProvider,
-)
-from .events import Event
+
+if _TYPE_CHECKING:
+    from . import events, policies
+    from ._mcp import McpSource, ServerState, load_mcp
+    from ._remote import HookState, HookTool, Protocol, RemoteHook, RemoteSource, load_remote
+    from ._websearch import (
+        SearchRequest,
+        SearchResult,
+        SearchResults,
+        WebSearch,
+        WebSearchProvider,
+    )
+    from .events import Event
+
+# Imported on first use (module __getattr__, PEP 562): the event classes, MCP, remote tools,
+# web search and the policy presets are not needed to create a client and run a turn, and
+# defining their dataclasses at import was a good part of `import contenox`.
+_LAZY = {
+    "events": (".events", None),
+    "policies": (".policies", None),
+    "Event": (".events", "Event"),
+    "McpSource": ("._mcp", "McpSource"),
+    "ServerState": ("._mcp", "ServerState"),
+    "load_mcp": ("._mcp", "load_mcp"),
+    "HookState": ("._remote", "HookState"),
+    "HookTool": ("._remote", "HookTool"),
+    "Protocol": ("._remote", "Protocol"),
+    "RemoteHook": ("._remote", "RemoteHook"),
+    "RemoteSource": ("._remote", "RemoteSource"),
+    "load_remote": ("._remote", "load_remote"),
+    "SearchRequest": ("._websearch", "SearchRequest"),
+    "SearchResult": ("._websearch", "SearchResult"),
+    "SearchResults": ("._websearch", "SearchResults"),
+    "WebSearch": ("._websearch", "WebSearch"),
+    "WebSearchProvider": ("._websearch", "WebSearchProvider"),
+}
+
+
+def __getattr__(name: str) -> _Any:
+    try:
+        module_name, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'contenox' has no attribute {name!r}") from None
+    import importlib
+
+    module = importlib.import_module(module_name, __name__)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

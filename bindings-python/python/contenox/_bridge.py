@@ -1,5 +1,8 @@
 """The Python half of the native bridge: called from Rust, not part of the public API.
 
+- :func:`completer` gives each event loop the native completer that hands it finished engine
+  futures (:func:`set_future` completes each).
+
 - :class:`Call` runs one async host callback as an asyncio task on the caller's loop and
   reports its outcome to Rust; Rust cancels it (``cancel_threadsafe``) when the engine stops
   waiting.
@@ -12,9 +15,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import os
+import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from . import _native
 from ._types import (
     Ask,
     CompactNotice,
@@ -24,7 +30,9 @@ from ._types import (
     ToolOutput,
     Transcript,
 )
-from ._websearch import SearchRequest, results_wire
+
+if TYPE_CHECKING:
+    from ._websearch import SearchRequest
 
 
 class Call:
@@ -72,6 +80,36 @@ class Call:
             self._loop.call_soon_threadsafe(self.cancel)
         except RuntimeError:
             pass  # the loop is closed: nothing runs there any more
+
+
+# loop -> (pid, its completer or None). The pid: a forked child shares the parent's sockets, so a
+# loop carried into a child gets a completer of its own.
+_completers: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, tuple[int, _native.Completer | None]
+] = weakref.WeakKeyDictionary()
+
+
+def completer(loop: asyncio.AbstractEventLoop) -> _native.Completer | None:
+    """On the loop: the completer through which the engine hands this loop its finished
+    futures (one per loop, watched with ``add_reader``); None for a loop that cannot watch a
+    file descriptor (the engine then uses ``call_soon_threadsafe``)."""
+    pid = os.getpid()
+    try:
+        cached_pid, cached = _completers[loop]
+        if cached_pid == pid:
+            return cached
+    except KeyError:
+        pass
+    except TypeError:
+        return None  # a loop that takes no weak reference: not cached, so not watched either
+    c = _native.Completer()
+    try:
+        loop.add_reader(c.fileno(), c.drain)
+    except (NotImplementedError, AttributeError, OSError, RuntimeError):
+        _completers[loop] = (pid, None)
+        return None
+    _completers[loop] = (pid, c)
+    return c
 
 
 def set_future(fut: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
@@ -135,9 +173,13 @@ def transcript(d: dict[str, Any]) -> Transcript:
 
 
 def search_request(d: dict[str, Any]) -> SearchRequest:
+    from ._websearch import SearchRequest
+
     return SearchRequest.from_dict(d)
 
 
 def search_results_wire(value: Any) -> Any:
     """A web search provider's return value as the engine's results."""
+    from ._websearch import results_wire
+
     return results_wire(value)

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import html
 import inspect
 import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
-from typing import Any, Literal, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
 
 from . import _native
 from ._bridge import is_async
 from ._errors import ConfigurationError
-from ._remote import RemoteSource
 from ._tools import HintsLike, Tool, _hints_dict
 from ._types import (
     Ask,
@@ -30,8 +28,13 @@ from ._types import (
     Transcript,
     TurnResult,
 )
-from ._websearch import WebSearch
-from .events import Answer, Event, Gate, ToolCall, ToolResult, TurnEnd, event_from_dict
+
+if TYPE_CHECKING:
+    # Imported when first used: a client that never streams, searches or uses remote tools
+    # does not pay for defining their classes at import.
+    from ._remote import RemoteSource
+    from ._websearch import WebSearch
+    from .events import Event
 
 __all__ = [
     "AfterTool",
@@ -143,6 +146,8 @@ class Run:
         self._result: TurnResult | None = None
 
     def _take(self, batch: list[dict[str, Any]]) -> None:
+        from .events import event_from_dict
+
         if not batch:
             self._ended = True
         self.events.extend(event_from_dict(d) for d in batch)
@@ -199,6 +204,10 @@ class Run:
         return f"<Run {self.prompt[:40]!r} {state}, {len(self.events)} events>"
 
     def _repr_html_(self) -> str:
+        import html  # only notebooks render runs
+
+        from .events import Answer, Gate, ToolCall, ToolResult, TurnEnd
+
         calls: dict[str, dict[str, Any]] = {}
         order: list[str] = []
         end: TurnEnd | None = None
@@ -390,11 +399,16 @@ class Client:
     @property
     def transcript(self) -> Transcript:
         """The conversation so far. Assign a :class:`Transcript` to restore one."""
-        return Transcript.from_json(self._native.transcript_json())
+        return Transcript._from_native(self._native.transcript())
 
     @transcript.setter
     def transcript(self, value: Transcript) -> None:
-        self._native.set_transcript_json(value.to_json())
+        native = value._native
+        if native is not None and value._messages is None:
+            # Unchanged since the engine handed it over: no JSON round trip.
+            self._native.set_transcript(native)
+        else:
+            self._native.set_transcript_json(value.to_json())
 
     @property
     def policy(self) -> dict[str, Any] | None:
@@ -654,7 +668,11 @@ def create_client(
         _callable(compactor, "compactor"),
     )
     client = Client(native)
-    sources = [remote] if isinstance(remote, RemoteSource) else list(remote or ())
+    sources: list[RemoteSource] = []
+    if remote is not None:
+        from ._remote import RemoteSource
+
+        sources = [remote] if isinstance(remote, RemoteSource) else list(remote)
     try:
         for source in sources:
             source.register_into(client)

@@ -3,7 +3,6 @@ the transcript. Events live in :mod:`contenox.events`."""
 
 from __future__ import annotations
 
-import html
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -285,11 +284,12 @@ class Transcript:
     ``client.transcript`` returns one; ``client.transcript = Transcript.load(path)`` restores
     one (the engine checks that it is valid)."""
 
-    __slots__ = ("_json", "_messages")
+    __slots__ = ("_json", "_messages", "_native")
 
     def __init__(self, messages: list[dict[str, Any]] | None = None) -> None:
         self._messages: list[dict[str, Any]] | None = list(messages or [])
         self._json: str | None = None
+        self._native: Any = None
 
     @classmethod
     def from_json(cls, text: str) -> Transcript:
@@ -297,7 +297,23 @@ class Transcript:
         t = cls.__new__(cls)
         t._json = text
         t._messages = None
+        t._native = None
         return t
+
+    @classmethod
+    def _from_native(cls, native: Any) -> Transcript:
+        """A transcript the engine holds (``_native.Transcript``): written as JSON and parsed
+        only when it is read, since most results' transcripts never are."""
+        t = cls.__new__(cls)
+        t._json = None
+        t._messages = None
+        t._native = native
+        return t
+
+    def _text(self) -> str:
+        if self._json is None:
+            self._json = self._native.to_json() if self._native is not None else "{}"
+        return self._json
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Transcript:
@@ -309,7 +325,7 @@ class Transcript:
     def messages(self) -> list[dict[str, Any]]:
         """The messages, oldest first: ``{"role": "user" | "assistant" | "tool", ...}``."""
         if self._messages is None:
-            data = json.loads(self._json or "{}")
+            data = json.loads(self._text() or "{}")
             self._messages = list(data.get("messages", []))
         return self._messages
 
@@ -318,8 +334,8 @@ class Transcript:
 
     def to_json(self) -> str:
         """The transcript as JSON text."""
-        if self._json is not None and self._messages is None:
-            return self._json
+        if self._messages is None and (self._json is not None or self._native is not None):
+            return self._text()
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -328,12 +344,18 @@ class Transcript:
             f.write(self.to_json())
 
     def __len__(self) -> int:
+        if self._messages is None and self._json is None and self._native is not None:
+            return len(self._native)
         return len(self.messages)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Transcript) and self.messages == other.messages
 
     __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # Pickled and copied as its JSON text (the engine's handle is not picklable).
+        return (Transcript.from_json, (self.to_json(),))
 
     def __repr__(self) -> str:
         roles = [m.get("role", "?") for m in self.messages]
@@ -359,7 +381,7 @@ class TurnResult:
             final_text=d["final_text"],
             usage=Usage.from_dict(d.get("usage")),
             error=d.get("error"),
-            transcript=Transcript.from_json(d["transcript"]),
+            transcript=Transcript._from_native(d["transcript"]),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -374,6 +396,8 @@ class TurnResult:
         return out
 
     def _repr_html_(self) -> str:
+        import html  # only notebooks render results
+
         err = f" — {html.escape(self.error)}" if self.error else ""
         return (
             f"<div><b>{html.escape(self.outcome)}</b>{err}: "

@@ -128,7 +128,7 @@ impl Client {
         options: RunOptions,
     ) -> Result<TurnResult> {
         self.check_open()?;
-        let cancel = self.turn_token(&options);
+        let (cancel, _link) = self.turn_token(&options);
         Ok(run::run_chain(
             self.state().clone(),
             Arc::new(chain.clone()),
@@ -155,7 +155,7 @@ impl Client {
         options: RunOptions,
     ) -> Result<Run> {
         self.check_open()?;
-        let cancel = self.turn_token(&options);
+        let (cancel, link) = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
         let chain = run::run_chain(
             self.state().clone(),
@@ -166,6 +166,10 @@ impl Client {
             cancel.clone(),
             EventSink::new(tx),
         );
+        let chain = async move {
+            let _link = link;
+            chain.await
+        };
         Ok(Run::spawn(chain, rx, cancel))
     }
 }
