@@ -4,6 +4,7 @@
 mod anthropic;
 mod body;
 mod http;
+mod lenient;
 mod list_models;
 mod ndjson;
 mod ollama;

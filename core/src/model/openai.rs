@@ -1,10 +1,12 @@
 //! OpenAI Chat Completions over SSE (also every OpenAI-compatible server).
 
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::body::{read_sse, read_whole, Progress, MAX_BODY_BYTES};
 use super::http::Http;
+use super::lenient::{First, Obj, Present, Seq, Str, U64};
 use super::{
     error_prefixed, function_tool, object, wire_call, Backend, DeltaSink, Failure, ModelRequest,
     ModelResponse, RawCall,
@@ -108,41 +110,141 @@ pub(crate) struct Assembler {
     finished: bool,
 }
 
+/// One streamed chunk (or whole completion), read as typed borrowed fields instead of a
+/// `serde_json::Value` tree: the fake streams one word per chunk, and a `Value` per chunk
+/// allocated every key and string. Every field is lenient ([`super::lenient`]): a wrong type
+/// reads as absent, as the `Value` lookups did.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Chunk<'a> {
+    error: Present,
+    usage: Obj<WireUsage>,
+    #[serde(borrow)]
+    choices: First<Obj<Choice<'a>>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct WireUsage {
+    prompt_tokens: U64,
+    completion_tokens: U64,
+    prompt_tokens_details: Obj<PromptDetails>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PromptDetails {
+    cached_tokens: U64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Choice<'a> {
+    /// A streamed chunk carries `delta` (present, even as `null`, it wins over `message`).
+    #[serde(borrow)]
+    delta: Present<Obj<Delta<'a>>>,
+    /// A whole completion carries `message`.
+    #[serde(borrow)]
+    message: Present<Obj<Delta<'a>>>,
+    #[serde(borrow)]
+    finish_reason: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Delta<'a> {
+    #[serde(borrow)]
+    content: Str<'a>,
+    #[serde(borrow)]
+    tool_calls: Seq<Obj<CallDelta<'a>>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CallDelta<'a> {
+    index: U64,
+    #[serde(borrow)]
+    id: Str<'a>,
+    #[serde(borrow)]
+    function: Obj<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct FunctionDelta<'a> {
+    #[serde(borrow)]
+    name: Str<'a>,
+    /// A string piece of the arguments; a server that sends an object instead gets it as JSON
+    /// text.
+    arguments: Option<Value>,
+}
+
+/// A chunk's JSON text, typed.
+fn parse(text: &str) -> serde_json::Result<Obj<Chunk<'_>>> {
+    serde_json::from_str(text)
+}
+
 impl Assembler {
-    /// Read one chunk (streamed) or whole completion (not streamed).
+    /// Read one streamed chunk from its JSON text.
+    pub fn chunk_text(&mut self, text: &str, deltas: DeltaSink<'_>) -> Result<(), Failure> {
+        let chunk = parse(text)
+            .map_err(|e| Failure::Fatal(format!("malformed stream chunk ({e}): {text:.200}")))?;
+        self.read(chunk, deltas)
+    }
+
+    /// Read one chunk already parsed (tests).
+    #[cfg(test)]
     pub fn chunk(&mut self, chunk: &Value, deltas: DeltaSink<'_>) -> Result<(), Failure> {
-        if let Some(err) = chunk.get("error") {
+        self.chunk_text(&chunk.to_string(), deltas)
+    }
+
+    /// Read one chunk (streamed) or whole completion (not streamed).
+    fn read(&mut self, chunk: Obj<Chunk<'_>>, deltas: DeltaSink<'_>) -> Result<(), Failure> {
+        // JSON that is not an object carries nothing.
+        let Obj(Some(chunk)) = chunk else {
+            return Ok(());
+        };
+        if let Present(Some(err)) = &chunk.error {
             return Err(Failure::Fatal(format!(
                 "the model server sent an error: {err}"
             )));
         }
-        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+        if let Obj(Some(u)) = &chunk.usage {
             // `prompt_tokens` is the whole prompt; `cached_tokens` is the part of it served
             // from the prompt cache (never more than the whole, whatever a server claims).
-            let input = u["prompt_tokens"].as_u64().unwrap_or(0);
+            let input = u.prompt_tokens.0.unwrap_or(0);
+            let cached = match &u.prompt_tokens_details {
+                Obj(Some(d)) => d.cached_tokens.0.unwrap_or(0),
+                Obj(None) => 0,
+            };
             self.usage = Usage {
                 input_tokens: input,
-                output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
-                cache_read_input_tokens: u["prompt_tokens_details"]["cached_tokens"]
-                    .as_u64()
-                    .unwrap_or(0)
-                    .min(input),
+                output_tokens: u.completion_tokens.0.unwrap_or(0),
+                cache_read_input_tokens: cached.min(input),
                 cache_creation_input_tokens: 0,
             };
         }
-        let Some(choice) = chunk["choices"].get(0) else {
+        let Some(choice) = chunk.choices.0 else {
             return Ok(());
         };
-        // A streamed chunk carries `delta`; a whole completion carries `message`.
-        let delta = choice.get("delta").or_else(|| choice.get("message"));
+        // A first choice that is not an object has no delta and no finish reason.
+        let Obj(Some(choice)) = choice else {
+            return Ok(());
+        };
+        let delta = match (choice.delta, choice.message) {
+            (Present(Some(Obj(d))), _) | (Present(None), Present(Some(Obj(d)))) => d,
+            (Present(None), Present(None)) => None,
+        };
         if let Some(delta) = delta {
-            if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+            if let Some(text) = delta.content.get().filter(|t| !t.is_empty()) {
                 self.text.push_str(text);
                 deltas(text);
             }
-            if let Some(calls) = delta["tool_calls"].as_array() {
-                for (pos, tc) in calls.iter().enumerate() {
-                    let index = tc["index"].as_u64().unwrap_or(pos as u64);
+            if let Seq(Some(calls)) = delta.tool_calls {
+                for (pos, Obj(tc)) in calls.into_iter().enumerate() {
+                    // An element that is not an object still takes a slot, as before.
+                    let tc = tc.unwrap_or_default();
+                    let index = tc.index.0.unwrap_or(pos as u64);
                     let slot = match self.calls.iter().position(|(i, _)| *i == index) {
                         Some(s) => s,
                         None => {
@@ -151,21 +253,24 @@ impl Assembler {
                         }
                     };
                     let parts = &mut self.calls[slot].1;
-                    if let Some(id) = tc["id"].as_str().filter(|s| !s.is_empty()) {
+                    if let Some(id) = tc.id.get().filter(|s| !s.is_empty()) {
                         parts.id = Some(id.to_string());
                     }
-                    if let Some(name) = tc["function"]["name"].as_str() {
+                    let Obj(Some(function)) = tc.function else {
+                        continue;
+                    };
+                    if let Some(name) = function.name.get() {
                         parts.name.push_str(name);
                     }
-                    match &tc["function"]["arguments"] {
-                        Value::String(a) => parts.arguments.push_str(a),
-                        Value::Null => {}
-                        other => parts.arguments.push_str(&other.to_string()),
+                    match &function.arguments {
+                        Some(Value::String(a)) => parts.arguments.push_str(a),
+                        None | Some(Value::Null) => {}
+                        Some(other) => parts.arguments.push_str(&other.to_string()),
                     }
                 }
             }
         }
-        if choice["finish_reason"].is_string() {
+        if choice.finish_reason.get().is_some() {
             self.finished = true;
         }
         Ok(())
@@ -205,10 +310,13 @@ impl Backend for OpenAi {
         if !is_event_stream(&resp) {
             // A server that ignores `stream: true` answers with one completion.
             let bytes = read_whole(resp, MAX_BODY_BYTES, idle).await?;
-            let whole: Value = serde_json::from_slice(&bytes).map_err(|e| {
-                Failure::Fatal(format!("the model server's answer is not JSON: {e}"))
-            })?;
-            asm.chunk(&whole, deltas)?;
+            let whole = std::str::from_utf8(&bytes)
+                .map_err(|e| e.to_string())
+                .and_then(|text| parse(text).map_err(|e| e.to_string()))
+                .map_err(|e| {
+                    Failure::Fatal(format!("the model server's answer is not JSON: {e}"))
+                })?;
+            asm.read(whole, deltas)?;
             return Ok(asm.finish());
         }
         let mut done = false;
@@ -224,10 +332,7 @@ impl Backend for OpenAi {
             if data.is_empty() {
                 return Ok(Progress::KeepAlive);
             }
-            let chunk: Value = serde_json::from_str(data).map_err(|e| {
-                Failure::Fatal(format!("malformed stream chunk ({e}): {data:.200}"))
-            })?;
-            asm.chunk(&chunk, deltas)?;
+            asm.chunk_text(data, deltas)?;
             Ok(Progress::Data)
         })
         .await?;
@@ -291,5 +396,70 @@ mod tests {
             .chunk(&json!({"error": {"message": "nope"}}), &sink)
             .unwrap_err();
         assert!(matches!(err, Failure::Fatal(m) if m.contains("nope")));
+    }
+
+    #[test]
+    fn odd_chunks_read_as_the_value_lookups_did() {
+        let sink = |_: &str| {};
+        // JSON that is not an object, a first choice that is not one, fields of the wrong type.
+        let mut asm = Assembler::default();
+        for odd in [
+            json!(5),
+            json!("text"),
+            json!({"choices": "none"}),
+            json!({"choices": [7, {"delta": {"content": "skipped"}}]}),
+            json!({"choices": [{"delta": {"content": 3, "tool_calls": {"index": 0}}}]}),
+            json!({"usage": [1], "choices": []}),
+        ] {
+            asm.chunk(&odd, &sink).unwrap();
+        }
+        assert!(!asm.finished);
+        let r = asm.finish();
+        assert_eq!((r.text.as_str(), r.calls.len()), ("", 0));
+        // `delta: null` hides `message`; a call that is not an object still takes its slot; an
+        // object as arguments arrives as its JSON text.
+        let mut asm = Assembler::default();
+        asm.chunk(
+            &json!({"choices": [{"delta": null, "message": {"content": "hidden"}}]}),
+            &sink,
+        )
+        .unwrap();
+        asm.chunk(
+            &json!({"choices": [{"delta": {"tool_calls": [
+                "junk",
+                {"index": 1, "id": "", "function": {"name": "f", "arguments": {"a": [1]}}}]},
+                "finish_reason": "tool_calls"}]}),
+            &sink,
+        )
+        .unwrap();
+        assert!(asm.finished);
+        let r = asm.finish();
+        assert_eq!(r.text, "");
+        assert_eq!(r.calls.len(), 2);
+        assert_eq!(r.calls[1].id, None);
+        assert_eq!(r.calls[1].arguments, r#"{"a":[1]}"#);
+        // `message` is read when there is no `delta` (a whole completion).
+        let mut asm = Assembler::default();
+        asm.chunk(
+            &json!({"choices": [{"message": {"content": "whole"}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 1.5,
+                              "prompt_tokens_details": {"cached_tokens": 9}}}),
+            &sink,
+        )
+        .unwrap();
+        let r = asm.finish();
+        assert_eq!(r.text, "whole");
+        assert_eq!(r.usage.input_tokens, 3);
+        assert_eq!(r.usage.output_tokens, 0);
+        assert_eq!(r.usage.cache_read_input_tokens, 3);
+        // `error: null` is an error, as before; broken JSON is a malformed chunk.
+        let err = Assembler::default()
+            .chunk(&json!({"error": null}), &sink)
+            .unwrap_err();
+        assert!(matches!(err, Failure::Fatal(m) if m.contains("sent an error: null")));
+        let err = Assembler::default()
+            .chunk_text(r#"{"choices": [{"delta": {"content": "cut"#, &sink)
+            .unwrap_err();
+        assert!(matches!(err, Failure::Fatal(m) if m.starts_with("malformed stream chunk")));
     }
 }
