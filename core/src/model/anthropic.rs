@@ -6,7 +6,10 @@ use serde_json::{json, Value};
 use super::body::{read_sse, read_whole, Progress, MAX_BODY_BYTES};
 use super::http::Http;
 use super::openai::is_event_stream;
-use super::{object, wire_call, Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall};
+use super::{
+    object, wire_call, Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall,
+    RequestBody,
+};
 use crate::config::Config;
 use crate::event::Usage;
 use crate::transcript::Message;
@@ -293,11 +296,16 @@ impl Assembler {
 
 #[async_trait]
 impl Backend for Anthropic {
-    fn body(&self, req: &ModelRequest<'_>) -> Value {
-        body(req.model.unwrap_or(&self.model), self.max_tokens, req)
+    fn body(&self, req: &ModelRequest<'_>) -> RequestBody {
+        let body = body(req.model.unwrap_or(&self.model), self.max_tokens, req);
+        RequestBody::from(serde_json::to_vec(&body).expect("request bodies serialize"))
     }
 
-    async fn send(&self, body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {
+    async fn send(
+        &self,
+        body: &RequestBody,
+        deltas: DeltaSink<'_>,
+    ) -> Result<ModelResponse, Failure> {
         let resp = self.http.post("/v1/messages", &self.headers, body).await?;
         let idle = self.http.idle_timeout;
         let mut asm = Assembler::default();

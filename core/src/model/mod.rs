@@ -9,6 +9,7 @@ mod list_models;
 mod ndjson;
 mod ollama;
 mod openai;
+mod openai_body;
 mod overflow;
 pub(crate) mod redact;
 mod retry;
@@ -97,17 +98,21 @@ impl Failure {
 /// Receives streamed text as it arrives.
 pub(crate) type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
+/// A request body's JSON bytes: rendered once per model request and sent again unchanged by
+/// retries (a clone shares the bytes).
+pub(crate) type RequestBody = bytes::Bytes;
+
 /// A model server of one wire style. The body is rendered once per model request (under the
 /// conversation's lock, without copying it) and sent again unchanged by retries.
 #[async_trait]
 pub(crate) trait Backend: Send + Sync {
     /// The request body for this style.
-    fn body(&self, req: &ModelRequest<'_>) -> serde_json::Value;
+    fn body(&self, req: &ModelRequest<'_>) -> RequestBody;
 
     /// Send one body and read the whole (streamed) answer.
     async fn send(
         &self,
-        body: &serde_json::Value,
+        body: &RequestBody,
         deltas: DeltaSink<'_>,
     ) -> Result<ModelResponse, Failure>;
 

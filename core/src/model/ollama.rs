@@ -7,7 +7,7 @@ use super::body::{read_lines, Progress};
 use super::http::Http;
 use super::{
     error_prefixed, function_tool, object, wire_call, Backend, DeltaSink, Failure, ModelRequest,
-    ModelResponse, RawCall,
+    ModelResponse, RawCall, RequestBody,
 };
 use crate::config::Config;
 use crate::event::Usage;
@@ -143,11 +143,16 @@ fn parse_line(line: &str) -> Result<Value, Failure> {
 
 #[async_trait]
 impl Backend for Ollama {
-    fn body(&self, req: &ModelRequest<'_>) -> Value {
-        body(req.model.unwrap_or(&self.model), self.max_tokens, req)
+    fn body(&self, req: &ModelRequest<'_>) -> RequestBody {
+        let body = body(req.model.unwrap_or(&self.model), self.max_tokens, req);
+        RequestBody::from(serde_json::to_vec(&body).expect("request bodies serialize"))
     }
 
-    async fn send(&self, body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {
+    async fn send(
+        &self,
+        body: &RequestBody,
+        deltas: DeltaSink<'_>,
+    ) -> Result<ModelResponse, Failure> {
         let resp = self.http.post("/api/chat", &self.auth, body).await?;
         let mut asm = Assembler::default();
         read_lines(resp, self.http.idle_timeout, |line| {

@@ -2,18 +2,15 @@
 
 use async_trait::async_trait;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::body::{read_sse, read_whole, Progress, MAX_BODY_BYTES};
 use super::http::Http;
 use super::lenient::{First, Obj, Present, Seq, Str, U64};
-use super::{
-    error_prefixed, function_tool, object, wire_call, Backend, DeltaSink, Failure, ModelRequest,
-    ModelResponse, RawCall,
-};
+use super::openai_body::render;
+use super::{Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody};
 use crate::config::Config;
 use crate::event::Usage;
-use crate::transcript::Message;
 
 pub(crate) struct OpenAi {
     http: Http,
@@ -35,62 +32,6 @@ impl OpenAi {
             auth,
         }
     }
-}
-
-/// The request body.
-pub(crate) fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Value {
-    let mut messages = Vec::with_capacity(req.messages.len() + 1);
-    if let Some(system) = req.system {
-        messages.push(json!({"role": "system", "content": system}));
-    }
-    for m in req.messages {
-        messages.push(match m {
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut msg = json!({"role": "assistant", "content": content});
-                if !tool_calls.is_empty() {
-                    let calls: Vec<Value> = tool_calls
-                        .iter()
-                        .map(|c| {
-                            let (name, args) = wire_call(c);
-                            let arguments = match (&args, c.raw_arguments) {
-                                (Value::String(raw), true) => raw.clone(),
-                                _ => args.to_string(),
-                            };
-                            json!({"id": c.id, "type": "function",
-                                   "function": {"name": name, "arguments": arguments}})
-                        })
-                        .collect();
-                    msg["tool_calls"] = Value::Array(calls);
-                    if content.is_empty() {
-                        msg["content"] = Value::Null;
-                    }
-                }
-                msg
-            }
-            Message::Tool {
-                call_id,
-                content,
-                is_error,
-                ..
-            } => json!({"role": "tool", "tool_call_id": call_id,
-                         "content": error_prefixed(content, *is_error)}),
-        });
-    }
-    let mut body = object([
-        ("model", model.into()),
-        ("messages", Value::Array(messages)),
-        ("stream", true.into()),
-        ("stream_options", json!({"include_usage": true})),
-        ("max_completion_tokens", max_tokens.into()),
-    ]);
-    if !req.tools.is_empty() {
-        body["tools"] = Value::Array(req.tools.iter().map(|t| function_tool(t)).collect());
-    }
-    body
 }
 
 /// Tool calls assembled from deltas, by index.
@@ -296,11 +237,15 @@ impl Assembler {
 
 #[async_trait]
 impl Backend for OpenAi {
-    fn body(&self, req: &ModelRequest<'_>) -> Value {
-        body(req.model.unwrap_or(&self.model), self.max_tokens, req)
+    fn body(&self, req: &ModelRequest<'_>) -> RequestBody {
+        render(req.model.unwrap_or(&self.model), self.max_tokens, req)
     }
 
-    async fn send(&self, body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {
+    async fn send(
+        &self,
+        body: &RequestBody,
+        deltas: DeltaSink<'_>,
+    ) -> Result<ModelResponse, Failure> {
         let resp = self
             .http
             .post("/chat/completions", &self.auth, body)
@@ -361,6 +306,208 @@ pub(crate) fn is_event_stream(resp: &reqwest::Response) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{error_prefixed, function_tool, object, wire_call};
+    use crate::tool::ToolSpec;
+    use crate::transcript::Message;
+    use serde_json::json;
+
+    /// The request body as it was rendered before [`render`]: a `Value` tree, then serialized.
+    fn value_body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Value {
+        let mut messages = Vec::with_capacity(req.messages.len() + 1);
+        if let Some(system) = req.system {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        for m in req.messages {
+            messages.push(match m {
+                Message::User { content } => json!({"role": "user", "content": content}),
+                Message::Assistant {
+                    content,
+                    tool_calls,
+                } => {
+                    let mut msg = json!({"role": "assistant", "content": content});
+                    if !tool_calls.is_empty() {
+                        let calls: Vec<Value> = tool_calls
+                            .iter()
+                            .map(|c| {
+                                let (name, args) = wire_call(c);
+                                let arguments = match (&args, c.raw_arguments) {
+                                    (Value::String(raw), true) => raw.clone(),
+                                    _ => args.to_string(),
+                                };
+                                json!({"id": c.id, "type": "function",
+                                       "function": {"name": name, "arguments": arguments}})
+                            })
+                            .collect();
+                        msg["tool_calls"] = Value::Array(calls);
+                        if content.is_empty() {
+                            msg["content"] = Value::Null;
+                        }
+                    }
+                    msg
+                }
+                Message::Tool {
+                    call_id,
+                    content,
+                    is_error,
+                    ..
+                } => json!({"role": "tool", "tool_call_id": call_id,
+                             "content": error_prefixed(content, *is_error)}),
+            });
+        }
+        let mut body = object([
+            ("model", model.into()),
+            ("messages", Value::Array(messages)),
+            ("stream", true.into()),
+            ("stream_options", json!({"include_usage": true})),
+            ("max_completion_tokens", max_tokens.into()),
+        ]);
+        if !req.tools.is_empty() {
+            body["tools"] = Value::Array(req.tools.iter().map(|t| function_tool(t)).collect());
+        }
+        body
+    }
+
+    /// A conversation with every shape the openai body has: a system prompt, text with
+    /// characters JSON escapes, calls with parsed, raw and `call_tool` arguments, an empty and a
+    /// non-empty assistant text beside calls, ok and error results, and tools.
+    fn rich() -> (Vec<Message>, Vec<std::sync::Arc<ToolSpec>>) {
+        use crate::transcript::ToolCall;
+        let call =
+            |id: &str, name: &str, arguments: Value, raw: bool, via: Option<&str>| ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments,
+                raw_arguments: raw,
+                via: via.map(Into::into),
+            };
+        let messages = vec![
+            Message::User {
+                content: "quote \" backslash \\ newline \n tab \t nul \u{0} é 😀 </script>".into(),
+            },
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![
+                    call(
+                        "c1",
+                        "echo",
+                        json!({"z": 1, "a": [true, null, 1.5, "x"], "m": {"k": "v"}}),
+                        false,
+                        None,
+                    ),
+                    call("c2", "echo", Value::String("{not json".into()), true, None),
+                    call(
+                        "c3",
+                        "deep_tool",
+                        json!({"q": "\u{1}"}),
+                        false,
+                        Some("call_tool"),
+                    ),
+                    call(
+                        "c4",
+                        "echo",
+                        Value::String("a string, parsed".into()),
+                        false,
+                        None,
+                    ),
+                ],
+            },
+            Message::Tool {
+                call_id: "c1".into(),
+                name: "echo".into(),
+                content: "ok \"1\"".into(),
+                is_error: false,
+            },
+            Message::Tool {
+                call_id: "c2".into(),
+                name: "echo".into(),
+                content: "bad args".into(),
+                is_error: true,
+            },
+            Message::Tool {
+                call_id: "c3".into(),
+                name: "call_tool".into(),
+                content: String::new(),
+                is_error: false,
+            },
+            Message::Tool {
+                call_id: "c4".into(),
+                name: "echo".into(),
+                content: "x".into(),
+                is_error: false,
+            },
+            Message::Assistant {
+                content: "thinking aloud".into(),
+                tool_calls: vec![call("c5", "echo", json!({}), false, None)],
+            },
+            Message::Tool {
+                call_id: "c5".into(),
+                name: "echo".into(),
+                content: "done".into(),
+                is_error: true,
+            },
+            Message::Assistant {
+                content: "final \u{7f}".into(),
+                tool_calls: vec![],
+            },
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![],
+            },
+            Message::User {
+                content: String::new(),
+            },
+        ];
+        let tool = |name: &str, description: &str, schema: Value| {
+            std::sync::Arc::new(ToolSpec::new(name, description, schema))
+        };
+        let tools = vec![
+            tool(
+                "echo",
+                "Echo \"text\".",
+                json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+            ),
+            tool(
+                "call_tool",
+                "",
+                json!({"type": "object", "additionalProperties": false, "properties": {}}),
+            ),
+        ];
+        (messages, tools)
+    }
+
+    #[test]
+    fn the_body_bytes_are_those_of_the_value_rendering() {
+        let (messages, tools) = rich();
+        let cases = [
+            (
+                Some("You are \"terse\".\n"),
+                Some("gpt-x"),
+                &messages[..],
+                &tools[..],
+            ),
+            (None, None, &messages[..], &[][..]),
+            (Some(""), None, &[][..], &tools[..]),
+            (None, Some(""), &messages[..1], &tools[..1]),
+        ];
+        for (system, model, messages, tools) in cases {
+            let req = ModelRequest {
+                system,
+                model,
+                messages,
+                tools,
+            };
+            for max_tokens in [0, 4096, u32::MAX] {
+                let model = req.model.unwrap_or("default-model");
+                let want = serde_json::to_vec(&value_body(model, max_tokens, &req)).unwrap();
+                let got = render(model, max_tokens, &req);
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want)
+                );
+                assert_eq!(&got[..], &want[..]);
+            }
+        }
+    }
 
     #[test]
     fn deltas_assemble_several_calls_by_index() {
