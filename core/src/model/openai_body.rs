@@ -2,21 +2,18 @@
 //! specs through borrowing `Serialize` structs: no `serde_json::Value` tree is built, so a long
 //! conversation is not copied once into Values and then walked again to serialize them.
 //!
-//! The bytes are those the `Value` rendering produced (the wire tests, recorded bodies and the
-//! official clients' check compare them): serde_json's `Value` map sorts its keys, so every
-//! struct below declares its fields in sorted order.
+//! Fields are declared in sorted order: the bytes are those of the earlier `Value` rendering
+//! (see [`super::wire_json`]).
 
-use bytes::Bytes;
 use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
-use serde_json::Value;
 
-use super::ModelRequest;
-use crate::tool::ToolSpec;
+use super::wire_json::{to_body, wire_name, ArgsText, ErrorPrefixed, FunctionTool, Tools};
+use super::{ModelRequest, RequestBody};
 use crate::transcript::{Message, ToolCall};
 
 /// The request body's bytes.
-pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Bytes {
+pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> RequestBody {
     let body = Body {
         max_completion_tokens: max_tokens,
         messages: Messages(req),
@@ -25,9 +22,9 @@ pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> By
         stream_options: StreamOptions {
             include_usage: true,
         },
-        tools: Tools(req.tools),
+        tools: Tools(req.tools, FunctionTool::of),
     };
-    Bytes::from(serde_json::to_vec(&body).expect("request bodies serialize"))
+    to_body(&body)
 }
 
 #[derive(Serialize)]
@@ -38,7 +35,7 @@ struct Body<'a> {
     stream: bool,
     stream_options: StreamOptions,
     #[serde(skip_serializing_if = "Tools::is_empty")]
-    tools: Tools<'a>,
+    tools: Tools<'a, FunctionTool<'a>>,
 }
 
 #[derive(Serialize)]
@@ -144,28 +141,14 @@ impl Serialize for WireMessage<'_> {
     }
 }
 
-/// A tool result's text, `Error: ` in front when it is an error (written as one JSON string
-/// without assembling it first).
-struct ErrorPrefixed<'a>(&'a str, bool);
-
-impl Serialize for ErrorPrefixed<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.1 {
-            s.collect_str(&format_args!("Error: {}", self.0))
-        } else {
-            s.serialize_str(self.0)
-        }
-    }
-}
-
 struct Calls<'a>(&'a [ToolCall]);
 
 impl Serialize for Calls<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.0.iter().map(|c| WireCall {
             function: Function {
-                arguments: Arguments(c),
-                name: c.via.as_deref().unwrap_or(&c.name),
+                arguments: ArgsText(c),
+                name: wire_name(c),
             },
             id: &c.id,
             r#type: "function",
@@ -182,76 +165,6 @@ struct WireCall<'a> {
 
 #[derive(Serialize)]
 struct Function<'a> {
-    arguments: Arguments<'a>,
+    arguments: ArgsText<'a>,
     name: &'a str,
-}
-
-/// A call's arguments as the JSON text openai carries: the raw text when they did not parse,
-/// `{"arguments", "name"}` of the real tool for a call made through `call_tool` (as
-/// [`super::wire_call`] shows it), else the arguments' JSON.
-struct Arguments<'a>(&'a ToolCall);
-
-#[derive(Serialize)]
-struct ViaCallTool<'a> {
-    arguments: &'a Value,
-    name: &'a str,
-}
-
-impl Serialize for Arguments<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let c = self.0;
-        let text = match (&c.via, &c.arguments) {
-            (None, Value::String(raw)) if c.raw_arguments => return s.serialize_str(raw),
-            (None, args) => serde_json::to_string(args),
-            (Some(_), args) => serde_json::to_string(&ViaCallTool {
-                arguments: args,
-                name: &c.name,
-            }),
-        };
-        s.serialize_str(&text.map_err(serde::ser::Error::custom)?)
-    }
-}
-
-/// The tool specs: `{"function": {"description", "name", "parameters"}, "type": "function"}`
-/// (the shape of [`super::function_tool`]).
-struct Tools<'a>(&'a [std::sync::Arc<ToolSpec>]);
-
-impl Tools<'_> {
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl Serialize for Tools<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|t| FunctionTool::of(t)))
-    }
-}
-
-/// A tool spec as the openai and ollama styles declare it.
-#[derive(Serialize)]
-pub(crate) struct FunctionTool<'a> {
-    function: FunctionSpec<'a>,
-    r#type: &'static str,
-}
-
-#[derive(Serialize)]
-struct FunctionSpec<'a> {
-    description: &'a str,
-    name: &'a str,
-    parameters: &'a Value,
-}
-
-impl<'a> FunctionTool<'a> {
-    /// The declaration of `t`, borrowing it.
-    pub(crate) fn of(t: &'a ToolSpec) -> Self {
-        FunctionTool {
-            function: FunctionSpec {
-                description: &t.description,
-                name: &t.name,
-                parameters: &t.input_schema,
-            },
-            r#type: "function",
-        }
-    }
 }
