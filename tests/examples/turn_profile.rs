@@ -9,8 +9,11 @@
 //! valgrind --tool=callgrind target/release/examples/turn_profile floor 200
 //! ```
 //!
-//! A third argument `mt` runs on the bench's two-worker runtime instead of a single thread
-//! (wall time there includes cross-thread wake-ups; instruction counts are steadier on one).
+//! Further arguments: `mt` runs on the bench's two-worker runtime instead of a single thread
+//! (wall time there includes cross-thread wake-ups; instruction counts are steadier on one);
+//! `history=M` restores an M-message conversation (M even; the shape of bench/scale's
+//! `transcript()`) before every turn instead of starting each turn fresh, so the request bodies
+//! carry a long history (the floor replays the bodies of one such turn).
 
 use std::sync::Arc;
 
@@ -35,6 +38,42 @@ fn model_entries() -> Vec<ModelEntry> {
     .expect("script entries")
 }
 
+/// A conversation of exactly `n` messages (`n` even), as bench/scale/scale.py builds it:
+/// exchanges of question -> tool call -> tool result -> answer, then a plain question and answer
+/// when `n` is not a multiple of 4.
+fn history(n: usize) -> Transcript {
+    assert!(n.is_multiple_of(2), "history=M needs an even M");
+    let mut msgs = Vec::with_capacity(n);
+    let mut i = 0;
+    while msgs.len() + 4 <= n {
+        i += 1;
+        let path = format!("src/module_{i}/handler.rs");
+        msgs.extend([
+            json!({"role": "user", "content": format!(
+                "Question {i}: what does {path} export, and do the integration tests still \
+                 cover it after the refactor?")}),
+            json!({"role": "assistant", "content": "", "tool_calls": [
+                {"id": format!("call_{i}"), "name": "echo", "arguments": {"text": path}}]}),
+            json!({"role": "tool", "call_id": format!("call_{i}"), "name": "echo",
+                   "is_error": false, "content": format!(
+                "pub fn handle_{i}(req: Request) -> Result<Response>\n\
+                 pub struct Handler{i}Config {{ retries: u32, timeout_ms: u64 }}\n\
+                 tests/it_{i}.rs: 3 tests reference handle_{i}")}),
+            json!({"role": "assistant", "content": format!(
+                "{path} exports handle_{i} and Handler{i}Config; three integration tests in \
+                 tests/it_{i}.rs still call handle_{i}, so the refactor is covered.")}),
+        ]);
+    }
+    while msgs.len() < n {
+        i += 1;
+        msgs.extend([
+            json!({"role": "user", "content": format!("Thanks. Anything else about module {i}?")}),
+            json!({"role": "assistant", "content": "No, that is everything I found."}),
+        ]);
+    }
+    Transcript::from_json(&json!({ "messages": msgs }).to_string()).expect("history")
+}
+
 fn client(base_url: &str, root: &std::path::Path) -> contenox::Client {
     let config: Config = serde_json::from_value(json!({
         "style": "openai", "base_url": base_url, "model": "fake", "api_key": "test",
@@ -51,7 +90,13 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| "openai".into());
     let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(200);
-    let rt = if args.next().as_deref() == Some("mt") {
+    let rest: Vec<String> = args.collect();
+    let start_from = rest
+        .iter()
+        .find_map(|a| a.strip_prefix("history="))
+        .map(|m| history(m.parse().expect("history=M takes a number")))
+        .unwrap_or_default();
+    let rt = if rest.iter().any(|a| a == "mt") {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -71,7 +116,7 @@ fn main() {
                 .expect("fake server");
             let client = client(&server.base_url(), root.path());
             for _ in 0..n {
-                client.set_transcript(Transcript::default()).expect("reset");
+                client.set_transcript(start_from.clone()).expect("reset");
                 let r = client.run("go").await.expect("run");
                 assert_eq!(r.outcome, Outcome::Done);
             }
@@ -82,10 +127,11 @@ fn main() {
             let server = fake::serve(model_entries(), Style::Openai)
                 .await
                 .expect("fake server");
-            client(&server.base_url(), root.path())
-                .run("go")
-                .await
-                .expect("run");
+            let recorder = client(&server.base_url(), root.path());
+            recorder
+                .set_transcript(start_from.clone())
+                .expect("history");
+            recorder.run("go").await.expect("run");
             let bodies: Vec<Vec<u8>> = server
                 .requests
                 .get()

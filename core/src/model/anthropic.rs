@@ -1,15 +1,15 @@
 //! Anthropic Messages over SSE.
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::anthropic_body::render;
 use super::body::{read_sse, read_whole, Progress, MAX_BODY_BYTES};
 use super::http::Http;
 use super::openai::is_event_stream;
-use super::{object, wire_call, Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall};
+use super::{Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody};
 use crate::config::Config;
 use crate::event::Usage;
-use crate::transcript::Message;
 
 /// The API version header every request carries.
 pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -38,95 +38,6 @@ pub(crate) fn auth_headers(config: &Config) -> Vec<(&'static str, String)> {
         headers.push(("x-api-key", key));
     }
     headers
-}
-
-/// The request body. Adjacent messages of one role are merged, as the API requires alternation:
-/// tool results travel as `tool_result` blocks in a user message.
-pub(crate) fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Value {
-    let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::with_capacity(req.messages.len());
-    let mut push = |role: &'static str, block: Value| match messages.last_mut() {
-        Some((r, blocks)) if *r == role => blocks.push(block),
-        _ => messages.push((role, vec![block])),
-    };
-    // The API refuses text blocks without non-whitespace text (HTTP 400, not retried), so a
-    // reply that had neither text nor calls, once in the conversation, would fail every later
-    // request: such blocks are left out, and a message left with no block is left out whole
-    // (the user messages around it merge).
-    let text_block = |text: &str| {
-        (!text.trim().is_empty()).then(|| object([("type", "text".into()), ("text", text.into())]))
-    };
-    for m in req.messages {
-        match m {
-            Message::User { content } => {
-                if let Some(block) = text_block(content) {
-                    push("user", block);
-                }
-            }
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                if let Some(block) = text_block(content) {
-                    push("assistant", block);
-                }
-                for c in tool_calls {
-                    let (name, args) = wire_call(c);
-                    let input = if c.raw_arguments || !args.is_object() {
-                        json!({})
-                    } else {
-                        args
-                    };
-                    push(
-                        "assistant",
-                        object([
-                            ("type", "tool_use".into()),
-                            ("id", c.id.as_str().into()),
-                            ("name", name.into()),
-                            ("input", input),
-                        ]),
-                    );
-                }
-            }
-            Message::Tool {
-                call_id,
-                content,
-                is_error,
-                ..
-            } => push(
-                "user",
-                json!({"type": "tool_result", "tool_use_id": call_id,
-                       "content": content, "is_error": is_error}),
-            ),
-        }
-    }
-    let messages: Vec<Value> = messages
-        .into_iter()
-        .map(|(role, content)| object([("role", role.into()), ("content", Value::Array(content))]))
-        .collect();
-    let mut body = object([
-        ("model", model.into()),
-        ("max_tokens", max_tokens.into()),
-        ("messages", Value::Array(messages)),
-        ("stream", true.into()),
-    ]);
-    if let Some(system) = req.system {
-        body["system"] = Value::String(system.to_string());
-    }
-    if !req.tools.is_empty() {
-        body["tools"] = Value::Array(
-            req.tools
-                .iter()
-                .map(|t| {
-                    object([
-                        ("name", t.name.as_str().into()),
-                        ("description", t.description.as_str().into()),
-                        ("input_schema", t.input_schema.clone()),
-                    ])
-                })
-                .collect(),
-        );
-    }
-    body
 }
 
 /// One content block being streamed.
@@ -293,11 +204,15 @@ impl Assembler {
 
 #[async_trait]
 impl Backend for Anthropic {
-    fn body(&self, req: &ModelRequest<'_>) -> Value {
-        body(req.model.unwrap_or(&self.model), self.max_tokens, req)
+    fn body(&self, req: &ModelRequest<'_>) -> RequestBody {
+        render(req.model.unwrap_or(&self.model), self.max_tokens, req)
     }
 
-    async fn send(&self, body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {
+    async fn send(
+        &self,
+        body: &RequestBody,
+        deltas: DeltaSink<'_>,
+    ) -> Result<ModelResponse, Failure> {
         let resp = self.http.post("/v1/messages", &self.headers, body).await?;
         let idle = self.http.idle_timeout;
         let mut asm = Assembler::default();
@@ -348,7 +263,18 @@ impl Backend for Anthropic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::ToolCall;
+    use crate::transcript::{Message, ToolCall};
+    use serde_json::json;
+
+    /// The rendered body read back, for the tests that look at its parts.
+    fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Value {
+        serde_json::from_slice(&render(model, max_tokens, req)).unwrap()
+    }
+
+    #[test]
+    fn the_body_bytes_are_those_of_the_value_rendering() {
+        crate::model::value_body::assert_same_bytes(crate::model::value_body::anthropic, render);
+    }
 
     #[test]
     fn roles_alternate_and_raw_arguments_become_empty_input() {

@@ -97,14 +97,15 @@ impl Http {
         &self,
         path: &str,
         headers: &[(&str, String)],
-        body: &Value,
+        body: &super::RequestBody,
     ) -> Result<reqwest::Response, Failure> {
         let mut req = self.client.post(self.url(path));
         for (k, v) in headers {
             req = with_header(req, k, v);
         }
-        let body = serde_json::to_vec(body).expect("request bodies serialize");
-        let req = req.header("content-type", "application/json").body(body);
+        let req = req
+            .header("content-type", "application/json")
+            .body(body.clone());
         let resp = self.send(req).await.map_err(|e| Failure::BeforeData {
             status: None,
             message: e.sentence(),

@@ -2,18 +2,24 @@
 //! request body and reads its streamed answer back into a [`ModelResponse`].
 
 mod anthropic;
+mod anthropic_body;
 mod body;
 mod http;
 mod lenient;
 mod list_models;
 mod ndjson;
 mod ollama;
+mod ollama_body;
 mod openai;
+mod openai_body;
 mod overflow;
 pub(crate) mod redact;
 mod retry;
 mod scripted;
 pub(crate) mod sse;
+#[cfg(test)]
+mod value_body;
+mod wire_json;
 
 pub use list_models::{list_models, ModelInfo};
 
@@ -97,17 +103,21 @@ impl Failure {
 /// Receives streamed text as it arrives.
 pub(crate) type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
+/// A request body's JSON bytes: rendered once per model request and sent again unchanged by
+/// retries (a clone shares the bytes).
+pub(crate) type RequestBody = bytes::Bytes;
+
 /// A model server of one wire style. The body is rendered once per model request (under the
 /// conversation's lock, without copying it) and sent again unchanged by retries.
 #[async_trait]
 pub(crate) trait Backend: Send + Sync {
     /// The request body for this style.
-    fn body(&self, req: &ModelRequest<'_>) -> serde_json::Value;
+    fn body(&self, req: &ModelRequest<'_>) -> RequestBody;
 
     /// Send one body and read the whole (streamed) answer.
     async fn send(
         &self,
-        body: &serde_json::Value,
+        body: &RequestBody,
         deltas: DeltaSink<'_>,
     ) -> Result<ModelResponse, Failure>;
 
@@ -153,48 +163,4 @@ pub(crate) fn text_pieces(text: &str) -> impl Iterator<Item = &str> {
         rest = tail;
         Some(piece)
     })
-}
-
-/// The engine's content for an error result on styles without an error flag.
-/// A JSON object from owned values. `json!` runs every interpolated expression through the
-/// serializer again (a deep copy of a message list or a schema); request bodies are assembled
-/// from moved values and plain clones instead.
-pub(crate) fn object<const N: usize>(pairs: [(&str, serde_json::Value); N]) -> serde_json::Value {
-    serde_json::Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
-}
-
-/// A tool as the openai and ollama styles declare it:
-/// `{"type": "function", "function": {name, description, parameters}}`.
-pub(crate) fn function_tool(t: &ToolSpec) -> serde_json::Value {
-    object([
-        ("type", "function".into()),
-        (
-            "function",
-            object([
-                ("name", t.name.as_str().into()),
-                ("description", t.description.as_str().into()),
-                ("parameters", t.input_schema.clone()),
-            ]),
-        ),
-    ])
-}
-
-pub(crate) fn error_prefixed(content: &str, is_error: bool) -> String {
-    if is_error {
-        format!("Error: {content}")
-    } else {
-        content.to_string()
-    }
-}
-
-/// The arguments of a call as the wire shows them: the raw text when they were not JSON,
-/// `call_tool {name, arguments}` when the model went through it.
-pub(crate) fn wire_call(call: &crate::transcript::ToolCall) -> (String, serde_json::Value) {
-    match &call.via {
-        Some(via) => (
-            via.clone(),
-            serde_json::json!({"name": call.name, "arguments": call.arguments}),
-        ),
-        None => (call.name.clone(), call.arguments.clone()),
-    }
 }

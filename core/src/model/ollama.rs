@@ -1,17 +1,14 @@
 //! Ollama's native `/api/chat`, streamed as NDJSON.
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::body::{read_lines, Progress};
 use super::http::Http;
-use super::{
-    error_prefixed, function_tool, object, wire_call, Backend, DeltaSink, Failure, ModelRequest,
-    ModelResponse, RawCall,
-};
+use super::ollama_body::render;
+use super::{Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody};
 use crate::config::Config;
 use crate::event::Usage;
-use crate::transcript::Message;
 
 pub(crate) struct Ollama {
     http: Http,
@@ -33,60 +30,6 @@ impl Ollama {
             auth,
         }
     }
-}
-
-/// The request body. Ollama has no call ids: results name their tool with `tool_name`.
-pub(crate) fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Value {
-    let mut messages = Vec::with_capacity(req.messages.len() + 1);
-    if let Some(system) = req.system {
-        messages.push(json!({"role": "system", "content": system}));
-    }
-    for m in req.messages {
-        messages.push(match m {
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut msg = json!({"role": "assistant", "content": content});
-                if !tool_calls.is_empty() {
-                    msg["tool_calls"] = tool_calls
-                        .iter()
-                        .map(|c| {
-                            let (name, args) = wire_call(c);
-                            let args = if c.raw_arguments || !args.is_object() {
-                                json!({})
-                            } else {
-                                args
-                            };
-                            object([(
-                                "function",
-                                object([("name", name.into()), ("arguments", args)]),
-                            )])
-                        })
-                        .collect();
-                }
-                msg
-            }
-            Message::Tool {
-                name,
-                content,
-                is_error,
-                ..
-            } => json!({"role": "tool", "tool_name": name,
-                         "content": error_prefixed(content, *is_error)}),
-        });
-    }
-    let mut body = object([
-        ("model", model.into()),
-        ("messages", Value::Array(messages)),
-        ("stream", true.into()),
-        ("options", json!({"num_predict": max_tokens})),
-    ]);
-    if !req.tools.is_empty() {
-        body["tools"] = req.tools.iter().map(|t| function_tool(t)).collect();
-    }
-    body
 }
 
 #[derive(Default)]
@@ -143,11 +86,15 @@ fn parse_line(line: &str) -> Result<Value, Failure> {
 
 #[async_trait]
 impl Backend for Ollama {
-    fn body(&self, req: &ModelRequest<'_>) -> Value {
-        body(req.model.unwrap_or(&self.model), self.max_tokens, req)
+    fn body(&self, req: &ModelRequest<'_>) -> RequestBody {
+        render(req.model.unwrap_or(&self.model), self.max_tokens, req)
     }
 
-    async fn send(&self, body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {
+    async fn send(
+        &self,
+        body: &RequestBody,
+        deltas: DeltaSink<'_>,
+    ) -> Result<ModelResponse, Failure> {
         let resp = self.http.post("/api/chat", &self.auth, body).await?;
         let mut asm = Assembler::default();
         read_lines(resp, self.http.idle_timeout, |line| {
@@ -173,5 +120,15 @@ impl Backend for Ollama {
 
     fn redact(&self, text: &str) -> String {
         self.http.redactor.redact(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_body_bytes_are_those_of_the_value_rendering() {
+        crate::model::value_body::assert_same_bytes(crate::model::value_body::ollama, render);
     }
 }

@@ -2,18 +2,15 @@
 
 use async_trait::async_trait;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::body::{read_sse, read_whole, Progress, MAX_BODY_BYTES};
 use super::http::Http;
 use super::lenient::{First, Obj, Present, Seq, Str, U64};
-use super::{
-    error_prefixed, function_tool, object, wire_call, Backend, DeltaSink, Failure, ModelRequest,
-    ModelResponse, RawCall,
-};
+use super::openai_body::render;
+use super::{Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody};
 use crate::config::Config;
 use crate::event::Usage;
-use crate::transcript::Message;
 
 pub(crate) struct OpenAi {
     http: Http,
@@ -35,62 +32,6 @@ impl OpenAi {
             auth,
         }
     }
-}
-
-/// The request body.
-pub(crate) fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Value {
-    let mut messages = Vec::with_capacity(req.messages.len() + 1);
-    if let Some(system) = req.system {
-        messages.push(json!({"role": "system", "content": system}));
-    }
-    for m in req.messages {
-        messages.push(match m {
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut msg = json!({"role": "assistant", "content": content});
-                if !tool_calls.is_empty() {
-                    let calls: Vec<Value> = tool_calls
-                        .iter()
-                        .map(|c| {
-                            let (name, args) = wire_call(c);
-                            let arguments = match (&args, c.raw_arguments) {
-                                (Value::String(raw), true) => raw.clone(),
-                                _ => args.to_string(),
-                            };
-                            json!({"id": c.id, "type": "function",
-                                   "function": {"name": name, "arguments": arguments}})
-                        })
-                        .collect();
-                    msg["tool_calls"] = Value::Array(calls);
-                    if content.is_empty() {
-                        msg["content"] = Value::Null;
-                    }
-                }
-                msg
-            }
-            Message::Tool {
-                call_id,
-                content,
-                is_error,
-                ..
-            } => json!({"role": "tool", "tool_call_id": call_id,
-                         "content": error_prefixed(content, *is_error)}),
-        });
-    }
-    let mut body = object([
-        ("model", model.into()),
-        ("messages", Value::Array(messages)),
-        ("stream", true.into()),
-        ("stream_options", json!({"include_usage": true})),
-        ("max_completion_tokens", max_tokens.into()),
-    ]);
-    if !req.tools.is_empty() {
-        body["tools"] = Value::Array(req.tools.iter().map(|t| function_tool(t)).collect());
-    }
-    body
 }
 
 /// Tool calls assembled from deltas, by index.
@@ -296,11 +237,15 @@ impl Assembler {
 
 #[async_trait]
 impl Backend for OpenAi {
-    fn body(&self, req: &ModelRequest<'_>) -> Value {
-        body(req.model.unwrap_or(&self.model), self.max_tokens, req)
+    fn body(&self, req: &ModelRequest<'_>) -> RequestBody {
+        render(req.model.unwrap_or(&self.model), self.max_tokens, req)
     }
 
-    async fn send(&self, body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {
+    async fn send(
+        &self,
+        body: &RequestBody,
+        deltas: DeltaSink<'_>,
+    ) -> Result<ModelResponse, Failure> {
         let resp = self
             .http
             .post("/chat/completions", &self.auth, body)
@@ -361,6 +306,12 @@ pub(crate) fn is_event_stream(resp: &reqwest::Response) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_body_bytes_are_those_of_the_value_rendering() {
+        crate::model::value_body::assert_same_bytes(crate::model::value_body::openai, render);
+    }
 
     #[test]
     fn deltas_assemble_several_calls_by_index() {

@@ -5,8 +5,6 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use serde_json::Value;
-
 use super::overflow::is_context_overflow;
 use super::{Backend, Failure, ModelResponse};
 use crate::config::RetryPolicy;
@@ -37,7 +35,7 @@ pub(crate) struct RequestFailed {
 /// each attempt and `retry` before each wait.
 pub(crate) async fn complete_with_retry(
     backend: &dyn Backend,
-    body: &Value,
+    body: &super::RequestBody,
     policy: &RetryPolicy,
     sink: &EventSink,
     index: u32,

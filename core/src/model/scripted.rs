@@ -8,7 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{text_pieces, Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall};
+use super::{
+    text_pieces, Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody,
+};
 use crate::script::ScriptEntry;
 
 pub(crate) struct Scripted {
@@ -27,11 +29,15 @@ impl Scripted {
 
 #[async_trait]
 impl Backend for Scripted {
-    fn body(&self, _req: &ModelRequest<'_>) -> Value {
-        Value::Null
+    fn body(&self, _req: &ModelRequest<'_>) -> RequestBody {
+        RequestBody::new()
     }
 
-    async fn send(&self, _body: &Value, deltas: DeltaSink<'_>) -> Result<ModelResponse, Failure> {
+    async fn send(
+        &self,
+        _body: &RequestBody,
+        deltas: DeltaSink<'_>,
+    ) -> Result<ModelResponse, Failure> {
         let i = self.next.fetch_add(1, Ordering::Relaxed);
         let Some(entry) = self.entries.get(i) else {
             return Err(Failure::Fatal(

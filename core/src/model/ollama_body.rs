@@ -1,0 +1,132 @@
+//! The ollama request body, serialized straight to bytes from the engine's messages and tool
+//! specs through borrowing `Serialize` structs (no `serde_json::Value` tree). Ollama has no call
+//! ids: results name their tool with `tool_name`.
+//!
+//! Fields are declared in sorted order: the bytes are those of the earlier `Value` rendering
+//! (see [`super::wire_json`]).
+
+use serde::ser::{SerializeStruct, Serializer};
+use serde::Serialize;
+
+use super::wire_json::{to_body, wire_name, ArgsObject, ErrorPrefixed, FunctionTool, Tools};
+use super::{ModelRequest, RequestBody};
+use crate::transcript::{Message, ToolCall};
+
+/// The request body's bytes.
+pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> RequestBody {
+    to_body(&Body {
+        messages: Messages(req),
+        model,
+        options: Options {
+            num_predict: max_tokens,
+        },
+        stream: true,
+        tools: Tools(req.tools, FunctionTool::of),
+    })
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    messages: Messages<'a>,
+    model: &'a str,
+    options: Options,
+    stream: bool,
+    #[serde(skip_serializing_if = "Tools::is_empty")]
+    tools: Tools<'a, FunctionTool<'a>>,
+}
+
+#[derive(Serialize)]
+struct Options {
+    num_predict: u32,
+}
+
+/// The system prompt (when there is one) and then every message.
+struct Messages<'a>(&'a ModelRequest<'a>);
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let req = self.0;
+        let system = req.system.map(WireMessage::System);
+        s.collect_seq(
+            system
+                .into_iter()
+                .chain(req.messages.iter().map(WireMessage::Engine)),
+        )
+    }
+}
+
+enum WireMessage<'a> {
+    System(&'a str),
+    Engine(&'a Message),
+}
+
+impl Serialize for WireMessage<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let m = match self {
+            WireMessage::System(content) => {
+                let mut m = s.serialize_struct("Message", 2)?;
+                m.serialize_field("content", content)?;
+                m.serialize_field("role", "system")?;
+                return m.end();
+            }
+            WireMessage::Engine(m) => m,
+        };
+        match m {
+            Message::User { content } => {
+                let mut m = s.serialize_struct("Message", 2)?;
+                m.serialize_field("content", content)?;
+                m.serialize_field("role", "user")?;
+                m.end()
+            }
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut m = s.serialize_struct("Message", 3)?;
+                m.serialize_field("content", content)?;
+                m.serialize_field("role", "assistant")?;
+                if !tool_calls.is_empty() {
+                    m.serialize_field("tool_calls", &Calls(tool_calls))?;
+                }
+                m.end()
+            }
+            Message::Tool {
+                name,
+                content,
+                is_error,
+                ..
+            } => {
+                let mut m = s.serialize_struct("Message", 3)?;
+                m.serialize_field("content", &ErrorPrefixed(content, *is_error))?;
+                m.serialize_field("role", "tool")?;
+                m.serialize_field("tool_name", name)?;
+                m.end()
+            }
+        }
+    }
+}
+
+/// `[{"function": {"arguments": {...}, "name"}}]`.
+struct Calls<'a>(&'a [ToolCall]);
+
+impl Serialize for Calls<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|c| WireCall {
+            function: Function {
+                arguments: ArgsObject(c),
+                name: wire_name(c),
+            },
+        }))
+    }
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    function: Function<'a>,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    arguments: ArgsObject<'a>,
+    name: &'a str,
+}
