@@ -242,10 +242,19 @@ impl Client {
                 let ended = CancellationToken::new();
                 link.0 = Some(ended.clone().drop_guard());
                 tokio::spawn(async move {
+                    // A turn that has ended is out of the outside token's reach, even when both
+                    // fire before this task runs: a host that cancels its token as soon as the
+                    // turn's result arrives (the Python binding's `run` does) must not kill the
+                    // background shells the turn started. So `ended` is looked at first.
                     tokio::select! {
-                        _ = outer.cancelled() => inner.cancel(),
-                        _ = inner.cancelled() => {}
+                        biased;
                         _ = ended.cancelled() => {}
+                        _ = inner.cancelled() => {}
+                        _ = outer.cancelled() => {
+                            if !ended.is_cancelled() {
+                                inner.cancel();
+                            }
+                        }
                     }
                 });
             }

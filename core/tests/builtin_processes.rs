@@ -409,3 +409,43 @@ async fn background_escapes_leave_nothing_after_kill_shell() {
     c.run("kill").await.unwrap();
     assert_gone(&m, "kill_shell").await;
 }
+
+/// A host that cancels its outside token as soon as a turn's result arrives (the Python
+/// binding's `run` does, so that dropping the awaiting future cancels the turn) must not kill
+/// the background shells that finished turn started: the turn is out of the token's reach once
+/// it has ended. The link from the token to the turn used to pick at random between "the turn
+/// ended" and "the token fired" when both were ready, killing the shell about half the time;
+/// 20 rounds catch that with near certainty.
+#[tokio::test]
+async fn cancelling_the_outside_token_after_the_turn_keeps_its_shells() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..20 {
+        let c = client(
+            dir.path(),
+            vec![
+                background_call("c1", "sleep 30"),
+                ScriptEntry::text("started"),
+            ],
+            true,
+        );
+        let outer = contenox::CancellationToken::new();
+        let r = c
+            .run_with(
+                "start",
+                contenox::RunOptions::default().cancel(outer.clone()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.outcome, Outcome::Done);
+        outer.cancel();
+        // Room for a wrongly linked cancel to reach the shell and its watcher to record it.
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        let shells = c.background_shells().expect("background shells on");
+        assert_eq!(
+            shells.status("shell_1").as_deref(),
+            Some("running"),
+            "round {round}"
+        );
+        c.close();
+    }
+}
