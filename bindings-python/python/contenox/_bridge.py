@@ -105,6 +105,8 @@ def completer(loop: asyncio.AbstractEventLoop) -> _native.Completer | None:
     c = _native.Completer()
     try:
         loop.add_reader(c.fileno(), c.drain)
+    # asyncio's own loops that cannot watch a descriptor say so with NotImplementedError (the
+    # Proactor loop on Windows); third-party loops may lack the method or refuse the socket.
     except (NotImplementedError, AttributeError, OSError, RuntimeError):
         _completers[loop] = (pid, None)
         return None

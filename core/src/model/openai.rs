@@ -413,4 +413,38 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, Failure::Fatal(m) if m.starts_with("malformed stream chunk")));
     }
+
+    #[test]
+    fn a_deeply_nested_chunk_is_malformed_not_a_stack_overflow() {
+        let sink = |_: &str| {};
+        let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+        // Nested where the reader skips (an unknown field), where it reads any JSON (the
+        // arguments of a call), and where it expects an object (the delta).
+        for chunk in [
+            format!(r#"{{"unknown": {deep}, "choices": []}}"#),
+            format!(
+                r#"{{"choices": [{{"delta": {{"tool_calls": [{{"index": 0, "function": {{"arguments": {deep}}}}}]}}}}]}}"#
+            ),
+            format!(r#"{{"choices": [{{"delta": {deep}}}]}}"#),
+        ] {
+            let mut asm = Assembler::default();
+            match asm.chunk_text(&chunk, &sink) {
+                Err(Failure::Fatal(m)) => {
+                    assert!(m.starts_with("malformed stream chunk"), "{m}");
+                    assert!(m.len() < 1_000, "the error must not echo the chunk");
+                }
+                // A value of the wrong type reads as absent (the leniency rule), however deep.
+                Ok(()) => {
+                    let r = asm.finish();
+                    assert_eq!(
+                        (r.text.as_str(), r.calls.len()),
+                        ("", 0),
+                        "{}",
+                        &chunk[..40]
+                    );
+                }
+                Err(other) => panic!("unexpected failure kind: {other:?}"),
+            }
+        }
+    }
 }
