@@ -18,6 +18,42 @@ echo "main: $(basename "$main") ($(mib "$main") MiB), platform: $(basename "$pla
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/contenox-npm.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+
+# The release module's hot-code layout (bindings-node/hot-code.ld, build.rs) on x86-64 Linux: a
+# missing or empty .text.hot means the script was not applied (fails: the module's resident code
+# would be back to 7 MB); a .text.hot much smaller than .text.warm means its exact names went
+# stale with Cargo.lock's versions (a warning: the patterns of .text.warm still pack the code).
+if [ "$(uname -s -m)" = "Linux x86_64" ]; then
+  echo "== hot-code layout of the release module"
+  mkdir -p "$tmp/platform"
+  tar -xzf "$platform" -C "$tmp/platform"
+  module=$(find "$tmp/platform" -name '*.node' | head -1)
+  python3 - "$module" <<'PY'
+import struct
+import sys
+
+path = sys.argv[1]
+with open(path, "rb") as f:
+    elf = f.read()
+if elf[:4] != b"\x7fELF" or elf[4] != 2:
+    sys.exit(f"{path}: not a 64-bit ELF file")
+shoff, = struct.unpack_from("<Q", elf, 0x28)
+shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+headers = [struct.unpack_from("<IIQQQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+strtab = headers[shstrndx][4]
+def name(h):
+    end = elf.index(b"\0", strtab + h[0])
+    return elf[strtab + h[0]:end].decode()
+sizes = {name(h): h[5] for h in headers}
+hot, warm, text = sizes.get(".text.hot", 0), sizes.get(".text.warm", 0), sizes.get(".text", 0)
+print(f".text.hot {hot / 1e6:.2f} MB, .text.warm {warm / 1e6:.2f} MB, .text {text / 1e6:.2f} MB")
+if hot == 0:
+    sys.exit("package-node: the release module has no .text.hot: build.rs did not apply hot-code.ld")
+if hot < warm / 2:
+    print("warning: .text.hot is small: hot-code.ld's exact names are stale, regenerate it "
+          "(bindings-node/scripts/hot-code.mjs)", file=sys.stderr)
+PY
+fi
 app="$tmp/app"
 mkdir -p "$app"
 cp -r "$repo/examples/node/src" "$repo/examples/node/test" "$repo/examples/node/tsconfig.json" "$app/"
