@@ -864,12 +864,13 @@ def test_import_leaves_rare_modules_until_used() -> None:
     code = (
         "import sys, contenox\n"
         "lazy = ['contenox.events', 'contenox._remote', 'contenox._mcp', 'contenox._websearch',"
-        " 'contenox.policies']\n"
+        " 'contenox.policies', 'contenox._callbacks']\n"
         "print([m for m in lazy if m in sys.modules])\n"
         "from contenox import *\n"
         "assert contenox.Event is contenox.events.Event and contenox.load_mcp and WebSearch\n"
         "assert contenox.policies.default()['version']\n"
         "assert 'RemoteSource' in dir(contenox)\n"
+        "assert contenox.ToolOutput is contenox._callbacks.ToolOutput and contenox.deny\n"
         "print(sorted(m for m in lazy if m not in sys.modules))\n"
         "try:\n"
         "    contenox.nope\n"
@@ -882,6 +883,34 @@ def test_import_leaves_rare_modules_until_used() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     ).stdout.splitlines()
     assert out == ["[]", "[]", "module 'contenox' has no attribute 'nope'"]
+
+
+def test_a_turn_with_a_plain_tool_leaves_the_callbacks_types_undefined() -> None:
+    # The cold start (import, a client, a tool, a turn) does not define the dataclasses only
+    # hooks, wait_for, compaction and ToolOutput need; a tool returning a ToolOutput loads them.
+    code = (
+        "import sys, contenox\n"
+        "c = contenox.create_client(style='scripted', builtins=[], script=[\n"
+        "    {'tool_calls': [{'name': 'echo', 'arguments': {'text': 'hi'}}]}, {'text': 'done'},\n"
+        "    {'tool_calls': [{'name': 'out', 'arguments': {}}]}, {'text': 'done'}])\n"
+        "@c.tool()\n"
+        "def echo(text: str) -> str:\n"
+        "    return text\n"
+        "r = c.run_sync('go')\n"
+        "print(r.final_text, r.transcript.messages[2]['content'], 'contenox._callbacks' in sys.modules)\n"
+        "@c.tool()\n"
+        "def out() -> contenox.ToolOutput:\n"
+        "    return contenox.ToolOutput('bad', is_error=True)\n"
+        "r = c.run_sync('again')\n"
+        "m = r.transcript.messages[-2]\n"
+        "print(m['content'], m['is_error'], 'contenox._callbacks' in sys.modules)\n"
+    )
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.splitlines()
+    assert out == ["done hi False", "bad True True"]
 
 
 async def test_many_turns_on_one_loop_complete_through_its_completer() -> None:
