@@ -53,11 +53,10 @@ from ._errors import (
     TransportError,
 )
 from ._native import CancelSignal, NativeTool, ToolContext
-from ._tools import HintsLike, Tool, tool
+from ._tools import Tool, tool
 from ._types import (
     JSON,
     CompactionOptions,
-    Hints,
     Outcome,
     PolicySource,
     SandboxOptions,
@@ -85,6 +84,7 @@ if _TYPE_CHECKING:
         deny,
         pending,
     )
+    from ._hints import Hints, HintsLike
     from ._mcp import McpSource, ServerState, load_mcp
     from ._remote import HookState, HookTool, Protocol, RemoteHook, RemoteSource, load_remote
     from ._websearch import (
@@ -106,6 +106,8 @@ _LAZY = {
     "CompactNotice": ("._callbacks", "CompactNotice"),
     "Deny": ("._callbacks", "Deny"),
     "Hooks": ("._callbacks", "Hooks"),
+    "Hints": ("._hints", "Hints"),
+    "HintsLike": ("._hints", "HintsLike"),
     "OnCompact": ("._callbacks", "OnCompact"),
     "PendingRequest": ("._callbacks", "PendingRequest"),
     "ToolCallEvent": ("._callbacks", "ToolCallEvent"),

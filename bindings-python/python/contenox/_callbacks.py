@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
 from . import _native
-from ._types import Hints, Source, Usage
+from ._hints import Hints
+from ._types import Source, Usage
 
 __all__ = [
     "AfterTool",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
 from . import _native
 from ._bridge import is_async
 from ._errors import ConfigurationError
-from ._tools import HintsLike, Tool, _hints_dict
+from ._tools import Tool, _hints_dict
 from ._types import (
     CompactionOptions,
     PolicySource,
@@ -26,6 +26,7 @@ from ._types import (
 if TYPE_CHECKING:
     # The callbacks' types and values are defined on first use (see _callbacks).
     from ._callbacks import CompactNotice, Hooks, OnCompact, WaitFor
+    from ._hints import HintsLike
 
     # Imported when first used: a client that never streams, searches or uses remote tools
     # does not pay for defining their classes at import.

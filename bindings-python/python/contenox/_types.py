@@ -1,4 +1,5 @@
-"""Typed views of what the engine sends for a turn: hints, usage, results, the transcript. What
+"""Typed views of what the engine sends for a turn: usage, results, the transcript. Tool hints
+(:class:`~contenox.Hints`) live in :mod:`contenox._hints`. What
 the host's callbacks see (tool calls, outputs, the gate's decisions) lives in
 :mod:`contenox._callbacks`, events in :mod:`contenox.events`; both are imported on first use."""
 
@@ -12,7 +13,7 @@ from typing import Any, Literal, TypedDict, Union
 
 __all__ = [
     "CompactionOptions",
-    "Hints",
+    "hints_wire",
     "JSON",
     "Outcome",
     "PolicySource",
@@ -54,39 +55,21 @@ class SandboxOptions(TypedDict, total=False):
     ``$TMPDIR``."""
 
 
-@dataclass(frozen=True, slots=True)
-class Hints:
-    """Advisory hints about a tool; each is ``None`` when unknown (treat unknown as mutating)."""
-
-    read_only: bool | None = None
-    destructive: bool | None = None
-    open_world: bool | None = None
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> Hints:
-        """Read the wire form (camelCase; snake_case is accepted too)."""
-        d = d or {}
-        return cls(
-            read_only=d.get("readOnly", d.get("read_only")),
-            destructive=d.get("destructive"),
-            open_world=d.get("openWorld", d.get("open_world")),
-        )
-
-    def to_dict(self) -> dict[str, bool]:
-        """The wire form: camelCase, unknown hints left out."""
-        out: dict[str, bool] = {}
-        if self.read_only is not None:
-            out["readOnly"] = self.read_only
-        if self.destructive is not None:
-            out["destructive"] = self.destructive
-        if self.open_world is not None:
-            out["openWorld"] = self.open_world
-        return out
-
-    @property
-    def empty(self) -> bool:
-        """True when all three are unknown."""
-        return self.read_only is None and self.destructive is None and self.open_world is None
+def hints_wire(d: Mapping[str, Any] | None) -> dict[str, bool]:
+    """Tool hints in the engine's wire form (camelCase, unknown ones left out), read from either
+    spelling (``readOnly`` or ``read_only``, ``openWorld`` or ``open_world``). What
+    ``Hints.from_dict(d).to_dict()`` gives, without defining :class:`~contenox.Hints`."""
+    d = d or {}
+    out: dict[str, bool] = {}
+    for wire, snake in (
+        ("readOnly", "read_only"),
+        ("destructive", None),
+        ("openWorld", "open_world"),
+    ):
+        value = d.get(wire, d.get(snake)) if snake else d.get(wire)
+        if value is not None:
+            out[wire] = value
+    return out
 
 
 @dataclass(frozen=True, slots=True)

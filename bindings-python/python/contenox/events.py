@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Union
 
 from ._callbacks import PendingRequest
-from ._types import Hints, Outcome, Source, Usage
+from ._hints import Hints
+from ._types import Outcome, Source, Usage
 
 __all__ = [
     "Answer",
