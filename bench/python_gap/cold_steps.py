@@ -7,8 +7,8 @@ seconds, taken just before exec). `--floor` times the streaming floor's client i
 import time
 
 T_SCRIPT = time.time()
-import os  # noqa: E402
-import sys  # noqa: E402
+import os
+import sys
 
 sys.path.insert(0, os.environ["CLIENTS"])
 args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
@@ -16,7 +16,8 @@ url, stop, t0 = args["--url"], int(args.get("--stop", 4)), args.get("--marks")
 marks = [("start", T_SCRIPT)]
 
 if "--floor" in sys.argv:
-    import _common  # noqa: F401
+    # The floor's own imports, in its order (_common first, as the harness asks).
+    import _common  # noqa: I001
     import http.client  # noqa: F401
     import json  # noqa: F401
     import urllib.parse  # noqa: F401
@@ -32,7 +33,8 @@ if "--floor" in sys.argv:
         py_raw_http_stream.main()
     marks.append(("turn", time.time()))
 else:
-    import _common  # noqa: F401
+    # The contenox client's imports, in its order.
+    import _common  # noqa: F401, I001
     import asyncio
 
     marks.append(("imports", time.time()))
@@ -44,8 +46,12 @@ else:
     async def main() -> None:
         if stop >= 2:
             client = contenox.create_client(
-                style="openai", base_url=url + "/v1", model="gpt-4o-mini", api_key="sk-dummy",
-                system="You are a benchmark agent. Use the echo tool.", builtins=[],
+                style="openai",
+                base_url=url + "/v1",
+                model="gpt-4o-mini",
+                api_key="sk-dummy",
+                system="You are a benchmark agent. Use the echo tool.",
+                builtins=[],
             )
             marks.append(("create", time.time()))
         if stop >= 3:
