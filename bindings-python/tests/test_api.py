@@ -194,6 +194,51 @@ def test_unsupported_annotation_is_clear() -> None:
         contenox.Tool.from_function(f)
 
 
+def test_docstring_styles_rest_numpy_google() -> None:
+    from contenox._schema import parse_docstring
+
+    rest = """Move a file.
+
+    :param src: where it is
+       now
+    :param str dst: where it goes
+    :returns: nothing
+    """
+    assert parse_docstring(rest) == (
+        "Move a file.",
+        {"src": "where it is now", "dst": "where it goes"},
+    )
+    numpy = """Move a file.
+
+    Parameters
+    ----------
+    src : str
+        where it is
+    dst : str
+        where it goes
+    """
+    assert parse_docstring(numpy) == (
+        "Move a file.",
+        {"src": "where it is", "dst": "where it goes"},
+    )
+    google = """Move a file.
+
+    Args:
+        src (str): where it is
+        dst: where it goes
+            (created)
+    """
+    assert parse_docstring(google) == (
+        "Move a file.",
+        {"src": "where it is", "dst": "where it goes (created)"},
+    )
+    # A line merely mentioning :param is not a field.
+    assert parse_docstring("Use it.\n\nSee the :param x: notes.") == (
+        "Use it.\n\nSee the :param x: notes.",
+        {},
+    )
+
+
 # --- the gate --------------------------------------------------------------------------------
 
 
