@@ -194,6 +194,51 @@ def test_unsupported_annotation_is_clear() -> None:
         contenox.Tool.from_function(f)
 
 
+def test_docstring_styles_rest_numpy_google() -> None:
+    from contenox._schema import parse_docstring
+
+    rest = """Move a file.
+
+    :param src: where it is
+       now
+    :param str dst: where it goes
+    :returns: nothing
+    """
+    assert parse_docstring(rest) == (
+        "Move a file.",
+        {"src": "where it is now", "dst": "where it goes"},
+    )
+    numpy = """Move a file.
+
+    Parameters
+    ----------
+    src : str
+        where it is
+    dst : str
+        where it goes
+    """
+    assert parse_docstring(numpy) == (
+        "Move a file.",
+        {"src": "where it is", "dst": "where it goes"},
+    )
+    google = """Move a file.
+
+    Args:
+        src (str): where it is
+        dst: where it goes
+            (created)
+    """
+    assert parse_docstring(google) == (
+        "Move a file.",
+        {"src": "where it is", "dst": "where it goes (created)"},
+    )
+    # A line merely mentioning :param is not a field.
+    assert parse_docstring("Use it.\n\nSee the :param x: notes.") == (
+        "Use it.\n\nSee the :param x: notes.",
+        {},
+    )
+
+
 # --- the gate --------------------------------------------------------------------------------
 
 
@@ -864,12 +909,13 @@ def test_import_leaves_rare_modules_until_used() -> None:
     code = (
         "import sys, contenox\n"
         "lazy = ['contenox.events', 'contenox._remote', 'contenox._mcp', 'contenox._websearch',"
-        " 'contenox.policies']\n"
+        " 'contenox.policies', 'contenox._callbacks', 'contenox._hints']\n"
         "print([m for m in lazy if m in sys.modules])\n"
         "from contenox import *\n"
         "assert contenox.Event is contenox.events.Event and contenox.load_mcp and WebSearch\n"
         "assert contenox.policies.default()['version']\n"
         "assert 'RemoteSource' in dir(contenox)\n"
+        "assert contenox.ToolOutput is contenox._callbacks.ToolOutput and contenox.deny\n"
         "print(sorted(m for m in lazy if m not in sys.modules))\n"
         "try:\n"
         "    contenox.nope\n"
@@ -882,6 +928,62 @@ def test_import_leaves_rare_modules_until_used() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     ).stdout.splitlines()
     assert out == ["[]", "[]", "module 'contenox' has no attribute 'nope'"]
+
+
+def test_a_turn_with_a_plain_tool_leaves_the_callbacks_types_undefined() -> None:
+    # The cold start (import, a client, a tool, a turn) does not define the dataclasses only
+    # hooks, wait_for, compaction and ToolOutput need; a tool returning a ToolOutput loads them.
+    code = (
+        "import sys, contenox\n"
+        "c = contenox.create_client(style='scripted', builtins=[], script=[\n"
+        "    {'tool_calls': [{'name': 'echo', 'arguments': {'text': 'hi'}}]}, {'text': 'done'},\n"
+        "    {'tool_calls': [{'name': 'out', 'arguments': {}}]}, {'text': 'done'}])\n"
+        "@c.tool()\n"
+        "def echo(text: str) -> str:\n"
+        "    return text\n"
+        "r = c.run_sync('go')\n"
+        "lazy = ('contenox._callbacks', 'contenox._hints')\n"
+        "print(r.final_text, r.transcript.messages[2]['content'], [m in sys.modules for m in lazy])\n"
+        "@c.tool()\n"
+        "def out() -> contenox.ToolOutput:\n"
+        "    return contenox.ToolOutput('bad', is_error=True)\n"
+        "r = c.run_sync('again')\n"
+        "m = r.transcript.messages[-2]\n"
+        "print(m['content'], m['is_error'], 'contenox._callbacks' in sys.modules)\n"
+        "print(c.tools[0].get('hints'), contenox.Tool('t', len).hints, 'contenox._hints' in sys.modules)\n"
+    )
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.splitlines()
+    assert out == [
+        "done hi [False, False]",
+        "bad True True",
+        "{} Hints(read_only=None, destructive=None, open_world=None) True",
+    ]
+
+
+def test_tool_hints_in_every_form() -> None:
+    for given, wire in [
+        (None, {}),
+        ({}, {}),
+        ({"read_only": True}, {"readOnly": True}),
+        ({"readOnly": False, "open_world": True}, {"readOnly": False, "openWorld": True}),
+        ({"readOnly": None, "read_only": True}, {}),  # the camelCase key wins, even as None
+        ({"destructive": True, "unknown": True}, {"destructive": True}),
+        (contenox.Hints(destructive=False), {"destructive": False}),
+    ]:
+        t = contenox.Tool("t", lambda a: a, hints=given)
+        assert t.spec()["hints"] == wire, given
+        assert t.hints == contenox.Hints.from_dict(wire)
+        assert t.hints.to_dict() == wire
+    t = contenox.Tool("t", lambda a: a)
+    t.hints = {"read_only": True}
+    assert t.hints == contenox.Hints(read_only=True) and t.spec()["hints"] == {"readOnly": True}
+    t.hints = contenox.Hints(open_world=False)
+    assert t.spec()["hints"] == {"openWorld": False}
+    assert "hints(openWorld=False)" in repr(t)
 
 
 async def test_many_turns_on_one_loop_complete_through_its_completer() -> None:

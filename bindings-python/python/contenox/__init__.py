@@ -29,15 +29,10 @@ from typing import Any as _Any
 
 from . import _native
 from ._client import (
-    AfterTool,
     BackgroundShells,
-    BeforeTool,
     Client,
     Compactor,
-    Hooks,
-    OnCompact,
     Run,
-    WaitFor,
     create_client,
     list_models,
 )
@@ -58,31 +53,38 @@ from ._errors import (
     TransportError,
 )
 from ._native import CancelSignal, NativeTool, ToolContext
-from ._tools import HintsLike, Tool, tool
+from ._tools import Tool, tool
 from ._types import (
     JSON,
-    Ask,
     CompactionOptions,
-    CompactNotice,
-    Deny,
-    Hints,
     Outcome,
-    PendingRequest,
     PolicySource,
     SandboxOptions,
     Source,
     Tier,
-    ToolCallEvent,
-    ToolOutput,
     Transcript,
     TurnResult,
     Usage,
-    deny,
-    pending,
 )
 
 if _TYPE_CHECKING:
     from . import events, policies
+    from ._callbacks import (
+        AfterTool,
+        Ask,
+        BeforeTool,
+        CompactNotice,
+        Deny,
+        Hooks,
+        OnCompact,
+        PendingRequest,
+        ToolCallEvent,
+        ToolOutput,
+        WaitFor,
+        deny,
+        pending,
+    )
+    from ._hints import Hints, HintsLike
     from ._mcp import McpSource, ServerState, load_mcp
     from ._remote import HookState, HookTool, Protocol, RemoteHook, RemoteSource, load_remote
     from ._websearch import (
@@ -94,10 +96,25 @@ if _TYPE_CHECKING:
     )
     from .events import Event
 
-# Imported on first use (module __getattr__, PEP 562): the event classes, MCP, remote tools,
-# web search and the policy presets are not needed to create a client and run a turn, and
-# defining their dataclasses at import was a good part of `import contenox`.
+# Imported on first use (module __getattr__, PEP 562): the event classes, what hooks and other
+# callbacks see, MCP, remote tools, web search and the policy presets are not needed to create a
+# client and run a turn, and defining their dataclasses at import was most of `import contenox`.
 _LAZY = {
+    "AfterTool": ("._callbacks", "AfterTool"),
+    "Ask": ("._callbacks", "Ask"),
+    "BeforeTool": ("._callbacks", "BeforeTool"),
+    "CompactNotice": ("._callbacks", "CompactNotice"),
+    "Deny": ("._callbacks", "Deny"),
+    "Hooks": ("._callbacks", "Hooks"),
+    "Hints": ("._hints", "Hints"),
+    "HintsLike": ("._hints", "HintsLike"),
+    "OnCompact": ("._callbacks", "OnCompact"),
+    "PendingRequest": ("._callbacks", "PendingRequest"),
+    "ToolCallEvent": ("._callbacks", "ToolCallEvent"),
+    "ToolOutput": ("._callbacks", "ToolOutput"),
+    "WaitFor": ("._callbacks", "WaitFor"),
+    "deny": ("._callbacks", "deny"),
+    "pending": ("._callbacks", "pending"),
     "events": (".events", None),
     "policies": (".policies", None),
     "Event": (".events", "Event"),

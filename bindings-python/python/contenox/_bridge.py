@@ -16,22 +16,16 @@ import asyncio
 import functools
 import inspect
 import os
+import sys
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import _native
-from ._types import (
-    Ask,
-    CompactNotice,
-    Deny,
-    PendingRequest,
-    ToolCallEvent,
-    ToolOutput,
-    Transcript,
-)
+from ._types import Transcript
 
 if TYPE_CHECKING:
+    from ._callbacks import CompactNotice, PendingRequest, ToolCallEvent, ToolOutput
     from ._websearch import SearchRequest
 
 
@@ -137,6 +131,8 @@ def is_async(fn: Callable[..., Any]) -> bool:
 
 def decision_wire(value: Any) -> tuple[str, Any]:
     """``before_tool``'s return value (not None) as ``("deny", message)`` / ``("ask", request)``."""
+    from ._callbacks import Ask, Deny
+
     if isinstance(value, Deny):
         return ("deny", value.message)
     if isinstance(value, Ask):
@@ -149,24 +145,36 @@ def decision_wire(value: Any) -> tuple[str, Any]:
 
 def output_wire(value: Any) -> dict[str, Any]:
     """A tool's (or after_tool's) return value as the engine's ToolOutput."""
-    if isinstance(value, ToolOutput):
-        return value.to_dict()
+    # A ToolOutput exists only once its module is imported: until then, a plain tool's return
+    # value is not one, and the first turn does not pay for defining the callbacks' classes.
+    callbacks = sys.modules.get("contenox._callbacks")
+    if callbacks is not None and isinstance(value, callbacks.ToolOutput):
+        output: ToolOutput = value
+        return output.to_dict()
     return {"content": value, "is_error": False}
 
 
 def tool_call_event(d: dict[str, Any]) -> ToolCallEvent:
+    from ._callbacks import ToolCallEvent
+
     return ToolCallEvent.from_dict(d)
 
 
 def tool_output(d: dict[str, Any]) -> ToolOutput:
+    from ._callbacks import ToolOutput
+
     return ToolOutput.from_dict(d)
 
 
 def pending_request(d: dict[str, Any]) -> PendingRequest:
+    from ._callbacks import PendingRequest
+
     return PendingRequest.from_dict(d)
 
 
 def compact_notice(d: dict[str, Any]) -> CompactNotice:
+    from ._callbacks import CompactNotice
+
     return CompactNotice.from_dict(d)
 
 

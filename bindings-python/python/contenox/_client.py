@@ -7,29 +7,27 @@ import concurrent.futures
 import inspect
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
 
 from . import _native
 from ._bridge import is_async
 from ._errors import ConfigurationError
-from ._tools import HintsLike, Tool, _hints_dict
+from ._tools import Tool, _hints_dict
 from ._types import (
-    Ask,
     CompactionOptions,
-    CompactNotice,
-    Deny,
-    PendingRequest,
     PolicySource,
     SandboxOptions,
     Tier,
-    ToolCallEvent,
-    ToolOutput,
     Transcript,
     TurnResult,
 )
 
 if TYPE_CHECKING:
+    # The callbacks' types and values are defined on first use (see _callbacks).
+    from ._callbacks import CompactNotice, Hooks, OnCompact, WaitFor
+    from ._hints import HintsLike
+
     # Imported when first used: a client that never streams, searches or uses remote tools
     # does not pay for defining their classes at import.
     from ._remote import RemoteSource
@@ -37,40 +35,15 @@ if TYPE_CHECKING:
     from .events import Event
 
 __all__ = [
-    "AfterTool",
     "BackgroundShells",
-    "BeforeTool",
     "Client",
     "Compactor",
-    "OnCompact",
-    "Hooks",
     "Run",
-    "WaitFor",
     "create_client",
     "list_models",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-BeforeTool = Callable[[ToolCallEvent], Union[Deny, Ask, Awaitable[Union[Deny, Ask, None]], None]]
-"""``before_tool(event)``: return None (allow), ``contenox.deny(...)`` or
-``contenox.pending(...)``; sync or async."""
-
-AfterTool = Callable[[ToolCallEvent, ToolOutput], Any]
-"""``after_tool(event, result)``: return None (keep the result) or a replacement (any JSON value
-or a ``ToolOutput``); sync or async."""
-
-Hooks = Mapping[str, Union[BeforeTool, AfterTool, None]]
-"""``{"before_tool": fn, "after_tool": fn}``."""
-
-WaitFor = Callable[[PendingRequest, _native.CancelSignal], Any]
-"""``wait_for(request, cancel)``: return ``{"approve": True}``,
-``{"approve": False, "message": ...}`` or ``{"result": value}``; sync or async. A sync one runs
-in a worker thread and can watch ``cancel``; an async one is cancelled with its turn."""
-
-OnCompact = Callable[[CompactNotice], Any]
-"""``on_compact(notice)``: told after every compaction (what the ``compact`` event says); sync or
-async. A failure in it is ignored (the compaction stands)."""
 
 Compactor = Callable[[Transcript], Any]
 """``compactor(transcript)``: return a shorter :class:`Transcript` (or ``{"messages": [...]}``)
@@ -505,7 +478,11 @@ class Client:
         request (or the compactor) failed, the conversation then unchanged. ``on_compact`` is
         told, as for an automatic compaction."""
         notice = await self._native.compact()
-        return None if notice is None else CompactNotice.from_dict(notice)
+        if notice is None:
+            return None
+        from ._callbacks import CompactNotice
+
+        return CompactNotice.from_dict(notice)
 
     def __repr__(self) -> str:
         c = self.config

@@ -149,7 +149,11 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     while i < len(lines):
         line = lines[i]
         stripped = line.strip()
-        rest = re.match(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$", stripped)
+        # The prefix test first: the pattern can only match such a line, and a docstring
+        # without reST fields then never compiles it (a first `@client.tool` pays each compile).
+        rest = stripped.startswith(":param") and re.match(
+            r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$", stripped
+        )
         if rest:
             section, current = "rest", rest.group(1)
             params[current] = rest.group(2).strip()

@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import _native
 from ._bridge import is_async
 from ._schema import function_schema
-from ._types import Hints, Tier
+from ._types import Tier, hints_wire
 
-__all__ = ["HintsLike", "Tool", "tool"]
+if TYPE_CHECKING:
+    from ._hints import Hints, HintsLike
 
-HintsLike = Union[Hints, Mapping[str, Union[bool, None]], None]
-"""Hints as a :class:`Hints`, or a dict with ``read_only``/``readOnly``, ``destructive``,
-``open_world``/``openWorld``."""
+__all__ = ["Tool", "tool"]
 
 
 def _hints_dict(hints: HintsLike) -> dict[str, bool]:
+    """Hints in any accepted form as their wire form. A :class:`Hints` exists only once its
+    module is imported: until then, hints given here are a mapping (or None)."""
     if hints is None:
         return {}
-    if isinstance(hints, Hints):
-        return hints.to_dict()
-    return Hints.from_dict(dict(hints)).to_dict()
+    module = sys.modules.get("contenox._hints")
+    if module is not None and isinstance(hints, module.Hints):
+        given: Hints = hints
+        return given.to_dict()
+    return hints_wire(dict(hints))  # type: ignore[arg-type]
 
 
 class Tool:
@@ -42,9 +46,10 @@ class Tool:
     name: str
     description: str
     input_schema: dict[str, Any]
-    hints: Hints
     tier: Tier
     fn: Callable[..., Any]
+    # The hints in wire form; `hints` makes the Hints when asked (see _hints).
+    _hints: dict[str, bool]
 
     def __init__(
         self,
@@ -60,7 +65,7 @@ class Tool:
         self.fn = handler
         self.description = description
         self.input_schema = dict(input_schema) if input_schema is not None else {"type": "object"}
-        self.hints = Hints.from_dict(_hints_dict(hints))
+        self._hints = _hints_dict(hints)
         self.tier = tier
         self._is_async = is_async(handler)
         self._invoke = self._dict_invoker(handler)
@@ -83,7 +88,7 @@ class Tool:
         t.fn = fn
         t.description = description if description is not None else doc
         t.input_schema = schema
-        t.hints = Hints.from_dict(_hints_dict(hints))
+        t._hints = _hints_dict(hints)
         t.tier = tier
         t._is_async = is_async(fn)
         if ctx_param is None:
@@ -118,13 +123,25 @@ class Tool:
             return lambda args, ctx: handler(args, ctx)
         return lambda args, ctx: handler(args)
 
+    @property
+    def hints(self) -> Hints:
+        """What the gate and the model are told about the tool (a new :class:`Hints` each
+        time; set it to a ``Hints`` or a dict)."""
+        from ._hints import Hints
+
+        return Hints.from_dict(self._hints)
+
+    @hints.setter
+    def hints(self, value: HintsLike) -> None:
+        self._hints = _hints_dict(value)
+
     def spec(self) -> dict[str, Any]:
         """The engine's ToolSpec of this tool."""
         return {
             "name": self.name,
             "description": self.description,
             "input_schema": self.input_schema,
-            "hints": self.hints.to_dict(),
+            "hints": dict(self._hints),
             "tier": self.tier,
         }
 
@@ -136,7 +153,7 @@ class Tool:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
-        hints = ", ".join(f"{k}={v}" for k, v in self.hints.to_dict().items())
+        hints = ", ".join(f"{k}={v}" for k, v in self._hints.items())
         kind = "async " if self._is_async else ""
         extra = f", hints({hints})" if hints else ""
         tier = ", deferred" if self.tier == "deferred" else ""

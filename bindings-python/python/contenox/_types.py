@@ -1,5 +1,7 @@
-"""Typed views of what the engine sends: hints, gate requests, tool outputs, usage, results,
-the transcript. Events live in :mod:`contenox.events`."""
+"""Typed views of what the engine sends for a turn: usage, results, the transcript. Tool hints
+(:class:`~contenox.Hints`) live in :mod:`contenox._hints`. What
+the host's callbacks see (tool calls, outputs, the gate's decisions) lives in
+:mod:`contenox._callbacks`, events in :mod:`contenox.events`; both are imported on first use."""
 
 from __future__ import annotations
 
@@ -10,25 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, Union
 
 __all__ = [
-    "CompactNotice",
     "CompactionOptions",
-    "Deny",
-    "Hints",
+    "hints_wire",
     "JSON",
     "Outcome",
-    "Ask",
-    "PendingRequest",
     "PolicySource",
     "SandboxOptions",
     "Source",
     "Tier",
-    "ToolCallEvent",
-    "ToolOutput",
     "Transcript",
     "TurnResult",
     "Usage",
-    "deny",
-    "pending",
 ]
 
 JSON = Union[dict[str, Any], list[Any], str, int, float, bool, None]
@@ -61,143 +55,21 @@ class SandboxOptions(TypedDict, total=False):
     ``$TMPDIR``."""
 
 
-@dataclass(frozen=True, slots=True)
-class Hints:
-    """Advisory hints about a tool; each is ``None`` when unknown (treat unknown as mutating)."""
-
-    read_only: bool | None = None
-    destructive: bool | None = None
-    open_world: bool | None = None
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> Hints:
-        """Read the wire form (camelCase; snake_case is accepted too)."""
-        d = d or {}
-        return cls(
-            read_only=d.get("readOnly", d.get("read_only")),
-            destructive=d.get("destructive"),
-            open_world=d.get("openWorld", d.get("open_world")),
-        )
-
-    def to_dict(self) -> dict[str, bool]:
-        """The wire form: camelCase, unknown hints left out."""
-        out: dict[str, bool] = {}
-        if self.read_only is not None:
-            out["readOnly"] = self.read_only
-        if self.destructive is not None:
-            out["destructive"] = self.destructive
-        if self.open_world is not None:
-            out["openWorld"] = self.open_world
-        return out
-
-    @property
-    def empty(self) -> bool:
-        """True when all three are unknown."""
-        return self.read_only is None and self.destructive is None and self.open_world is None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallEvent:
-    """A tool call as the gate sees it (the argument of ``before_tool`` and ``after_tool``)."""
-
-    name: str
-    arguments: Any
-    call_id: str
-    hints: Hints
-    source: Source
-    server: str | None = None
-    agent: tuple[str, ...] = ()
-    """The chain of subagents whose turn makes the call (``("researcher",)``); empty for the
-    client's own calls."""
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ToolCallEvent:
-        return cls(
-            name=d["name"],
-            arguments=d.get("arguments"),
-            call_id=d["call_id"],
-            hints=Hints.from_dict(d.get("hints")),
-            source=d.get("source", "host"),
-            server=d.get("server"),
-            agent=tuple(d.get("agent") or ()),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "name": self.name,
-            "arguments": self.arguments,
-            "call_id": self.call_id,
-            "hints": self.hints.to_dict(),
-            "source": self.source,
-        }
-        if self.server is not None:
-            out["server"] = self.server
-        if self.agent:
-            out["agent"] = list(self.agent)
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class PendingRequest:
-    """A request the host answers through ``wait_for``. The hook sets ``kind``, ``prompt``,
-    ``timeout_ms`` and ``data``; the engine fills in the call (``call_id``, ``name``,
-    ``arguments``)."""
-
-    kind: str = ""
-    prompt: str | None = None
-    timeout_ms: int | None = None
-    data: Any = None
-    call_id: str = ""
-    name: str = ""
-    arguments: Any = None
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> PendingRequest:
-        return cls(
-            kind=d.get("kind", ""),
-            prompt=d.get("prompt"),
-            timeout_ms=d.get("timeout_ms"),
-            data=d.get("data"),
-            call_id=d.get("call_id", ""),
-            name=d.get("name", ""),
-            arguments=d.get("arguments"),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind}
-        for key in ("prompt", "timeout_ms", "data"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        out.update(call_id=self.call_id, name=self.name, arguments=self.arguments)
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class ToolOutput:
-    """A tool's result. Return one from a tool or ``after_tool`` to set ``is_error`` or
-    ``metadata``; any other return value is the content (a str as is, other JSON compact)."""
-
-    content: Any
-    is_error: bool = False
-    metadata: dict[str, Any] | None = None
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ToolOutput:
-        return cls(
-            content=d.get("content"), is_error=bool(d.get("is_error")), metadata=d.get("metadata")
-        )
-
-    @classmethod
-    def error(cls, message: str) -> ToolOutput:
-        """An error result with this message."""
-        return cls(content=message, is_error=True)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"content": self.content, "is_error": self.is_error}
-        if self.metadata is not None:
-            out["metadata"] = self.metadata
-        return out
+def hints_wire(d: Mapping[str, Any] | None) -> dict[str, bool]:
+    """Tool hints in the engine's wire form (camelCase, unknown ones left out), read from either
+    spelling (``readOnly`` or ``read_only``, ``openWorld`` or ``open_world``). What
+    ``Hints.from_dict(d).to_dict()`` gives, without defining :class:`~contenox.Hints`."""
+    d = d or {}
+    out: dict[str, bool] = {}
+    for wire, snake in (
+        ("readOnly", "read_only"),
+        ("destructive", None),
+        ("openWorld", "open_world"),
+    ):
+        value = d.get(wire, d.get(snake)) if snake else d.get(wire)
+        if value is not None:
+            out[wire] = value
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,43 +100,6 @@ class Usage:
             out["cache_read_input_tokens"] = self.cache_read_input_tokens
         if self.cache_creation_input_tokens:
             out["cache_creation_input_tokens"] = self.cache_creation_input_tokens
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class CompactNotice:
-    """What one compaction did (``on_compact``'s argument, ``client.compact()``'s result, the
-    ``compact`` event's content)."""
-
-    trigger: Literal["auto", "manual"]
-    pre_tokens: int
-    """The context's size before, in tokens (measured as the next request would be)."""
-    post_tokens: int
-    """The context's size after, in tokens (estimated)."""
-    summary: str | None = None
-    """The summary that replaced the older messages; None when a host compactor did it."""
-    usage: Usage = field(default_factory=Usage)
-    """What the summary request cost; counted in the turn's usage."""
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CompactNotice:
-        return cls(
-            trigger=d["trigger"],
-            pre_tokens=int(d["pre_tokens"]),
-            post_tokens=int(d["post_tokens"]),
-            summary=d.get("summary"),
-            usage=Usage.from_dict(d.get("usage")),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "trigger": self.trigger,
-            "pre_tokens": self.pre_tokens,
-            "post_tokens": self.post_tokens,
-        }
-        if self.summary is not None:
-            out["summary"] = self.summary
-        out["usage"] = self.usage.to_dict()
         return out
 
 
@@ -404,61 +239,3 @@ class TurnResult:
             f"{html.escape(self.final_text)} <small>({self.usage.input_tokens} in / "
             f"{self.usage.output_tokens} out tokens)</small></div>"
         )
-
-
-# The gate's decisions -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Deny:
-    """``before_tool`` refuses the call; the model sees an error result with ``message`` (or
-    the engine's default denial text when it is ``None``). Make one with :func:`deny`."""
-
-    message: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Ask:
-    """``before_tool`` asks the host's ``wait_for``. Make one with :func:`pending`."""
-
-    request: dict[str, Any]
-
-
-def deny(message: str | None = None) -> Deny:
-    """Return this from ``before_tool`` to refuse a call (the turn goes on)."""
-    return Deny(message)
-
-
-def pending(
-    request: PendingRequest | dict[str, Any] | None = None,
-    *,
-    kind: str | None = None,
-    prompt: str | None = None,
-    timeout_ms: int | None = None,
-    data: Any = None,
-) -> Ask:
-    """Return this from ``before_tool`` to ask ``wait_for`` first.
-
-    ``request`` is a dict (``kind``, ``prompt``, ``timeout_ms``, ``data``) or a
-    :class:`PendingRequest`; keyword arguments set the same fields."""
-    if isinstance(request, PendingRequest):
-        req: dict[str, Any] = {
-            k: v
-            for k, v in request.to_dict().items()
-            if k in ("kind", "prompt", "timeout_ms", "data") and v is not None
-        }
-    elif request is None:
-        req = {}
-    elif isinstance(request, dict):
-        req = dict(request)
-    else:
-        raise TypeError(f"pending() takes a dict or a PendingRequest, got {type(request).__name__}")
-    for key, value in (
-        ("kind", kind),
-        ("prompt", prompt),
-        ("timeout_ms", timeout_ms),
-        ("data", data),
-    ):
-        if value is not None:
-            req[key] = value
-    return Ask(req)

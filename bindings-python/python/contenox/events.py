@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Union
 
-from ._types import Hints, Outcome, PendingRequest, Source, Usage
+from ._callbacks import PendingRequest
+from ._hints import Hints
+from ._types import Outcome, Source, Usage
 
 __all__ = [
     "Answer",
