@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use tokio::time::Instant;
 
 use super::ndjson::Lines;
@@ -52,23 +52,14 @@ impl Chunks {
     /// The next non-empty chunk, `None` at the end of the body.
     pub async fn next_by(&mut self, deadline: Instant) -> Result<Option<Bytes>, Interrupt> {
         loop {
-            // A chunk already waiting is taken without arming a timer: the connection task
-            // often has the next one queued, and a timer per chunk (its entry in the wheel,
-            // registered and removed) cost more than reading it. Polled again below when not.
-            let next = match self.stream.next().now_or_never() {
-                Some(next) => next,
-                None => match tokio::time::timeout_at(deadline, self.stream.next()).await {
-                    Err(_) => return Err(Interrupt::Idle),
-                    Ok(next) => next,
-                },
-            };
-            match next {
-                None => return Ok(None),
-                Some(Err(e)) => {
+            match tokio::time::timeout_at(deadline, self.stream.next()).await {
+                Err(_) => return Err(Interrupt::Idle),
+                Ok(None) => return Ok(None),
+                Ok(Some(Err(e))) => {
                     return Err(Interrupt::Broken(crate::error::chain(&e.without_url())))
                 }
-                Some(Ok(chunk)) if chunk.is_empty() => continue,
-                Some(Ok(chunk)) => return Ok(Some(chunk)),
+                Ok(Some(Ok(chunk))) if chunk.is_empty() => continue,
+                Ok(Some(Ok(chunk))) => return Ok(Some(chunk)),
             }
         }
     }
