@@ -86,7 +86,7 @@ pub(crate) async fn run_turn(
         sink: &sink,
         scope,
     };
-    sink.emit(Event::TurnStart {
+    sink.emit_with(|| Event::TurnStart {
         prompt: prompt.clone(),
     });
     inner.append([Message::User { content: prompt }]);
@@ -99,7 +99,7 @@ pub(crate) async fn run_turn(
         usage,
         error,
     } = turn.steps().await;
-    sink.emit(Event::TurnEnd {
+    sink.emit_with(|| Event::TurnEnd {
         outcome,
         final_text: final_text.clone(),
         usage,
@@ -326,14 +326,14 @@ impl Turn<'_> {
                 agent: Vec::new(),
             });
             if !response.text.is_empty() {
-                self.sink.emit(Event::Text {
+                self.sink.emit_with(|| Event::Text {
                     text: response.text.clone(),
                     agent: Vec::new(),
                 });
             }
             let calls = self.parse_calls(response.calls, call_tool_offered);
             for c in &calls {
-                self.sink.emit(Event::ToolCall {
+                self.sink.emit_with(|| Event::ToolCall {
                     call_id: c.id.clone(),
                     name: c.name.clone(),
                     arguments: c.arguments.clone(),
@@ -532,7 +532,7 @@ impl Turn<'_> {
         spent: Option<Usage>,
     ) -> Message {
         let content = out.model_text();
-        self.sink.emit(Event::ToolResult {
+        self.sink.emit_with(|| Event::ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),
             content: content.clone(),
@@ -595,7 +595,7 @@ impl Turn<'_> {
             return ToolOutput::error(CANCELLED_RESULT);
         };
         let gate = |decision: GateVerdict, message: Option<String>| {
-            self.sink.emit(Event::Gate {
+            self.sink.emit_with(|| Event::Gate {
                 call_id: event.call_id.clone(),
                 name: event.name.clone(),
                 decision,
@@ -721,7 +721,7 @@ impl Turn<'_> {
 
     /// Run an allowed call, then `after_tool`.
     async fn execute(&self, entry: &Entry, event: &ToolCallEvent, spent: &UsageCell) -> ToolOutput {
-        self.sink.emit(Event::ToolStart {
+        self.sink.emit_with(|| Event::ToolStart {
             call_id: event.call_id.clone(),
             name: event.name.clone(),
             agent: Vec::new(),

@@ -2,6 +2,7 @@
 //! request timeout, status handling with bounded error bodies, and the redaction of secrets
 //! from every message.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -25,6 +26,11 @@ pub(crate) struct Http {
     pub request_timeout: Duration,
     /// The longest silence inside an answer.
     pub idle_timeout: Duration,
+    /// The URLs requested so far, parsed, by path: reqwest parses a URL given as text on every
+    /// request (about 7k instructions for a loopback URL, the host most of it); a parsed one is
+    /// cloned instead. Only URLs that parsed are kept: one that does not goes to reqwest as text
+    /// each time, so it fails there as before.
+    parsed: Mutex<Vec<(String, reqwest::Url)>>,
 }
 
 /// A reqwest client that follows no redirect: a 3xx is answered as it is, so custom headers and
@@ -60,6 +66,7 @@ impl Http {
             base,
             request_timeout: Duration::from_millis(config.request_timeout_ms),
             idle_timeout: Duration::from_millis(config.idle_timeout_ms),
+            parsed: Mutex::new(Vec::new()),
         })
     }
 
@@ -69,6 +76,24 @@ impl Http {
         match self.base.split_once('?') {
             Some((base, query)) => format!("{}{path}?{query}", base.trim_end_matches('/')),
             None => format!("{}{path}", self.base),
+        }
+    }
+
+    /// The URL of `path` as reqwest takes it: parsed once, then cloned.
+    fn target(&self, path: &str) -> Target {
+        let mut parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, url)) = parsed.iter().find(|(p, _)| p == path) {
+            return Target::Parsed(url.clone());
+        }
+        let text = self.url(path);
+        match reqwest::Url::parse(&text) {
+            // A handful of paths per endpoint; the bound only guards against a caller that
+            // makes paths up.
+            Ok(url) if parsed.len() < MAX_PARSED_URLS => {
+                parsed.push((path.to_string(), url.clone()));
+                Target::Parsed(url)
+            }
+            _ => Target::Text(text),
         }
     }
 
@@ -99,7 +124,10 @@ impl Http {
         headers: &[(&str, String)],
         body: &super::RequestBody,
     ) -> Result<reqwest::Response, Failure> {
-        let mut req = self.client.post(self.url(path));
+        let mut req = match self.target(path) {
+            Target::Parsed(url) => self.client.post(url),
+            Target::Text(text) => self.client.post(text),
+        };
         for (k, v) in headers {
             req = with_header(req, k, v);
         }
@@ -117,7 +145,10 @@ impl Http {
 
     /// GET a JSON document (list_models). Errors are redacted.
     pub async fn get_json(&self, path: &str, headers: &[(&str, String)]) -> Result<Value> {
-        let mut req = self.client.get(self.url(path));
+        let mut req = match self.target(path) {
+            Target::Parsed(url) => self.client.get(url),
+            Target::Text(text) => self.client.get(text),
+        };
         for (k, v) in headers {
             req = with_header(req, k, v);
         }
@@ -201,6 +232,15 @@ impl Http {
     }
 }
 
+/// How many parsed URLs one endpoint keeps.
+const MAX_PARSED_URLS: usize = 16;
+
+/// A request's URL: parsed (and cached), or text that did not parse (reqwest reports it).
+enum Target {
+    Parsed(reqwest::Url),
+    Text(String),
+}
+
 /// Why a request got no response: what failed, and reqwest's error (without its URL) when
 /// there is one. Turns report [`NoResponse::sentence`]; `list_models` keeps the error as the
 /// cause of its [`Error::Transport`].
@@ -250,5 +290,35 @@ mod tests {
             "https://h/openai/v1/chat/completions?api-version=1&key=s"
         );
         assert_eq!(http("https://h/v1/").url("/models"), "https://h/v1/models");
+    }
+
+    #[test]
+    fn a_path_is_parsed_once_and_a_url_that_does_not_parse_stays_text() {
+        let http = |base: &str| {
+            let cfg: Config = serde_json::from_value(serde_json::json!({
+                "base_url": base, "model": "m", "api_key": "k"
+            }))
+            .unwrap();
+            Http::new(&cfg).unwrap()
+        };
+        let h = http("http://127.0.0.1:9/v1?api-version=1");
+        for _ in 0..2 {
+            let Target::Parsed(url) = h.target("/chat/completions") else {
+                panic!("a valid URL is parsed");
+            };
+            assert_eq!(
+                url.as_str(),
+                "http://127.0.0.1:9/v1/chat/completions?api-version=1"
+            );
+        }
+        assert_eq!(h.parsed.lock().unwrap().len(), 1);
+        // Made-up paths do not grow the cache without bound.
+        for i in 0..100 {
+            h.target(&format!("/p{i}"));
+        }
+        assert_eq!(h.parsed.lock().unwrap().len(), MAX_PARSED_URLS);
+        let bad = http("http://[::1/v1");
+        assert!(matches!(bad.target("/models"), Target::Text(t) if t == "http://[::1/v1/models"));
+        assert!(bad.parsed.lock().unwrap().is_empty());
     }
 }

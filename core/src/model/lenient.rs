@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::value::MapAccessDeserializer;
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 /// Skip the rest of a sequence.
@@ -81,6 +81,61 @@ impl Str<'_> {
     /// The string, when it was one.
     pub fn get(&self) -> Option<&str> {
         self.0.as_deref()
+    }
+}
+
+/// A string as it is (borrowed when it carries no escapes), any other JSON value but `null` as
+/// its JSON text, `null` as `None`: what `Option<Value>` and `as_str`-or-`to_string` gave, without
+/// a `Value` (and its `String`) for the common case of a string.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Text<'a>(pub Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        fn json<'a>(v: serde_json::Value) -> Text<'a> {
+            Text(Some(Cow::Owned(v.to_string())))
+        }
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Text<'a>, E> {
+                Ok(Text(Some(Cow::Borrowed(s))))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Text<'a>, E> {
+                Ok(Text(Some(Cow::Owned(s.to_string()))))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Text<'a>, E> {
+                Ok(Text(Some(Cow::Owned(s))))
+            }
+            fn visit_unit<E>(self) -> Result<Text<'a>, E> {
+                Ok(Text(None))
+            }
+            fn visit_none<E>(self) -> Result<Text<'a>, E> {
+                Ok(Text(None))
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Text<'a>, E> {
+                Ok(json(b.into()))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Text<'a>, E> {
+                Ok(json(n.into()))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Text<'a>, E> {
+                Ok(json(n.into()))
+            }
+            fn visit_f64<E>(self, n: f64) -> Result<Text<'a>, E> {
+                Ok(json(n.into()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Text<'a>, A::Error> {
+                serde_json::Value::deserialize(SeqAccessDeserializer::new(seq)).map(json)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Text<'a>, A::Error> {
+                serde_json::Value::deserialize(MapAccessDeserializer::new(map)).map(json)
+            }
+        }
+        d.deserialize_any(V(PhantomData))
     }
 }
 
@@ -271,6 +326,49 @@ mod tests {
         assert_eq!(p.q, Present(Some(Obj(None))));
         let escaped: Probe = serde_json::from_str(r#"{"s": "a\"b\u00e9"}"#).unwrap();
         assert_eq!(escaped.s.get(), Some("a\"bé"));
+    }
+
+    #[test]
+    fn text_keeps_strings_and_writes_other_values_as_their_json() {
+        #[derive(Deserialize)]
+        struct T<'a> {
+            #[serde(borrow)]
+            t: Text<'a>,
+        }
+        let read = |json: &str| {
+            serde_json::from_str::<T>(json)
+                .unwrap()
+                .t
+                .0
+                .map(|c| c.into_owned())
+        };
+        assert!(matches!(
+            serde_json::from_str::<T>(r#"{"t": "{\"a\""}"#).unwrap().t.0,
+            Some(Cow::Owned(_))
+        ));
+        assert!(matches!(
+            serde_json::from_str::<T>(r#"{"t": "plain"}"#).unwrap().t.0,
+            Some(Cow::Borrowed("plain"))
+        ));
+        assert_eq!(read(r#"{"t": null}"#), None);
+        assert_eq!(read(r#"{"t": "{\"a\""}"#).as_deref(), Some(r#"{"a""#));
+        // What `Value::to_string` wrote for each, byte for byte.
+        for other in [
+            r#"{"b":[1,2.5,true,null],"a":"x"}"#,
+            "[]",
+            "-3",
+            "18446744073709551615",
+            "1.5e300",
+            "false",
+        ] {
+            let want = serde_json::from_str::<serde_json::Value>(other)
+                .unwrap()
+                .to_string();
+            assert_eq!(read(&format!(r#"{{"t": {other}}}"#)), Some(want), "{other}");
+        }
+        // Nesting past serde_json's recursion limit is an error, not a stack overflow.
+        let deep = format!(r#"{{"t": {}{}}}"#, "[".repeat(100_000), "]".repeat(100_000));
+        assert!(serde_json::from_str::<T>(&deep).is_err());
     }
 
     #[test]

@@ -2,11 +2,12 @@
 
 use async_trait::async_trait;
 use serde::Deserialize;
+#[cfg(test)]
 use serde_json::Value;
 
 use super::body::{read_sse, read_whole, Progress, MAX_BODY_BYTES};
 use super::http::Http;
-use super::lenient::{First, Obj, Present, Seq, Str, U64};
+use super::lenient::{First, Obj, Present, Seq, Str, Text, U64};
 use super::openai_body::render;
 use super::{Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody};
 use crate::config::Config;
@@ -117,7 +118,8 @@ struct FunctionDelta<'a> {
     name: Str<'a>,
     /// A string piece of the arguments; a server that sends an object instead gets it as JSON
     /// text.
-    arguments: Option<Value>,
+    #[serde(borrow)]
+    arguments: Text<'a>,
 }
 
 /// A chunk's JSON text, typed.
@@ -203,10 +205,8 @@ impl Assembler {
                     if let Some(name) = function.name.get() {
                         parts.name.push_str(name);
                     }
-                    match &function.arguments {
-                        Some(Value::String(a)) => parts.arguments.push_str(a),
-                        None | Some(Value::Null) => {}
-                        Some(other) => parts.arguments.push_str(&other.to_string()),
+                    if let Some(piece) = function.arguments.0 {
+                        parts.arguments.push_str(&piece);
                     }
                 }
             }

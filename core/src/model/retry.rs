@@ -41,7 +41,7 @@ pub(crate) async fn complete_with_retry(
     index: u32,
 ) -> Result<ModelResponse, RequestFailed> {
     let deltas = |text: &str| {
-        sink.emit(Event::TextDelta {
+        sink.emit_with(|| Event::TextDelta {
             text: text.to_string(),
             agent: Vec::new(),
         })

@@ -42,6 +42,15 @@ impl EventSink {
         }
     }
 
+    /// Send the event `make` builds, building it only when someone listens: a host's plain
+    /// `run` discards every event, and the copies of texts, names and arguments an event carries
+    /// would be made for nothing (they are a few percent of a streamed turn's instructions).
+    pub(crate) fn emit_with(&self, make: impl FnOnce() -> Event) {
+        if self.tx.is_some() {
+            self.emit(make());
+        }
+    }
+
     /// Send one event.
     pub fn emit(&self, mut event: Event) {
         let Some(tx) = &self.tx else { return };
