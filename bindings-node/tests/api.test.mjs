@@ -445,6 +445,51 @@ describe('transcripts', () => {
     client.close()
   })
 
+  test('after many turns, replaces and an edit, result k still holds exactly its conversation', async () => {
+    // Snapshots are chains of shared segments (src/transcript.rs): each result's transcript must
+    // stay what the conversation was after its turn, whatever the client did afterwards.
+    const script = Array.from({ length: 120 }, (_, i) => ({ text: `reply ${i}` }))
+    const client = createClient({ style: 'scripted', builtins: [], script })
+    const results = []
+    const saved = []
+    const run = async (prompt) => {
+      const r = await client.run(prompt)
+      results.push(r)
+      saved.push(r.transcript.toString())
+      return r
+    }
+    for (let i = 0; i < 60; i++) await run(`turn ${i}`)
+    const contents = (r) => r.transcript.messages.map((m) => m.content)
+    results.forEach((r, k) => {
+      assert.equal(r.transcript.length, 2 * (k + 1))
+      assert.deepEqual(
+        contents(r),
+        Array.from({ length: k + 1 }, (_, i) => [`turn ${i}`, `reply ${i}`]).flat(),
+      )
+    })
+    // Back to the 21st turn's conversation (a snapshot in the middle of the chain), then on.
+    client.setTranscript(results[20].transcript)
+    const back = await run('after the replace')
+    assert.deepEqual(contents(back), [...contents(results[20]), 'after the replace', 'reply 60'])
+    // A loaded transcript whose last message differs from the snapshot it came from.
+    const doc = JSON.parse(results[30].transcript.toString())
+    doc.messages[doc.messages.length - 1].content = 'edited'
+    client.setTranscript(doc)
+    const edited = await run('after the edit')
+    assert.deepEqual(contents(edited), [
+      ...contents(results[30]).slice(0, -1),
+      'edited',
+      'after the edit',
+      'reply 61',
+    ])
+    assert.equal(JSON.parse(edited.transcript.toString()).messages[61].content, 'edited')
+    for (let i = 0; i < 5; i++) await run(`more ${i}`)
+    // Every snapshot, JSON byte for byte, as when its result was made.
+    results.forEach((r, k) => assert.equal(r.transcript.toString(), saved[k], `result ${k}`))
+    assert.equal(client.transcript.toString(), saved[saved.length - 1])
+    client.close()
+  })
+
   test('an invalid transcript is refused', () => {
     const bad = { messages: [{ role: 'tool', call_id: 'nope', name: 'x', content: '' }] }
     assert.throws(() => Transcript.fromJSON(bad), /unknown call nope/)
