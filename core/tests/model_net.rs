@@ -120,6 +120,36 @@ async fn a_stall_after_content_is_an_error_without_a_retry_or_duplicated_deltas(
 }
 
 #[tokio::test]
+async fn each_piece_of_content_moves_the_idle_deadline_on() {
+    // Four pieces 150 ms apart: 600 ms in all, past the 400 ms idle timeout counted from the
+    // first read, but never 400 ms without a piece: the answer completes.
+    let pause = || Step::Pause(Duration::from_millis(150));
+    let finish =
+        sse(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string());
+    let server = RawServer::start(move |_, _| {
+        vec![
+            chunked_head(200, "text/event-stream", &[]),
+            Step::Chunk(openai_delta("one ")),
+            pause(),
+            Step::Chunk(openai_delta("two ")),
+            pause(),
+            Step::Chunk(openai_delta("three ")),
+            pause(),
+            Step::Chunk(openai_delta("four")),
+            pause(),
+            Step::Chunk(finish.clone()),
+            Step::Chunk(b"data: [DONE]\n\n".to_vec()),
+            Step::End,
+        ]
+    })
+    .await;
+    let (events, result) = turn(config("openai", &format!("{}/v1", server.url()), json!({}))).await;
+    assert_eq!(result.outcome, Outcome::Done, "{result:?}");
+    assert_eq!(deltas(&events), "one two three four");
+    assert_eq!(kinds(&events, "retry"), 0);
+}
+
+#[tokio::test]
 async fn anthropic_pings_do_not_keep_a_stalled_answer_alive() {
     let ping = b"event: ping\ndata: {\"type\": \"ping\"}\n\n".to_vec();
     let start = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n".to_vec();

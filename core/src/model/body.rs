@@ -2,12 +2,13 @@
 //! pieces (keep-alives do not count), a cap on every buffer, and the rule that a failure is
 //! retryable only while nothing but keep-alives had arrived.
 
+use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 use super::ndjson::Lines;
 use super::sse::{human, Caps, Decoder, SseEvent};
@@ -40,26 +41,40 @@ pub(crate) enum Interrupt {
 /// The chunks of a response body, each awaited until a deadline.
 pub(crate) struct Chunks {
     stream: BoxStream<'static, reqwest::Result<Bytes>>,
+    /// One idle timer for the whole body, moved to each read's deadline: a later deadline is an
+    /// atomic store in tokio (`extend_expiration`), where a `timeout_at` per read registered a
+    /// new entry in the timer wheel and removed it again under its lock.
+    idle: Pin<Box<Sleep>>,
 }
 
 impl Chunks {
     pub fn new(resp: reqwest::Response) -> Chunks {
         Chunks {
             stream: resp.bytes_stream().boxed(),
+            idle: Box::pin(tokio::time::sleep_until(Instant::now())),
         }
     }
 
     /// The next non-empty chunk, `None` at the end of the body.
     pub async fn next_by(&mut self, deadline: Instant) -> Result<Option<Bytes>, Interrupt> {
+        if self.idle.deadline() != deadline {
+            self.idle.as_mut().reset(deadline);
+        }
         loop {
-            match tokio::time::timeout_at(deadline, self.stream.next()).await {
-                Err(_) => return Err(Interrupt::Idle),
-                Ok(None) => return Ok(None),
-                Ok(Some(Err(e))) => {
+            // The body first, as `timeout_at` did: a chunk already there wins over a deadline
+            // that has just passed.
+            let next = tokio::select! {
+                biased;
+                next = self.stream.next() => next,
+                () = &mut self.idle => return Err(Interrupt::Idle),
+            };
+            match next {
+                None => return Ok(None),
+                Some(Err(e)) => {
                     return Err(Interrupt::Broken(crate::error::chain(&e.without_url())))
                 }
-                Ok(Some(Ok(chunk))) if chunk.is_empty() => continue,
-                Ok(Some(Ok(chunk))) => return Ok(Some(chunk)),
+                Some(Ok(chunk)) if chunk.is_empty() => continue,
+                Some(Ok(chunk)) => return Ok(Some(chunk)),
             }
         }
     }

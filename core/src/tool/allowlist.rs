@@ -13,6 +13,9 @@ use crate::error::{Error, Result};
 pub struct Allowlist {
     allow: GlobSet,
     deny: GlobSet,
+    /// A `*` among the allow patterns: every name is allowed without asking the glob set,
+    /// which builds a path candidate (basename, extension) for each name it matches.
+    allows_all: bool,
     patterns: Vec<String>,
 }
 
@@ -21,6 +24,7 @@ impl Allowlist {
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self> {
         let mut allow = GlobSetBuilder::new();
         let mut deny = GlobSetBuilder::new();
+        let mut allows_all = false;
         for p in patterns {
             let p = p.as_ref().trim();
             let (set, pat) = match p.strip_prefix('!') {
@@ -30,6 +34,7 @@ impl Allowlist {
             if pat.is_empty() {
                 return Err(Error::config(format!("empty allowlist pattern {p:?}")));
             }
+            allows_all |= p == "*";
             let glob = Glob::new(pat)
                 .map_err(|e| Error::config(format!("bad allowlist pattern {p:?}: {e}")))?;
             set.add(glob);
@@ -41,6 +46,7 @@ impl Allowlist {
         Ok(Allowlist {
             allow: build(allow)?,
             deny: build(deny)?,
+            allows_all,
             patterns: patterns.iter().map(|p| p.as_ref().to_string()).collect(),
         })
     }
@@ -52,7 +58,9 @@ impl Allowlist {
 
     /// Whether `name` is allowed.
     pub fn allows(&self, name: &str) -> bool {
-        self.allow.is_match(name) && !self.deny.is_match(name)
+        // The common lists (`*`, `*` with no exclusion) answer without a glob match.
+        (self.allows_all || self.allow.is_match(name))
+            && (self.deny.is_empty() || !self.deny.is_match(name))
     }
 
     /// The patterns it was made from.
@@ -75,6 +83,15 @@ mod tests {
         assert!(!a.allows("edit"));
         assert!(a.allows("mcp__fs__list"));
         assert!(!a.allows("mcp__fs__delete"));
+        // `*` allows every name a tool may have, empty included; an exclusion still wins.
+        let all = Allowlist::all();
+        for name in ["", "a", "mcp__fs__list", "x.y", "a/b", "*", "!"] {
+            // What the glob set says too: the shortcut changes no answer.
+            assert!(all.allows(name) && all.allow.is_match(name), "{name:?}");
+        }
+        let a = Allowlist::new(&[" * ", "!mcp__*"]).unwrap();
+        assert!(a.allows("read"));
+        assert!(!a.allows("mcp__fs__list"));
         let none = Allowlist::new::<&str>(&[]).unwrap();
         assert!(!none.allows("read"));
         assert!(Allowlist::new(&["!"]).is_err());
