@@ -36,6 +36,15 @@ sed -i 's/client\.transcript()/client.transcript/' "$work/clients/node_contenox.
 # the same string. The cold start then is what issue 18 names: import, create a client, a turn.
 sed -i 's/from importlib.metadata import version$/from contenox import __version__/; s/v = version("contenox")/v = __version__/' \
   "$work/clients/py_contenox.py"
+# The same for the Node client: its version lookup after the loop, `pkgVersion('contenox')`
+# (_common.mjs: createRequire(...).resolve of contenox/package.json), faults in about 6 MB of the
+# node binary's CommonJS resolver (VmHWM 51.9 -> 58.0 MB across that one call), which the peak
+# RSS from outside (`time -v`) counts and the fetch floor, which makes no such call, does not pay.
+# The package.json that run.sh installs below is read directly instead.
+sed -i "s|pkgVersion('contenox')|JSON.parse(readFileSync(new URL('../node/node_modules/contenox/package.json', import.meta.url), 'utf8')).version|" \
+  "$work/clients/node_contenox.mjs"
+grep -q "^import { readFileSync } from 'node:fs';" "$work/clients/node_contenox.mjs" ||
+  sed -i "1a import { readFileSync } from 'node:fs';" "$work/clients/node_contenox.mjs"
 if [ ! -x "$work/.venv/bin/python" ] || [ ! -x "$work/node/node_modules/.bin/node" ]; then
   echo "== install the peers (target/bench-peers/install.sh)"
   "$work/install.sh"
