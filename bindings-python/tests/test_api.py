@@ -905,6 +905,16 @@ async def test_a_results_transcript_is_read_only_when_asked_and_round_trips() ->
         other.transcript = broken
 
 
+def _lines_printed_by(code: str) -> list[str]:
+    """Run `code` in a fresh interpreter (a cold import) and return the lines it printed."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout.splitlines()
+
+
 def test_import_leaves_rare_modules_until_used() -> None:
     code = (
         "import sys, contenox\n"
@@ -922,11 +932,7 @@ def test_import_leaves_rare_modules_until_used() -> None:
         "except AttributeError as e:\n"
         "    print(e)\n"
     )
-    import subprocess
-
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    ).stdout.splitlines()
+    out = _lines_printed_by(code)
     assert out == ["[]", "[]", "module 'contenox' has no attribute 'nope'"]
 
 
@@ -952,11 +958,7 @@ def test_a_turn_with_a_plain_tool_leaves_the_callbacks_types_undefined() -> None
         "print(m['content'], m['is_error'], 'contenox._callbacks' in sys.modules)\n"
         "print(c.tools[0].get('hints'), contenox.Tool('t', len).hints, 'contenox._hints' in sys.modules)\n"
     )
-    import subprocess
-
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    ).stdout.splitlines()
+    out = _lines_printed_by(code)
     assert out == [
         "done hi [False, False]",
         "bad True True",

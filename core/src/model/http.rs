@@ -276,15 +276,17 @@ fn with_header(req: reqwest::RequestBuilder, name: &str, v: &str) -> reqwest::Re
 mod tests {
     use super::*;
 
+    /// An `Http` for a base URL, with a model and a key.
+    fn http(base: &str) -> Http {
+        let cfg: Config = serde_json::from_value(serde_json::json!({
+            "base_url": base, "model": "m", "api_key": "k"
+        }))
+        .unwrap();
+        Http::new(&cfg).unwrap()
+    }
+
     #[test]
     fn the_base_urls_query_follows_the_path() {
-        let http = |base: &str| {
-            let cfg: Config = serde_json::from_value(serde_json::json!({
-                "base_url": base, "model": "m", "api_key": "k"
-            }))
-            .unwrap();
-            Http::new(&cfg).unwrap()
-        };
         assert_eq!(
             http("https://h/openai/v1?api-version=1&key=s").url("/chat/completions"),
             "https://h/openai/v1/chat/completions?api-version=1&key=s"
@@ -294,13 +296,6 @@ mod tests {
 
     #[test]
     fn a_path_is_parsed_once_and_a_url_that_does_not_parse_stays_text() {
-        let http = |base: &str| {
-            let cfg: Config = serde_json::from_value(serde_json::json!({
-                "base_url": base, "model": "m", "api_key": "k"
-            }))
-            .unwrap();
-            Http::new(&cfg).unwrap()
-        };
         let h = http("http://127.0.0.1:9/v1?api-version=1");
         for _ in 0..2 {
             let Target::Parsed(url) = h.target("/chat/completions") else {
