@@ -905,6 +905,49 @@ async def test_a_results_transcript_is_read_only_when_asked_and_round_trips() ->
         other.transcript = broken
 
 
+def test_usage_and_turn_result_are_immutable_values() -> None:
+    import copy
+    import pickle
+
+    u = contenox.Usage(3, 4, cache_read_input_tokens=1)
+    assert u == contenox.Usage(3, 4, 1, 0) and hash(u) == hash(contenox.Usage(3, 4, 1))
+    assert u != contenox.Usage(3, 4) and u != (3, 4, 1, 0)
+    assert repr(u) == (
+        "Usage(input_tokens=3, output_tokens=4, cache_read_input_tokens=1, "
+        "cache_creation_input_tokens=0)"
+    )
+    assert contenox.Usage() == contenox.Usage.from_dict(None) == contenox.Usage.from_dict({})
+    assert contenox.Usage.from_dict(u.to_dict()) == u
+    with pytest.raises(AttributeError, match="immutable"):
+        u.input_tokens = 5  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="immutable"):
+        del u.output_tokens  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        u.other = 1  # type: ignore[attr-defined]
+    assert pickle.loads(pickle.dumps(u)) == u and copy.deepcopy(u) == u
+    match u:
+        case contenox.Usage(input_tokens, output_tokens):
+            assert (input_tokens, output_tokens) == (3, 4)
+
+    t = contenox.Transcript([{"role": "user", "content": "hi"}])
+    r = contenox.TurnResult("done", "text", u, t)
+    # Compared and hashed without the transcript, which repr leaves out too.
+    assert r == contenox.TurnResult("done", "text", u, contenox.Transcript())
+    assert r != contenox.TurnResult("done", "text", u, t, error="e")
+    assert hash(r) == hash(contenox.TurnResult("done", "text", u, contenox.Transcript()))
+    assert repr(r) == f"TurnResult(outcome='done', final_text='text', usage={u!r}, error=None)"
+    with pytest.raises(AttributeError, match="immutable"):
+        r.final_text = "other"  # type: ignore[misc]
+    back = pickle.loads(pickle.dumps(r))
+    assert back == r and back.transcript == t and back.transcript.messages[0]["content"] == "hi"
+    assert r.to_dict() == {
+        "outcome": "done",
+        "final_text": "text",
+        "usage": {"input_tokens": 3, "output_tokens": 4, "cache_read_input_tokens": 1},
+        "transcript": {"messages": [{"role": "user", "content": "hi"}]},
+    }
+
+
 def _lines_printed_by(code: str) -> list[str]:
     """Run `code` in a fresh interpreter (a cold import) and return the lines it printed."""
     import subprocess
@@ -938,7 +981,8 @@ def test_import_leaves_rare_modules_until_used() -> None:
 
 def test_a_turn_with_a_plain_tool_leaves_the_callbacks_types_undefined() -> None:
     # The cold start (import, a client, a tool, a turn) does not define the dataclasses only
-    # hooks, wait_for, compaction and ToolOutput need; a tool returning a ToolOutput loads them.
+    # hooks, wait_for, compaction and ToolOutput need, nor imports `dataclasses` at all (Usage
+    # and TurnResult are hand-written); a tool returning a ToolOutput loads them.
     code = (
         "import sys, contenox\n"
         "c = contenox.create_client(style='scripted', builtins=[], script=[\n"
@@ -948,7 +992,7 @@ def test_a_turn_with_a_plain_tool_leaves_the_callbacks_types_undefined() -> None
         "def echo(text: str) -> str:\n"
         "    return text\n"
         "r = c.run_sync('go')\n"
-        "lazy = ('contenox._callbacks', 'contenox._hints')\n"
+        "lazy = ('contenox._callbacks', 'contenox._hints', 'dataclasses')\n"
         "print(r.final_text, r.transcript.messages[2]['content'], [m in sys.modules for m in lazy])\n"
         "@c.tool()\n"
         "def out() -> contenox.ToolOutput:\n"
@@ -960,7 +1004,7 @@ def test_a_turn_with_a_plain_tool_leaves_the_callbacks_types_undefined() -> None
     )
     out = _lines_printed_by(code)
     assert out == [
-        "done hi [False, False]",
+        "done hi [False, False, False]",
         "bad True True",
         "{} Hints(read_only=None, destructive=None, open_world=None) True",
     ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, Union
 
 __all__ = [
@@ -55,6 +54,14 @@ class SandboxOptions(TypedDict, total=False):
     ``$TMPDIR``."""
 
 
+def _frozen_setattr(self: object, name: str, value: object) -> None:
+    raise AttributeError(f"cannot assign to field {name!r}: {type(self).__name__} is immutable")
+
+
+def _frozen_delattr(self: object, name: str) -> None:
+    raise AttributeError(f"cannot delete field {name!r}: {type(self).__name__} is immutable")
+
+
 def hints_wire(d: Mapping[str, Any] | None) -> dict[str, bool]:
     """Tool hints in the engine's wire form (camelCase, unknown ones left out), read from either
     spelling (``readOnly`` or ``read_only``, ``openWorld`` or ``open_world``). What
@@ -72,16 +79,73 @@ def hints_wire(d: Mapping[str, Any] | None) -> dict[str, bool]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
 class Usage:
     """Token usage of a response or of a whole turn. ``input_tokens`` counts the whole prompt,
     cached or not; the cache fields are the parts of it read from and written to the server's
-    prompt cache."""
+    prompt cache. Immutable, compared and hashed by value."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
+    # A hand-written frozen record, not a dataclass: `dataclasses` compiles each class's
+    # methods from source in every process (about 4M instructions a class, plus 3.4M to import
+    # it), and every turn's result needs this class and TurnResult (issue 18's cold start).
+    __slots__ = (
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "input_tokens",
+        "output_tokens",
+    )
+    __match_args__ = (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    )
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_input_tokens: int
+    cache_creation_input_tokens: int
+
+    def __init__(
+        self,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_input_tokens: int = 0,
+        cache_creation_input_tokens: int = 0,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "input_tokens", input_tokens)
+        _set(self, "output_tokens", output_tokens)
+        _set(self, "cache_read_input_tokens", cache_read_input_tokens)
+        _set(self, "cache_creation_input_tokens", cache_creation_input_tokens)
+
+    def _fields(self) -> tuple[int, int, int, int]:
+        return (
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_input_tokens,
+            self.cache_creation_input_tokens,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"Usage(input_tokens={self.input_tokens!r}, output_tokens={self.output_tokens!r}, "
+            f"cache_read_input_tokens={self.cache_read_input_tokens!r}, "
+            f"cache_creation_input_tokens={self.cache_creation_input_tokens!r})"
+        )
+
+    __setattr__ = _frozen_setattr
+    __delattr__ = _frozen_delattr
+
+    def __reduce__(self) -> tuple[Any, tuple[int, int, int, int]]:
+        return (Usage, self._fields())
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> Usage:
@@ -199,15 +263,60 @@ class Transcript:
         return f"Transcript({len(roles)} messages: {more}{tail})"
 
 
-@dataclass(frozen=True, slots=True)
 class TurnResult:
-    """What a finished turn returns."""
+    """What a finished turn returns. Immutable; compared and hashed by everything but its
+    transcript."""
+
+    # Hand-written like Usage (see there), for the same reason.
+    __slots__ = ("error", "final_text", "outcome", "transcript", "usage")
+    __match_args__ = ("outcome", "final_text", "usage", "transcript", "error")
 
     outcome: Outcome
     final_text: str
     usage: Usage
-    transcript: Transcript = field(repr=False, compare=False)
-    error: str | None = None
+    transcript: Transcript
+    error: str | None
+
+    def __init__(
+        self,
+        outcome: Outcome,
+        final_text: str,
+        usage: Usage,
+        transcript: Transcript,
+        error: str | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "outcome", outcome)
+        _set(self, "final_text", final_text)
+        _set(self, "usage", usage)
+        _set(self, "transcript", transcript)
+        _set(self, "error", error)
+
+    def _compared(self) -> tuple[Any, ...]:
+        return (self.outcome, self.final_text, self.usage, self.error)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
+
+    def __repr__(self) -> str:
+        return (
+            f"TurnResult(outcome={self.outcome!r}, final_text={self.final_text!r}, "
+            f"usage={self.usage!r}, error={self.error!r})"
+        )
+
+    __setattr__ = _frozen_setattr
+    __delattr__ = _frozen_delattr
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (
+            TurnResult,
+            (self.outcome, self.final_text, self.usage, self.transcript, self.error),
+        )
 
     @classmethod
     def from_native(cls, d: dict[str, Any]) -> TurnResult:
