@@ -1,5 +1,6 @@
 """A stand-in with contenox's Python surface and no work: what the harness's contenox client
 costs by itself (its _common, asyncio, asyncio.run, the Timer and emit)."""
+
 __version__ = "null"
 
 
