@@ -103,6 +103,43 @@ mod tests {
         assert_eq!(out, None);
     }
 
+    #[test]
+    fn a_poll_with_another_waker_moves_the_registration_to_it() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+
+        struct Flag(AtomicBool);
+        impl futures::task::ArcWake for Flag {
+            fn wake_by_ref(me: &Arc<Self>) {
+                me.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let token = CancellationToken::new();
+        let mut fut = Box::pin(until_cancelled(&token, std::future::pending::<()>()));
+        let first = Arc::new(Flag(AtomicBool::new(false)));
+        let second = Arc::new(Flag(AtomicBool::new(false)));
+        let first_waker = futures::task::waker(first.clone());
+        let second_waker = futures::task::waker(second.clone());
+        assert!(fut
+            .as_mut()
+            .poll(&mut Context::from_waker(&first_waker))
+            .is_pending());
+        // The future moved to another task: the cancel must wake that one.
+        assert!(fut
+            .as_mut()
+            .poll(&mut Context::from_waker(&second_waker))
+            .is_pending());
+        token.cancel();
+        assert!(
+            second.0.load(Ordering::SeqCst),
+            "the new waker was not woken"
+        );
+        assert_eq!(
+            fut.as_mut().poll(&mut Context::from_waker(&second_waker)),
+            Poll::Ready(None)
+        );
+    }
+
     #[tokio::test]
     async fn a_parent_cancel_reaches_a_child_token_wait() {
         let parent = CancellationToken::new();
