@@ -77,6 +77,7 @@ mod spelling;
 pub mod tool;
 mod transcript;
 mod turn;
+mod until_cancelled;
 
 pub use agent::{Conversation, SubagentOptions, DEFAULT_MAX_DEPTH};
 pub use async_trait::async_trait;

@@ -23,6 +23,7 @@ use crate::tool::{
     allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, ToolSpec, CALL_TOOL,
 };
 use crate::transcript::{Message, ToolCall, Transcript};
+use crate::until_cancelled::until_cancelled;
 
 /// The result text of a call cut off by a cancel.
 pub const CANCELLED_RESULT: &str = "cancelled";
@@ -61,11 +62,9 @@ pub(crate) async fn run_turn(
 ) -> TurnResult {
     // Queued behind a running turn: a cancel while waiting (or before) ends this turn without
     // touching the conversation.
-    let queued = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => None,
-        guard = inner.lock_turn() => Some(guard).filter(|_| !cancel.is_cancelled()),
-    };
+    let queued = until_cancelled(&cancel, inner.lock_turn())
+        .await
+        .filter(|_| !cancel.is_cancelled());
     let Some(_one_at_a_time) = queued else {
         return cancelled_before_start(&inner, prompt, &sink);
     };
@@ -291,10 +290,15 @@ impl Turn<'_> {
                 (body, messages.len())
             });
             let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
-            let response = tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => return Response::Cancelled,
-                r = complete_with_retry(inner.backend(), &body, &inner.config().retry, self.sink, index) => r,
+            let request = complete_with_retry(
+                inner.backend(),
+                &body,
+                &inner.config().retry,
+                self.sink,
+                index,
+            );
+            let Some(response) = until_cancelled(self.cancel, request).await else {
+                return Response::Cancelled;
             };
             let response = match response {
                 Ok(r) => r,
@@ -737,14 +741,11 @@ impl Turn<'_> {
             spent: spent.clone(),
         };
         let call = AssertUnwindSafe(entry.tool.call(event.arguments.clone(), ctx)).catch_unwind();
-        let output = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => return ToolOutput::error(CANCELLED_RESULT),
-            r = call => match r {
-                Ok(Ok(out)) => out,
-                Ok(Err(e)) => ToolOutput::error(e.message),
-                Err(_) => ToolOutput::error(format!("the tool {} panicked", event.name)),
-            },
+        let output = match until_cancelled(self.cancel, call).await {
+            None => return ToolOutput::error(CANCELLED_RESULT),
+            Some(Ok(Ok(out))) => out,
+            Some(Ok(Err(e))) => ToolOutput::error(e.message),
+            Some(Err(_)) => ToolOutput::error(format!("the tool {} panicked", event.name)),
         };
         // Every client of the chain sees the result, the innermost first; each may replace it.
         let mut output = output;

@@ -150,6 +150,59 @@ async fn each_piece_of_content_moves_the_idle_deadline_on() {
 }
 
 #[tokio::test]
+async fn the_request_timeout_does_not_cut_a_body_that_keeps_coming() {
+    // The request's timer goes on to bound the body's reads (one timer per request): once the
+    // head has arrived, the 300 ms request timeout no longer applies, only the idle timeout
+    // (400 ms) between pieces, here 600 ms of pieces 150 ms apart.
+    let pause = || Step::Pause(Duration::from_millis(150));
+    let finish =
+        sse(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string());
+    let server = RawServer::start(move |_, _| {
+        vec![
+            chunked_head(200, "text/event-stream", &[]),
+            Step::Chunk(openai_delta("one ")),
+            pause(),
+            Step::Chunk(openai_delta("two ")),
+            pause(),
+            Step::Chunk(openai_delta("three ")),
+            pause(),
+            Step::Chunk(openai_delta("four")),
+            pause(),
+            Step::Chunk(finish.clone()),
+            Step::Chunk(b"data: [DONE]\n\n".to_vec()),
+            Step::End,
+        ]
+    })
+    .await;
+    let cfg = config(
+        "openai",
+        &format!("{}/v1", server.url()),
+        json!({"request_timeout_ms": 300}),
+    );
+    let (events, result) = turn(cfg).await;
+    assert_eq!(result.outcome, Outcome::Done, "{result:?}");
+    assert_eq!(deltas(&events), "one two three four");
+    assert_eq!(kinds(&events, "retry"), 0);
+}
+
+#[tokio::test]
+async fn a_stalled_body_ends_at_the_idle_timeout_not_the_later_request_timeout() {
+    // The request's timer (5 s) is moved back to the body's earlier idle deadline (400 ms).
+    let server = RawServer::start(|_, _| {
+        vec![
+            chunked_head(200, "text/event-stream", &[]),
+            Step::Chunk(openai_delta("Hello")),
+            Step::Hold,
+        ]
+    })
+    .await;
+    let (events, result) = turn(config("openai", &format!("{}/v1", server.url()), json!({}))).await;
+    let error = error_of(&result);
+    assert!(error.contains("idle_timeout_ms"), "{error}");
+    assert_eq!(deltas(&events), "Hello");
+}
+
+#[tokio::test]
 async fn anthropic_pings_do_not_keep_a_stalled_answer_alive() {
     let ping = b"event: ping\ndata: {\"type\": \"ping\"}\n\n".to_vec();
     let start = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n".to_vec();

@@ -216,7 +216,7 @@ impl Backend for Anthropic {
         let resp = self.http.post("/v1/messages", &self.headers, body).await?;
         let idle = self.http.idle_timeout;
         let mut asm = Assembler::default();
-        if !is_event_stream(&resp) {
+        if !is_event_stream(&resp.resp) {
             let bytes = read_whole(resp, MAX_BODY_BYTES, idle).await?;
             let whole: Value = serde_json::from_slice(&bytes).map_err(|e| {
                 Failure::Fatal(format!("the model server's answer is not JSON: {e}"))

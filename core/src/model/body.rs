@@ -38,6 +38,24 @@ pub(crate) enum Interrupt {
     Broken(String),
 }
 
+/// A model server's response and the timer that bounded its request. The body's reads move that
+/// same timer on to their idle deadlines (with the default timeouts always later, an atomic store
+/// in tokio): one entry in tokio's timer wheel per request, where a `timeout` around the request
+/// and a second timer for the body each registered an entry and took it out again under the
+/// driver's lock.
+pub(crate) struct Answer {
+    /// The response: status and headers read, the body not yet.
+    pub resp: reqwest::Response,
+    timer: Pin<Box<Sleep>>,
+}
+
+impl Answer {
+    /// A response and the (possibly elapsed) timer of its request.
+    pub fn new(resp: reqwest::Response, timer: Pin<Box<Sleep>>) -> Answer {
+        Answer { resp, timer }
+    }
+}
+
 /// The chunks of a response body, each awaited until a deadline.
 pub(crate) struct Chunks {
     stream: BoxStream<'static, reqwest::Result<Bytes>>,
@@ -48,15 +66,16 @@ pub(crate) struct Chunks {
 }
 
 impl Chunks {
-    pub fn new(resp: reqwest::Response) -> Chunks {
+    pub fn new(answer: Answer) -> Chunks {
         Chunks {
-            stream: resp.bytes_stream().boxed(),
-            idle: Box::pin(tokio::time::sleep_until(Instant::now())),
+            stream: answer.resp.bytes_stream().boxed(),
+            idle: answer.timer,
         }
     }
 
     /// The next non-empty chunk, `None` at the end of the body.
     pub async fn next_by(&mut self, deadline: Instant) -> Result<Option<Bytes>, Interrupt> {
+        // Also when the request's timer had elapsed: a reset re-arms it.
         if self.idle.deadline() != deadline {
             self.idle.as_mut().reset(deadline);
         }
@@ -110,11 +129,11 @@ fn cap_failure(what: impl std::fmt::Display) -> Failure {
 /// body ends. Keep-alive comments never reach `on_event`; events it calls keep-alives do not
 /// restart the idle timer either.
 pub(crate) async fn read_sse(
-    resp: reqwest::Response,
+    answer: Answer,
     idle: Duration,
     mut on_event: impl FnMut(SseEvent) -> Result<Progress, Failure>,
 ) -> Result<(), Failure> {
-    let mut chunks = Chunks::new(resp);
+    let mut chunks = Chunks::new(answer);
     let mut decoder = Decoder::new(Caps::MODEL);
     let mut deadline = Instant::now() + idle;
     loop {
@@ -136,11 +155,11 @@ pub(crate) async fn read_sse(
 /// Read an NDJSON body, handing each non-blank line to `on_line` until it says
 /// [`Progress::Done`] or the body ends (a last line without newline included).
 pub(crate) async fn read_lines(
-    resp: reqwest::Response,
+    answer: Answer,
     idle: Duration,
     mut on_line: impl FnMut(&str) -> Result<Progress, Failure>,
 ) -> Result<(), Failure> {
-    let mut chunks = Chunks::new(resp);
+    let mut chunks = Chunks::new(answer);
     let mut lines = Lines::for_model();
     let mut deadline = Instant::now() + idle;
     loop {
@@ -166,14 +185,14 @@ pub(crate) async fn read_lines(
 
 /// A whole body of at most `cap` bytes. Cap hits name the cap.
 pub(crate) async fn read_whole(
-    resp: reqwest::Response,
+    answer: Answer,
     cap: usize,
     idle: Duration,
 ) -> Result<Vec<u8>, Failure> {
-    if resp.content_length().is_some_and(|n| n > cap as u64) {
+    if answer.resp.content_length().is_some_and(|n| n > cap as u64) {
         return Err(cap_failure(too_long(cap)));
     }
-    let mut chunks = Chunks::new(resp);
+    let mut chunks = Chunks::new(answer);
     let mut body = Vec::new();
     loop {
         match chunks.next_by(Instant::now() + idle).await {
@@ -199,8 +218,8 @@ pub(crate) fn too_long(cap: usize) -> String {
 
 /// The first `cap` bytes of a body (an error body: its start is what matters), reading no
 /// further; a stall or a break ends it with what arrived.
-pub(crate) async fn read_prefix(resp: reqwest::Response, cap: usize, idle: Duration) -> Vec<u8> {
-    let mut chunks = Chunks::new(resp);
+pub(crate) async fn read_prefix(answer: Answer, cap: usize, idle: Duration) -> Vec<u8> {
+    let mut chunks = Chunks::new(answer);
     let mut body = Vec::new();
     while body.len() < cap {
         match chunks.next_by(Instant::now() + idle).await {

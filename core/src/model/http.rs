@@ -8,7 +8,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
-use super::body::{read_prefix, read_whole, MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES};
+use super::body::{read_prefix, read_whole, Answer, MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES};
 use super::redact::{origin, url_secrets, Redactor};
 use super::Failure;
 use crate::config::Config;
@@ -97,22 +97,32 @@ impl Http {
         }
     }
 
-    /// Send `req` within the request timeout.
-    async fn send(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response, NoResponse> {
-        match tokio::time::timeout(self.request_timeout, req.send()).await {
-            Err(_) => Err(NoResponse {
-                what: format!(
-                    "the model server did not answer within {} ms (request_timeout_ms)",
-                    self.request_timeout.as_millis()
-                ),
-                source: None,
-            }),
-            Ok(Err(e)) => Err(NoResponse {
+    /// Send `req` within the request timeout. The timer goes on with the response, to bound the
+    /// reads of its body ([`Answer`]).
+    async fn send(&self, req: reqwest::RequestBuilder) -> Result<Answer, NoResponse> {
+        let mut timer = Box::pin(tokio::time::sleep(self.request_timeout));
+        // The request first, as `tokio::time::timeout` did: an answer that is there wins over a
+        // deadline that has just passed.
+        let sent = tokio::select! {
+            biased;
+            sent = req.send() => sent,
+            () = &mut timer => {
+                return Err(NoResponse {
+                    what: format!(
+                        "the model server did not answer within {} ms (request_timeout_ms)",
+                        self.request_timeout.as_millis()
+                    ),
+                    source: None,
+                })
+            }
+        };
+        match sent {
+            Err(e) => Err(NoResponse {
                 what: "could not reach the model server".into(),
                 // Its URL may carry secrets (userinfo, a key in the query).
                 source: Some(e.without_url()),
             }),
-            Ok(Ok(resp)) => Ok(resp),
+            Ok(resp) => Ok(Answer::new(resp, timer)),
         }
     }
 
@@ -123,7 +133,7 @@ impl Http {
         path: &str,
         headers: &[(&str, String)],
         body: &super::RequestBody,
-    ) -> Result<reqwest::Response, Failure> {
+    ) -> Result<Answer, Failure> {
         let mut req = match self.target(path) {
             Target::Parsed(url) => self.client.post(url),
             Target::Text(text) => self.client.post(text),
@@ -185,11 +195,12 @@ impl Http {
             .map_err(|e| transport(format!("the model list is not JSON: {e}")))
     }
 
-    async fn check_status(&self, resp: reqwest::Response) -> Result<reqwest::Response, Failure> {
-        let status = resp.status();
+    async fn check_status(&self, answer: Answer) -> Result<Answer, Failure> {
+        let status = answer.resp.status();
         if status.is_success() {
-            return Ok(resp);
+            return Ok(answer);
         }
+        let resp = &answer.resp;
         let code = status.as_u16();
         if status.is_redirection() {
             let target = resp
@@ -218,7 +229,7 @@ impl Http {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s >= 0.0)
             .map(Duration::from_secs_f64);
-        let body = read_prefix(resp, MAX_ERROR_BODY_BYTES, self.idle_timeout).await;
+        let body = read_prefix(answer, MAX_ERROR_BODY_BYTES, self.idle_timeout).await;
         let body = String::from_utf8_lossy(&body);
         Err(Failure::BeforeData {
             status: Some(code),

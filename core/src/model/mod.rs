@@ -5,6 +5,7 @@ mod anthropic;
 mod anthropic_body;
 mod body;
 mod http;
+mod json_writer;
 mod lenient;
 mod list_models;
 mod ndjson;

@@ -252,7 +252,7 @@ impl Backend for OpenAi {
             .await?;
         let idle = self.http.idle_timeout;
         let mut asm = Assembler::default();
-        if !is_event_stream(&resp) {
+        if !is_event_stream(&resp.resp) {
             // A server that ignores `stream: true` answers with one completion.
             let bytes = read_whole(resp, MAX_BODY_BYTES, idle).await?;
             let whole = std::str::from_utf8(&bytes)

@@ -1,170 +1,127 @@
-//! The openai request body, serialized straight to bytes from the engine's messages and tool
-//! specs through borrowing `Serialize` structs: no `serde_json::Value` tree is built, so a long
-//! conversation is not copied once into Values and then walked again to serialize them.
+//! The openai request body, written straight to bytes from the engine's messages and tool specs
+//! ([`super::json_writer`]): no `serde_json::Value` tree is built, and the body's constant keys
+//! and punctuation are written as the bytes they are rather than serialized one by one.
 //!
-//! Fields are declared in sorted order: the bytes are those of the earlier `Value` rendering
-//! (see [`super::wire_json`]).
+//! Keys are written in sorted order: the bytes are those of the earlier `Value` rendering (see
+//! [`super::wire_json`]; the test against it is in `openai.rs`).
 
-use serde::ser::{SerializeStruct, Serializer};
-use serde::Serialize;
-
-use super::wire_json::{to_body, wire_name, ArgsText, ErrorPrefixed, FunctionTool, Tools};
+use super::json_writer::JsonBytes;
+use super::wire_json::{args_text, wire_name};
 use super::{ModelRequest, RequestBody};
+use crate::tool::ToolSpec;
 use crate::transcript::{Message, ToolCall};
 
 /// The request body's bytes.
 pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> RequestBody {
-    let body = Body {
-        max_completion_tokens: max_tokens,
-        messages: Messages(req),
-        model,
-        stream: true,
-        stream_options: StreamOptions {
-            include_usage: true,
-        },
-        tools: Tools(req.tools, FunctionTool::of),
-    };
-    to_body(&body)
-}
-
-#[derive(Serialize)]
-struct Body<'a> {
-    max_completion_tokens: u32,
-    messages: Messages<'a>,
-    model: &'a str,
-    stream: bool,
-    stream_options: StreamOptions,
-    #[serde(skip_serializing_if = "Tools::is_empty")]
-    tools: Tools<'a, FunctionTool<'a>>,
-}
-
-#[derive(Serialize)]
-struct StreamOptions {
-    include_usage: bool,
-}
-
-/// The system prompt (when there is one) and then every message.
-struct Messages<'a>(&'a ModelRequest<'a>);
-
-impl Serialize for Messages<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let req = self.0;
-        let system = req.system.map(|content| WireMessage::Text {
-            content,
-            role: "system",
-        });
-        s.collect_seq(system.into_iter().chain(req.messages.iter().map(wire)))
+    let mut out = JsonBytes::new();
+    out.raw(r#"{"max_completion_tokens":"#);
+    out.value(&max_tokens);
+    out.raw(r#","messages":["#);
+    // The system prompt (when there is one) and then every message.
+    let mut first = true;
+    if let Some(content) = req.system {
+        text(&mut out, content, "system");
+        first = false;
     }
+    for m in req.messages {
+        if !first {
+            out.raw(",");
+        }
+        first = false;
+        message(&mut out, m);
+    }
+    out.raw(r#"],"model":"#);
+    out.string(model);
+    out.raw(r#","stream":true,"stream_options":{"include_usage":true}"#);
+    if !req.tools.is_empty() {
+        out.raw(r#","tools":["#);
+        for (i, t) in req.tools.iter().enumerate() {
+            if i > 0 {
+                out.raw(",");
+            }
+            tool(&mut out, t);
+        }
+        out.raw("]");
+    }
+    out.raw("}");
+    out.into_body()
+}
+
+/// `{"content", "role"}`: system, user, and an assistant message without calls.
+fn text(out: &mut JsonBytes, content: &str, role: &str) {
+    out.raw(r#"{"content":"#);
+    out.string(content);
+    out.raw(r#","role":"#);
+    out.string(role);
+    out.raw("}");
 }
 
 /// One message as the wire shows it.
-enum WireMessage<'a> {
-    /// `{"content", "role"}`: system, user, and an assistant message without calls.
-    Text {
-        content: &'a str,
-        role: &'static str,
-    },
-    /// An assistant message with calls; empty text is `null`.
-    Calls {
-        content: Option<&'a str>,
-        calls: &'a [ToolCall],
-    },
-    /// A tool result; an error's text is prefixed with `Error: `.
-    Result {
-        content: &'a str,
-        is_error: bool,
-        call_id: &'a str,
-    },
-}
-
-fn wire(m: &Message) -> WireMessage<'_> {
+fn message(out: &mut JsonBytes, m: &Message) {
     match m {
-        Message::User { content } => WireMessage::Text {
-            content,
-            role: "user",
-        },
+        Message::User { content } => text(out, content, "user"),
         Message::Assistant {
             content,
             tool_calls,
-        } if tool_calls.is_empty() => WireMessage::Text {
-            content,
-            role: "assistant",
-        },
+        } if tool_calls.is_empty() => text(out, content, "assistant"),
+        // An assistant message with calls; empty text is `null`.
         Message::Assistant {
             content,
             tool_calls,
-        } => WireMessage::Calls {
-            content: Some(content.as_str()).filter(|c| !c.is_empty()),
-            calls: tool_calls,
-        },
+        } => {
+            out.raw(r#"{"content":"#);
+            if content.is_empty() {
+                out.raw("null");
+            } else {
+                out.string(content);
+            }
+            out.raw(r#","role":"assistant","tool_calls":["#);
+            for (i, c) in tool_calls.iter().enumerate() {
+                if i > 0 {
+                    out.raw(",");
+                }
+                call(out, c);
+            }
+            out.raw("]}");
+        }
+        // A tool result; an error's text is prefixed with `Error: `.
         Message::Tool {
             call_id,
             content,
             is_error,
             ..
-        } => WireMessage::Result {
-            content,
-            is_error: *is_error,
-            call_id,
-        },
-    }
-}
-
-impl Serialize for WireMessage<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            WireMessage::Text { content, role } => {
-                let mut m = s.serialize_struct("Message", 2)?;
-                m.serialize_field("content", content)?;
-                m.serialize_field("role", role)?;
-                m.end()
+        } => {
+            out.raw(r#"{"content":""#);
+            if *is_error {
+                out.raw("Error: ");
             }
-            WireMessage::Calls { content, calls } => {
-                let mut m = s.serialize_struct("Message", 3)?;
-                m.serialize_field("content", content)?;
-                m.serialize_field("role", "assistant")?;
-                m.serialize_field("tool_calls", &Calls(calls))?;
-                m.end()
-            }
-            WireMessage::Result {
-                content,
-                is_error,
-                call_id,
-            } => {
-                let mut m = s.serialize_struct("Message", 3)?;
-                m.serialize_field("content", &ErrorPrefixed(content, *is_error))?;
-                m.serialize_field("role", "tool")?;
-                m.serialize_field("tool_call_id", call_id)?;
-                m.end()
-            }
+            out.contents(content);
+            out.raw(r#"","role":"tool","tool_call_id":"#);
+            out.string(call_id);
+            out.raw("}");
         }
     }
 }
 
-struct Calls<'a>(&'a [ToolCall]);
-
-impl Serialize for Calls<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|c| WireCall {
-            function: Function {
-                arguments: ArgsText(c),
-                name: wire_name(c),
-            },
-            id: &c.id,
-            r#type: "function",
-        }))
-    }
+/// `{"function": {"arguments", "name"}, "id", "type": "function"}`.
+fn call(out: &mut JsonBytes, c: &ToolCall) {
+    out.raw(r#"{"function":{"arguments":"#);
+    out.string(&args_text(c));
+    out.raw(r#","name":"#);
+    out.string(wire_name(c));
+    out.raw(r#"},"id":"#);
+    out.string(&c.id);
+    out.raw(r#","type":"function"}"#);
 }
 
-#[derive(Serialize)]
-struct WireCall<'a> {
-    function: Function<'a>,
-    id: &'a str,
-    r#type: &'static str,
-}
-
-#[derive(Serialize)]
-struct Function<'a> {
-    arguments: ArgsText<'a>,
-    name: &'a str,
+/// `{"function": {"description", "name", "parameters"}, "type": "function"}`, as
+/// [`super::wire_json::FunctionTool`] declares a tool for ollama.
+fn tool(out: &mut JsonBytes, t: &ToolSpec) {
+    out.raw(r#"{"function":{"description":"#);
+    out.string(&t.description);
+    out.raw(r#","name":"#);
+    out.string(&t.name);
+    out.raw(r#","parameters":"#);
+    out.value(&t.input_schema);
+    out.raw(r#"},"type":"function"}"#);
 }

@@ -11,60 +11,16 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::json_writer::JsonBytes;
 use super::RequestBody;
 use crate::tool::ToolSpec;
 use crate::transcript::ToolCall;
 
 /// The JSON bytes of `body`.
 pub(crate) fn to_body(body: &impl Serialize) -> RequestBody {
-    let mut out = BodyBytes(Vec::with_capacity(BODY_START_CAPACITY));
-    body.serialize(&mut serde_json::Serializer::new(&mut out))
-        .expect("request bodies serialize");
-    RequestBody::from(out.0)
-}
-
-/// A fresh turn's bodies are a few hundred bytes: 1 KiB spares the reallocations (and copies)
-/// of growing from `serde_json::to_vec`'s 128 bytes and stays within glibc's per-thread cache
-/// (requests of up to 1,024 bytes); 2 KiB went through `_int_malloc` every time and cost more
-/// than the copies it spared.
-const BODY_START_CAPACITY: usize = 1024;
-
-/// The body being written. `Vec<u8>`'s own `io::Write` is not inlined into serde_json's writes,
-/// and most of those are one to a few bytes (`{`, `"`, `:`, `,`, a key): each became a call to
-/// `extend_from_slice` and one to `memcpy` (about 15k instructions of a fresh openai turn's two
-/// bodies). Inlined, a constant piece is a store.
-struct BodyBytes(Vec<u8>);
-
-impl BodyBytes {
-    #[inline(always)]
-    fn put(&mut self, buf: &[u8]) {
-        if buf.len() <= 4 {
-            for &b in buf {
-                self.0.push(b);
-            }
-        } else {
-            self.0.extend_from_slice(buf);
-        }
-    }
-}
-
-impl std::io::Write for BodyBytes {
-    #[inline(always)]
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.put(buf);
-        Ok(buf.len())
-    }
-
-    #[inline(always)]
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        self.put(buf);
-        Ok(())
-    }
-
-    #[inline(always)]
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    let mut out = JsonBytes::new();
+    out.value(body);
+    out.into_body()
 }
 
 /// A tool result's text, `Error: ` in front when it is an error (for styles without an error
@@ -115,21 +71,17 @@ impl Serialize for ArgsObject<'_> {
 
 /// A call's arguments as the JSON text openai carries: the raw text when they did not parse,
 /// the `call_tool` form for a call made through it, else the arguments' JSON.
-pub(crate) struct ArgsText<'a>(pub &'a ToolCall);
-
-impl Serialize for ArgsText<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let c = self.0;
-        let text = match (&c.via, &c.arguments) {
-            (None, Value::String(raw)) if c.raw_arguments => return s.serialize_str(raw),
-            (None, args) => serde_json::to_string(args),
-            (Some(_), args) => serde_json::to_string(&ViaCallTool {
-                arguments: args,
-                name: &c.name,
-            }),
-        };
-        s.serialize_str(&text.map_err(serde::ser::Error::custom)?)
-    }
+pub(crate) fn args_text(c: &ToolCall) -> std::borrow::Cow<'_, str> {
+    let text = match (&c.via, &c.arguments) {
+        (None, Value::String(raw)) if c.raw_arguments => return raw.as_str().into(),
+        (None, args) => serde_json::to_string(args),
+        (Some(_), args) => serde_json::to_string(&ViaCallTool {
+            arguments: args,
+            name: &c.name,
+        }),
+    };
+    // A `Value` (or a struct of one and a string) always serializes: its map keys are strings.
+    text.expect("call arguments serialize").into()
 }
 
 /// A tool as the openai and ollama styles declare it:
