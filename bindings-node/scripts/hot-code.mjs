@@ -7,7 +7,14 @@
 //   cp ../target/release/libcontenox_node.so contenox.linux-x64-gnu.node && npm run build:ts
 //   valgrind --tool=callgrind --demangle=no --callgrind-out-file=/tmp/cg.out \
 //     node scripts/hot-code-workload.mjs
-//   node scripts/hot-code.mjs /tmp/cg.out [more.out ...] [--module contenox] > hot-code.ld
+//   node scripts/hot-code.mjs /tmp/cg.out [more.out ...] [--module contenox] \
+//     --symbols contenox.linux-x64-gnu.node > hot-code.ld
+//
+// `--symbols MODULE`: a function also counts as the module's when MODULE (the profiled file)
+// defines its name (`nm --defined-only`), wherever callgrind filed it. Under Node, callgrind
+// often files most of the module's functions under an unnamed object (`ob=(2) ???`, the mapping
+// not matched to its file), and the module's own `ob=` then holds a few dozen of its ~2,000;
+// its symbol names (Rust's hashes) are the module's alone, so the names decide.
 //
 // Several profiles (other workloads, other model servers) give the union of their functions.
 // The release build has the same symbol hashes as the profiled one when Cargo.lock is the same
@@ -25,18 +32,32 @@
 // exactly and .text.warm, right after it, names them again as patterns with those parts as `*`.
 // A pattern that matches nothing costs nothing, and a function missing from both only lands in
 // the ordinary .text: a stale script costs layout, never the build.
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 
 const { values: opts, positionals } = parseArgs({
   allowPositionals: true,
-  options: { module: { type: 'string', default: 'contenox' } },
+  options: { module: { type: 'string', default: 'contenox' }, symbols: { type: 'string' } },
 })
 if (positionals.length === 0) {
   process.stderr.write('usage: node scripts/hot-code.mjs CALLGRIND_OUT... [--module NAME]\n')
   process.exit(2)
 }
 
+// The text symbols the module defines (`T`/`t`), when asked: see `--symbols` above.
+const defined = new Set()
+if (opts.symbols) {
+  const nm = execFileSync('nm', ['--defined-only', opts.symbols], { encoding: 'utf8', maxBuffer: 1 << 28 })
+  for (const line of nm.split('\n')) {
+    const [, kind, sym] = line.split(' ')
+    if (sym && (kind === 'T' || kind === 't')) defined.add(sym)
+  }
+  if (defined.size === 0) {
+    process.stderr.write(`hot-code.mjs: ${opts.symbols} defines no text symbols (stripped?)\n`)
+    process.exit(1)
+  }
+}
 const moduleFile = new RegExp(`/${opts.module.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[^/]*\\.(node|so)$`)
 const hot = []
 const seen = new Set()
@@ -63,7 +84,7 @@ for (const file of positionals) {
     else if (key === 'cfn') name(functions, value)
     else if (key === 'fn') {
       const fn = name(functions, value)
-      if (fn && moduleFile.test(object) && !seen.has(fn)) {
+      if (fn && (moduleFile.test(object) || defined.has(fn)) && !seen.has(fn)) {
         seen.add(fn)
         hot.push(fn)
       }
