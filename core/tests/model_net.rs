@@ -119,14 +119,12 @@ async fn a_stall_after_content_is_an_error_without_a_retry_or_duplicated_deltas(
     assert_eq!(server.hits(), 1);
 }
 
-#[tokio::test]
-async fn each_piece_of_content_moves_the_idle_deadline_on() {
-    // Four pieces 150 ms apart: 600 ms in all, past the 400 ms idle timeout counted from the
-    // first read, but never 400 ms without a piece: the answer completes.
+/// An openai stream of four content pieces 150 ms apart (600 ms in all), then the finish.
+async fn four_pieces_150_ms_apart() -> RawServer {
     let pause = || Step::Pause(Duration::from_millis(150));
     let finish =
         sse(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string());
-    let server = RawServer::start(move |_, _| {
+    RawServer::start(move |_, _| {
         vec![
             chunked_head(200, "text/event-stream", &[]),
             Step::Chunk(openai_delta("one ")),
@@ -142,7 +140,14 @@ async fn each_piece_of_content_moves_the_idle_deadline_on() {
             Step::End,
         ]
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn each_piece_of_content_moves_the_idle_deadline_on() {
+    // Four pieces 150 ms apart: 600 ms in all, past the 400 ms idle timeout counted from the
+    // first read, but never 400 ms without a piece: the answer completes.
+    let server = four_pieces_150_ms_apart().await;
     let (events, result) = turn(config("openai", &format!("{}/v1", server.url()), json!({}))).await;
     assert_eq!(result.outcome, Outcome::Done, "{result:?}");
     assert_eq!(deltas(&events), "one two three four");
@@ -154,26 +159,7 @@ async fn the_request_timeout_does_not_cut_a_body_that_keeps_coming() {
     // The request's timer goes on to bound the body's reads (one timer per request): once the
     // head has arrived, the 300 ms request timeout no longer applies, only the idle timeout
     // (400 ms) between pieces, here 600 ms of pieces 150 ms apart.
-    let pause = || Step::Pause(Duration::from_millis(150));
-    let finish =
-        sse(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string());
-    let server = RawServer::start(move |_, _| {
-        vec![
-            chunked_head(200, "text/event-stream", &[]),
-            Step::Chunk(openai_delta("one ")),
-            pause(),
-            Step::Chunk(openai_delta("two ")),
-            pause(),
-            Step::Chunk(openai_delta("three ")),
-            pause(),
-            Step::Chunk(openai_delta("four")),
-            pause(),
-            Step::Chunk(finish.clone()),
-            Step::Chunk(b"data: [DONE]\n\n".to_vec()),
-            Step::End,
-        ]
-    })
-    .await;
+    let server = four_pieces_150_ms_apart().await;
     let cfg = config(
         "openai",
         &format!("{}/v1", server.url()),
