@@ -54,12 +54,30 @@ class SandboxOptions(TypedDict, total=False):
     ``$TMPDIR``."""
 
 
-def _frozen_setattr(self: object, name: str, value: object) -> None:
-    raise AttributeError(f"cannot assign to field {name!r}: {type(self).__name__} is immutable")
+class _Record:
+    """An immutable value: equal to and hashed as its ``_compared()`` fields, refusing assignment
+    and deletion. A hand-written frozen record, not a dataclass: `dataclasses` compiles each
+    class's methods from source in every process (about 4M instructions a class, plus 3.4M to
+    import it), and every turn's result needs Usage and TurnResult (issue 18's cold start)."""
 
+    __slots__ = ()
 
-def _frozen_delattr(self: object, name: str) -> None:
-    raise AttributeError(f"cannot delete field {name!r}: {type(self).__name__} is immutable")
+    def _compared(self) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: {type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: {type(self).__name__} is immutable")
 
 
 def hints_wire(d: Mapping[str, Any] | None) -> dict[str, bool]:
@@ -79,14 +97,11 @@ def hints_wire(d: Mapping[str, Any] | None) -> dict[str, bool]:
     return out
 
 
-class Usage:
+class Usage(_Record):
     """Token usage of a response or of a whole turn. ``input_tokens`` counts the whole prompt,
     cached or not; the cache fields are the parts of it read from and written to the server's
     prompt cache. Immutable, compared and hashed by value."""
 
-    # A hand-written frozen record, not a dataclass: `dataclasses` compiles each class's
-    # methods from source in every process (about 4M instructions a class, plus 3.4M to import
-    # it), and every turn's result needs this class and TurnResult (issue 18's cold start).
     __slots__ = (
         "cache_creation_input_tokens",
         "cache_read_input_tokens",
@@ -118,21 +133,13 @@ class Usage:
         _set(self, "cache_read_input_tokens", cache_read_input_tokens)
         _set(self, "cache_creation_input_tokens", cache_creation_input_tokens)
 
-    def _fields(self) -> tuple[int, int, int, int]:
+    def _compared(self) -> tuple[int, int, int, int]:
         return (
             self.input_tokens,
             self.output_tokens,
             self.cache_read_input_tokens,
             self.cache_creation_input_tokens,
         )
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
 
     def __repr__(self) -> str:
         return (
@@ -141,11 +148,8 @@ class Usage:
             f"cache_creation_input_tokens={self.cache_creation_input_tokens!r})"
         )
 
-    __setattr__ = _frozen_setattr
-    __delattr__ = _frozen_delattr
-
     def __reduce__(self) -> tuple[Any, tuple[int, int, int, int]]:
-        return (Usage, self._fields())
+        return (Usage, self._compared())
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> Usage:
@@ -263,11 +267,10 @@ class Transcript:
         return f"Transcript({len(roles)} messages: {more}{tail})"
 
 
-class TurnResult:
+class TurnResult(_Record):
     """What a finished turn returns. Immutable; compared and hashed by everything but its
     transcript."""
 
-    # Hand-written like Usage (see there), for the same reason.
     __slots__ = ("error", "final_text", "outcome", "transcript", "usage")
     __match_args__ = ("outcome", "final_text", "usage", "transcript", "error")
 
@@ -295,22 +298,11 @@ class TurnResult:
     def _compared(self) -> tuple[Any, ...]:
         return (self.outcome, self.final_text, self.usage, self.error)
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._compared() == other._compared()
-
-    def __hash__(self) -> int:
-        return hash(self._compared())
-
     def __repr__(self) -> str:
         return (
             f"TurnResult(outcome={self.outcome!r}, final_text={self.final_text!r}, "
             f"usage={self.usage!r}, error={self.error!r})"
         )
-
-    __setattr__ = _frozen_setattr
-    __delattr__ = _frozen_delattr
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return (
