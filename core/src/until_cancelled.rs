@@ -8,6 +8,10 @@
 //! out again. Here the token is first read with `is_cancelled` (an atomic load); the wait is
 //! registered only when the future is pending, and polled again only when the task's waker
 //! changed. A cancel wakes that registered waker, and the next poll then sees `is_cancelled`.
+//!
+//! Not tokio-util's `CancellationToken::run_until_cancelled`: it polls the future before the
+//! token once started (a cancelled token must win over a ready future here, as the turn's
+//! `biased` selects had it) and polls the wait, and so takes the lock, on every pending poll.
 
 use std::future::Future;
 use std::pin::Pin;

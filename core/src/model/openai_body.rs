@@ -6,7 +6,7 @@
 //! [`super::wire_json`]; the test against it is in `openai.rs`).
 
 use super::json_writer::JsonBytes;
-use super::wire_json::{args_text, wire_name};
+use super::wire_json::{args_text, wire_name, ERROR_PREFIX};
 use super::{ModelRequest, RequestBody};
 use crate::tool::ToolSpec;
 use crate::transcript::{Message, ToolCall};
@@ -84,7 +84,7 @@ fn message(out: &mut JsonBytes, m: &Message) {
             }
             out.raw("]}");
         }
-        // A tool result; an error's text is prefixed with `Error: `.
+        // A tool result; an error's text is prefixed with `ERROR_PREFIX`.
         Message::Tool {
             call_id,
             content,
@@ -93,7 +93,7 @@ fn message(out: &mut JsonBytes, m: &Message) {
         } => {
             out.raw(r#"{"content":""#);
             if *is_error {
-                out.raw("Error: ");
+                out.raw(ERROR_PREFIX);
             }
             out.contents(content);
             out.raw(r#"","role":"tool","tool_call_id":"#);

@@ -23,14 +23,17 @@ pub(crate) fn to_body(body: &impl Serialize) -> RequestBody {
     out.into_body()
 }
 
-/// A tool result's text, `Error: ` in front when it is an error (for styles without an error
-/// flag; written as one JSON string without assembling it first).
+/// What a failed tool result's text starts with on the wire of styles without an error flag.
+pub(crate) const ERROR_PREFIX: &str = "Error: ";
+
+/// A tool result's text, [`ERROR_PREFIX`] in front when it is an error (for styles without an
+/// error flag; written as one JSON string without assembling it first).
 pub(crate) struct ErrorPrefixed<'a>(pub &'a str, pub bool);
 
 impl Serialize for ErrorPrefixed<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if self.1 {
-            s.collect_str(&format_args!("Error: {}", self.0))
+            s.collect_str(&format_args!("{ERROR_PREFIX}{}", self.0))
         } else {
             s.serialize_str(self.0)
         }
