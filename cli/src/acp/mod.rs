@@ -360,7 +360,7 @@ impl Agent {
                         )
                         .await;
                 }
-                Ok(Value::Null)
+                Ok(json!({}))
             }
             "session/close" => {
                 let session = self.session(&params)?;

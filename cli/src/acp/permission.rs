@@ -47,21 +47,50 @@ impl Scope {
     }
 }
 
-/// The words a bash command is remembered by: its name, and its first argument when that
-/// reads as a subcommand (`git status`, `cargo test`; `ls -la` is `ls`).
+/// Programs whose first argument names what they do (`git status`, `cargo test`): a bash
+/// command of one of these is remembered with that subcommand; any other by its name alone.
+const SUBCOMMAND_TOOLS: &[&str] = &[
+    "apt",
+    "apt-get",
+    "brew",
+    "bun",
+    "cargo",
+    "deno",
+    "docker",
+    "dotnet",
+    "gh",
+    "git",
+    "go",
+    "gradle",
+    "helm",
+    "kubectl",
+    "make",
+    "mvn",
+    "npm",
+    "npx",
+    "pip",
+    "pip3",
+    "pnpm",
+    "poetry",
+    "rustup",
+    "systemctl",
+    "terraform",
+    "uv",
+    "yarn",
+];
+
+/// The words a bash command is remembered by: its name, and for the programs of
+/// [`SUBCOMMAND_TOOLS`] its first argument too (`git status`; `ls -la` is `ls`).
 fn prefix(c: &SimpleCommand) -> Vec<String> {
-    let mut words = vec![c.basename().to_string()];
-    if let Some(sub) = c.words.get(1) {
-        let subcommand = sub.len() <= 32
-            && sub.starts_with(|ch: char| ch.is_ascii_lowercase())
-            && sub
-                .chars()
-                .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-' || ch == '_');
-        if subcommand {
-            words.push(sub.clone());
-        }
+    let name = c.basename().to_string();
+    let sub = c
+        .words
+        .get(1)
+        .filter(|w| SUBCOMMAND_TOOLS.contains(&name.as_str()) && !w.starts_with('-'));
+    match sub {
+        Some(s) => vec![name, s.clone()],
+        None => vec![name],
     }
-    words
 }
 
 fn starts_with(c: &SimpleCommand, words: &[String]) -> bool {
