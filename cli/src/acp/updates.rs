@@ -255,14 +255,12 @@ pub fn plan(todos: &Value) -> Value {
         .into_iter()
         .flatten()
         .map(|t| {
-            let status = match arg(t, "status") {
-                Some(s @ ("pending" | "in_progress" | "completed")) => s,
-                _ => "pending",
-            };
-            let priority = match arg(t, "priority") {
-                Some(p @ ("high" | "medium" | "low")) => p,
-                _ => "medium",
-            };
+            let status = arg(t, "status")
+                .filter(|s| matches!(*s, "pending" | "in_progress" | "completed"))
+                .unwrap_or("pending");
+            let priority = arg(t, "priority")
+                .filter(|p| matches!(*p, "high" | "medium" | "low"))
+                .unwrap_or("medium");
             json!({
                 "content": arg(t, "content").unwrap_or(""),
                 "priority": priority,
