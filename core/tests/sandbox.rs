@@ -270,6 +270,9 @@ async fn the_environment_is_the_allowlist_and_what_the_host_adds() {
     std::env::set_var("CONTENOX_SBX_AWS_SECRET", "aws-marker");
     std::env::set_var("CONTENOX_SBX_PASS", "pass-marker");
     std::env::set_var("CONTENOX_SBX_KEPT_SECRET", "kept-marker");
+    // SSH forwards LC_*: a name that only looks like a locale category is not one.
+    std::env::set_var("LC_GITHUB_TOKEN", "lc-marker");
+    std::env::set_var("LC_MESSAGES", "C");
     let out = run_bash(
         root.path(),
         "env",
@@ -284,6 +287,8 @@ async fn the_environment_is_the_allowlist_and_what_the_host_adds() {
     assert!(out.contains("PATH="), "{out}");
     assert!(!out.contains("aws-marker"), "{out}");
     assert!(!out.contains("kept-marker"), "{out}");
+    assert!(!out.contains("lc-marker"), "{out}");
+    assert!(out.contains("LC_MESSAGES=C"), "{out}");
 }
 
 #[test]
