@@ -13,6 +13,7 @@ mod preview;
 mod printer;
 mod run_cmd;
 mod setup;
+mod stdout;
 mod terminal;
 
 use std::time::Duration;
@@ -46,10 +47,12 @@ fn main() {
     // waited for.
     runtime.shutdown_timeout(Duration::from_secs(2));
     match outcome {
-        Ok(code) => std::process::exit(code),
+        Ok(code) => stdout::exit(code),
         Err(e) => {
-            eprintln!("contenox: {}", e.message);
-            std::process::exit(e.code);
+            if !e.message.is_empty() {
+                eprintln!("contenox: {}", e.message);
+            }
+            stdout::exit(e.code);
         }
     }
 }

@@ -125,10 +125,18 @@ pub async fn run(db: &Path, args: RunArgs) -> CliResult<i32> {
         }
     };
     let mut interrupted = false;
+    let mut stdout_gone = false;
     loop {
         tokio::select! {
             event = run.next_event() => match event {
-                Some(e) => printer.event(&e),
+                Some(e) => {
+                    printer.event(&e);
+                    // Nobody reads the answer any more (`contenox run ... | head -1`): stop.
+                    if crate::stdout::closed() && !stdout_gone {
+                        stdout_gone = true;
+                        run.cancel();
+                    }
+                }
                 None => break,
             },
             _ = tokio::signal::ctrl_c() => {
@@ -152,6 +160,9 @@ pub async fn run(db: &Path, args: RunArgs) -> CliResult<i32> {
     client.close();
     let result = result.map_err(|e| CliError::failed(plain(&e)))?;
     save_transcript(args.transcript.as_deref(), &result.transcript, &printer);
+    if crate::stdout::closed() {
+        return Ok(crate::stdout::EXIT_CLOSED_STDOUT);
+    }
     Ok(match result.outcome {
         Outcome::Done => 0,
         Outcome::Cancelled => EXIT_INTERRUPTED,

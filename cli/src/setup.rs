@@ -12,7 +12,7 @@ use contenox::{load_mcp, Allowlist, Client, Config, McpConfig, McpSource, Server
 use serde_json::{json, Map, Value};
 
 use crate::args::{GateArgs, ModelArgs};
-use crate::db::Registry;
+use crate::db::{Access, Registry};
 use crate::error::{CliError, CliResult};
 use crate::terminal::{clean_line, cut_chars};
 
@@ -118,7 +118,7 @@ pub fn selected_hooks(db: &Path, list: &str) -> CliResult<Vec<contenox::RemoteHo
     }
     let allow = Allowlist::new(&patterns)
         .map_err(|e| CliError::usage(format!("--hooks: {}", plain(&e))))?;
-    let stored = match Registry::open(db, false)? {
+    let stored = match Registry::open(db, Access::Read)? {
         Some(registry) => registry.list()?,
         None => Vec::new(),
     };
