@@ -13,6 +13,7 @@
 //! The protocol's messages are read and written here ([`wire`]) rather than with the
 //! `agent-client-protocol` crate: see docs/decisions.md ("contenox acp").
 
+mod editor_tools;
 mod permission;
 mod session;
 mod store;
@@ -61,6 +62,10 @@ pub struct Shared {
     pub context_window: Option<u64>,
     /// Where sessions are kept.
     pub store: Store,
+    /// `--editor-tools`.
+    pub editor_tools: bool,
+    /// The client's capabilities, from `initialize`.
+    pub client_capabilities: Mutex<Value>,
 }
 
 struct Agent {
@@ -94,11 +99,6 @@ pub async fn run(db: &Path, args: AcpArgs) -> CliResult<i32> {
         .ok_or_else(|| {
             CliError::usage("no data directory: give --data-dir (or CONTENOX_DATA_DIR, or HOME)")
         })?;
-    if args.editor_tools {
-        return Err(CliError::usage(
-            "--editor-tools is not implemented yet: the builtins read and write local files",
-        ));
-    }
     let peer = Peer::start(tokio::io::stdout());
     eprintln!(
         "contenox acp: ready (protocol v{PROTOCOL_VERSION}, policy {}{}, sessions in {})",
@@ -114,6 +114,8 @@ pub async fn run(db: &Path, args: AcpArgs) -> CliResult<i32> {
             auto: args.gate.auto,
             context_window: args.context_window,
             store: Store::new(&data_dir),
+            editor_tools: args.editor_tools,
+            client_capabilities: Mutex::new(Value::Null),
         },
         initialized: AtomicBool::new(false),
         sessions: Mutex::new(HashMap::new()),
@@ -403,6 +405,14 @@ impl Agent {
                 "contenox acp: the client asked for protocol v{asked}; this agent speaks v{PROTOCOL_VERSION}"
             );
         }
+        *self
+            .shared
+            .client_capabilities
+            .lock()
+            .expect("capabilities lock") = params
+            .get("clientCapabilities")
+            .cloned()
+            .unwrap_or(Value::Null);
         self.initialized.store(true, Ordering::SeqCst);
         Ok(json!({
             "protocolVersion": PROTOCOL_VERSION,

@@ -9,6 +9,7 @@ use contenox::{Client, ClientBuilder, Config, McpConfig, Outcome, RunOptions, Tr
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::editor_tools::{editor_tools, EditorOffers};
 use super::permission::EditorGate;
 use super::updates::{replay, Updates};
 use super::wire::{Peer, RpcError, INTERNAL_ERROR, INVALID_REQUEST};
@@ -141,6 +142,24 @@ impl Session {
             .wait_for(gate.clone())
             .build()
             .map_err(|e| RpcError::new(INTERNAL_ERROR, plain(&e)))?;
+        if shared.editor_tools {
+            let caps = shared
+                .client_capabilities
+                .lock()
+                .expect("capabilities lock")
+                .clone();
+            let offered: Vec<String> = client.tools().into_iter().map(|t| t.name).collect();
+            let has = |n: &str| offered.iter().any(|o| o == n);
+            let mut offers = EditorOffers::of(&caps);
+            offers.read &= has("read");
+            offers.write &= has("write");
+            offers.terminal &= has("bash");
+            for tool in editor_tools(shared.peer.clone(), id.clone(), root.clone(), offers) {
+                client
+                    .register(tool)
+                    .map_err(|e| RpcError::new(INTERNAL_ERROR, plain(&e)))?;
+            }
+        }
         if let Some(t) = transcript {
             client
                 .set_transcript(t)

@@ -5,6 +5,7 @@
 // message per line, its params or result valid for its method. Nothing else may appear there.
 
 import { spawn, type ChildProcess } from "node:child_process";
+import { EditorSide } from "./editor.js";
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -162,6 +163,8 @@ export class Agent {
   readonly tap = new Tap();
   readonly stderr: string[] = [];
   readonly permissions: acp.RequestPermissionRequest[] = [];
+  /** The editor's buffers and terminals (served only to an agent started with --editor-tools). */
+  readonly editor = new EditorSide();
   onPermission: PermissionHandler = () => ({ outcome: { outcome: "selected", optionId: "allow_once" } });
   readonly connection: acp.ClientConnection;
   readonly exited: Promise<number | null>;
@@ -202,7 +205,14 @@ export class Agent {
         this.permissions.push(params);
         return await this.onPermission(params);
       })
-      .onNotification("session/update", () => {});
+      .onNotification("session/update", () => {})
+      .onRequest("fs/read_text_file", ({ params }) => this.editor.read(params))
+      .onRequest("fs/write_text_file", ({ params }) => this.editor.write(params))
+      .onRequest("terminal/create", ({ params }) => this.editor.create(params))
+      .onRequest("terminal/output", ({ params }) => this.editor.output(params))
+      .onRequest("terminal/wait_for_exit", ({ params }) => this.editor.waitForExit(params))
+      .onRequest("terminal/kill", ({ params }) => this.editor.kill(params))
+      .onRequest("terminal/release", ({ params }) => this.editor.release(params));
     this.connection = app.connect(acp.ndJsonStream(output, input));
   }
 
@@ -229,10 +239,13 @@ export class Agent {
   }
 
   /** initialize + session/new in the workspace; the session's id. */
-  async session(request: Partial<acp.NewSessionRequest> = {}): Promise<string> {
+  async session(
+    request: Partial<acp.NewSessionRequest> = {},
+    clientCapabilities: acp.ClientCapabilities = {},
+  ): Promise<string> {
     await this.client.request("initialize", {
       protocolVersion: acp.PROTOCOL_VERSION,
-      clientCapabilities: {},
+      clientCapabilities,
       clientInfo: { name: "contenox-acp-tests", version: "0" },
     });
     const s = await this.client.request("session/new", { cwd: this.work, mcpServers: [], ...request });
