@@ -13,6 +13,8 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+#[cfg(test)]
+use std::time::Duration;
 
 use contenox::policy::shell::{self, SimpleCommand};
 use contenox::{async_trait, Answer, CancellationToken, HostError, PendingRequest, WaitFor};
@@ -411,5 +413,85 @@ mod tests {
             Some(Answer::deny(REJECTED_ALWAYS))
         );
         assert_eq!(r.answer("multi_edit", &json!({})), None);
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::*;
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    fn request(id: &str, name: &str, args: Value) -> PendingRequest {
+        PendingRequest {
+            kind: "approval".into(),
+            call_id: id.into(),
+            name: name.into(),
+            arguments: args,
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn asks_after_the_tool_call_is_shown_and_remembers_always() {
+        let (editor_end, agent_end) = tokio::io::duplex(1 << 16);
+        let peer = Peer::start(agent_end);
+        let mut lines = BufReader::new(editor_end).lines();
+        let dir = tempfile::tempdir().unwrap();
+        let gate = Arc::new(EditorGate::new(
+            peer.clone(),
+            "s1".into(),
+            dir.path().to_path_buf(),
+            false,
+        ));
+        let g = gate.clone();
+        let first = tokio::spawn(async move {
+            g.wait_for(
+                request("c1", "write", json!({"path": "a.txt", "content": "x"})),
+                CancellationToken::new(),
+            )
+            .await
+        });
+        // Nothing goes out before the session's updates up to the call's `pending` were sent.
+        let early = tokio::time::timeout(Duration::from_millis(200), lines.next_line()).await;
+        assert!(
+            early.is_err(),
+            "asked before the tool call was shown: {early:?}"
+        );
+        gate.shown("c1");
+        let line = lines.next_line().await.unwrap().unwrap();
+        let asked: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(asked["method"], "session/request_permission");
+        assert_eq!(asked["params"]["toolCall"]["toolCallId"], "c1");
+        assert!(peer.deliver(
+            &asked["id"],
+            Ok(json!({"outcome": {"outcome": "selected", "optionId": "allow_always"}}))
+        ));
+        assert_eq!(first.await.unwrap().unwrap(), Answer::approve());
+        // Remembered: the next write is approved without a request.
+        let again = gate
+            .wait_for(
+                request("c2", "write", json!({"path": "b.txt", "content": "y"})),
+                CancellationToken::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(again, Answer::approve());
+        // A cancelled wait stops at once, and a late answer to it is not delivered.
+        let cancel = CancellationToken::new();
+        let g = gate.clone();
+        let c = cancel.clone();
+        let third = tokio::spawn(async move {
+            g.wait_for(request("c3", "edit", json!({"path": "a.txt"})), c)
+                .await
+        });
+        gate.shown("c3");
+        let line = lines.next_line().await.unwrap().unwrap();
+        let asked: Value = serde_json::from_str(&line).unwrap();
+        cancel.cancel();
+        assert!(third.await.unwrap().is_err());
+        assert!(!peer.deliver(
+            &asked["id"],
+            Ok(json!({"outcome": {"outcome": "cancelled"}}))
+        ));
     }
 }
