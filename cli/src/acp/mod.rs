@@ -45,6 +45,8 @@ use crate::terminal::{clean_line, cut_chars};
 
 /// The protocol version spoken (the stable ACP v1).
 const PROTOCOL_VERSION: u64 = 1;
+/// The most sessions live at once (each holds a client, its MCP servers and their processes).
+const MAX_SESSIONS: usize = 64;
 /// How long in-flight requests may take to wind down after the editor closed stdin.
 const WIND_DOWN: Duration = Duration::from_secs(10);
 
@@ -141,6 +143,12 @@ pub async fn run(db: &Path, args: AcpArgs) -> CliResult<i32> {
             continue;
         };
         match message {
+            // `initialize` is answered before the next line is read: a client that sends
+            // session/new right behind it finds the connection initialized.
+            Incoming::Request { id, method, params } if method == "initialize" => {
+                let result = agent.initialize(&params);
+                peer.respond(id, result).await;
+            }
             Incoming::Request { id, method, params } => {
                 let agent = agent.clone();
                 tasks.spawn(async move {
@@ -262,6 +270,17 @@ impl Agent {
             .ok_or_else(|| RpcError::new(RESOURCE_NOT_FOUND, "no active session has that id"))
     }
 
+    /// Refuse a new live session past [`MAX_SESSIONS`].
+    fn room_for_a_session(&self) -> Result<(), RpcError> {
+        if self.sessions.lock().expect("sessions lock").len() >= MAX_SESSIONS {
+            return Err(RpcError::new(
+                INVALID_REQUEST,
+                format!("{MAX_SESSIONS} sessions are open: close one (session/close) first"),
+            ));
+        }
+        Ok(())
+    }
+
     fn notification(&self, method: &str, params: &Value) {
         match method {
             "session/cancel" => match self.session(params) {
@@ -312,6 +331,7 @@ impl Agent {
         let shared = &self.shared;
         match method {
             "session/new" => {
+                self.room_for_a_session()?;
                 let cwd = string(&params, "cwd")?;
                 let mcp = params.get("mcpServers").unwrap_or(&Value::Null);
                 let session = Session::start(shared, new_id(), cwd, mcp, None).await?;
@@ -326,6 +346,14 @@ impl Agent {
             "session/load" | "session/resume" => {
                 let sid = string(&params, "sessionId")?;
                 let cwd = string(&params, "cwd")?;
+                if !self
+                    .sessions
+                    .lock()
+                    .expect("sessions lock")
+                    .contains_key(sid)
+                {
+                    self.room_for_a_session()?;
+                }
                 let saved = shared
                     .store
                     .load(sid)

@@ -138,3 +138,31 @@ test("a second prompt while one runs is refused; the first still ends cancelled 
   assert.equal(await a.stop(), 0);
   assert.deepEqual(a.tap.problems, []);
 });
+
+test("pipelined requests: session/new right behind initialize finds the connection initialized", async () => {
+  const a = Agent.start({ script: [{ text: "hello" }] });
+  a.raw(JSON.stringify({ jsonrpc: "2.0", id: "i1", method: "initialize", params: { protocolVersion: 1 } }));
+  a.raw(JSON.stringify({ jsonrpc: "2.0", id: "n1", method: "session/new", params: { cwd: a.work, mcpServers: [] } }));
+  const created = await a.waitFor((m) => m.id === "n1", "the session");
+  assert.match(String((created.result as Json | undefined)?.sessionId), /^sess_[0-9a-f]{32}$/);
+  assert.equal(await a.stop(), 0);
+  assert.deepEqual(a.tap.problems, []);
+});
+
+test("live sessions are capped; a closed one makes room", async () => {
+  const a = Agent.start({ script: [{ text: "hello" }] });
+  const first = await a.session();
+  const ids = [first];
+  for (let i = 1; i < 64; i++) {
+    const s = await a.client.request("session/new", { cwd: a.work, mcpServers: [] });
+    ids.push(s.sessionId);
+  }
+  const refused = await ask(a, "over", "session/new", { cwd: a.work, mcpServers: [] });
+  assert.equal(code(refused), -32600);
+  await a.client.request("session/close", { sessionId: ids[5] });
+  const again = await ask(a, "room", "session/new", { cwd: a.work, mcpServers: [] });
+  assert.ok(again.result, JSON.stringify(again));
+  assert.equal(await a.prompt(first, "still fine?"), "end_turn");
+  assert.equal(await a.stop(), 0);
+  assert.deepEqual(a.tap.problems, []);
+});
