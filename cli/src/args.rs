@@ -106,9 +106,9 @@ pub struct HookFields {
 pub struct RunArgs {
     /// The prompt (with --chain: the chain's input, as --input).
     pub prompt: Option<String>,
-    /// Builtins to offer, comma-separated ("none" for none; default: the ten defaults).
-    #[arg(long, value_name = "LIST")]
-    pub builtins: Option<String>,
+    /// The model, the approval policy, the builtins.
+    #[command(flatten)]
+    pub client: ClientArgs,
     /// Registered hooks to use, an allowlist: names, `*` for all, `!name` to leave one out
     /// (default: none; with --chain, all).
     #[arg(long, value_name = "LIST")]
@@ -116,25 +116,33 @@ pub struct RunArgs {
     /// MCP servers from an `mcpServers` JSON file.
     #[arg(long, value_name = "FILE")]
     pub mcp: Option<PathBuf>,
-    /// The model.
-    #[command(flatten)]
-    pub model: ModelArgs,
     /// Continue the conversation saved in FILE (when it exists) and save it there afterwards.
     #[arg(long, value_name = "FILE")]
     pub transcript: Option<PathBuf>,
-    /// The approval policy.
-    #[command(flatten)]
-    pub gate: GateArgs,
     /// Run this task chain (JSON) instead of a plain turn.
     #[arg(long, value_name = "FILE")]
     pub chain: Option<PathBuf>,
     /// The chain's input (with --chain).
     #[arg(long, value_name = "TEXT", requires = "chain")]
     pub input: Option<String>,
+}
+
+/// What a client is built from, beyond its root: the same flags for `run` and `acp`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The approval policy.
+    #[command(flatten)]
+    pub gate: GateArgs,
+    /// Builtins to offer, comma-separated ("none" for none; default: the ten defaults).
+    #[arg(long, value_name = "LIST")]
+    pub builtins: Option<String>,
     /// A system prompt.
     #[arg(long)]
     pub system: Option<String>,
-    /// Model responses per turn (default 50).
+    /// Model responses per turn, that is per prompt (default 50).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
 }
@@ -175,25 +183,13 @@ pub struct GateArgs {
 /// `contenox acp ...`
 #[derive(Debug, Args)]
 pub struct AcpArgs {
-    /// The model.
+    /// The model, the approval policy, the builtins.
     #[command(flatten)]
-    pub model: ModelArgs,
-    /// The approval policy.
-    #[command(flatten)]
-    pub gate: GateArgs,
-    /// Builtins to offer, comma-separated ("none" for none; default: the ten defaults).
-    #[arg(long, value_name = "LIST")]
-    pub builtins: Option<String>,
+    pub client: ClientArgs,
     /// Registered hooks to use in every session, an allowlist: names, `*` for all, `!name` to
     /// leave one out (default: none).
     #[arg(long, value_name = "LIST")]
     pub hooks: Option<String>,
-    /// A system prompt.
-    #[arg(long)]
-    pub system: Option<String>,
-    /// Model responses per prompt (default 50).
-    #[arg(long, value_name = "N")]
-    pub max_turns: Option<u32>,
     /// Where sessions are kept (one transcript per session, for session/load and
     /// session/resume); default $XDG_DATA_HOME/contenox, else ~/.local/share/contenox.
     #[arg(long, env = "CONTENOX_DATA_DIR", value_name = "DIR")]

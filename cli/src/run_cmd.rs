@@ -16,25 +16,14 @@ use crate::args::RunArgs;
 use crate::error::{CliError, CliResult, EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::gate::TerminalGate;
 use crate::printer::Printer;
-use crate::setup::{
-    client_config, plain, read_text, selected_hooks, write_atomically, ClientFlags, Sources,
-};
+use crate::setup::{client_config, plain, read_text, selected_hooks, write_atomically, Sources};
 
 /// Run; `Ok` is the exit code (0 done, 1 the turn failed or stopped, 130 cancelled).
 pub async fn run(db: &Path, args: RunArgs) -> CliResult<i32> {
     let root = std::env::current_dir()
         .map_err(|e| CliError::failed(format!("the current directory: {e}")))?;
     // Everything the command line names is read and checked before anything starts.
-    let config = client_config(
-        &ClientFlags {
-            model: &args.model,
-            gate: &args.gate,
-            builtins: args.builtins.as_deref(),
-            system: args.system.as_deref(),
-            max_turns: args.max_turns,
-        },
-        &root,
-    )?;
+    let config = client_config(&args.client, &root)?;
     let chain = args
         .chain
         .as_deref()
@@ -83,11 +72,11 @@ pub async fn run(db: &Path, args: RunArgs) -> CliResult<i32> {
 
     let printer = Arc::new(Printer::new());
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    if args.gate.auto {
+    if args.client.gate.auto {
         printer.note("[gate] --auto: every call the policy asks about is approved without asking");
     }
     let gate = Arc::new(TerminalGate::new(
-        args.gate.auto,
+        args.client.gate.auto,
         interactive,
         root.clone(),
         printer.clone(),

@@ -11,7 +11,7 @@ use contenox::remote::{load_remote, HookState, RemoteSource};
 use contenox::{load_mcp, Allowlist, Client, Config, McpConfig, McpSource, ServerState, Spelling};
 use serde_json::{json, Map, Value};
 
-use crate::args::{GateArgs, ModelArgs};
+use crate::args::ClientArgs;
 use crate::db::{Access, Registry};
 use crate::error::{CliError, CliResult};
 use crate::terminal::{clean_line, cut_chars};
@@ -19,25 +19,11 @@ use crate::terminal::{clean_line, cut_chars};
 /// The largest file `--script`, `--chain`, `--mcp` and `--transcript` read.
 pub const MAX_INPUT_FILE: u64 = 16 << 20;
 
-/// The flags a client is built from, beyond its root.
-pub struct ClientFlags<'a> {
-    /// Where the model is.
-    pub model: &'a ModelArgs,
-    /// The approval policy.
-    pub gate: &'a GateArgs,
-    /// `--builtins`.
-    pub builtins: Option<&'a str>,
-    /// `--system`.
-    pub system: Option<&'a str>,
-    /// `--max-turns`.
-    pub max_turns: Option<u32>,
-}
-
 /// The client's config from the flags, rooted at `root`; checked whole by the engine.
-pub fn client_config(flags: &ClientFlags<'_>, root: &Path) -> CliResult<Config> {
+pub fn client_config(flags: &ClientArgs, root: &Path) -> CliResult<Config> {
     let mut config = Map::new();
     config.insert("root".into(), json!(root));
-    let model = flags.model;
+    let model = &flags.model;
     if let Some(path) = &model.script {
         let text = read_text(path, "--script")?;
         let entries: Value = serde_json::from_str(&text)
@@ -60,7 +46,7 @@ pub fn client_config(flags: &ClientFlags<'_>, root: &Path) -> CliResult<Config> 
             }
         };
     }
-    if let Some(list) = flags.builtins {
+    if let Some(list) = flags.builtins.as_deref() {
         let names: Vec<&str> = match list.trim() {
             "none" | "" => Vec::new(),
             l => l
@@ -71,7 +57,7 @@ pub fn client_config(flags: &ClientFlags<'_>, root: &Path) -> CliResult<Config> 
         };
         config.insert("builtins".into(), json!(names));
     }
-    if let Some(system) = flags.system {
+    if let Some(system) = &flags.system {
         config.insert("system".into(), json!(system));
     }
     if let Some(n) = flags.max_turns {

@@ -40,7 +40,7 @@ use self::wire::{
 };
 use crate::args::AcpArgs;
 use crate::error::{CliError, CliResult};
-use crate::setup::{client_config, selected_hooks, ClientFlags};
+use crate::setup::{client_config, selected_hooks};
 use crate::terminal::{clean_line, cut_chars};
 
 /// The protocol version spoken (the stable ACP v1).
@@ -83,16 +83,7 @@ pub async fn run(db: &Path, args: AcpArgs) -> CliResult<i32> {
     let here = std::env::current_dir()
         .map_err(|e| CliError::failed(format!("the current directory: {e}")))?;
     // Everything the flags name is checked before the first message is read.
-    let config = client_config(
-        &ClientFlags {
-            model: &args.model,
-            gate: &args.gate,
-            builtins: args.builtins.as_deref(),
-            system: args.system.as_deref(),
-            max_turns: args.max_turns,
-        },
-        &here,
-    )?;
+    let config = client_config(&args.client, &here)?;
     let hooks = selected_hooks(db, args.hooks.as_deref().unwrap_or(""))?;
     let data_dir = args
         .data_dir
@@ -104,8 +95,12 @@ pub async fn run(db: &Path, args: AcpArgs) -> CliResult<i32> {
     let peer = Peer::start(tokio::io::stdout());
     eprintln!(
         "contenox acp: ready (protocol v{PROTOCOL_VERSION}, policy {}{}, sessions in {})",
-        args.gate.policy,
-        if args.gate.auto { ", --auto" } else { "" },
+        args.client.gate.policy,
+        if args.client.gate.auto {
+            ", --auto"
+        } else {
+            ""
+        },
         data_dir.display()
     );
     let agent = Arc::new(Agent {
@@ -113,7 +108,7 @@ pub async fn run(db: &Path, args: AcpArgs) -> CliResult<i32> {
             peer: peer.clone(),
             config,
             hooks,
-            auto: args.gate.auto,
+            auto: args.client.gate.auto,
             context_window: args.context_window,
             store: Store::new(&data_dir),
             editor_tools: args.editor_tools,
