@@ -127,6 +127,10 @@ pub fn tool_call(root: &Path, call_id: &str, name: &str, args: &Value) -> Value 
     update
 }
 
+fn message_chunk(text: &str) -> Value {
+    json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+}
+
 fn text_content(text: &str) -> Value {
     json!({"type": "content", "content": {"type": "text", "text": cut_chars(text, MAX_SHOWN_RESULT)}})
 }
@@ -148,6 +152,8 @@ pub struct Updates {
     diffs: HashMap<String, Value>,
     /// Calls already reported failed (a denial), whose result adds nothing.
     ended: HashMap<String, ()>,
+    /// Whether the current model response streamed its text (else its whole text is sent).
+    streamed: bool,
 }
 
 impl Updates {
@@ -158,6 +164,7 @@ impl Updates {
             context_window,
             diffs: HashMap::new(),
             ended: HashMap::new(),
+            streamed: false,
         }
     }
 
@@ -168,10 +175,18 @@ impl Updates {
             return Vec::new();
         }
         match event {
-            Event::TextDelta { text, .. } if !text.is_empty() => vec![json!({
-                "sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": text},
-            })],
+            Event::Request { .. } => {
+                self.streamed = false;
+                Vec::new()
+            }
+            Event::TextDelta { text, .. } if !text.is_empty() => {
+                self.streamed = true;
+                vec![message_chunk(text)]
+            }
+            // A response whose text came whole, without deltas.
+            Event::Text { text, .. } if !self.streamed && !text.is_empty() => {
+                vec![message_chunk(text)]
+            }
             Event::ToolCall {
                 call_id,
                 name,
@@ -286,10 +301,7 @@ pub fn replay(root: &Path, transcript: &Transcript) -> Vec<Value> {
                 tool_calls,
             } => {
                 if !content.is_empty() {
-                    out.push(json!({
-                        "sessionUpdate": "agent_message_chunk",
-                        "content": {"type": "text", "text": content},
-                    }));
+                    out.push(message_chunk(content));
                 }
                 for c in tool_calls {
                     let mut update = tool_call(root, &c.id, &c.name, &c.arguments);
@@ -345,6 +357,29 @@ mod tests {
         let outside = view(&root, "write", &json!({"path": "../x", "content": "y"}));
         assert!(outside.diff.is_none());
         assert_eq!(view(&root, "mcp_tool", &json!({})).kind, "other");
+    }
+
+    #[test]
+    fn text_is_sent_once_streamed_or_whole() {
+        let mut u = Updates::new(PathBuf::from("/w"), None);
+        let req = Event::Request {
+            index: 0,
+            attempt: 0,
+            agent: vec![],
+        };
+        let delta = Event::TextDelta {
+            text: "Hel".into(),
+            agent: vec![],
+        };
+        let whole = Event::Text {
+            text: "Hello".into(),
+            agent: vec![],
+        };
+        assert!(u.of(&req).is_empty());
+        assert_eq!(u.of(&delta), vec![message_chunk("Hel")]);
+        assert!(u.of(&whole).is_empty(), "streamed text is not sent again");
+        u.of(&req);
+        assert_eq!(u.of(&whole), vec![message_chunk("Hello")]);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 // valid for its method, and that the agent exits cleanly (code 0) when stdin closes.
 
 import { strict as assert } from "node:assert";
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { test } from "node:test";
 import * as acp from "@agentclientprotocol/sdk";
@@ -339,3 +341,62 @@ function everything(): string {
   const modules = process.env.CONTENOX_MCP_NODE_MODULES ?? join(repo, "tests/mcp/node_modules");
   return join(modules, "@modelcontextprotocol/server-everything/dist/index.js");
 }
+
+/** A free port on 127.0.0.1. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+async function listening(port: number, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const ok = await new Promise<boolean>((res) => {
+      const s = connect(port, "127.0.0.1", () => {
+        s.destroy();
+        res(true);
+      });
+      s.on("error", () => res(false));
+    });
+    if (ok) return;
+    if (Date.now() > end) throw new Error(`nothing listens on ${port}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+test("an HTTP MCP server from session/new (mcpCapabilities.http): its tools run, its headers stay hidden", { skip: !existsSync(everything()) && "tests/mcp/install.sh has not run" }, async () => {
+  const port = await freePort();
+  const server = spawn("node", [everything(), "streamableHttp"], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: "ignore",
+    detached: true,
+  });
+  try {
+    await listening(port, 20_000);
+    const a = Agent.start({
+      script: [calls("h1", "remote__get-sum", { a: 2, b: 40 }), { text: "added" }],
+      args: ["--auto"],
+    });
+    const sid = await a.session({
+      mcpServers: [{
+        type: "http",
+        name: "remote",
+        url: `http://127.0.0.1:${port}/mcp`,
+        headers: [{ name: "X-Contenox-Test", value: "header-value-5e1d" }],
+      }],
+    });
+    assert.equal(await a.prompt(sid, "add"), "end_turn");
+    const done = updatesOf(a, sid, "tool_call_update", "h1").at(-1)!;
+    assert.equal(done.status, "completed");
+    assert.match(JSON.stringify(done.content), /42/);
+    assert.ok(!JSON.stringify(a.tap.messages).includes("header-value-5e1d"), "a header value reached stdout");
+    await finish(a);
+  } finally {
+    if (server.pid) process.kill(-server.pid, "SIGKILL");
+  }
+});
