@@ -524,7 +524,7 @@ fn a_closed_stdout_ends_the_command_quietly() {
     ] {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
-        let out = std::process::Command::new(common::BIN)
+        let out = std::process::Command::new(crate::common::BIN)
             .arg("--db")
             .arg(&db)
             .args(args)
