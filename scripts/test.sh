@@ -19,9 +19,9 @@ repo=$PWD
 # name | what it runs (in this order)
 steps=(
   "fmt|cargo fmt --all -- --check"
-  "build|cargo build --workspace --all-targets"
-  "clippy|cargo clippy --workspace --all-targets -- -D warnings"
-  "test|cargo test --workspace"
+  "build|cargo build --locked --workspace --all-targets"
+  "clippy|cargo clippy --locked --workspace --all-targets -- -D warnings"
+  "test|cargo test --locked --workspace"
   "conformance|the Rust runner on every scenario directory"
   "official-clients|pytest tests/official_clients (the official openai / anthropic / ollama SDKs vs the fake server)"
   "bindings-python|bindings-python/ci.sh"
@@ -79,9 +79,11 @@ run_step() {
   local dirs
   case "$1" in
     fmt) cargo fmt --all -- --check ;;
-    build) cargo build --workspace --all-targets ;;
-    clippy) cargo clippy --workspace --all-targets -- -D warnings ;;
-    test) cargo test --workspace ;;
+    # --locked: the committed Cargo.lock is the build; a manifest change without its lock change
+    # fails here instead of resolving whatever is newest that day.
+    build) cargo build --locked --workspace --all-targets ;;
+    clippy) cargo clippy --locked --workspace --all-targets -- -D warnings ;;
+    test) cargo test --locked --workspace ;;
     conformance)
       IFS=: read -ra dirs <<<"$CONTENOX_SCENARIOS"
       "$target/debug/conformance" "${dirs[@]}"
