@@ -57,7 +57,7 @@ impl Tool for Glob {
         let dir = opt_str(&args, "path").unwrap_or(".").to_string();
         let limit = match opt_usize(&args, "limit")? {
             Some(0) => None,
-            Some(n) => Some(n as usize),
+            Some(n) => Some(n),
             None => Some(DEFAULT_LIMIT),
         };
         let offset = opt_usize(&args, "offset")?.unwrap_or(0);

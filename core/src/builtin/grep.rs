@@ -82,7 +82,7 @@ impl GrepArgs {
         };
         let head_limit = match opt_usize(args, "head_limit")? {
             Some(0) => None,
-            Some(n) => Some(n as usize),
+            Some(n) => Some(n),
             None => Some(DEFAULT_HEAD_LIMIT),
         };
         Ok(GrepArgs {
