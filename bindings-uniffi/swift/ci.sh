@@ -105,7 +105,9 @@ fi
 export CONTENOX_MCP_PYTHON=/opt/contenox/mcp-venv/bin/python
 export CONTENOX_REPO="$repo"
 
-link=(-Xlinker -L"$target/debug" -Xlinker -rpath -Xlinker "$target/debug")
+# Linked against the library cargo built, found there at run time; warnings are errors (the
+# generated sources, ContenoxAsync.swift, the tests and the example compile without any).
+link=(-Xlinker -L"$target/debug" -Xlinker -rpath -Xlinker "$target/debug" -Xswiftc -warnings-as-errors)
 in_root() { bash "$here/toolchain.sh" enter "${binds[@]}" -- "$@"; }
 
 section "swift build --build-tests (bindings-uniffi/swift) and swift build (examples/swift)"

@@ -73,7 +73,8 @@ enum Scenarios {
             }
         }
         if out.isEmpty {
-            out.append(ScenarioCase(path: "", label: "no scenarios", problem: "no scenarios found (set CONTENOX_SCENARIOS)"))
+            let why = only == nil ? "set CONTENOX_SCENARIOS" : "none matches CONTENOX_ONLY"
+            out.append(ScenarioCase(path: "", label: "no scenarios", problem: "no scenarios found in \(dirs) (\(why))"))
         }
         return out
     }
