@@ -109,13 +109,17 @@ pub enum Incoming {
     },
 }
 
+/// How much of an overlong line is kept: enough to find a request's id at its start.
+const HEAD_BYTES: usize = 64 << 10;
+
 /// One line as read: its bytes, or how long it was when it went over the cap.
 #[derive(Debug, PartialEq)]
 pub enum Line {
     /// The line, without its newline.
     Text(Vec<u8>),
-    /// A line longer than the cap (its length in bytes); its bytes were dropped.
-    TooLong(usize),
+    /// A line longer than the cap: its length in bytes and its first [`HEAD_BYTES`] (the rest
+    /// was dropped).
+    TooLong(usize, Vec<u8>),
 }
 
 /// Read one line of at most `max` bytes; `None` at the end of the input.
@@ -129,7 +133,7 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
         let available = reader.fill_buf().await?;
         if available.is_empty() {
             return Ok(match too_long {
-                Some(n) => Some(Line::TooLong(n)),
+                Some(n) => Some(Line::TooLong(n, line)),
                 None if line.is_empty() => None,
                 None => Some(Line::Text(line)),
             });
@@ -137,10 +141,18 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
         let newline = available.iter().position(|&b| b == b'\n');
         let piece = &available[..newline.unwrap_or(available.len())];
         match &mut too_long {
-            Some(n) => *n = n.saturating_add(piece.len()),
+            Some(n) => {
+                *n = n.saturating_add(piece.len());
+                let more = HEAD_BYTES.saturating_sub(line.len()).min(piece.len());
+                line.extend_from_slice(&piece[..more]);
+            }
             None if line.len() + piece.len() > max => {
                 too_long = Some(line.len() + piece.len());
-                line = Vec::new();
+                // Keep the head only (a new, small allocation: the old one is freed).
+                let mut head = line[..line.len().min(HEAD_BYTES)].to_vec();
+                let more = HEAD_BYTES.saturating_sub(head.len()).min(piece.len());
+                head.extend_from_slice(&piece[..more]);
+                line = head;
             }
             None => line.extend_from_slice(piece),
         }
@@ -148,7 +160,7 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
         reader.consume(used);
         if newline.is_some() {
             return Ok(Some(match too_long {
-                Some(n) => Line::TooLong(n),
+                Some(n) => Line::TooLong(n, line),
                 None => Line::Text(line),
             }));
         }
@@ -158,14 +170,19 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
 /// What a line says; `None` for a blank line (skipped, as whitespace between messages).
 pub fn parse_line(line: &Line) -> Option<Incoming> {
     let bytes = match line {
-        Line::TooLong(n) => {
-            return Some(Incoming::Invalid {
-                id: Value::Null,
-                error: RpcError::new(
-                    PARSE_ERROR,
-                    format!("a line of {n} bytes is longer than the {MAX_LINE_BYTES} bytes read"),
-                ),
-            })
+        Line::TooLong(n, head) => {
+            let why = format!("a line of {n} bytes is longer than the {MAX_LINE_BYTES} bytes read");
+            // A request whose id comes before its large params gets its answer under that id.
+            return Some(match id_in_head(head) {
+                Some(id) => Incoming::Invalid {
+                    id,
+                    error: RpcError::new(INVALID_REQUEST, why),
+                },
+                None => Incoming::Invalid {
+                    id: Value::Null,
+                    error: RpcError::new(PARSE_ERROR, why),
+                },
+            });
         }
         Line::Text(b) => b,
     };
@@ -181,6 +198,35 @@ pub fn parse_line(line: &Line) -> Option<Incoming> {
         Err(e) => return Some(invalid_line(PARSE_ERROR, format!("not JSON: {e}"))),
     };
     Some(classify(value))
+}
+
+/// The top-level `"id"` of a JSON object of which only `head` is known, when it comes before
+/// the object is cut off and is a usable id.
+fn id_in_head(head: &[u8]) -> Option<Value> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    use std::cell::RefCell;
+
+    struct FindId<'a>(&'a RefCell<Option<Value>>);
+    impl<'de> Visitor<'de> for FindId<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON-RPC message")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "id" {
+                    *self.0.borrow_mut() = Some(map.next_value()?);
+                    return Ok(());
+                }
+                map.next_value::<IgnoredAny>()?;
+            }
+            Ok(())
+        }
+    }
+    let found = RefCell::new(None);
+    // The object is cut off: the parse ends in an error, after the id was seen (or not).
+    let _ = serde_json::Deserializer::from_slice(head).deserialize_map(FindId(&found));
+    found.into_inner().filter(usable_id)
 }
 
 fn invalid_line(code: i64, message: impl Into<String>) -> Incoming {
@@ -392,7 +438,7 @@ mod tests {
         let mut r = tokio::io::BufReader::with_capacity(8, input.as_bytes());
         assert_eq!(
             read_line(&mut r, 10).await.unwrap(),
-            Some(Line::TooLong(100))
+            Some(Line::TooLong(100, "x".repeat(100).into_bytes()))
         );
         assert_eq!(read_line(&mut r, 10).await.unwrap(), Some(text("ok")));
         assert_eq!(read_line(&mut r, 10).await.unwrap(), Some(text("yyyyyyy")));
@@ -446,6 +492,29 @@ mod tests {
                 other => panic!("{line}: {other:?}"),
             }
         }
+        // An overlong request is answered under its id when the id came first.
+        let head = br#"{"jsonrpc":"2.0","id":"big","method":"session/prompt","params":{"x":"AAAA"#;
+        match parse_line(&Line::TooLong(1 << 30, head.to_vec())) {
+            Some(Incoming::Invalid { id, error }) => {
+                assert_eq!((id, error.code), (json!("big"), INVALID_REQUEST))
+            }
+            other => panic!("{other:?}"),
+        }
+        let late = br#"{"jsonrpc":"2.0","method":"session/prompt","params":{"x":"AAAA"#;
+        match parse_line(&Line::TooLong(1 << 30, late.to_vec())) {
+            Some(Incoming::Invalid { id, error }) => {
+                assert_eq!((id, error.code), (Value::Null, PARSE_ERROR))
+            }
+            other => panic!("{other:?}"),
+        }
+        let object_id = br#"{"id":{"a":1},"params":"#;
+        assert!(matches!(
+            parse_line(&Line::TooLong(1 << 30, object_id.to_vec())),
+            Some(Incoming::Invalid {
+                id: Value::Null,
+                ..
+            })
+        ));
         let bad_utf8 = parse_line(&Line::Text(vec![b'{', 0xff, b'}']));
         assert!(
             matches!(bad_utf8, Some(Incoming::Invalid { error, .. }) if error.code == PARSE_ERROR)
