@@ -7,6 +7,7 @@
 
 mod common;
 
+mod acp;
 mod hook;
 mod terminal;
 mod walkthrough;
