@@ -240,7 +240,7 @@ impl Tool for BashOutput {
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let id = str_arg(&args, "shell_id")?;
         let shell = self.0.get(id).ok_or_else(|| self.0.unknown(id))?;
-        let wait_ms = opt_u64(&args, "wait_ms").unwrap_or(0).min(MAX_WAIT_MS);
+        let wait_ms = opt_u64(&args, "wait_ms")?.unwrap_or(0).min(MAX_WAIT_MS);
         if wait_ms > 0 {
             let mut state = shell.state.clone();
             let finished = state.wait_for(|s| *s != State::Running);
