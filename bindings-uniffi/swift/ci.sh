@@ -118,8 +118,7 @@ section "swift test (the conformance runner + XCTest)"
 log="$target/swift/test.log"
 status=0
 in_root swift test --skip-build --package-path "$here" --scratch-path "$target/swift" "${link[@]}" 2>&1 |
-  tee "$log" || status=$?
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
+  tee "$log" || status=$? # pipefail: swift test's failure
 
 # One closing line of counts: the runner's `ok` / `FAIL` line per scenario and XCTest's line per
 # test case.
