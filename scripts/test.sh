@@ -21,6 +21,7 @@ repo=$PWD
 # name | what it runs (in this order)
 steps=(
   "fmt|cargo fmt --all -- --check"
+  "house|scripts/check_house.py: one test binary per crate"
   "build|cargo build --locked --workspace --all-targets"
   "clippy|cargo clippy --locked --workspace --all-targets -- -D warnings"
   "test|cargo test --locked --workspace"
@@ -82,6 +83,7 @@ run_step() {
   local dirs
   case "$1" in
     fmt) cargo fmt --all -- --check ;;
+    house) python3 scripts/check_house.py ;;
     # --locked: the committed Cargo.lock is the build; a manifest change without its lock change
     # fails here instead of resolving whatever is newest that day.
     build) cargo build --locked --workspace --all-targets ;;

@@ -57,7 +57,7 @@ impl Tool for Glob {
         let dir = opt_str(&args, "path").unwrap_or(".").to_string();
         let limit = match opt_usize(&args, "limit")? {
             Some(0) => None,
-            Some(n) => Some(n as usize),
+            Some(n) => Some(n),
             None => Some(DEFAULT_LIMIT),
         };
         let offset = opt_usize(&args, "offset")?.unwrap_or(0);
@@ -167,7 +167,7 @@ pub(crate) fn glob(
     if found.is_empty() {
         return Ok(ToolOutput::text(format!(
             "No files matched {pattern:?} in {}",
-            display_path(root.path(), &dir_path)
+            shown(&display_path(root.path(), &dir_path))
         )));
     }
     // Ties (files written in one clock tick) by path bytes, so the order is stable.

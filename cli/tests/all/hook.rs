@@ -2,11 +2,9 @@
 //! FastAPI service: round trips, replace-all `--header` / `--inject`, secrets never printed,
 //! every bad input refused with exit code 2 and the registry unchanged, concurrent writers.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 
-use common::{both, contenox, dump, free_port, Service};
+use crate::common::{both, contenox, dump, free_port, Service};
 
 const H1: &str = "SECRET-HEADER-1f2e";
 const H2: &str = "SECRET-HEADER-2a9c";
@@ -346,7 +344,7 @@ fn concurrent_adds_both_land() {
     for round in 0..3 {
         let db = dir.path().join(format!("r{round}.db"));
         let spawn = |name: &str| {
-            std::process::Command::new(common::BIN)
+            std::process::Command::new(crate::common::BIN)
                 .args(["--db"])
                 .arg(&db)
                 .args(["hook", "add", name, "--url", &url])
@@ -526,7 +524,7 @@ fn a_closed_stdout_ends_the_command_quietly() {
     ] {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
-        let out = std::process::Command::new(common::BIN)
+        let out = std::process::Command::new(crate::common::BIN)
             .arg("--db")
             .arg(&db)
             .args(args)

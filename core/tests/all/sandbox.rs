@@ -3,7 +3,7 @@
 //! sockets with the network off; and a host killed with SIGKILL, after which none of the
 //! processes its bash, background shells and MCP stdio servers started may be left.
 //!
-//! Some tests run a small host: this test binary again, running the ignored `host_process`
+//! Some tests run a small host: this test binary again, running the ignored `sandbox::host_process`
 //! test with `CONTENOX_SANDBOX_HOST` set.
 
 use std::path::Path;
@@ -263,8 +263,18 @@ async fn the_network_is_on_by_default_and_off_by_config() {
     );
 }
 
+#[test]
+fn the_environment_is_the_allowlist_and_what_the_host_adds() {
+    crate::alone::run("sandbox::the_environment_is_the_allowlist_and_what_the_host_adds_alone");
+}
+
 #[tokio::test]
-async fn the_environment_is_the_allowlist_and_what_the_host_adds() {
+#[ignore = "run by the_environment_is_the_allowlist_and_what_the_host_adds, alone in a process of its own (it sets environment variables)"]
+async fn the_environment_is_the_allowlist_and_what_the_host_adds_alone() {
+    if !crate::alone::here("sandbox::the_environment_is_the_allowlist_and_what_the_host_adds_alone")
+    {
+        return;
+    }
     let root = tempfile::tempdir().unwrap();
     // Names unique to this test, set for the children to inherit.
     std::env::set_var("CONTENOX_SBX_AWS_SECRET", "aws-marker");
@@ -289,6 +299,7 @@ async fn the_environment_is_the_allowlist_and_what_the_host_adds() {
     assert!(!out.contains("kept-marker"), "{out}");
     assert!(!out.contains("lc-marker"), "{out}");
     assert!(out.contains("LC_MESSAGES=C"), "{out}");
+    crate::alone::done();
 }
 
 #[test]
@@ -364,7 +375,7 @@ const SECRET_NAME: &str = "CONTENOX_SBX_HOST_SECRET";
 fn start_host(mode: &str, marker: &str, sandbox: Value) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
-            "host_process",
+            "sandbox::host_process",
             "--exact",
             "--ignored",
             "--nocapture",

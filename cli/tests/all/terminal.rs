@@ -2,13 +2,11 @@
 //! `n`, Ctrl-C during a running tool (nothing left running, the transcript saved and valid),
 //! and asks denied when there is no terminal.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{both, contenox, BIN};
+use crate::common::{both, contenox, BIN};
 use rexpect::process::WaitStatus;
 use rexpect::session::{spawn_command, PtySession};
 use serde_json::json;
