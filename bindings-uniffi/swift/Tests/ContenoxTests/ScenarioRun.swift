@@ -401,13 +401,11 @@ private func ruleMatches(_ m: JSON, _ call: ToolCallEvent) -> Bool {
     return true
 }
 
+/// The engine's name of a tool source: the Swift case name in snake_case (`.mcp` -> "mcp"), as
+/// Kotlin's runner lowercases the enum's name, so a new source needs no change here.
 func sourceName(_ source: Source) -> String {
-    switch source {
-    case .builtin: return "builtin"
-    case .host: return "host"
-    case .mcp: return "mcp"
-    case .remote: return "remote"
-    case .subagent: return "subagent"
+    String(describing: source).reduce(into: "") { out, c in
+        if c.isUppercase { out += "_" + c.lowercased() } else { out.append(c) }
     }
 }
 
