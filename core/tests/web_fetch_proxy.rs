@@ -82,7 +82,7 @@ async fn proxy_variables_in_the_environment_are_ignored() {
         .messages
         .iter()
         .find_map(|m| match m {
-            Message::Tool { content, .. } => Some(content.clone()),
+            Message::Tool { .. } => Some(m.text().into_owned()),
             _ => None,
         })
         .expect("a tool result");
