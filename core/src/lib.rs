@@ -72,6 +72,7 @@ pub mod sandbox;
 mod schema;
 mod scope;
 mod script;
+mod shown;
 mod source_shared;
 mod spelling;
 pub mod tool;

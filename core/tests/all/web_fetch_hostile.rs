@@ -1,5 +1,5 @@
 //! web_fetch against hostile pages and internal addresses, through a whole turn. Run in debug
-//! and once in release (`cargo test --release -p contenox --test web_fetch_hostile`): a page
+//! and once in release (`cargo test --release -p contenox --test all web_fetch_hostile::`): a page
 //! that overflows the stack aborts the whole test process, so a process that survives is the
 //! first assertion, the text kept the second.
 

@@ -2,11 +2,9 @@
 //! FastAPI service: round trips, replace-all `--header` / `--inject`, secrets never printed,
 //! every bad input refused with exit code 2 and the registry unchanged, concurrent writers.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 
-use common::{both, contenox, dump, free_port, Service};
+use crate::common::{both, contenox, dump, free_port, Service};
 
 const H1: &str = "SECRET-HEADER-1f2e";
 const H2: &str = "SECRET-HEADER-2a9c";
@@ -346,7 +344,7 @@ fn concurrent_adds_both_land() {
     for round in 0..3 {
         let db = dir.path().join(format!("r{round}.db"));
         let spawn = |name: &str| {
-            std::process::Command::new(common::BIN)
+            std::process::Command::new(crate::common::BIN)
                 .args(["--db"])
                 .arg(&db)
                 .args(["hook", "add", name, "--url", &url])
@@ -365,4 +363,184 @@ fn concurrent_adds_both_land() {
         assert!(list.contains("first") && list.contains("second"), "{list}");
     }
     drop(db);
+}
+
+/// Everything about a file and its folder that a command could change: the bytes, the mode, the
+/// change time (a chmod moves it too) and the names beside it (a journal file).
+fn untouched_state(path: &std::path::Path) -> (Vec<u8>, u32, (i64, i64), Vec<String>) {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).unwrap();
+    let target = std::fs::metadata(path).unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    (
+        std::fs::read(path).unwrap(),
+        target.mode() ^ meta.mode(),
+        (target.ctime(), target.ctime_nsec()),
+        names,
+    )
+}
+
+/// Every hook command (and `run --hooks`) on a file that is not a registry: refused with code 2
+/// before anything touches it (no chmod, no write, no journal beside it), whatever it holds.
+#[test]
+fn a_file_that_is_not_a_registry_is_refused_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    let text = files.join("notes.txt");
+    std::fs::write(&text, "my notes, not a database\n").unwrap();
+    let junk = files.join("junk.db");
+    std::fs::write(&junk, [b'x'; 300]).unwrap();
+    let header_only = files.join("header.db");
+    let mut bytes = b"SQLite format 3\0".to_vec();
+    bytes.resize(100, 0xff);
+    std::fs::write(&header_only, bytes).unwrap();
+    let other = files.join("other.db");
+    let conn = rusqlite::Connection::open(&other).unwrap();
+    conn.execute_batch("CREATE TABLE notes (body TEXT)")
+        .unwrap();
+    drop(conn);
+    // An SQLite file with no table and no application id: a blank database of someone else.
+    let blank = files.join("blank.db");
+    let conn = rusqlite::Connection::open(&blank).unwrap();
+    conn.execute_batch("CREATE TABLE t (x); DROP TABLE t;")
+        .unwrap();
+    drop(conn);
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, r#"[{"text": "hi"}]"#).unwrap();
+    for file in [&text, &junk, &header_only, &other, &blank] {
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let before = untouched_state(file);
+        for args in [
+            &["hook", "list"][..],
+            &["hook", "show", "a"],
+            &["hook", "add", "a", "--url", "http://127.0.0.1:9"],
+            &["hook", "update", "a", "--timeout", "5"],
+            &["hook", "remove", "a"],
+            &[
+                "run",
+                "--script",
+                script.to_str().unwrap(),
+                "--builtins",
+                "none",
+                "--hooks",
+                "a",
+                "hi",
+            ],
+        ] {
+            let out = contenox(file).args(args).output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{} {args:?}: {}",
+                file.display(),
+                both(&out)
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("not a contenox registry") || err.contains("another program"),
+                "{} {args:?}: {err}",
+                file.display()
+            );
+            assert_eq!(
+                untouched_state(file),
+                before,
+                "{} {args:?} touched the file",
+                file.display()
+            );
+        }
+    }
+}
+
+/// `--db` that is a symbolic link is refused, naming where it points; neither the link nor its
+/// target (here a real registry with a wide mode) is changed.
+#[test]
+fn a_symlinked_db_is_refused_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.db");
+    let out = contenox(&real)
+        .args(["hook", "add", "a", "--url", "http://127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "notes\n").unwrap();
+    std::fs::set_permissions(&text, std::fs::Permissions::from_mode(0o644)).unwrap();
+    for target in [&real, &text, &dir.path().join("missing.db")] {
+        let link = dir.path().join("link.db");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(target, &link).unwrap();
+        let before = target.exists().then(|| untouched_state(target));
+        for args in [
+            &["hook", "list"][..],
+            &["hook", "show", "a"],
+            &["hook", "add", "b", "--url", "http://127.0.0.1:9"],
+            &["hook", "remove", "a"],
+        ] {
+            let out = contenox(&link).args(args).output().unwrap();
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", both(&out));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("symbolic link") && err.contains(&target.display().to_string()),
+                "{args:?}: {err}"
+            );
+            assert_eq!(target.exists().then(|| untouched_state(target)), before);
+            assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        }
+    }
+}
+
+/// A closed stdout (`contenox hook show NAME | head -1` once head has gone) ends the command
+/// quietly as SIGPIPE does for other tools: killed by the signal (a shell shows 141), no panic,
+/// nothing on stderr.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("local.db");
+    let out = contenox(&db)
+        .args(["hook", "add", "a", "--url", "http://127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, r#"[{"text": "a long answer\nof two lines"}]"#).unwrap();
+    for args in [
+        &["hook", "show", "a"][..],
+        &["hook", "list"],
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--builtins",
+            "none",
+            "hi",
+        ],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(crate::common::BIN)
+            .arg("--db")
+            .arg(&db)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.signal(),
+            Some(13),
+            "{args:?}: {:?} {err}",
+            out.status
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(err, "", "{args:?}");
+    }
 }

@@ -2,14 +2,12 @@
 //! HTTP) and tests/mcp/fast_server.py (the Python SDK's MCPServer, stdio and HTTP). Install them
 //! with tests/mcp/install.sh. Every test checks that no process of its servers is left.
 
-mod mcp_util;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::mcp_util::*;
 use contenox::mcp::{load_mcp, McpConfig, McpSource, ServerState};
 use contenox::{Client, Event, Outcome, ScriptEntry, Source};
-use mcp_util::*;
 use serde_json::{json, Value};
 
 const GONE: Duration = Duration::from_secs(5);
@@ -60,8 +58,17 @@ async fn close_and_check(source: &McpSource) {
     }
 }
 
+#[test]
+fn everything_over_stdio() {
+    crate::alone::run("mcp_servers::everything_over_stdio_alone");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn everything_over_stdio() {
+#[ignore = "run by everything_over_stdio, alone in a process of its own (it sets environment variables)"]
+async fn everything_over_stdio_alone() {
+    if !crate::alone::here("mcp_servers::everything_over_stdio_alone") {
+        return;
+    }
     std::env::set_var("CONTENOX_MCP_HOST_SECRET", "host-secret-value");
     let mut entry = everything_stdio();
     entry["env"] = json!({"CONTENOX_MCP_GIVEN": "given-value"});
@@ -123,6 +130,7 @@ async fn everything_over_stdio() {
     assert_eq!(e.source, Source::Mcp);
     assert_eq!(e.server.as_deref(), Some("everything"));
     close_and_check(&source).await;
+    crate::alone::done();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

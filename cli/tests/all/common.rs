@@ -2,8 +2,6 @@
 //! tests/remote/install.sh makes) started on 127.0.0.1 and killed and reaped when dropped, and a
 //! dump of the registry.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -31,7 +29,7 @@ pub fn contenox(db: &Path) -> assert_cmd::Command {
     cmd
 }
 
-/// The Python with FastAPI and uvicorn, found as tests/tests/remote_fastapi.rs finds it:
+/// The Python with FastAPI and uvicorn, found as tests/tests/all/remote_fastapi.rs finds it:
 /// $CONTENOX_REMOTE_PYTHON, else the project's venv ($CONTENOX_VENV, else .venv; scripts/setup.sh
 /// runs tests/remote/install.sh into it).
 fn python() -> String {

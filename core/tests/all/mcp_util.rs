@@ -2,8 +2,6 @@
 //! an HTTP server started by a test, a recording gate, and the /proc checks that no process of
 //! a server outlives its test.
 
-#![allow(dead_code)]
-
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -120,10 +118,6 @@ impl HttpServer {
 
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-
-    pub fn pgid(&self) -> i32 {
-        self.child.id() as i32
     }
 }
 

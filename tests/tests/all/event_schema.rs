@@ -4,7 +4,7 @@
 //! `src/event.rs` tests), so a new or changed core event fails here first, then in each
 //! binding until it is mirrored there.
 //!
-//! `CONTENOX_UPDATE_SCHEMA=1 cargo test -p contenox-conformance --test event_schema` rewrites
+//! `CONTENOX_UPDATE_SCHEMA=1 cargo test -p contenox-conformance --test all event_schema::` rewrites
 //! the file after a deliberate change to `Event`.
 
 use std::path::PathBuf;
@@ -29,7 +29,7 @@ fn the_committed_event_schema_is_the_one_core_derives() {
     assert!(
         on_disk == fresh,
         "tests/conformance/event-schema.json is not the schema of core's Event any more: run \
-         CONTENOX_UPDATE_SCHEMA=1 cargo test -p contenox-conformance --test event_schema, \
+         CONTENOX_UPDATE_SCHEMA=1 cargo test -p contenox-conformance --test all event_schema::, \
          commit it, and update every binding's events (their tests say which)"
     );
 }

@@ -3,7 +3,7 @@
 //! sockets with the network off; and a host killed with SIGKILL, after which none of the
 //! processes its bash, background shells and MCP stdio servers started may be left.
 //!
-//! Some tests run a small host: this test binary again, running the ignored `host_process`
+//! Some tests run a small host: this test binary again, running the ignored `sandbox::host_process`
 //! test with `CONTENOX_SANDBOX_HOST` set.
 
 use std::path::Path;
@@ -263,13 +263,26 @@ async fn the_network_is_on_by_default_and_off_by_config() {
     );
 }
 
+#[test]
+fn the_environment_is_the_allowlist_and_what_the_host_adds() {
+    crate::alone::run("sandbox::the_environment_is_the_allowlist_and_what_the_host_adds_alone");
+}
+
 #[tokio::test]
-async fn the_environment_is_the_allowlist_and_what_the_host_adds() {
+#[ignore = "run by the_environment_is_the_allowlist_and_what_the_host_adds, alone in a process of its own (it sets environment variables)"]
+async fn the_environment_is_the_allowlist_and_what_the_host_adds_alone() {
+    if !crate::alone::here("sandbox::the_environment_is_the_allowlist_and_what_the_host_adds_alone")
+    {
+        return;
+    }
     let root = tempfile::tempdir().unwrap();
     // Names unique to this test, set for the children to inherit.
     std::env::set_var("CONTENOX_SBX_AWS_SECRET", "aws-marker");
     std::env::set_var("CONTENOX_SBX_PASS", "pass-marker");
     std::env::set_var("CONTENOX_SBX_KEPT_SECRET", "kept-marker");
+    // SSH forwards LC_*: a name that only looks like a locale category is not one.
+    std::env::set_var("LC_GITHUB_TOKEN", "lc-marker");
+    std::env::set_var("LC_MESSAGES", "C");
     let out = run_bash(
         root.path(),
         "env",
@@ -284,6 +297,9 @@ async fn the_environment_is_the_allowlist_and_what_the_host_adds() {
     assert!(out.contains("PATH="), "{out}");
     assert!(!out.contains("aws-marker"), "{out}");
     assert!(!out.contains("kept-marker"), "{out}");
+    assert!(!out.contains("lc-marker"), "{out}");
+    assert!(out.contains("LC_MESSAGES=C"), "{out}");
+    crate::alone::done();
 }
 
 #[test]
@@ -359,7 +375,7 @@ const SECRET_NAME: &str = "CONTENOX_SBX_HOST_SECRET";
 fn start_host(mode: &str, marker: &str, sandbox: Value) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
-            "host_process",
+            "sandbox::host_process",
             "--exact",
             "--ignored",
             "--nocapture",
@@ -550,4 +566,130 @@ fn a_killed_host_leaves_nothing() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+// ---- descriptors the host holds ----
+
+/// A copy of `fd` at 300 or above without close-on-exec, as a shell redirect (`7>>file`),
+/// systemd's socket activation or `pass_fds` leave one in a host.
+fn inheritable(fd: &impl std::os::fd::AsRawFd) -> i32 {
+    // SAFETY: F_DUPFD returns a new descriptor (FD_CLOEXEC clear) or -1.
+    let copy = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD, 300) };
+    assert!(copy >= 300, "{}", std::io::Error::last_os_error());
+    copy
+}
+
+/// A loopback server that greets its one connection and keeps every byte it receives, until
+/// the peer closes or 10 s pass.
+fn recording_server() -> (u16, std::thread::JoinHandle<Vec<u8>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(b"hello\n").unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        got
+    });
+    (port, server)
+}
+
+/// What a child tries with the host's descriptors `file` (a file outside the root, opened for
+/// appending) and `socket` (a connected TCP socket), and the list of its own descriptors.
+fn descriptor_probe(file: i32, socket: i32) -> String {
+    format!(
+        "echo INJECTED >&{file}; echo file=$?; \
+         printf 'GET /hello HTTP/1.0\\r\\n\\r\\n' >&{socket}; echo send=$?; \
+         timeout 2 head -c 6 <&{socket}; echo recv=$?; \
+         echo fds:; ls /proc/$$/fd; echo end"
+    )
+}
+
+/// Every child the engine starts (bash with the network off, bash unsandboxed, a background
+/// shell, an MCP stdio server) starts with only stdin, stdout and stderr: a file the host opened
+/// outside the root is not written, a socket the host holds carries no byte either way, and the
+/// child's `/proc/self/fd` holds 0, 1 and 2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_descriptors_never_reach_a_child() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&victim)
+        .unwrap();
+    let file_fd = inheritable(&file);
+    let (port, server) = recording_server();
+    let socket = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let socket_fd = inheritable(&socket);
+    let probe = descriptor_probe(file_fd, socket_fd);
+    let check = |who: &str, out: &str| {
+        // `ls` lists the shell's descriptors (it runs in a child of its own, so its
+        // own directory handle is not among them).
+        assert!(out.contains("fds:\n0\n1\n2\nend\n"), "{who}: {out}");
+        for tried in ["file", "send", "recv"] {
+            assert!(!out.contains(&format!("{tried}=0")), "{who}: {out}");
+        }
+        assert!(!out.contains("hello"), "{who}: {out}");
+    };
+
+    let off = run_bash(root.path(), &probe, json!({"sandbox": {"network": false}})).await;
+    check("bash, network off", &off);
+    let open = run_bash(root.path(), &probe, json!({"sandbox": {"enabled": false}})).await;
+    check("bash, sandbox off", &open);
+
+    // A background shell, which writes its output into the root for this test to read (with
+    // `exec`: a redirected `{ ...; }` would keep copies of 1 and 2 at 10 and 11).
+    let c = client(
+        root.path(),
+        vec![
+            ScriptEntry::tool_call(
+                "bg",
+                "bash",
+                json!({"command": format!("exec > bg.out 2>&1; {probe}; mv bg.out bg.done"),
+                       "run_in_background": true}),
+            ),
+            ScriptEntry::text("ok"),
+        ],
+        json!({}),
+    );
+    c.run("go").await.unwrap();
+    let done = root.path().join("bg.done");
+    let start = Instant::now();
+    while !done.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no background output"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    check("background shell", &std::fs::read_to_string(&done).unwrap());
+
+    // An MCP stdio server (it exits after the probe; its load fails, which is fine here).
+    let out = root.path().join("mcp.out");
+    let mcp = contenox::McpConfig::from_value(json!({"mcpServers": {"probe": {
+        "command": "bash",
+        "args": ["-c", format!("exec > {} 2>&1; {probe}", out.display())]
+    }}}))
+    .unwrap();
+    let source = contenox::load_mcp(mcp, |_, _| {}).await;
+    source.close().await;
+    check("MCP stdio server", &std::fs::read_to_string(&out).unwrap());
+
+    // SAFETY: closing the copies made above; the server then sees the end of its connection.
+    unsafe {
+        libc::close(file_fd);
+        libc::close(socket_fd);
+    }
+    drop(socket);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "");
+    let received = server.join().unwrap();
+    assert!(
+        received.is_empty(),
+        "the server received {:?}",
+        String::from_utf8_lossy(&received)
+    );
 }

@@ -2,13 +2,11 @@
 //! `n`, Ctrl-C during a running tool (nothing left running, the transcript saved and valid),
 //! and asks denied when there is no terminal.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{both, contenox, BIN};
+use crate::common::{both, contenox, BIN};
 use rexpect::process::WaitStatus;
 use rexpect::session::{spawn_command, PtySession};
 use serde_json::json;
@@ -268,4 +266,47 @@ fn run_refuses_bad_input_with_exit_2() {
         "{}",
         both(&out)
     );
+}
+
+/// The issue's probe through the CLI: `contenox run --auto ... 7>>FILE` from a shell. The
+/// descriptor the shell gave `contenox` never reaches the command bash runs: the file outside
+/// the root stays empty and the command's shell holds only 0, 1 and 2.
+#[test]
+fn a_descriptor_the_shell_passes_never_reaches_a_command() {
+    let work = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, "").unwrap();
+    let script = write_script(
+        work.path(),
+        json!([
+            {"tool_calls": [{"id": "c1", "name": "bash", "arguments": {
+                "command": "echo INJECTED >&7; echo fds:; ls /proc/$$/fd; echo end"}}]},
+            {"text": "done"}
+        ]),
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(r#"exec 7>>"$1"; shift; exec "$@""#)
+        .arg("probe")
+        .arg(&victim)
+        .arg(BIN)
+        .arg("--db")
+        .arg(work.path().join("registry.db"))
+        .args(["run", "--auto", "--builtins", "bash", "--script"])
+        .arg(&script)
+        .arg("--transcript")
+        .arg(work.path().join("t.json"))
+        .arg("go")
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The printer shows the result's first line and counts the rest.
+    assert!(err.contains("7: Bad file descriptor"), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "");
+    // The transcript holds the whole result.
+    let transcript = std::fs::read_to_string(work.path().join("t.json")).unwrap();
+    assert!(transcript.contains(r"fds:\n0\n1\n2\nend\n"), "{transcript}");
 }

@@ -4,9 +4,7 @@
 //! chat_completion <-> execute_tool_calls) that calls it; then a hook whose stored
 //! `Authorization` header is what lets the call through, never printed.
 
-mod common;
-
-use common::{both, contenox, Service};
+use crate::common::{both, contenox, Service};
 use serde_json::json;
 
 #[test]

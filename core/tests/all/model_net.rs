@@ -2,12 +2,10 @@
 //! secrets in URLs and error bodies. Each server is started by its test on 127.0.0.1 and gone
 //! when the test ends; every wait is bounded.
 
-mod net_util;
-
 use std::time::Duration;
 
+use crate::net_util::{chunked_head, whole, RawServer, Step};
 use contenox::{list_models, Client, Config, Event, Outcome, TurnResult};
-use net_util::{chunked_head, whole, RawServer, Step};
 use serde_json::{json, Value};
 
 /// Longer than any test needs: a test that hits it has hung (the bug it guards against).

@@ -1,6 +1,7 @@
 //! web_fetch never goes through a proxy named in the environment: a proxy resolves the names
-//! itself, past the internal-address checks, and would answer for any address. A test binary
-//! of its own because it sets the proxy variables for the whole process.
+//! itself, past the internal-address checks, and would answer for any address. The test runs
+//! alone in a process of its own (`crate::alone`) because it sets the proxy variables for the
+//! whole process.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -42,8 +43,18 @@ async fn serve(body: &'static str) -> (u16, Arc<AtomicUsize>) {
     (port, connections)
 }
 
+#[test]
+fn proxy_variables_in_the_environment_are_ignored() {
+    crate::alone::run("web_fetch_proxy::proxy_variables_in_the_environment_are_ignored_alone");
+}
+
 #[tokio::test]
-async fn proxy_variables_in_the_environment_are_ignored() {
+#[ignore = "run by proxy_variables_in_the_environment_are_ignored, alone in a process of its own (it sets environment variables)"]
+async fn proxy_variables_in_the_environment_are_ignored_alone() {
+    if !crate::alone::here("web_fetch_proxy::proxy_variables_in_the_environment_are_ignored_alone")
+    {
+        return;
+    }
     let (page_port, _) = serve("<p>the page itself</p>").await;
     let (proxy_port, proxied) = serve("<p>an answer from the proxy</p>").await;
     let proxy = format!("http://127.0.0.1:{proxy_port}");
@@ -89,4 +100,5 @@ async fn proxy_variables_in_the_environment_are_ignored() {
     assert!(content.contains("the page itself"), "{content}");
     assert!(!content.contains("from the proxy"), "{content}");
     assert_eq!(proxied.load(Ordering::SeqCst), 0, "the proxy was asked");
+    crate::alone::done();
 }

@@ -115,10 +115,21 @@ fn count(events: &[Event], kind: &str) -> usize {
     events.iter().filter(|e| e.kind() == kind).count()
 }
 
+#[test]
+fn no_marker_reaches_an_event_a_result_a_request_or_an_error() {
+    crate::alone::run("secrets::no_marker_reaches_an_event_a_result_a_request_or_an_error_alone");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_marker_reaches_an_event_a_result_a_request_or_an_error() {
-    // SAFETY (edition 2021: safe): set before this test starts any thread that reads the
-    // environment; no other test of this binary touches it.
+#[ignore = "run by no_marker_reaches_an_event_a_result_a_request_or_an_error, alone in a process of its own (it sets environment variables)"]
+async fn no_marker_reaches_an_event_a_result_a_request_or_an_error_alone() {
+    if !crate::alone::here(
+        "secrets::no_marker_reaches_an_event_a_result_a_request_or_an_error_alone",
+    ) {
+        return;
+    }
+    // SAFETY (edition 2021: safe): this test runs alone in its process (`crate::alone`), and
+    // sets the variable before it starts any thread that reads the environment.
     std::env::set_var(ENV_NAME, ENV_VALUE);
 
     // Turn 1 (openai): a 503 (retried), then an MCP call with an injected value and a header,
@@ -249,6 +260,7 @@ async fn no_marker_reaches_an_event_a_result_a_request_or_an_error() {
             &format!("{err}\n{err:?}"),
         );
     }
+    crate::alone::done();
 }
 
 #[test]

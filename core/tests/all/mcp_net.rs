@@ -3,14 +3,12 @@
 //! secrets; and a stdio server that floods the client with `list_changed`. Every server is
 //! started by its test and gone when it ends; every wait is bounded.
 
-mod net_util;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::net_util::{chunked_head, whole, RawServer, Step};
 use contenox::mcp::{load_mcp, McpConfig, McpSource, ServerState};
 use contenox::{Client, Message, Outcome, ScriptEntry};
-use net_util::{chunked_head, whole, RawServer, Step};
 use serde_json::{json, Value};
 
 const HANG: Duration = Duration::from_secs(60);

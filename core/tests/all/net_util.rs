@@ -3,8 +3,6 @@
 //! stall mid-body, send keep-alives only, send more than any cap, or redirect. The server's task
 //! ends when it is dropped; a held connection is released then.
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
