@@ -17,7 +17,8 @@
 #      ContenoxAsync.swift;
 #   5. examples/swift run with its input piped: approving on stdin, then with stdin closed.
 #
-# Prints `swift: N passed, N failed, N skipped` (every conformance scenario and XCTest case).
+# Fails when a process the tests started outlives `swift test`. Prints `swift: N passed, N
+# failed, N skipped` (every conformance scenario, XCTest case, and the example's two runs as one).
 # The build products go to <target>/swift and <target>/swift-example. CONTENOX_ONLY=REGEX runs
 # the matching scenario files only; CONTENOX_TRACE_DIR=DIR keeps the traces; CONTENOX_SWIFT_JOBS
 # (default 2) scenarios run at a time. Needs root (chroot, mount) and, the first time, a Debian
@@ -117,9 +118,30 @@ in_root swift build --package-path "$repo/examples/swift/console-app" --scratch-
 section "swift test (the conformance runner + XCTest)"
 log="$target/swift/test.log"
 status=0
-in_root swift test --skip-build --package-path "$here" --scratch-path "$target/swift" "${link[@]}" 2>&1 |
-  tee "$log" || status=$?
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
+# Then, in the same PID namespace, no process the tests started (fake servers, MCP servers,
+# shells) may be left: the namespace's first process (PID 1) and this shell are all there may be
+# (read with bash builtins only, so the check starts no process of its own; zombies not counted).
+# shellcheck disable=SC2016
+in_root bash -c '
+  swift test "$@"
+  status=$?
+  left=""
+  for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    [ "$pid" = 1 ] || [ "$pid" = "$$" ] && continue
+    read -r stat <"$p/stat" 2>/dev/null || continue
+    rest=${stat##*) }
+    [ "${rest%% *}" = Z ] && continue
+    comm=${stat#* }
+    left="$left $pid ${comm%%) *})"
+  done
+  if [ -n "$left" ]; then
+    echo "ci.sh: processes left after swift test:$left"
+    status=1
+  fi
+  exit "$status"
+' swift-test --skip-build --package-path "$here" --scratch-path "$target/swift" "${link[@]}" 2>&1 |
+  tee "$log" || status=$? # pipefail: swift test's failure, or a process left behind
 
 # One closing line of counts: the runner's `ok` / `FAIL` line per scenario and XCTest's line per
 # test case.

@@ -11,7 +11,7 @@
 #   toolchain.sh dir           print the root's directory
 #   toolchain.sh remove        unmount anything left under the root, then delete it
 #
-# The root: ${CONTENOX_SWIFT_ROOT:-${XDG_CACHE_HOME:-~/.cache}/contenox/swift-trixie} (3.3 GB).
+# The root: ${CONTENOX_SWIFT_ROOT:-${XDG_CACHE_HOME:-~/.cache}/contenox/swift-trixie} (2.8 GB).
 # Built with the host's `debootstrap` (Debian's package; installed with apt-get when missing),
 # from the mirror the host's apt is configured with (CONTENOX_DEBIAN_MIRROR overrides it; without
 # either, debootstrap's default), then `apt-get install` of the packages below inside it. The
@@ -42,7 +42,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 repo=$(cd "$here/../.." && pwd -P)
-root=${CONTENOX_SWIFT_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/contenox/swift-trixie}
+root=${CONTENOX_SWIFT_ROOT:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/contenox/swift-trixie}
 suite=trixie
 packages=(swiftlang libc6-dev libstdc++-14-dev nodejs python3-venv)
 # Bump when the way the root is made changes (the packages are part of the recipe already).
@@ -180,6 +180,8 @@ ensure() {
   need_root
   lock -s
   unmount_under "$root" 2>/dev/null || true # a stale mount in this namespace, from a killed run
+  # What a killed build left (none runs: a build holds the lock exclusively).
+  if [ -e "$root.partial" ]; then safe_remove "$root.partial"; rm -f "$root.partial.log"; fi
   if healthy "$root"; then return 0; fi
   flock -u "$lock_fd"
   lock -x
@@ -229,12 +231,17 @@ ensure_mcp_venv() {
 # Run CMD in the root with the checkout and the given directories bound at their own paths.
 enter() { # [--bind DIR]... [--ro DIR]... [--] CMD...
   local args=(--bind "$repo")
+  case "$root/" in "$repo/"*) die "the root ($root) must not be inside the checkout ($repo)" ;; esac
   while [ $# -gt 0 ]; do
     case "$1" in
       --bind | --ro)
         [ $# -ge 2 ] || die "$1 needs a directory"
         [ -d "$2" ] || die "$1 $2: not a directory"
-        args+=("$1" "$(cd "$2" && pwd -P)")
+        local d
+        d=$(cd "$2" && pwd -P)
+        # Binding the root (or a directory holding it) into itself would loop.
+        case "$root/" in "${d%/}/"*) die "$1 $d: the root is inside it" ;; esac
+        args+=("$1" "$d")
         shift 2
         ;;
       --) shift; break ;;

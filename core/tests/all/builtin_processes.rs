@@ -126,9 +126,7 @@ fn last_result(client: &Client) -> (String, bool) {
         .iter()
         .rev()
         .find_map(|m| match m {
-            contenox::Message::Tool {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
+            contenox::Message::Tool { is_error, .. } => Some((m.text().into_owned(), *is_error)),
             _ => None,
         })
         .expect("a tool result")
@@ -161,7 +159,7 @@ async fn kill_shell_leaves_nothing() {
         .messages
         .iter()
         .filter_map(|m| match m {
-            contenox::Message::Tool { content, .. } => Some(content.clone()),
+            contenox::Message::Tool { .. } => Some(m.text().into_owned()),
             _ => None,
         })
         .collect();

@@ -35,20 +35,16 @@ final class ScenarioRun: @unchecked Sendable {
         remote = RemoteSetup(file: file)
     }
 
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
-    }
+    private func locked<T>(_ body: () throws -> T) rethrows -> T { try lock.sync(body) }
 
     private var name: String { scenario["name"]?.string ?? "" }
 
     /// The runner's deadline passed: shut every client down (its turns end `cancelled`) and stop
     /// the servers, so `run()` returns.
     func abort() async {
-        let clients: [Client] = locked {
+        let (clients, server): ([Client], FakeServer?) = locked {
             aborted = true
-            return (client.map { [$0] } ?? []) + subagents
+            return ((client.map { [$0] } ?? []) + subagents, self.server)
         }
         for c in clients { c.shutdown() }
         await server?.stop()
@@ -59,7 +55,7 @@ final class ScenarioRun: @unchecked Sendable {
     func run() async throws -> String {
         try writeWorkspace()
         let server = try await FakeServer.start(file: file)
-        self.server = server
+        locked { self.server = server }
         do {
             let trace = try await runWith(server)
             await cleanUp(server)
@@ -405,13 +401,11 @@ private func ruleMatches(_ m: JSON, _ call: ToolCallEvent) -> Bool {
     return true
 }
 
+/// The engine's name of a tool source: the Swift case name in snake_case (`.mcp` -> "mcp"), as
+/// Kotlin's runner lowercases the enum's name, so a new source needs no change here.
 func sourceName(_ source: Source) -> String {
-    switch source {
-    case .builtin: return "builtin"
-    case .host: return "host"
-    case .mcp: return "mcp"
-    case .remote: return "remote"
-    case .subagent: return "subagent"
+    String(describing: source).reduce(into: "") { out, c in
+        if c.isUppercase { out += "_" + c.lowercased() } else { out.append(c) }
     }
 }
 
