@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use contenox::{Answer, Event, GateVerdict, Message, Transcript, DEFAULT_DENIAL};
+use contenox::{Answer, Event, GateVerdict, Image, Message, Part, Transcript, DEFAULT_DENIAL};
 use serde_json::{json, Value};
 
 use crate::preview::proposed_change;
@@ -286,29 +286,52 @@ pub fn plan(todos: &Value) -> Value {
     json!({"sessionUpdate": "plan", "entries": entries})
 }
 
+/// A transcript part as ACP content: text, or an image given by its bytes. Parts that are not
+/// content (reasoning, tool calls, provider blocks) and images given by path give `None`.
+fn part_content(part: &Part) -> Option<Value> {
+    match part {
+        Part::Text { text } => Some(json!({"type": "text", "text": text})),
+        Part::Image(Image::Data { media_type, data }) => {
+            Some(json!({"type": "image", "mimeType": media_type, "data": data}))
+        }
+        _ => None,
+    }
+}
+
 /// The updates that replay a saved conversation (`session/load`): the user's prompts, the
-/// model's text, each tool call and its result. No diffs: the files have moved on since.
+/// model's reasoning (as thoughts), text and tool calls, each call's result. No diffs: the
+/// files have moved on since.
 pub fn replay(root: &Path, transcript: &Transcript) -> Vec<Value> {
     let mut out = Vec::new();
+    let chunk = |kind: &str, content: Value| json!({"sessionUpdate": kind, "content": content});
     for m in &transcript.messages {
         match m {
-            Message::User { content } => out.push(json!({
-                "sessionUpdate": "user_message_chunk",
-                "content": {"type": "text", "text": content},
-            })),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                if !content.is_empty() {
-                    out.push(message_chunk(content));
-                }
-                for c in tool_calls {
-                    let mut update = tool_call(root, &c.id, &c.name, &c.arguments);
-                    if let Some(m) = update.as_object_mut() {
-                        m.remove("content");
+            Message::User { content } => out.extend(
+                content
+                    .iter()
+                    .filter_map(part_content)
+                    .map(|c| chunk("user_message_chunk", c)),
+            ),
+            Message::Assistant { content } => {
+                for part in content {
+                    match part {
+                        Part::Reasoning(r) if !r.text.is_empty() => out.push(chunk(
+                            "agent_thought_chunk",
+                            json!({"type": "text", "text": r.text}),
+                        )),
+                        Part::ToolCall(c) => {
+                            let mut update = tool_call(root, &c.id, &c.name, &c.arguments);
+                            if let Some(m) = update.as_object_mut() {
+                                m.remove("content");
+                            }
+                            out.push(update);
+                        }
+                        other => {
+                            if let Some(c) = part_content(other).filter(|c| c["text"] != "") {
+                                out.push(chunk("agent_message_chunk", c));
+                            }
+                        }
                     }
-                    out.push(update);
                 }
             }
             Message::Tool {
@@ -316,12 +339,21 @@ pub fn replay(root: &Path, transcript: &Transcript) -> Vec<Value> {
                 content,
                 is_error,
                 ..
-            } => out.push(json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": call_id,
-                "status": if *is_error { "failed" } else { "completed" },
-                "content": [text_content(content)],
-            })),
+            } => {
+                let shown: Vec<Value> = content
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::Text { text } => Some(text_content(text)),
+                        p => part_content(p).map(|c| json!({"type": "content", "content": c})),
+                    })
+                    .collect();
+                out.push(json!({
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": call_id,
+                    "status": if *is_error { "failed" } else { "completed" },
+                    "content": shown,
+                }));
+            }
         }
     }
     out
@@ -380,6 +412,57 @@ mod tests {
         assert!(u.of(&whole).is_empty(), "streamed text is not sent again");
         u.of(&req);
         assert_eq!(u.of(&whole), vec![message_chunk("Hello")]);
+    }
+
+    #[test]
+    fn replay_shows_prompts_thoughts_text_calls_and_results() {
+        let reasoning: contenox::Reasoning =
+            serde_json::from_value(json!({"text": "thinking it over"})).unwrap();
+        let call = contenox::ToolCall {
+            id: "c1".into(),
+            name: "read".into(),
+            arguments: json!({"path": "a.txt"}),
+            raw_arguments: false,
+            via: None,
+        };
+        let t = Transcript {
+            messages: vec![
+                Message::user("What is in a.txt?"),
+                Message::Assistant {
+                    content: vec![
+                        Part::Reasoning(reasoning),
+                        Part::text("Let me look."),
+                        Part::ToolCall(call),
+                    ],
+                },
+                Message::Tool {
+                    call_id: "c1".into(),
+                    name: "read".into(),
+                    content: vec![Part::text("     1\thello")],
+                    is_error: false,
+                },
+                Message::assistant("It says hello.", vec![]),
+            ],
+        };
+        let kinds: Vec<String> = replay(Path::new("/w"), &t)
+            .iter()
+            .map(|u| u["sessionUpdate"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "user_message_chunk",
+                "agent_thought_chunk",
+                "agent_message_chunk",
+                "tool_call",
+                "tool_call_update",
+                "agent_message_chunk"
+            ]
+        );
+        let r = replay(Path::new("/w"), &t);
+        assert_eq!(r[1]["content"]["text"], "thinking it over");
+        assert_eq!(r[3]["locations"][0]["path"], "/w/a.txt");
+        assert_eq!(r[4]["status"], "completed");
     }
 
     #[test]
