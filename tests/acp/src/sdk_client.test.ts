@@ -318,7 +318,10 @@ test("session/load replays what was said; session/resume continues without repla
   await finish(third);
   // Two prompts saved, then a third: the transcript has all three.
   const saved = JSON.parse(readFileSync(join(first.data, "acp", "sessions", `${sid}.json`), "utf8"));
-  const users = saved.transcript.messages.filter((m: Json) => m.role === "user").map((m: Json) => m.content);
+  // A user message's content: its text, or its parts (the transcript's content parts).
+  const text = (c: unknown): string =>
+    typeof c === "string" ? c : (c as Json[]).map((p) => String(p.text ?? "")).join("");
+  const users = saved.transcript.messages.filter((m: Json) => m.role === "user").map((m: Json) => text(m.content));
   assert.deepEqual(users, ["What does n.txt say?", "And now?", "third?"]);
 });
 
