@@ -19,7 +19,7 @@ repo=$PWD
 # name | what it runs (in this order)
 steps=(
   "fmt|cargo fmt --all -- --check"
-  "house|scripts/check_house.py: one test binary per crate"
+  "house|scripts/check_house.py: one test binary per crate, no new import cycle"
   "build|cargo build --locked --workspace --all-targets"
   "clippy|cargo clippy --locked --workspace --all-targets -- -D warnings"
   "test|cargo test --locked --workspace"
