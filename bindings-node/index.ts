@@ -44,7 +44,7 @@ export { BackgroundShells, Client, createClient, listModels } from './lib/client
 export { Run } from './lib/run'
 export type { TurnResult } from './lib/run'
 export { Transcript } from './lib/transcript'
-export type { Message, TranscriptData, TranscriptToolCall } from './lib/transcript'
+export type { ContentPart, Message, TranscriptData, TranscriptToolCall } from './lib/transcript'
 export type { Event } from './lib/events'
 export { allow, deny, pending } from './lib/gate'
 export type {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Every test of the project, in one command, on a machine with only the toolchains (Rust, Python
-# >= 3.10 with venv and pip, Node >= 20 with npm, a JDK >= 17 with Maven):
+# >= 3.10 with venv and pip, Node >= 20 with npm, a JDK >= 17 with Maven; Swift is set up by the
+# bindings-swift step itself: a Debian trixie root with Debian's swiftlang, kept in
+# ~/.cache/contenox, which needs root and, the first time, apt's Debian mirror):
 #
 #   scripts/test.sh              set up (scripts/setup.sh: idempotent, registries only), then
 #                                every step below
@@ -28,6 +30,7 @@ steps=(
   "bindings-python|bindings-python/ci.sh"
   "bindings-node|bindings-node/ci.sh"
   "bindings-uniffi|bindings-uniffi/ci.sh"
+  "bindings-swift|bindings-uniffi/swift/ci.sh (Swift 6.0 in a Debian trixie root, toolchain.sh: conformance, XCTest, examples/swift)"
   "release-build|cargo build --release of every binding, in one build"
   "package-python|scripts/package/python.sh: the abi3 wheel in a fresh venv, no Rust on PATH"
   "package-node|scripts/package/node.sh: npm pack (main + platform package) in a fresh project"
@@ -94,6 +97,7 @@ run_step() {
     bindings-python) bash bindings-python/ci.sh ;;
     bindings-node) bash bindings-node/ci.sh ;;
     bindings-uniffi) bash bindings-uniffi/ci.sh ;;
+    bindings-swift) bash bindings-uniffi/swift/ci.sh ;;
     release-build) bash scripts/package/release-build.sh ;;
     package-python) bash scripts/package/python.sh ;;
     package-node) bash scripts/package/node.sh ;;

@@ -2,11 +2,25 @@
 
 import * as native from '../native'
 
-/** One message of a conversation (camelCase view of core's `Message`). */
+/** One message of a conversation (camelCase view of core's `Message`): its parts, in order. */
 export type Message =
-  | { role: 'user'; content: string }
-  | { role: 'assistant'; content: string; toolCalls: TranscriptToolCall[] }
-  | { role: 'tool'; callId: string; name: string; content: string; isError: boolean }
+  | { role: 'user'; content: ContentPart[] }
+  | { role: 'assistant'; content: ContentPart[] }
+  | { role: 'tool'; callId: string; name: string; content: ContentPart[]; isError: boolean }
+
+/**
+ * One part of a message (camelCase view of core's `Part`): text, an image (base64 bytes with
+ * their media type, or a path beneath the root), the model's reasoning (with the provider's
+ * opaque fields), a tool call, a block of the provider's own kind.
+ */
+export type ContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image'; mediaType: string; data: string }
+  | { type: 'image'; path: string }
+  | { type: 'reasoning'; text: string; signature?: string; redacted?: string; field?: string }
+  | ({ type: 'tool_call' } & TranscriptToolCall)
+  /** A block of the provider's own kind (a server tool's use or result), sent back to it as it came. */
+  | { type: 'provider'; style: string; block: unknown }
 
 /** A tool call in a transcript. */
 export interface TranscriptToolCall {
@@ -21,6 +35,8 @@ export interface TranscriptToolCall {
 
 /** Core's transcript document, as saved (snake_case keys, the same in every binding). */
 export interface TranscriptData {
+  /** The format's version (2; a document without it is read as version 1, the string form). */
+  version?: number
   messages: Record<string, unknown>[]
 }
 

@@ -72,6 +72,7 @@ pub mod sandbox;
 mod schema;
 mod scope;
 mod script;
+mod shown;
 mod source_shared;
 mod spelling;
 pub mod tool;
@@ -107,5 +108,8 @@ pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,
     ToolError, ToolOutput, ToolSpec, Toolkit,
 };
-pub use transcript::{Message, ToolCall, Transcript};
+pub use transcript::{
+    Image, Message, Part, ProviderBlock, Reasoning, ToolCall, Transcript, IMAGE_MEDIA_TYPES,
+    TRANSCRIPT_VERSION,
+};
 pub use turn::{CANCELLED_RESULT, MAX_TURNS_RESULT};

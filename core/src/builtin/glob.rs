@@ -167,7 +167,7 @@ pub(crate) fn glob(
     if found.is_empty() {
         return Ok(ToolOutput::text(format!(
             "No files matched {pattern:?} in {}",
-            display_path(root.path(), &dir_path)
+            shown(&display_path(root.path(), &dir_path))
         )));
     }
     // Ties (files written in one clock tick) by path bytes, so the order is stable.

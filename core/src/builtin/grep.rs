@@ -280,7 +280,7 @@ pub(crate) fn grep(
     if cancel.is_cancelled() {
         return Err("cancelled".into());
     }
-    let shown = display_path(root.path(), target);
+    let shown_dir = shown(&display_path(root.path(), target)).into_owned();
     let (entries, total, cut_lines, extra) = match a.mode {
         Mode::Files => {
             let mut files = files.into_inner().expect("grep lock");
@@ -320,7 +320,7 @@ pub(crate) fn grep(
             Mode::Content => "No lines",
         };
         return Ok(ToolOutput::text(format!(
-            "{what} matched {:?} in {shown}",
+            "{what} matched {:?} in {shown_dir}",
             a.pattern
         )));
     }

@@ -114,7 +114,7 @@ pub(crate) fn list(
             entries.push((rel.to_path_buf(), is_dir));
         }
     }
-    let shown = display_path(root.path(), dir);
+    let shown = super::path::shown(&display_path(root.path(), dir)).into_owned();
     let mut out = String::new();
     out.push_str(if shown == "." {
         "./"

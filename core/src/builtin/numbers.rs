@@ -148,9 +148,7 @@ mod tests {
             .messages
             .iter()
             .find_map(|m| match m {
-                Message::Tool {
-                    content, is_error, ..
-                } => Some((content.clone(), *is_error)),
+                Message::Tool { is_error, .. } => Some((m.text().into_owned(), *is_error)),
                 _ => None,
             })
             .expect("a tool result")

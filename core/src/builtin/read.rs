@@ -77,7 +77,7 @@ fn read(
 ) -> Result<ToolOutput, ToolError> {
     let root = RootDir::for_call(root)?;
     let rel = root.relative(given)?;
-    let shown_rel = rel.display().to_string();
+    let shown_rel = super::path::shown(&rel.display().to_string()).into_owned();
     if rel.extension().and_then(|e| e.to_str()) == Some("ipynb") {
         let text = load_text(&root, given, MAX_LOAD_BYTES)?;
         let nb = Notebook::parse(&text, &shown_rel)?;

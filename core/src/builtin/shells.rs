@@ -313,10 +313,11 @@ impl Tool for KillShell {
                     state.wait_for(|s| *s != State::Running),
                 )
                 .await;
-                Ok(
-                    ToolOutput::text(format!("Killed shell {id} ({})", shell.command))
-                        .with_metadata(json!({"shellId": id, "status": "killed"})),
-                )
+                Ok(ToolOutput::text(format!(
+                    "Killed shell {id} ({})",
+                    crate::shown::shown(&shell.command)
+                ))
+                .with_metadata(json!({"shellId": id, "status": "killed"})))
             }
             done => Ok(ToolOutput::text(format!(
                 "Shell {id} was no longer running: [status: {}]",

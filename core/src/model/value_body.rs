@@ -18,11 +18,10 @@ pub(crate) fn openai(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Va
     }
     for m in req.messages {
         messages.push(match m {
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
+            Message::User { .. } => json!({"role": "user", "content": m.text()}),
+            Message::Assistant { .. } => {
+                let content = m.text();
+                let tool_calls: Vec<&ToolCall> = m.tool_calls().collect();
                 let mut msg = json!({"role": "assistant", "content": content});
                 if !tool_calls.is_empty() {
                     let calls: Vec<Value> = tool_calls
@@ -45,12 +44,9 @@ pub(crate) fn openai(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Va
                 msg
             }
             Message::Tool {
-                call_id,
-                content,
-                is_error,
-                ..
+                call_id, is_error, ..
             } => json!({"role": "tool", "tool_call_id": call_id,
-                         "content": error_prefixed(content, *is_error)}),
+                         "content": error_prefixed(&m.text(), *is_error)}),
         });
     }
     let mut body = object([
@@ -83,19 +79,16 @@ pub(crate) fn anthropic(model: &str, max_tokens: u32, req: &ModelRequest<'_>) ->
     };
     for m in req.messages {
         match m {
-            Message::User { content } => {
-                if let Some(block) = text_block(content) {
+            Message::User { .. } => {
+                if let Some(block) = text_block(&m.text()) {
                     push("user", block);
                 }
             }
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                if let Some(block) = text_block(content) {
+            Message::Assistant { .. } => {
+                if let Some(block) = text_block(&m.text()) {
                     push("assistant", block);
                 }
-                for c in tool_calls {
+                for c in m.tool_calls() {
                     let (name, args) = wire_call(c);
                     let input = if c.raw_arguments || !args.is_object() {
                         json!({})
@@ -114,14 +107,11 @@ pub(crate) fn anthropic(model: &str, max_tokens: u32, req: &ModelRequest<'_>) ->
                 }
             }
             Message::Tool {
-                call_id,
-                content,
-                is_error,
-                ..
+                call_id, is_error, ..
             } => push(
                 "user",
                 json!({"type": "tool_result", "tool_use_id": call_id,
-                       "content": content, "is_error": is_error}),
+                       "content": m.text(), "is_error": is_error}),
             ),
         }
     }
@@ -163,12 +153,10 @@ pub(crate) fn ollama(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Va
     }
     for m in req.messages {
         messages.push(match m {
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut msg = json!({"role": "assistant", "content": content});
+            Message::User { .. } => json!({"role": "user", "content": m.text()}),
+            Message::Assistant { .. } => {
+                let tool_calls: Vec<&ToolCall> = m.tool_calls().collect();
+                let mut msg = json!({"role": "assistant", "content": m.text()});
                 if !tool_calls.is_empty() {
                     msg["tool_calls"] = tool_calls
                         .iter()
@@ -188,13 +176,10 @@ pub(crate) fn ollama(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Va
                 }
                 msg
             }
-            Message::Tool {
-                name,
-                content,
-                is_error,
-                ..
-            } => json!({"role": "tool", "tool_name": name,
-                         "content": error_prefixed(content, *is_error)}),
+            Message::Tool { name, is_error, .. } => {
+                json!({"role": "tool", "tool_name": name,
+                       "content": error_prefixed(&m.text(), *is_error)})
+            }
         });
     }
     let mut body = object([
@@ -264,19 +249,12 @@ pub(crate) fn rich_conversation() -> Vec<Message> {
         raw_arguments: raw,
         via: via.map(Into::into),
     };
-    let result = |call_id: &str, name: &str, content: &str, is_error: bool| Message::Tool {
-        call_id: call_id.into(),
-        name: name.into(),
-        content: content.into(),
-        is_error,
+    let result = |call_id: &str, name: &str, content: &str, is_error: bool| {
+        Message::tool_result(call_id, name, content, is_error)
     };
-    let assistant = |content: &str, tool_calls: Vec<ToolCall>| Message::Assistant {
-        content: content.into(),
-        tool_calls,
-    };
-    let user = |content: &str| Message::User {
-        content: content.into(),
-    };
+    let assistant =
+        |content: &str, tool_calls: Vec<ToolCall>| Message::assistant(content, tool_calls);
+    let user = |content: &str| Message::user(content);
     vec![
         user("quote \" backslash \\ newline \n tab \t nul \u{0} é 😀 </script> \u{2028}"),
         user("a second user message in a row"),
@@ -377,6 +355,7 @@ pub(crate) fn assert_same_bytes(
             model: None,
             messages,
             tools,
+            images: None,
         };
         for max_tokens in [0, 4096, u32::MAX] {
             let want = serde_json::to_vec(&old(model, max_tokens, &req)).unwrap();

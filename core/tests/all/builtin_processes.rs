@@ -126,9 +126,7 @@ fn last_result(client: &Client) -> (String, bool) {
         .iter()
         .rev()
         .find_map(|m| match m {
-            contenox::Message::Tool {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
+            contenox::Message::Tool { is_error, .. } => Some((m.text().into_owned(), *is_error)),
             _ => None,
         })
         .expect("a tool result")
@@ -161,7 +159,7 @@ async fn kill_shell_leaves_nothing() {
         .messages
         .iter()
         .filter_map(|m| match m {
-            contenox::Message::Tool { content, .. } => Some(content.clone()),
+            contenox::Message::Tool { .. } => Some(m.text().into_owned()),
             _ => None,
         })
         .collect();
@@ -448,4 +446,28 @@ async fn cancelling_the_outside_token_after_the_turn_keeps_its_shells() {
         );
         c.close();
     }
+}
+
+/// kill_shell's message echoes the command the model gave with its control and bidi characters
+/// escaped (a terminal showing the result is not cleared, the text not reordered).
+#[tokio::test]
+async fn kill_shell_shows_the_command_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = client(
+        dir.path(),
+        vec![
+            background_call("c1", "sleep 30 # \u{1b}[2J\u{202e}gnp.exe"),
+            ScriptEntry::tool_call("c2", "kill_shell", json!({"shell_id": "shell_1"})),
+            ScriptEntry::text("ok"),
+        ],
+        true,
+    );
+    c.run("go").await.unwrap();
+    let (text, is_error) = last_result(&c);
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains(r"sleep 30 # \u{1b}[2J\u{202e}gnp.exe"),
+        "{text:?}"
+    );
+    assert!(!text.contains(['\u{1b}', '\u{202e}']), "{text:?}");
 }

@@ -67,7 +67,7 @@ fn notices() -> (
 }
 
 fn is_summary(m: &Message) -> bool {
-    matches!(m, Message::User { content } if content.starts_with(SUMMARY_HEADER))
+    matches!(m, Message::User { .. } if m.text().starts_with(SUMMARY_HEADER))
 }
 
 #[tokio::test]
@@ -130,7 +130,7 @@ async fn over_the_threshold_the_older_part_becomes_a_summary() {
     let t = second.transcript;
     t.validate().unwrap();
     assert!(is_summary(&t.messages[0]));
-    assert!(matches!(&t.messages[1], Message::User { content } if content == "and now?"));
+    assert!(t.messages[1] == Message::user("and now?"));
     assert_eq!(t.messages.len(), 3);
     assert!(!t.to_json().contains("\"OLD-TEXT\""));
 }
@@ -160,9 +160,7 @@ async fn a_cut_never_separates_a_call_from_its_result() {
     t.validate().unwrap();
     assert_eq!(t.messages.len(), 4);
     assert!(is_summary(&t.messages[0]));
-    assert!(
-        matches!(&t.messages[1], Message::Assistant { tool_calls, .. } if tool_calls[0].id == "c2")
-    );
+    assert!(t.messages[1].tool_calls().next().unwrap().id == "c2");
     assert!(matches!(&t.messages[2], Message::Tool { call_id, .. } if call_id == "c2"));
     assert!(!t.to_json().contains("FIRST-CALL"));
 }
@@ -172,13 +170,8 @@ async fn a_restored_transcript_is_measured_and_compacted() {
     let dir = tempfile::tempdir().unwrap();
     let old = Transcript {
         messages: vec![
-            Message::User {
-                content: format!("remember {}", "y".repeat(8_000)),
-            },
-            Message::Assistant {
-                content: "remembered".into(),
-                tool_calls: vec![],
-            },
+            Message::user(format!("remember {}", "y".repeat(8_000))),
+            Message::assistant("remembered", vec![]),
         ],
     };
     let client = Client::builder()
@@ -282,9 +275,7 @@ async fn a_failed_summary_leaves_the_conversation_unchanged() {
     );
     // The prompt of the failed turn is there; nothing else changed.
     let mut expected = before.messages.clone();
-    expected.push(Message::User {
-        content: "go on".into(),
-    });
+    expected.push(Message::user("go on"));
     assert_eq!(result.transcript.messages, expected);
 }
 
@@ -350,17 +341,10 @@ impl Compactor for HostCompactor {
         transcript: &Transcript,
         _cancel: CancellationToken,
     ) -> Result<Option<Transcript>, HostError> {
-        let mut messages = vec![Message::User {
-            content: "host summary".into(),
-        }];
+        let mut messages = vec![Message::user("host summary")];
         if self.broken {
             // A result with no call before it: invalid.
-            messages.push(Message::Tool {
-                call_id: "nope".into(),
-                name: "echo".into(),
-                content: "x".into(),
-                is_error: false,
-            });
+            messages.push(Message::tool_result("nope", "echo", "x", false));
         } else {
             messages.extend(transcript.messages.last().cloned());
         }
@@ -404,10 +388,8 @@ async fn a_host_compactor_is_checked() {
         } else {
             assert_eq!(result.outcome, Outcome::Done);
             let t = result.transcript;
-            assert!(
-                matches!(&t.messages[0], Message::User { content } if content == "host summary")
-            );
-            assert!(matches!(&t.messages[1], Message::User { content } if content == "go on"));
+            assert!(t.messages[0] == Message::user("host summary"));
+            assert!(t.messages[1] == Message::user("go on"));
             let told = host.told.lock().unwrap().clone();
             assert_eq!(told.len(), 1);
             assert_eq!(told[0].summary, None);
@@ -450,25 +432,18 @@ async fn the_tool_call_arguments_are_kept_whole_in_a_summary_request_cut() {
     // A call whose result is the last message is kept with its call, whatever keep_recent.
     let t = Transcript {
         messages: vec![
-            Message::User {
-                content: "go".into(),
-            },
-            Message::Assistant {
-                content: String::new(),
-                tool_calls: vec![ToolCall {
+            Message::user("go"),
+            Message::assistant(
+                "",
+                vec![ToolCall {
                     id: "a".into(),
                     name: "echo".into(),
                     arguments: json!({}),
                     raw_arguments: false,
                     via: None,
                 }],
-            },
-            Message::Tool {
-                call_id: "a".into(),
-                name: "echo".into(),
-                content: "r".into(),
-                is_error: false,
-            },
+            ),
+            Message::tool_result("a", "echo", "r", false),
         ],
     };
     let dir = tempfile::tempdir().unwrap();

@@ -737,3 +737,125 @@ async fn a_directory_swapped_for_a_symlink_during_walks() {
     flipper.stop();
     assert_eq!(snapshot(&w.outside), before);
 }
+
+/// A name with control and invisible formatting characters: ESC (a terminal's screen clear),
+/// a right-to-left override, a bidi isolate, a zero-width space, a tag character, DEL.
+const HOSTILE_NAME: &str = "evil\u{1b}[2J\u{202e}txt.exe\u{2066}\u{200b}\u{e0041}\u{7f}";
+
+fn hidden_chars(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|c| {
+            !matches!(c, '\n' | '\t')
+                && (c.is_control()
+                    || matches!(c, '\u{202e}' | '\u{2066}' | '\u{200b}' | '\u{e0041}'))
+        })
+        .collect()
+}
+
+/// The text of a tool's result or error, without its metadata (structured data for the host,
+/// where a name stays as it is).
+async fn message(root: &Path, tool: &str, args: Value) -> Answer {
+    let out = builtin(tool)
+        .unwrap()
+        .call(args, ToolContext::detached(root, tool))
+        .await;
+    match out {
+        Ok(out) => Answer {
+            text: out.content_text(),
+            is_error: out.is_error,
+        },
+        Err(e) => Answer {
+            text: e.message,
+            is_error: true,
+        },
+    }
+}
+
+/// Every message a file tool composes around a name the model gave (success or error) shows
+/// its control and bidi characters escaped, never raw: write's "Created"/"Overwrote", edit's
+/// and multi_edit's "Edited", notebook_edit's cell messages (with a hostile cell id too),
+/// read's empty, binary and past-the-end messages, grep's, glob's and list's messages about the
+/// directory given.
+#[tokio::test]
+async fn names_in_messages_show_control_and_bidi_characters_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let file = format!("{HOSTILE_NAME}.txt");
+    let nb = format!("{HOSTILE_NAME}.ipynb");
+    std::fs::create_dir(root.join(HOSTILE_NAME)).unwrap();
+    std::fs::write(
+        root.join(&nb),
+        json!({
+            "cells": [{"cell_type": "markdown", "id": HOSTILE_NAME, "metadata": {},
+                       "source": ["x"]}],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let calls: Vec<(&str, Value)> = vec![
+        ("write", json!({"path": file, "content": "one\n"})),
+        ("write", json!({"path": file, "content": "one\n"})),
+        (
+            "edit",
+            json!({"path": file, "old_string": "one", "new_string": "two"}),
+        ),
+        (
+            "edit",
+            json!({"path": file, "old_string": "absent", "new_string": "x"}),
+        ),
+        (
+            "multi_edit",
+            json!({"path": file, "edits": [{"old_string": "two", "new_string": "three"}]}),
+        ),
+        ("read", json!({"path": file, "offset": 99})),
+        (
+            "notebook_edit",
+            json!({"path": nb, "cell_id": HOSTILE_NAME, "new_source": "y"}),
+        ),
+        (
+            "notebook_edit",
+            json!({"path": nb, "cell_id": HOSTILE_NAME, "edit_mode": "insert",
+                   "cell_type": "code", "new_source": "z"}),
+        ),
+        (
+            "notebook_edit",
+            json!({"path": nb, "cell_id": HOSTILE_NAME, "edit_mode": "delete"}),
+        ),
+        (
+            "grep",
+            json!({"pattern": "nothing-matches", "path": HOSTILE_NAME}),
+        ),
+        ("glob", json!({"pattern": "*.none", "path": HOSTILE_NAME})),
+        ("list", json!({"path": HOSTILE_NAME})),
+        (
+            "write",
+            json!({"path": format!("{HOSTILE_NAME}/"), "content": "x"}),
+        ),
+    ];
+    for (tool, args) in calls {
+        let a = message(&root, tool, args.clone()).await;
+        let text = a.text.lines().next().unwrap_or_default().to_string();
+        assert!(
+            hidden_chars(&a.text).is_empty(),
+            "{tool} {args}: raw {:?} in {:?}",
+            hidden_chars(&a.text),
+            a.text
+        );
+        assert!(
+            text.contains(r"\u{1b}[2J\u{202e}txt.exe"),
+            "{tool} {args}: the name is not shown escaped: {text:?}"
+        );
+    }
+    // Empty and binary files say so, naming the file escaped.
+    std::fs::write(root.join(&file), "").unwrap();
+    let a = message(&root, "read", json!({"path": file})).await;
+    assert!(hidden_chars(&a.text).is_empty(), "{:?}", a.text);
+    std::fs::write(root.join(&file), b"\0\x01binary").unwrap();
+    let a = message(&root, "read", json!({"path": file})).await;
+    assert!(
+        a.is_error && hidden_chars(&a.text).is_empty(),
+        "{:?}",
+        a.text
+    );
+}

@@ -51,9 +51,7 @@ async fn call_once(source: &McpSource, tool: &str, args: Value) -> (String, bool
         .messages
         .iter()
         .find_map(|m| match m {
-            Message::Tool {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
+            Message::Tool { is_error, .. } => Some((m.text().into_owned(), *is_error)),
             _ => None,
         })
         .expect("a tool result")

@@ -22,9 +22,7 @@ fn results(t: &Transcript) -> Vec<(String, bool)> {
     t.messages
         .iter()
         .filter_map(|m| match m {
-            Message::Tool {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
+            Message::Tool { is_error, .. } => Some((m.text().into_owned(), *is_error)),
             _ => None,
         })
         .collect()

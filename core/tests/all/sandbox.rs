@@ -43,7 +43,7 @@ fn tool_results(c: &Client) -> Vec<String> {
         .messages
         .iter()
         .filter_map(|m| match m {
-            Message::Tool { content, .. } => Some(content.clone()),
+            Message::Tool { .. } => Some(m.text().into_owned()),
             _ => None,
         })
         .collect()

@@ -41,9 +41,7 @@ fn tool_results(t: &Transcript) -> Vec<(String, bool)> {
     t.messages
         .iter()
         .filter_map(|m| match m {
-            Message::Tool {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
+            Message::Tool { is_error, .. } => Some((m.text().into_owned(), *is_error)),
             _ => None,
         })
         .collect()
@@ -839,8 +837,8 @@ async fn the_allowlist_narrows_and_a_host_schema_becomes_the_prompt() {
     let child_results = tool_results(&t);
     assert!(child_results[0].1 && child_results[0].0.contains("unknown tool \"write\""));
     assert!(
-        matches!(&t.messages[0], Message::User { content }
-            if serde_json::from_str::<serde_json::Value>(content).unwrap()
+        matches!(&t.messages[0], Message::User { .. }
+            if serde_json::from_str::<serde_json::Value>(&t.messages[0].text()).unwrap()
                 == json!({"topic": "a", "depth": 2})),
         "{:?}",
         t.messages[0]
@@ -901,7 +899,7 @@ async fn fresh_and_kept_conversations() {
             .messages
             .iter()
             .filter_map(|m| match m {
-                Message::User { content } => Some(content.clone()),
+                Message::User { .. } => Some(m.text().into_owned()),
                 _ => None,
             })
             .collect()

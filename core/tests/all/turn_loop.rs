@@ -27,11 +27,8 @@ fn results(t: &Transcript) -> Vec<(String, String, bool)> {
         .iter()
         .filter_map(|m| match m {
             Message::Tool {
-                call_id,
-                content,
-                is_error,
-                ..
-            } => Some((call_id.clone(), content.clone(), *is_error)),
+                call_id, is_error, ..
+            } => Some((call_id.clone(), m.text().into_owned(), *is_error)),
             _ => None,
         })
         .collect()

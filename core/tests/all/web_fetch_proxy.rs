@@ -93,7 +93,7 @@ async fn proxy_variables_in_the_environment_are_ignored_alone() {
         .messages
         .iter()
         .find_map(|m| match m {
-            Message::Tool { content, .. } => Some(content.clone()),
+            Message::Tool { .. } => Some(m.text().into_owned()),
             _ => None,
         })
         .expect("a tool result");

@@ -50,9 +50,7 @@ fn results(result: &contenox::TurnResult) -> Vec<(String, bool)> {
         .messages
         .iter()
         .filter_map(|m| match m {
-            contenox::Message::Tool {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
+            contenox::Message::Tool { is_error, .. } => Some((m.text().into_owned(), *is_error)),
             _ => None,
         })
         .collect()
