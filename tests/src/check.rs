@@ -769,7 +769,9 @@ mod tests {
         let s = scenario("openai", json!({"outcome": "done", "tool_reslts": []}));
         let fails = check(&s, &trace(good));
         assert!(
-            fails.iter().any(|f| f.contains("unknown key(s) tool_reslts")),
+            fails
+                .iter()
+                .any(|f| f.contains("unknown key(s) tool_reslts")),
             "{fails:?}"
         );
     }
