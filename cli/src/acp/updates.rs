@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use contenox::{Answer, Event, GateVerdict, Message, Transcript, DEFAULT_DENIAL};
+use contenox::{Answer, Event, GateVerdict, Message, Part, Transcript, DEFAULT_DENIAL};
 use serde_json::{json, Value};
 
 use crate::preview::proposed_change;
@@ -287,40 +287,49 @@ pub fn plan(todos: &Value) -> Value {
 }
 
 /// The updates that replay a saved conversation (`session/load`): the user's prompts, the
-/// model's text, each tool call and its result. No diffs: the files have moved on since.
+/// model's reasoning and text, each tool call and its result, in the order they were said. No
+/// diffs: the files have moved on since. Images are not replayed (the agent does not advertise
+/// image prompts); provider blocks are the provider's own and have no ACP form.
 pub fn replay(root: &Path, transcript: &Transcript) -> Vec<Value> {
     let mut out = Vec::new();
     for m in &transcript.messages {
         match m {
-            Message::User { content } => out.push(json!({
-                "sessionUpdate": "user_message_chunk",
-                "content": {"type": "text", "text": content},
-            })),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                if !content.is_empty() {
-                    out.push(message_chunk(content));
-                }
-                for c in tool_calls {
-                    let mut update = tool_call(root, &c.id, &c.name, &c.arguments);
-                    if let Some(m) = update.as_object_mut() {
-                        m.remove("content");
+            Message::User { content } => {
+                for part in content {
+                    if let Part::Text { text } = part {
+                        out.push(json!({
+                            "sessionUpdate": "user_message_chunk",
+                            "content": {"type": "text", "text": text},
+                        }));
                     }
-                    out.push(update);
+                }
+            }
+            Message::Assistant { content } => {
+                for part in content {
+                    match part {
+                        Part::Text { text } if !text.is_empty() => out.push(message_chunk(text)),
+                        Part::Reasoning(r) if !r.text.is_empty() => out.push(json!({
+                            "sessionUpdate": "agent_thought_chunk",
+                            "content": {"type": "text", "text": r.text},
+                        })),
+                        Part::ToolCall(c) => {
+                            let mut update = tool_call(root, &c.id, &c.name, &c.arguments);
+                            if let Some(m) = update.as_object_mut() {
+                                m.remove("content");
+                            }
+                            out.push(update);
+                        }
+                        _ => {}
+                    }
                 }
             }
             Message::Tool {
-                call_id,
-                content,
-                is_error,
-                ..
+                call_id, is_error, ..
             } => out.push(json!({
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": call_id,
                 "status": if *is_error { "failed" } else { "completed" },
-                "content": [text_content(content)],
+                "content": [text_content(&m.text())],
             })),
         }
     }

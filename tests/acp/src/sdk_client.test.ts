@@ -318,7 +318,9 @@ test("session/load replays what was said; session/resume continues without repla
   await finish(third);
   // Two prompts saved, then a third: the transcript has all three.
   const saved = JSON.parse(readFileSync(join(first.data, "acp", "sessions", `${sid}.json`), "utf8"));
-  const users = saved.transcript.messages.filter((m: Json) => m.role === "user").map((m: Json) => m.content);
+  // A message's content is a list of parts (transcript version 2).
+  const textOf = (m: Json) => (m.content as Json[]).filter((p) => p.type === "text").map((p) => p.text).join("");
+  const users = saved.transcript.messages.filter((m: Json) => m.role === "user").map(textOf);
   assert.deepEqual(users, ["What does n.txt say?", "And now?", "third?"]);
 });
 
