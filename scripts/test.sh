@@ -25,6 +25,7 @@ steps=(
   "build|cargo build --locked --workspace --all-targets"
   "clippy|cargo clippy --locked --workspace --all-targets -- -D warnings"
   "test|cargo test --locked --workspace"
+  "acp|tests/acp: contenox acp under real ACP clients (the TypeScript SDK client, acpx; node --test)"
   "conformance|the Rust runner on every scenario directory"
   "official-clients|pytest tests/official_clients (the official openai / anthropic / ollama SDKs vs the fake server)"
   "bindings-python|bindings-python/ci.sh"
@@ -92,6 +93,10 @@ run_step() {
     build) cargo build --locked --workspace --all-targets ;;
     clippy) cargo clippy --locked --workspace --all-targets -- -D warnings ;;
     test) cargo test --locked --workspace ;;
+    acp)
+      cargo build --locked -p contenox-cli --quiet &&
+        (cd tests/acp && npm run --silent build && npm test)
+      ;;
     conformance)
       IFS=: read -ra dirs <<<"$CONTENOX_SCENARIOS"
       "$target/debug/conformance" "${dirs[@]}"

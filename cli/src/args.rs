@@ -31,6 +31,9 @@ pub enum Command {
     Hook(HookCommand),
     /// Run one agent turn (or a task chain with --chain) in the current directory.
     Run(Box<RunArgs>),
+    /// Serve the Agent Client Protocol (v1) on stdin/stdout: the agent inside an editor
+    /// (Zed, JetBrains, Neovim clients, acpx). Only protocol messages on stdout; logs on stderr.
+    Acp(Box<AcpArgs>),
 }
 
 /// `contenox hook ...`
@@ -103,9 +106,9 @@ pub struct HookFields {
 pub struct RunArgs {
     /// The prompt (with --chain: the chain's input, as --input).
     pub prompt: Option<String>,
-    /// Builtins to offer, comma-separated ("none" for none; default: the ten defaults).
-    #[arg(long, value_name = "LIST")]
-    pub builtins: Option<String>,
+    /// The model, the approval policy, the builtins.
+    #[command(flatten)]
+    pub client: ClientArgs,
     /// Registered hooks to use, an allowlist: names, `*` for all, `!name` to leave one out
     /// (default: none; with --chain, all).
     #[arg(long, value_name = "LIST")]
@@ -113,6 +116,40 @@ pub struct RunArgs {
     /// MCP servers from an `mcpServers` JSON file.
     #[arg(long, value_name = "FILE")]
     pub mcp: Option<PathBuf>,
+    /// Continue the conversation saved in FILE (when it exists) and save it there afterwards.
+    #[arg(long, value_name = "FILE")]
+    pub transcript: Option<PathBuf>,
+    /// Run this task chain (JSON) instead of a plain turn.
+    #[arg(long, value_name = "FILE")]
+    pub chain: Option<PathBuf>,
+    /// The chain's input (with --chain).
+    #[arg(long, value_name = "TEXT", requires = "chain")]
+    pub input: Option<String>,
+}
+
+/// What a client is built from, beyond its root: the same flags for `run` and `acp`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The approval policy.
+    #[command(flatten)]
+    pub gate: GateArgs,
+    /// Builtins to offer, comma-separated ("none" for none; default: the ten defaults).
+    #[arg(long, value_name = "LIST")]
+    pub builtins: Option<String>,
+    /// A system prompt.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Model responses per turn, that is per prompt (default 50).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+}
+
+/// Where the model is: the same flags (and variables) for `run` and `acp`.
+#[derive(Debug, Args)]
+pub struct ModelArgs {
     /// The model server's wire style: openai, anthropic or ollama. API keys come from
     /// OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_API_KEY only.
     #[arg(long, env = "CONTENOX_STYLE", value_name = "STYLE")]
@@ -128,22 +165,42 @@ pub struct RunArgs {
     /// `{"tool_calls": [{"id", "name", "arguments"}]}`).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["style", "base_url", "model"])]
     pub script: Option<PathBuf>,
-    /// Continue the conversation saved in FILE (when it exists) and save it there afterwards.
-    #[arg(long, value_name = "FILE")]
-    pub transcript: Option<PathBuf>,
-    /// DANGEROUS: approve every tool call without asking (writes, edits, shell commands).
+}
+
+/// The approval policy of `run` and `acp`.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// The approval policy: a preset (`default`, `strict`, `dev`) or a hitl-policy-v1 JSON
+    /// file. Its `deny` refuses a call, its `approve` asks (in the terminal, or the editor).
+    #[arg(long, value_name = "PRESET|FILE", default_value = "default")]
+    pub policy: String,
+    /// DANGEROUS: approve every call the policy would ask about, without asking (writes,
+    /// edits, shell commands). What the policy denies stays denied.
     #[arg(long)]
     pub auto: bool,
-    /// Run this task chain (JSON) instead of a plain turn.
-    #[arg(long, value_name = "FILE")]
-    pub chain: Option<PathBuf>,
-    /// The chain's input (with --chain).
-    #[arg(long, value_name = "TEXT", requires = "chain")]
-    pub input: Option<String>,
-    /// A system prompt.
+}
+
+/// `contenox acp ...`
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    /// The model, the approval policy, the builtins.
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Registered hooks to use in every session, an allowlist: names, `*` for all, `!name` to
+    /// leave one out (default: none).
+    #[arg(long, value_name = "LIST")]
+    pub hooks: Option<String>,
+    /// Where sessions are kept (one transcript per session, for session/load and
+    /// session/resume); default $XDG_DATA_HOME/contenox, else ~/.local/share/contenox.
+    #[arg(long, env = "CONTENOX_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The model's context window in tokens: with it, each model response sends a
+    /// `usage_update` (tokens in context / this size).
+    #[arg(long, env = "CONTENOX_CONTEXT_WINDOW", value_name = "TOKENS")]
+    pub context_window: Option<u64>,
+    /// Read and write files through the editor (`fs/read_text_file`, `fs/write_text_file`:
+    /// its unsaved buffers) and run bash in its terminals (`terminal/*`) when the editor
+    /// offers them. The root confinement and the gate apply first. Off by default.
     #[arg(long)]
-    pub system: Option<String>,
-    /// Model responses per turn (default 50).
-    #[arg(long, value_name = "N")]
-    pub max_turns: Option<u32>,
+    pub editor_tools: bool,
 }

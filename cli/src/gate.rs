@@ -1,6 +1,7 @@
-//! The gate of a terminal run: read-only tools run; everything else is asked in the terminal
-//! (`Approve write on "src/main.rs"? [y/N]`, with a diff for write / edit / multi_edit), or
-//! denied when there is no terminal to ask in. `--auto` allows everything.
+//! The asks of a terminal run: the approval policy (`--policy`, the `default` preset unless
+//! given) decides every call; what it asks about is asked in the terminal (`Approve write on
+//! "src/main.rs"? [y/N]`, with a diff for write / edit / multi_edit), or denied when there is
+//! no terminal to ask in. `--auto` approves every ask; what the policy denies stays denied.
 //!
 //! The answer is read as a line from stdin in the terminal's normal (cooked) mode, not key by
 //! key in raw mode as prompt crates do (dialoguer, inquire): in raw mode Ctrl-C is a key the
@@ -10,10 +11,7 @@ use std::io::BufRead;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use contenox::{
-    async_trait, Answer, CancellationToken, Decision, Hooks, HostError, PendingRequest,
-    ToolCallEvent, WaitFor,
-};
+use contenox::{async_trait, Answer, CancellationToken, HostError, PendingRequest, WaitFor};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use crate::preview::{preview, question};
@@ -51,7 +49,7 @@ impl Lines {
     }
 }
 
-/// The run's gate and its `wait_for`.
+/// The run's `wait_for`.
 pub struct TerminalGate {
     auto: bool,
     interactive: bool,
@@ -78,25 +76,15 @@ impl TerminalGate {
 }
 
 #[async_trait]
-impl Hooks for TerminalGate {
-    async fn before_tool(&self, call: &ToolCallEvent) -> Result<Decision, HostError> {
-        if self.auto || call.hints.read_only == Some(true) {
-            return Ok(Decision::Allow);
-        }
-        Ok(Decision::Ask(PendingRequest::new(
-            "approval",
-            question(&call.name, &call.arguments),
-        )))
-    }
-}
-
-#[async_trait]
 impl WaitFor for TerminalGate {
     async fn wait_for(
         &self,
         request: PendingRequest,
         cancel: CancellationToken,
     ) -> Result<Answer, HostError> {
+        if self.auto {
+            return Ok(Answer::approve());
+        }
         if !self.interactive {
             return Ok(Answer::deny(NO_TERMINAL_DENIAL));
         }
@@ -110,10 +98,16 @@ impl WaitFor for TerminalGate {
         // A line typed before the question was shown is no answer to it.
         while lines.rx.try_recv().is_ok() {}
         let shown = preview(&self.root, &request.name, &request.arguments);
-        let question = request
-            .prompt
-            .clone()
-            .unwrap_or_else(|| question(&request.name, &request.arguments));
+        // The policy's own prompt repeats the arguments and the diff shown above: the short
+        // question goes with the preview; a host hook's prompt is shown as it was written.
+        let from_policy = request
+            .data
+            .as_ref()
+            .is_some_and(|d| d.get("policy").is_some());
+        let question = match &request.prompt {
+            Some(p) if !from_policy => p.clone(),
+            _ => question(&request.name, &request.arguments),
+        };
         {
             let _one = self.asking.lock().expect("ask lock");
             self.printer.prompt(&format!("{shown}{question} [y/N] "));

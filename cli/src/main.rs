@@ -1,6 +1,8 @@
 //! `contenox`: a hook registry in SQLite (`contenox hook ...`), and agent turns and task chains
-//! in the terminal (`contenox run ...`).
+//! in the terminal (`contenox run ...`), and the agent of an editor over the Agent Client
+//! Protocol (`contenox acp`).
 
+mod acp;
 mod args;
 mod db;
 mod error;
@@ -10,6 +12,7 @@ mod hook_cmd;
 mod preview;
 mod printer;
 mod run_cmd;
+mod setup;
 mod stdout;
 mod terminal;
 
@@ -37,6 +40,7 @@ fn main() {
         match cli.command {
             Command::Hook(command) => hook_cmd::run(&cli.db, command).await.map(|()| 0),
             Command::Run(args) => run_cmd::run(&cli.db, *args).await,
+            Command::Acp(args) => acp::run(&cli.db, *args).await,
         }
     });
     // The stdin reader of the approval prompt is a plain thread blocked in read(): it is not

@@ -56,10 +56,22 @@ pub fn preview(root: &Path, tool: &str, args: &Value) -> String {
 
 /// The file's text now and after the call, or why there is no diff to show.
 fn change(root: &Path, tool: &str, path: &str, args: &Value) -> Result<(String, String), String> {
+    proposed_change(root, tool, path, args).map(|(old, new)| (old.unwrap_or_default(), new))
+}
+
+/// What a `write`, `edit` or `multi_edit` of `path` would make of the file: its text now
+/// (`None` when it does not exist yet) and after; or why that cannot be shown (the path is
+/// outside `root`, the file is too large or not text, the edit would fail).
+pub fn proposed_change(
+    root: &Path,
+    tool: &str,
+    path: &str,
+    args: &Value,
+) -> Result<(Option<String>, String), String> {
     let old = read_inside(root, path)?;
     let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     match tool {
-        "write" => Ok((old.unwrap_or_default(), s(args, "content"))),
+        "write" => Ok((old, s(args, "content"))),
         "edit" => {
             let old = old.ok_or("the file does not exist: the edit will fail")?;
             let new = apply(
@@ -68,7 +80,7 @@ fn change(root: &Path, tool: &str, path: &str, args: &Value) -> Result<(String, 
                 &s(args, "new_string"),
                 flag(args),
             )?;
-            Ok((old, new))
+            Ok((Some(old), new))
         }
         _ => {
             let old = old.ok_or("the file does not exist: the edits will fail")?;
@@ -82,7 +94,7 @@ fn change(root: &Path, tool: &str, path: &str, args: &Value) -> Result<(String, 
                 new = apply(&new, &s(e, "old_string"), &s(e, "new_string"), flag(e))
                     .map_err(|why| format!("edit #{}: {why}", i + 1))?;
             }
-            Ok((old, new))
+            Ok((Some(old), new))
         }
     }
 }

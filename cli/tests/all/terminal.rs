@@ -203,6 +203,60 @@ fn without_a_terminal_asks_are_denied() {
 }
 
 #[test]
+fn the_policy_decides_and_auto_cannot_widen_a_deny() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::create_dir(work.path().join(".ssh")).unwrap();
+    std::fs::write(work.path().join(".ssh/id_ed25519"), "KEY").unwrap();
+    let script = write_script(
+        work.path(),
+        json!([
+            {"tool_calls": [
+                {"id": "r1", "name": "read", "arguments": {"path": ".ssh/id_ed25519"}},
+                {"id": "w1", "name": "write", "arguments": {"path": "a.txt", "content": "x"}}]},
+            {"text": "All done."}
+        ]),
+    );
+    let run = |policy: &str| {
+        contenox(&work.path().join("registry.db"))
+            .current_dir(work.path())
+            .args(["run", "--script", script.to_str().unwrap(), "--auto"])
+            .args(["--policy", policy, "go"])
+            .output()
+            .unwrap()
+    };
+    // The default preset: the key is quarantined even with --auto; the write is approved.
+    let out = run("default");
+    assert!(out.status.success(), "{}", both(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("[gate] read: deny: The approval policy denied read"),
+        "{err}"
+    );
+    assert!(err.contains("[gate] write: approved"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("a.txt")).unwrap(),
+        "x"
+    );
+    // A policy file that denies writes.
+    let file = work.path().join("no-writes.json");
+    std::fs::write(
+        &file,
+        json!({"version": 1, "default_action": "allow",
+               "rules": [{"tool": "write", "action": "deny"}]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::remove_file(work.path().join("a.txt")).unwrap();
+    let out = run(file.to_str().unwrap());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("[gate] write: deny: The approval policy denied write"),
+        "{err}"
+    );
+    assert!(!work.path().join("a.txt").exists());
+}
+
+#[test]
 fn run_refuses_bad_input_with_exit_2() {
     let work = tempfile::tempdir().unwrap();
     let db = work.path().join("registry.db");
@@ -243,6 +297,14 @@ fn run_refuses_bad_input_with_exit_2() {
             chain.to_str().unwrap(),
         ],
         vec!["run", "--style", "openai", "x"],
+        vec![
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--policy",
+            "no-such-preset-or-file",
+            "x",
+        ],
     ];
     for args in cases {
         let out = contenox(&db)

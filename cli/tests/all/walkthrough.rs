@@ -43,10 +43,15 @@ fn the_fastapi_walk_through() {
         .to_string(),
     )
     .unwrap();
+    // The default policy asks before every hook call (the preset knows only the builtins);
+    // this one lets read-only operations (GET) run and asks the rest.
+    let policy = readonly_policy(work.path());
     let out = run(&[
         "run",
         "--script",
         script.to_str().unwrap(),
+        "--policy",
+        &policy,
         "--builtins",
         "none",
         "--hooks",
@@ -89,6 +94,8 @@ fn the_fastapi_walk_through() {
         "run",
         "--script",
         script.to_str().unwrap(),
+        "--policy",
+        &policy,
         "--builtins",
         "none",
         "--chain",
@@ -138,6 +145,8 @@ fn a_stored_header_authorizes_calls_and_is_never_printed() {
             "run",
             "--script",
             script.to_str().unwrap(),
+            "--policy",
+            &readonly_policy(work.path()),
             "--builtins",
             "none",
             "--hooks",
@@ -162,4 +171,17 @@ fn a_stored_header_authorizes_calls_and_is_never_printed() {
         !printed.contains(TOKEN),
         "the header value was printed:\n{printed}"
     );
+}
+
+/// A policy file that allows read-only tools and asks about the rest (`--policy FILE`).
+fn readonly_policy(dir: &std::path::Path) -> String {
+    let path = dir.join("readonly-policy.json");
+    std::fs::write(
+        &path,
+        json!({"version": 1, "default_action": "approve",
+               "rules": [{"hints": {"readOnly": true}, "action": "allow"}]})
+        .to_string(),
+    )
+    .unwrap();
+    path.to_string_lossy().into_owned()
 }
