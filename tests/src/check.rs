@@ -220,6 +220,16 @@ pub fn check(scenario: &Scenario, trace: &Trace) -> Vec<String> {
 }
 
 fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>) {
+    // A key this checker does not know would otherwise be carried unseen and check nothing (a
+    // misspelt `tool_result` passes every trace): refuse it, naming it.
+    if !e.extra.is_empty() {
+        let keys: Vec<&str> = e.extra.keys().map(String::as_str).collect();
+        fails.push(format!(
+            "expect: unknown key(s) {} (the checker checks none of them; see \
+             tests/conformance/README.md for the keys it knows)",
+            keys.join(", ")
+        ));
+    }
     match (&e.config_error_contains, &trace.config_error) {
         (Some(want), Some(got)) => {
             for w in &want.0 {
@@ -748,6 +758,21 @@ mod tests {
         assert!(
             fails.iter().any(|f| f.contains(needle)),
             "expected a failure containing {needle:?}, got {fails:?}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_expect_key_fails_the_check() {
+        let good = json!({"outcome": "done"});
+        let s = scenario("openai", json!({"outcome": "done"}));
+        assert!(check(&s, &trace(good.clone())).is_empty());
+        let s = scenario("openai", json!({"outcome": "done", "tool_reslts": []}));
+        let fails = check(&s, &trace(good));
+        assert!(
+            fails
+                .iter()
+                .any(|f| f.contains("unknown key(s) tool_reslts")),
+            "{fails:?}"
         );
     }
 

@@ -1,6 +1,7 @@
 //! Serde types for a conformance scenario (see `tests/conformance/README.md` and the shared
-//! `SPEC.md`). Unknown keys are tolerated everywhere: on the structs that are likely to grow they
-//! are kept in an `extra` map, elsewhere they are ignored.
+//! `SPEC.md`). Unknown keys are read everywhere: on the structs that are likely to grow they
+//! are kept in an `extra` map, elsewhere they are ignored; the checker refuses unknown keys of
+//! `expect` (`Expect::extra`), which would otherwise check nothing.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -74,6 +74,7 @@
 //! working.
 
 mod document;
+mod endpoint;
 mod gojson;
 mod hook;
 mod http;
@@ -164,7 +165,7 @@ where
             async move { (i, s.discover(never).await) }
         })
         .collect();
-    let mut found: Vec<Option<Result<Vec<service::ToolDef>, String>>> =
+    let mut found: Vec<Option<Result<Vec<endpoint::ToolDef>, String>>> =
         (0..services.len()).map(|_| None).collect();
     while let Some((i, result)) = reading.next().await {
         let state = match &result {

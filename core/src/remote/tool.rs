@@ -6,22 +6,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 
+use super::endpoint::{Endpoint, ToolDef, ToolKind};
 use super::hook::Protocol;
 use super::http::{self, Answer, Failure};
 use super::openapi::Operation;
 use super::protocol;
 use super::request::PreparedBody;
-use super::service::{Endpoint, ToolDef};
 use crate::tool::{Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use crate::CANCELLED_RESULT;
-
-/// What a remote tool calls.
-pub(crate) enum ToolKind {
-    /// An operation of the OpenAPI document.
-    Operation(Arc<Operation>),
-    /// The hook's one tool of this protocol.
-    Protocol(Protocol),
-}
 
 /// One tool of one hook.
 pub(crate) struct RemoteTool {

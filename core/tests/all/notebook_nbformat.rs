@@ -2,7 +2,8 @@
 //! reference implementation of the format.
 //!
 //! Needs `python3` with `nbformat` (`pip install nbformat`). Without it the test says so and
-//! passes, unless `CONTENOX_REQUIRE_NBFORMAT=1` (CI sets it), where its absence fails.
+//! passes, unless `CONTENOX_REQUIRE_NBFORMAT=1` (the test command, scripts/test.sh, sets it),
+//! where its absence fails.
 
 use std::path::Path;
 use std::process::Command;

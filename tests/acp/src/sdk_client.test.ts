@@ -318,10 +318,9 @@ test("session/load replays what was said; session/resume continues without repla
   await finish(third);
   // Two prompts saved, then a third: the transcript has all three.
   const saved = JSON.parse(readFileSync(join(first.data, "acp", "sessions", `${sid}.json`), "utf8"));
-  // A user message's content: its text, or its parts (the transcript's content parts).
-  const text = (c: unknown): string =>
-    typeof c === "string" ? c : (c as Json[]).map((p) => String(p.text ?? "")).join("");
-  const users = saved.transcript.messages.filter((m: Json) => m.role === "user").map((m: Json) => text(m.content));
+  // A message's content is a list of parts (transcript version 2).
+  const textOf = (m: Json) => (m.content as Json[]).filter((p) => p.type === "text").map((p) => p.text).join("");
+  const users = saved.transcript.messages.filter((m: Json) => m.role === "user").map(textOf);
   assert.deepEqual(users, ["What does n.txt say?", "And now?", "third?"]);
 });
 
