@@ -310,6 +310,7 @@ mod tests {
                 model: None,
                 messages: &messages,
                 tools: &[],
+                settings: &crate::settings::ModelSettings::default(),
             },
         );
         let msgs = body["messages"].as_array().unwrap();
@@ -402,6 +403,7 @@ mod tests {
                 model: None,
                 messages: &messages,
                 tools: &[],
+                settings: &crate::settings::ModelSettings::default(),
             },
         );
         let msgs = body["messages"].as_array().unwrap();

@@ -9,6 +9,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::settings_body::{with_extra_body, AnthropicToolChoice, Thinking};
 use super::wire_json::{to_body, wire_name, ArgsObject, Tools};
 use super::{ModelRequest, RequestBody};
 use crate::tool::ToolSpec;
@@ -16,14 +17,23 @@ use crate::transcript::Message;
 
 /// The request body's bytes.
 pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> RequestBody {
-    to_body(&Body {
+    let s = req.settings;
+    let has_tools = !req.tools.is_empty();
+    let body = to_body(&Body {
         max_tokens,
         messages: merged(req.messages),
         model,
+        stop_sequences: s.stop.as_deref(),
         stream: true,
         system: req.system,
+        temperature: s.temperature,
+        thinking: Thinking::of(s),
+        tool_choice: AnthropicToolChoice::of(s, has_tools),
         tools: Tools(req.tools, Tool::of),
-    })
+        top_k: s.top_k,
+        top_p: s.top_p,
+    });
+    with_extra_body(body, s)
 }
 
 #[derive(Serialize)]
@@ -31,11 +41,23 @@ struct Body<'a> {
     max_tokens: u32,
     messages: Vec<WireMessage<'a>>,
     model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_sequences: Option<&'a [String]>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<AnthropicToolChoice<'a>>,
     #[serde(skip_serializing_if = "Tools::is_empty")]
     tools: Tools<'a, Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_k: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
 }
 
 /// One wire message: the blocks of adjacent engine messages of its role.

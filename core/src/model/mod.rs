@@ -17,6 +17,7 @@ mod overflow;
 pub(crate) mod redact;
 mod retry;
 mod scripted;
+mod settings_body;
 pub(crate) mod sse;
 #[cfg(test)]
 mod value_body;
@@ -60,6 +61,9 @@ pub(crate) struct ModelRequest<'a> {
     pub model: Option<&'a str>,
     pub messages: &'a [Message],
     pub tools: &'a [std::sync::Arc<ToolSpec>],
+    /// This request's model settings. A tool choice and `parallel_tool_calls` are sent only
+    /// when the request offers tools (the servers refuse them otherwise).
+    pub settings: &'a crate::settings::ModelSettings,
 }
 
 /// A call as it came off the wire, before the engine parses its arguments.
