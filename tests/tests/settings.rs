@@ -129,7 +129,12 @@ async fn every_setting_reaches_each_style_in_its_own_spelling() {
 async fn no_settings_send_no_setting_fields() {
     for style in [Style::Openai, Style::Anthropic, Style::Ollama] {
         let b = bodies(style, json!({}), json!([{"text": "done"}])).await;
-        let keys: Vec<&str> = b[0].as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        let keys: Vec<&str> = b[0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
         let want: &[&str] = match style {
             Style::Openai => &[
                 "max_completion_tokens",

@@ -10,30 +10,120 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::settings_body::{with_extra_body, AnthropicToolChoice, Thinking};
-use super::wire_json::{to_body, wire_name, ArgsObject, Tools};
+use super::wire_json::{to_body, wire_name, ArgsObject};
 use super::{ModelRequest, RequestBody};
 use crate::tool::ToolSpec;
 use crate::transcript::Message;
 
-/// The request body's bytes.
-pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> RequestBody {
+/// The request body's bytes; with `cache`, `cache_control` breakpoints (see
+/// [`mark_breakpoints`]).
+pub(crate) fn render(
+    model: &str,
+    max_tokens: u32,
+    cache: bool,
+    req: &ModelRequest<'_>,
+) -> RequestBody {
     let s = req.settings;
     let has_tools = !req.tools.is_empty();
+    let mut messages = merged(req.messages);
+    if cache {
+        mark_breakpoints(&mut messages);
+    }
     let body = to_body(&Body {
         max_tokens,
-        messages: merged(req.messages),
+        messages,
         model,
         stop_sequences: s.stop.as_deref(),
         stream: true,
-        system: req.system,
+        system: req.system.map(|text| match cache {
+            false => System::Text(text),
+            true => System::Blocks([SystemBlock {
+                cache_control: EPHEMERAL,
+                text,
+                r#type: "text",
+            }]),
+        }),
         temperature: s.temperature,
         thinking: Thinking::of(s),
         tool_choice: AnthropicToolChoice::of(s, has_tools),
-        tools: Tools(req.tools, Tool::of),
+        tools: AnthropicTools {
+            specs: req.tools,
+            cache,
+        },
         top_k: s.top_k,
         top_p: s.top_p,
     });
     with_extra_body(body, s)
+}
+
+/// `{"type": "ephemeral"}`: a prompt-cache breakpoint, the prefix up to its block cached.
+#[derive(Serialize, Clone, Copy)]
+pub(crate) struct CacheControl {
+    r#type: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl {
+    r#type: "ephemeral",
+};
+
+/// Breakpoints in the messages: the last block of the newest message (this request's prefix is
+/// written for the next one), and the last block of the user message before the newest
+/// assistant message, where the previous request of a tool loop or a conversation ended (its
+/// prefix, written then, is read now; the API's own look-back of 20 blocks would miss it after
+/// a reply with many calls). With the last tool and the system prompt, at most four, as the API
+/// allows; each request moves them forward.
+fn mark_breakpoints(messages: &mut [WireMessage<'_>]) {
+    let mark = |m: &mut WireMessage<'_>| {
+        if let Some(block) = m.content.last_mut() {
+            block.set_cache_control();
+        }
+    };
+    let assistant = messages.iter().rposition(|m| m.role == "assistant");
+    if let Some(before) = assistant.and_then(|a| a.checked_sub(1)) {
+        if messages[before].role == "user" {
+            mark(&mut messages[before]);
+        }
+    }
+    if let Some(last) = messages.last_mut() {
+        mark(last);
+    }
+}
+
+/// The system prompt: a string, or with caching one text block carrying a breakpoint.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum System<'a> {
+    Text(&'a str),
+    Blocks([SystemBlock<'a>; 1]),
+}
+
+#[derive(Serialize)]
+struct SystemBlock<'a> {
+    cache_control: CacheControl,
+    text: &'a str,
+    r#type: &'static str,
+}
+
+/// The tools as anthropic declares them; with caching the last one carries a breakpoint.
+struct AnthropicTools<'a> {
+    specs: &'a [std::sync::Arc<ToolSpec>],
+    cache: bool,
+}
+
+impl AnthropicTools<'_> {
+    fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+}
+
+impl Serialize for AnthropicTools<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let last = self.specs.len().saturating_sub(1);
+        s.collect_seq(self.specs.iter().enumerate().map(|(i, t)| Tool {
+            cache_control: (self.cache && i == last).then_some(EPHEMERAL),
+            ..Tool::of(t)
+        }))
+    }
 }
 
 #[derive(Serialize)]
@@ -45,15 +135,15 @@ struct Body<'a> {
     stop_sequences: Option<&'a [String]>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<&'a str>,
+    system: Option<System<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<Thinking>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<AnthropicToolChoice<'a>>,
-    #[serde(skip_serializing_if = "Tools::is_empty")]
-    tools: Tools<'a, Tool<'a>>,
+    #[serde(skip_serializing_if = "AnthropicTools::is_empty")]
+    tools: AnthropicTools<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     top_k: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,16 +161,22 @@ struct WireMessage<'a> {
 #[serde(untagged)]
 enum Block<'a> {
     Text {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
         text: &'a str,
         r#type: &'static str,
     },
     ToolUse {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
         id: &'a str,
         input: ArgsObject<'a>,
         name: &'a str,
         r#type: &'static str,
     },
     ToolResult {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
         content: &'a str,
         is_error: bool,
         tool_use_id: &'a str,
@@ -116,6 +212,7 @@ fn merged<'a>(messages: &'a [Message]) -> Vec<WireMessage<'a>> {
                     push(
                         "assistant",
                         Block::ToolUse {
+                            cache_control: None,
                             id: &c.id,
                             input: ArgsObject(c),
                             name: wire_name(c),
@@ -132,6 +229,7 @@ fn merged<'a>(messages: &'a [Message]) -> Vec<WireMessage<'a>> {
             } => push(
                 "user",
                 Block::ToolResult {
+                    cache_control: None,
                     content,
                     is_error: *is_error,
                     tool_use_id: call_id,
@@ -149,14 +247,27 @@ fn merged<'a>(messages: &'a [Message]) -> Vec<WireMessage<'a>> {
 /// (the user messages around it merge).
 fn text_block(text: &str) -> Option<Block<'_>> {
     (!text.trim().is_empty()).then_some(Block::Text {
+        cache_control: None,
         text,
         r#type: "text",
     })
 }
 
-/// A tool as anthropic declares it: `{"description", "input_schema", "name"}`.
+impl Block<'_> {
+    fn set_cache_control(&mut self) {
+        let (Block::Text { cache_control, .. }
+        | Block::ToolUse { cache_control, .. }
+        | Block::ToolResult { cache_control, .. }) = self;
+        *cache_control = Some(EPHEMERAL);
+    }
+}
+
+/// A tool as anthropic declares it: `{"description", "input_schema", "name"}` (and a
+/// breakpoint on the last one, with caching).
 #[derive(Serialize)]
 struct Tool<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
     description: &'a str,
     input_schema: &'a Value,
     name: &'a str,
@@ -165,6 +276,7 @@ struct Tool<'a> {
 impl<'a> Tool<'a> {
     fn of(t: &'a ToolSpec) -> Self {
         Tool {
+            cache_control: None,
             description: &t.description,
             input_schema: &t.input_schema,
             name: &t.name,

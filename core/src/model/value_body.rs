@@ -71,6 +71,17 @@ pub(crate) fn openai(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Va
 /// The request body. Adjacent messages of one role are merged, as the API requires alternation:
 /// tool results travel as `tool_result` blocks in a user message.
 pub(crate) fn anthropic(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Value {
+    anthropic_with(model, max_tokens, false, req)
+}
+
+/// [`anthropic`] with prompt caching's `cache_control` breakpoints: the last tool, the system
+/// prompt as one text block, the newest message's last block and that of the user message
+/// before the newest assistant message.
+pub(crate) fn anthropic_cached(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Value {
+    anthropic_with(model, max_tokens, true, req)
+}
+
+fn anthropic_with(model: &str, max_tokens: u32, cache: bool, req: &ModelRequest<'_>) -> Value {
     let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::with_capacity(req.messages.len());
     let mut push = |role: &'static str, block: Value| match messages.last_mut() {
         Some((r, blocks)) if *r == role => blocks.push(block),
@@ -153,6 +164,32 @@ pub(crate) fn anthropic(model: &str, max_tokens: u32, req: &ModelRequest<'_>) ->
                 })
                 .collect(),
         );
+    }
+    if cache {
+        let ephemeral = json!({"type": "ephemeral"});
+        if let Some(system) = req.system {
+            body["system"] = json!([{"type": "text", "text": system,
+                "cache_control": ephemeral}]);
+        }
+        if let Some(last) = body
+            .get_mut("tools")
+            .and_then(Value::as_array_mut)
+            .and_then(|t| t.last_mut())
+        {
+            last["cache_control"] = ephemeral.clone();
+        }
+        let messages = body["messages"].as_array_mut().unwrap();
+        let assistant = messages.iter().rposition(|m| m["role"] == "assistant");
+        let mut marked: Vec<usize> = messages.len().checked_sub(1).into_iter().collect();
+        if let Some(before) = assistant.and_then(|a| a.checked_sub(1)) {
+            if messages[before]["role"] == "user" {
+                marked.push(before);
+            }
+        }
+        for m in marked {
+            let blocks = messages[m]["content"].as_array_mut().unwrap();
+            blocks.last_mut().unwrap()["cache_control"] = ephemeral.clone();
+        }
     }
     with_settings(Style::Anthropic, body, req)
 }
