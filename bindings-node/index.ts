@@ -341,8 +341,53 @@ export type WebSearchFunction = (
 /** See {@link WebSearchFunction}. */
 export type WebSearch = WebSearchFunction | { search: WebSearchFunction }
 
+/** A reasoning effort. */
+export type Effort = 'minimal' | 'low' | 'medium' | 'high'
+
+/**
+ * Whether and which tool the model must call. A choice that forces a call (`required`, or a tool
+ * by name) holds for the turn's first request only.
+ */
+export type ToolChoice = 'auto' | 'required' | 'none' | { name: string }
+
+/**
+ * How much the model reasons: an `effort` (openai `reasoning_effort`, anthropic `thinking` with a
+ * budget of 1024/2048/4096/8192 tokens, ollama `think`) or, on the anthropic style,
+ * `budgetTokens` directly; exactly one.
+ */
+export type Reasoning = { effort: Effort; budgetTokens?: never } | { budgetTokens: number; effort?: never }
+
+/**
+ * Model settings: client options, and per run `run(prompt, { settings })` (each key given
+ * replaces the client's for that run). Each reaches the request in its style's spelling; one a
+ * style has no such thing for is a `ConfigurationError`.
+ */
+export interface ModelSettings {
+  /** 0 and up (at most 2 on openai, 1 on anthropic). */
+  temperature?: number
+  /** From 0 to 1. */
+  topP?: number
+  /** Anthropic and ollama; at least 1. */
+  topK?: number
+  /** Sequences that end the answer. */
+  stop?: string[]
+  /** OpenAI and ollama. */
+  seed?: number
+  toolChoice?: ToolChoice
+  /** Whether the model may call several tools in one answer (openai and anthropic). */
+  parallelToolCalls?: boolean
+  reasoning?: Reasoning
+  /**
+   * Merged into the request body last (JSON merge patch; keys as the provider spells them, never
+   * renamed); may not set `model`, `messages`, `tools` or `stream`.
+   */
+  extraBody?: Record<string, unknown>
+}
+
 /** Everything `createClient` takes. Every key but `compactor` and the last four maps to core's `Config`. */
-export interface ClientOptions {
+export interface ClientOptions extends ModelSettings {
+  /** Anthropic prompt caching: `cache_control` breakpoints, on by default; `false` turns it off. */
+  promptCache?: boolean
   /** Default `openai`. */
   style?: Style
   /** As that style's official SDK takes it: openai `…/v1`, anthropic and ollama the host root. */
@@ -412,6 +457,8 @@ export interface RunOptions {
   signal?: AbortSignal
   /** Narrow this run to these tools (allowlist grammar); it can only narrow the client's. */
   allow?: string[]
+  /** Model settings for this run: each key given replaces the client's (checked as theirs are). */
+  settings?: ModelSettings
 }
 
 /** A model a server offers. */
@@ -714,6 +761,15 @@ function turnResult(r: native.NativeTurnResult): TurnResult {
 }
 
 /** Tie an AbortSignal to a native cancel token; `unlink` drops the listener. */
+/** A run's settings as JSON for the engine (which renames the keys and checks them). */
+function settingsJson(settings: ModelSettings | undefined): string | undefined {
+  if (settings === undefined || settings === null) return undefined
+  if (typeof settings !== 'object' || Array.isArray(settings)) {
+    throw new ConfigurationError(`settings must be an object of model settings, got ${JSON.stringify(settings)}`, { option: 'settings' })
+  }
+  return JSON.stringify(settings)
+}
+
 function linkSignal(signal: AbortSignal | undefined): { token?: native.NativeCancel; unlink: () => void } {
   if (!signal) return { unlink: () => {} }
   const token = new native.NativeCancel()
@@ -888,7 +944,7 @@ export class Client {
   async run(prompt: string, options: RunOptions = {}): Promise<TurnResult> {
     const { token, unlink } = linkSignal(options.signal)
     try {
-      return turnResult(await this.#native.run(prompt, options.allow, token))
+      return turnResult(await this.#native.run(prompt, options.allow, token, settingsJson(options.settings)))
     } finally {
       unlink()
     }
@@ -898,7 +954,7 @@ export class Client {
   stream(prompt: string, options: RunOptions = {}): Run {
     const { token, unlink } = linkSignal(options.signal)
     try {
-      return new Run(this.#native.stream(prompt, options.allow, token), unlink)
+      return new Run(this.#native.stream(prompt, options.allow, token, settingsJson(options.settings)), unlink)
     } catch (e) {
       unlink()
       throw e
@@ -915,7 +971,7 @@ export class Client {
   async runChain(chain: object | string, input = '', options: RunOptions = {}): Promise<TurnResult> {
     const { token, unlink } = linkSignal(options.signal)
     try {
-      return turnResult(await this.#native.runChain(chainText(chain), input, options.allow, token))
+      return turnResult(await this.#native.runChain(chainText(chain), input, options.allow, token, settingsJson(options.settings)))
     } finally {
       unlink()
     }
@@ -925,7 +981,7 @@ export class Client {
   streamChain(chain: object | string, input = '', options: RunOptions = {}): Run {
     const { token, unlink } = linkSignal(options.signal)
     try {
-      return new Run(this.#native.streamChain(chainText(chain), input, options.allow, token), unlink)
+      return new Run(this.#native.streamChain(chainText(chain), input, options.allow, token, settingsJson(options.settings)), unlink)
     } catch (e) {
       unlink()
       throw e
