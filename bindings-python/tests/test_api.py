@@ -695,8 +695,15 @@ async def test_model_settings_are_options_and_a_runs_are_checked_in_pythons_name
     assert e.value.option == "top_k" and "has no top_k" in e.value.reason
     # Port 9 has no server: a refused run sends nothing there.
     client = contenox.create_client(
-        style="anthropic", model="m", base_url="http://127.0.0.1:9", api_key="k", builtins=[],
-        temperature=0.2, stop=["END"], reasoning=None, prompt_cache=False,
+        style="anthropic",
+        model="m",
+        base_url="http://127.0.0.1:9",
+        api_key="k",
+        builtins=[],
+        temperature=0.2,
+        stop=["END"],
+        reasoning=None,
+        prompt_cache=False,
     )
     assert client.config["temperature"] == 0.2 and client.config["prompt_cache"] is False
     with pytest.raises(contenox.ConfigurationError) as e:
@@ -708,7 +715,7 @@ async def test_model_settings_are_options_and_a_runs_are_checked_in_pythons_name
     assert e.value.option == "settings.temperature", e.value
     with pytest.raises(contenox.ConfigurationError, match="must be a mapping"):
         client.stream("x", settings=["temperature"])  # type: ignore[arg-type]
-    with pytest.raises(contenox.ConfigurationError, match="settings.tool_choice"):
+    with pytest.raises(contenox.ConfigurationError, match=r"settings\.tool_choice"):
         client.run_sync("x", settings={"tool_choice": "always"})  # type: ignore[typeddict-item]
     client.close()
     # The scripted style takes every setting and ignores it.

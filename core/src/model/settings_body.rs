@@ -13,7 +13,11 @@
 //! | `parallel_tool_calls` | `parallel_tool_calls` | `tool_choice.disable_parallel_tool_use` | (refused) |
 //! | `reasoning` | `reasoning_effort` | `thinking` | `think` |
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
 use serde::Serialize;
+use serde_json::Value;
 
 use super::json_writer::JsonBytes;
 use super::RequestBody;
@@ -129,17 +133,189 @@ pub(crate) fn ollama_think(s: &ModelSettings) -> Option<&'static str> {
     s.reasoning.and_then(|r| r.effort).map(|e| e.ollama_level())
 }
 
-/// `body` with the settings' `extra_body` merged in (RFC 7386), or unchanged without one. The
-/// body's bytes are those of a `Value` rendering (sorted keys), so the parts `extra_body` does
-/// not touch come out byte for byte as they were.
+/// `body` with the settings' `extra_body` merged in (RFC 7386), or unchanged without one.
+///
+/// The body is not parsed whole: its top-level values are found by a scan of its bytes (the
+/// engine wrote them: valid JSON, keys sorted), those the patch does not touch are copied as
+/// they are, and only a value an object patch merges into is parsed (never `messages` or
+/// `tools`, which `extra_body` may not touch, so a conversation nested deeper than a parser's
+/// depth limit cannot fail here). The result's keys are sorted, as a `Value` writes them.
 pub(crate) fn with_extra_body(body: RequestBody, s: &ModelSettings) -> RequestBody {
     let Some(extra) = &s.extra_body else {
         return body;
     };
-    let mut value: serde_json::Value =
-        serde_json::from_slice(&body).expect("the engine's request bodies are JSON");
-    merge_patch(&mut value, extra);
+    let mut fields: BTreeMap<String, Cow<'_, [u8]>> = top_level(&body)
+        .into_iter()
+        .map(|(key, value)| (key, Cow::Borrowed(value)))
+        .collect();
+    for (key, patch) in extra {
+        match patch {
+            Value::Null => {
+                fields.remove(key);
+            }
+            Value::Object(inner) => {
+                let mut target = fields
+                    .get(key)
+                    .and_then(|raw| serde_json::from_slice::<Value>(raw).ok())
+                    .unwrap_or(Value::Null);
+                merge_patch(&mut target, inner);
+                fields.insert(key.clone(), Cow::Owned(bytes_of(&target)));
+            }
+            other => {
+                fields.insert(key.clone(), Cow::Owned(bytes_of(other)));
+            }
+        }
+    }
     let mut out = JsonBytes::new();
-    out.value(&value);
+    out.raw("{");
+    for (i, (key, value)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.raw(",");
+        }
+        out.string(key);
+        out.raw(":");
+        out.put_bytes(value);
+    }
+    out.raw("}");
     out.into_body()
+}
+
+fn bytes_of(value: &Value) -> Vec<u8> {
+    let mut out = JsonBytes::new();
+    out.value(value);
+    out.into_body().to_vec()
+}
+
+/// The top-level keys and the bytes of their values in a JSON object the engine wrote, found
+/// without recursion (brackets counted, strings skipped with their escapes).
+fn top_level(body: &[u8]) -> Vec<(String, &[u8])> {
+    let mut fields = Vec::new();
+    let mut i = body
+        .iter()
+        .position(|&b| b == b'{')
+        .map_or(body.len(), |p| p + 1);
+    loop {
+        // The key: a JSON string.
+        let Some(start) = body[i..].iter().position(|&b| b == b'"').map(|p| p + i) else {
+            return fields;
+        };
+        let end = string_end(body, start);
+        let key: String = serde_json::from_slice(&body[start..end]).unwrap_or_default();
+        // The value: from after the colon to the comma or brace that closes it at depth 0.
+        let value_start = end
+            + body[end..]
+                .iter()
+                .position(|&b| b == b':')
+                .map_or(0, |p| p + 1);
+        let mut depth = 0usize;
+        let mut j = value_start;
+        while j < body.len() {
+            match body[j] {
+                b'"' => {
+                    j = string_end(body, j);
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' if depth > 0 => depth -= 1,
+                b',' | b'}' if depth == 0 => break,
+                _ => {}
+            }
+            j += 1;
+        }
+        fields.push((key, &body[value_start..j]));
+        if j >= body.len() || body[j] == b'}' {
+            return fields;
+        }
+        i = j + 1;
+    }
+}
+
+/// The index just past the JSON string that starts (with its quote) at `start`.
+fn string_end(body: &[u8], start: usize) -> usize {
+    let mut j = start + 1;
+    while j < body.len() {
+        match body[j] {
+            b'\\' => j += 2,
+            b'"' => return j + 1,
+            _ => j += 1,
+        }
+    }
+    body.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::{value_body, ModelRequest};
+    use crate::transcript::{Message, ToolCall};
+
+    /// A conversation nested deeper than serde_json's parser allows (128) merges `extra_body`
+    /// all the same: the body is never parsed whole.
+    #[test]
+    fn extra_body_merges_beside_a_conversation_deeper_than_a_parser_allows() {
+        let mut deep = json!("bottom");
+        for _ in 0..300 {
+            deep = json!({"k": [deep]});
+        }
+        let messages = vec![
+            Message::User {
+                content: "go".into(),
+            },
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: "c1".into(),
+                    name: "echo".into(),
+                    arguments: deep,
+                    raw_arguments: false,
+                    via: None,
+                }],
+            },
+            Message::Tool {
+                call_id: "c1".into(),
+                name: "echo".into(),
+                content: "ok".into(),
+                is_error: false,
+            },
+        ];
+        let settings: ModelSettings = serde_json::from_value(json!({"extra_body":
+            {"stream_options": null, "options": {"num_ctx": 1}, "zz": [1], "system": "s2"}}))
+        .unwrap();
+        let tools = value_body::rich_tools();
+        let req = ModelRequest {
+            system: Some("s"),
+            model: None,
+            messages: &messages,
+            tools: &tools,
+            settings: &settings,
+        };
+        type Old = fn(&str, u32, &ModelRequest<'_>) -> Value;
+        type New = fn(&str, u32, &ModelRequest<'_>) -> RequestBody;
+        let styles: [(Old, New); 3] = [
+            (value_body::openai, super::super::openai_body::render),
+            (value_body::ollama, super::super::ollama_body::render),
+            (value_body::anthropic_cached, |m, t, r| {
+                super::super::anthropic_body::render(m, t, true, r)
+            }),
+        ];
+        for (old, new) in styles {
+            let want = serde_json::to_vec(&old("m", 10, &req)).unwrap();
+            let got = new("m", 10, &req);
+            assert_eq!(&got[..], &want[..]);
+        }
+    }
+
+    #[test]
+    fn the_top_level_scan_finds_every_value() {
+        let body = br#"{"a":{"x":"}\"]","y":[1,{"z":null}]},"b":"s,\\","c":[],"d":true}"#;
+        let fields = top_level(body);
+        let keys: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["a", "b", "c", "d"]);
+        assert_eq!(fields[0].1, br#"{"x":"}\"]","y":[1,{"z":null}]}"#);
+        assert_eq!(fields[1].1, br#""s,\\""#);
+        assert_eq!(fields[3].1, b"true");
+        assert!(top_level(b"{}").is_empty());
+    }
 }
