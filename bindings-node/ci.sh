@@ -28,7 +28,7 @@ npm ci --no-audit --no-fund
 step "native module (debug) + native.d.ts drift check"
 node scripts/build-native.mjs --check-dts
 
-step "TypeScript layer (index.ts -> index.js, index.d.ts, index.mjs)"
+step "TypeScript layer (index.ts, lib/*.ts -> .js, .d.ts; index.mjs)"
 npm run --silent build:ts
 
 step "rust unit tests of the crate"

@@ -214,5 +214,5 @@ export interface NativeUsage {
 /** A preset policy's document as JSON text (`default`, `strict`, `dev`): the engine's own. */
 export declare function policyPreset(name: string): string
 
-/** Set the factory that makes the binding's errors (called once by `index.ts`). */
+/** Set the factory that makes the binding's errors (called once by `lib/errors.ts`). */
 export declare function setErrorFactory(factory: (kind: string, message: string, detailsJson: string) => Error): void

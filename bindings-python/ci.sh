@@ -29,7 +29,8 @@ VENV="${CONTENOX_VENV:-$HERE/.venv}"
 if [[ ! -x "$VENV/bin/python" ]]; then
     python3 -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements-dev.txt \
+    -c "$REPO/scripts/python-constraints.txt"
 export VIRTUAL_ENV="$VENV"
 export PATH="$VENV/bin:$PATH"
 

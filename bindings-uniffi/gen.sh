@@ -37,8 +37,9 @@ build() {
   else
     (cd "$repo" && cargo build --quiet -p contenox-uniffi)
   fi
-  # bindgen/ is a workspace of its own (see its Cargo.toml); same target directory.
-  cargo build --quiet --manifest-path "$here/bindgen/Cargo.toml" --target-dir "$target"
+  # bindgen/ is a workspace of its own (see its Cargo.toml) with its own committed Cargo.lock
+  # (--locked); same target directory.
+  cargo build --quiet --locked --manifest-path "$here/bindgen/Cargo.toml" --target-dir "$target"
 }
 
 # Where JNA looks for a library inside a jar: com.sun.jna.Platform.RESOURCE_PREFIX.

@@ -42,15 +42,17 @@ stamp() { # STAMP INPUT...
 
 venv="$repo/.venv"
 requirements=(tests/official_clients/requirements.txt bindings-python/requirements-dev.txt)
+# Every version pinned (pip freeze): a fresh clone installs what main was tested with.
+constraints=scripts/python-constraints.txt
 if [ ! -x "$venv/bin/python" ]; then
   echo "setup: creating $venv"
   python3 -m venv "$venv"
 fi
-if ! fresh "$venv/.contenox-requirements" "${requirements[@]}"; then
+if ! fresh "$venv/.contenox-requirements" "${requirements[@]}" "$constraints"; then
   echo "setup: pip install into .venv (${requirements[*]})"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    $(printf -- '-r %s ' "${requirements[@]}")
-  stamp "$venv/.contenox-requirements" "${requirements[@]}"
+    $(printf -- '-r %s ' "${requirements[@]}") -c "$constraints"
+  stamp "$venv/.contenox-requirements" "${requirements[@]}" "$constraints"
 fi
 
 echo "setup: MCP test servers"

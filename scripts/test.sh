@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Every test of the project, in one command, on a machine with only the toolchains (Rust, Python
-# >= 3.10 with venv and pip, Node >= 20 with npm, a JDK >= 17 with Maven):
+# >= 3.10 with venv and pip, Node >= 20 with npm, a JDK >= 17 with Maven; Swift is set up by the
+# bindings-swift step itself: a Debian trixie root with Debian's swiftlang, kept in
+# ~/.cache/contenox, which needs root and, the first time, apt's Debian mirror):
 #
 #   scripts/test.sh              set up (scripts/setup.sh: idempotent, registries only), then
 #                                every step below
@@ -19,14 +21,16 @@ repo=$PWD
 # name | what it runs (in this order)
 steps=(
   "fmt|cargo fmt --all -- --check"
-  "build|cargo build --workspace --all-targets"
-  "clippy|cargo clippy --workspace --all-targets -- -D warnings"
-  "test|cargo test --workspace"
+  "house|scripts/check_house.py: one test binary per crate"
+  "build|cargo build --locked --workspace --all-targets"
+  "clippy|cargo clippy --locked --workspace --all-targets -- -D warnings"
+  "test|cargo test --locked --workspace"
   "conformance|the Rust runner on every scenario directory"
   "official-clients|pytest tests/official_clients (the official openai / anthropic / ollama SDKs vs the fake server)"
   "bindings-python|bindings-python/ci.sh"
   "bindings-node|bindings-node/ci.sh"
   "bindings-uniffi|bindings-uniffi/ci.sh"
+  "bindings-swift|bindings-uniffi/swift/ci.sh (Swift 6.0 in a Debian trixie root, toolchain.sh: conformance, XCTest, examples/swift)"
   "release-build|cargo build --release of every binding, in one build"
   "package-python|scripts/package/python.sh: the abi3 wheel in a fresh venv, no Rust on PATH"
   "package-node|scripts/package/node.sh: npm pack (main + platform package) in a fresh project"
@@ -79,9 +83,12 @@ run_step() {
   local dirs
   case "$1" in
     fmt) cargo fmt --all -- --check ;;
-    build) cargo build --workspace --all-targets ;;
-    clippy) cargo clippy --workspace --all-targets -- -D warnings ;;
-    test) cargo test --workspace ;;
+    house) python3 scripts/check_house.py ;;
+    # --locked: the committed Cargo.lock is the build; a manifest change without its lock change
+    # fails here instead of resolving whatever is newest that day.
+    build) cargo build --locked --workspace --all-targets ;;
+    clippy) cargo clippy --locked --workspace --all-targets -- -D warnings ;;
+    test) cargo test --locked --workspace ;;
     conformance)
       IFS=: read -ra dirs <<<"$CONTENOX_SCENARIOS"
       "$target/debug/conformance" "${dirs[@]}"
@@ -90,6 +97,7 @@ run_step() {
     bindings-python) bash bindings-python/ci.sh ;;
     bindings-node) bash bindings-node/ci.sh ;;
     bindings-uniffi) bash bindings-uniffi/ci.sh ;;
+    bindings-swift) bash bindings-uniffi/swift/ci.sh ;;
     release-build) bash scripts/package/release-build.sh ;;
     package-python) bash scripts/package/python.sh ;;
     package-node) bash scripts/package/node.sh ;;

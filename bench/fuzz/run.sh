@@ -24,6 +24,10 @@ toolchain=${FUZZ_TOOLCHAIN:-nightly}
 # Overflow checks and debug assertions on (an overflow is a bug, not a wrap), AddressSanitizer
 # (cargo-fuzz's default). Builds every target.
 mkdir -p "$out"
+# fuzz/ is a workspace of its own (nightly, outside CI) with no lockfile of its own: it starts
+# from the main workspace's Cargo.lock, so the engine is fuzzed with the crate versions CI tested;
+# cargo adds only what fuzz/ alone needs (libfuzzer-sys). fuzz/.gitignore keeps the copy out.
+cp "$here/Cargo.lock" "$here/fuzz/Cargo.lock"
 nice -n 19 cargo "+$toolchain" fuzz build --debug-assertions --target-dir "$out" \
     --fuzz-dir "$here/fuzz" >"$out/build.log" 2>&1 || { tail -n 40 "$out/build.log"; exit 1; }
 bin_dir=$out/x86_64-unknown-linux-gnu/release

@@ -12,7 +12,7 @@
 // `cargo build --release -p contenox-node` in the workspace's target directory (shared with the
 // other release builds); the development build in this directory is left as it is.
 import { execFileSync, spawnSync } from 'node:child_process'
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -45,7 +45,7 @@ mkdirSync(stage, { recursive: true })
 // 1. The release native module, its loader and types (into the stage, not over the dev build).
 const artifacts = join(stage, 'artifacts')
 run(process.execPath, [join(here, 'scripts/build-native.mjs'), '--release', '--out', artifacts], here)
-// 2. The TypeScript layer (index.js, index.d.ts, index.mjs, index.d.mts).
+// 2. The TypeScript layer (index.js, index.d.ts, index.mjs, index.d.mts, lib/*.js, lib/*.d.ts).
 run(npm, ['run', '--silent', 'build:ts'], here)
 
 // 3. The main package: what `files` lists, the release loader, and the optionalDependencies
@@ -54,8 +54,15 @@ const { packageJson, packageName, binaryName, targets } = await readNapiConfig(j
 const main = join(stage, 'contenox')
 mkdirSync(main)
 const fromBuild = new Set(['native.js', 'native.d.ts'])
-for (const file of [...packageJson.files, 'README.md']) {
-  if (file.includes('*')) throw new Error(`pack.mjs copies plain file names only, not ${file}`)
+// `files` holds plain names and `DIR/*.EXT` patterns (the TypeScript layer's lib/*.js, ...).
+const listed = packageJson.files.flatMap((file) => {
+  const glob = /^([\w-]+)\/\*(\.[\w.]+)$/.exec(file)
+  if (glob) return readdirSync(join(here, glob[1])).filter((f) => f.endsWith(glob[2])).map((f) => `${glob[1]}/${f}`)
+  if (file.includes('*')) throw new Error(`pack.mjs copies plain names and DIR/*.EXT only, not ${file}`)
+  return [file]
+})
+for (const file of [...listed, 'README.md']) {
+  mkdirSync(dirname(join(main, file)), { recursive: true })
   copyFileSync(join(fromBuild.has(file) ? artifacts : here, file), join(main, file))
 }
 const optionalDependencies = Object.fromEntries(

@@ -155,30 +155,30 @@ pub fn tool_spec_from_js(spec: Value) -> Value {
     rename_value(spec, snake)
 }
 
-/// A conversation's messages as JavaScript reads them: `callId`, `toolCalls`, `isError`,
-/// `rawArguments` (always present), `args`.
+/// A conversation's messages as JavaScript reads them: `callId`, `isError` (always present on a
+/// tool result), and each part of `content` camelCase too (`mediaType`, `args`, `rawArguments`
+/// always present on a `tool_call` part); `type` values stay as core writes them.
 pub fn messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> String {
     let messages = messages.into_iter().map(|m| {
-        let mut v = rename_tree(
-            serde_json::to_value(m).unwrap_or(Value::Null),
-            camel,
-            &nested_of(&["tool_calls"]),
-        );
-        match (m, &mut v) {
-            (Message::Assistant { .. }, Value::Object(o)) => {
-                let calls = o.entry("toolCalls").or_insert_with(|| Value::Array(vec![]));
-                for call in calls.as_array_mut().into_iter().flatten() {
-                    if let Value::Object(c) = call {
-                        c.entry("rawArguments").or_insert(Value::Bool(false));
+        let Ok(Value::Object(map)) = serde_json::to_value(m) else {
+            return Value::Null;
+        };
+        let mut out = rename(map, camel);
+        if let Some(Value::Array(parts)) = out.get_mut("content") {
+            for part in parts.iter_mut() {
+                if let Value::Object(p) = std::mem::take(part) {
+                    let mut p = rename(p, camel);
+                    if p.get("type").and_then(Value::as_str) == Some("tool_call") {
+                        p.entry("rawArguments").or_insert(Value::Bool(false));
                     }
+                    *part = Value::Object(p);
                 }
             }
-            (Message::Tool { .. }, Value::Object(o)) => {
-                o.entry("isError").or_insert(Value::Bool(false));
-            }
-            _ => {}
         }
-        v
+        if let Message::Tool { .. } = m {
+            out.entry("isError").or_insert(Value::Bool(false));
+        }
+        Value::Object(out)
     });
     Value::Array(messages.collect()).to_string()
 }
@@ -384,18 +384,26 @@ mod tests {
                 "policy": policy,
             })
         );
+        // A version 1 document: its parts come out camelCase; the model's arguments and a
+        // provider's block are left as they are.
         let t = Transcript::from_json(
-            r#"{"messages": [{"role": "assistant", "content": "", "tool_calls": [
+            r#"{"messages": [{"role": "user", "content": [{"type": "image", "media_type": "image/png", "data": "iVBO"}]},
+                {"role": "assistant", "content": "", "tool_calls": [
                 {"id": "c1", "name": "x", "arguments": {"a_b": 1}}]},
-                {"role": "tool", "call_id": "c1", "name": "x", "content": "r"}]}"#,
+                {"role": "tool", "call_id": "c1", "name": "x", "content": "r"},
+                {"role": "assistant", "content": [{"type": "provider", "style": "anthropic",
+                  "block": {"type": "server_tool_use", "tool_use_id": "s"}}]}]}"#,
         )
         .unwrap();
         let m: Value = serde_json::from_str(&messages(&t.messages)).unwrap();
         assert_eq!(
             m,
-            json!([{"role": "assistant", "content": "",
-                    "toolCalls": [{"id": "c1", "name": "x", "args": {"a_b": 1}, "rawArguments": false}]},
-                   {"role": "tool", "callId": "c1", "name": "x", "content": "r", "isError": false}])
+            json!([{"role": "user", "content": [{"type": "image", "mediaType": "image/png", "data": "iVBO"}]},
+                   {"role": "assistant",
+                    "content": [{"type": "tool_call", "id": "c1", "name": "x", "args": {"a_b": 1}, "rawArguments": false}]},
+                   {"role": "tool", "callId": "c1", "name": "x", "content": [{"type": "text", "text": "r"}], "isError": false},
+                   {"role": "assistant", "content": [{"type": "provider", "style": "anthropic",
+                    "block": {"type": "server_tool_use", "tool_use_id": "s"}}]}])
         );
     }
 

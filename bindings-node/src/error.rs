@@ -1,6 +1,6 @@
 //! The one conversion of the engine's error kinds to this binding's error classes.
 //!
-//! The classes are JavaScript's (`index.ts`: `ConfigurationError`, `ClosedError`, ...; all
+//! The classes are JavaScript's (`lib/errors.ts`: `ConfigurationError`, `ClosedError`, ...; all
 //! `ContenoxError`s). At load the TypeScript layer hands over one factory, `(kind, message,
 //! detailsJson) => Error`; every error the engine returns is made by it, on the JavaScript
 //! thread, so `instanceof` works and `cause` is the engine's cause chain (`details.causes`,
@@ -18,7 +18,7 @@ struct Errors {
     factory: Factory,
 }
 
-/// Set the factory that makes the binding's errors (called once by `index.ts`).
+/// Set the factory that makes the binding's errors (called once by `lib/errors.ts`).
 #[napi(ts_args_type = "factory: (kind: string, message: string, detailsJson: string) => Error")]
 pub fn set_error_factory(
     env: &Env,
@@ -30,7 +30,7 @@ pub fn set_error_factory(
     env.set_instance_data(errors, (), |_| {})
 }
 
-/// The kind (the class `index.ts` maps it to) and the details of an engine error.
+/// The kind (the class `lib/errors.ts` maps it to) and the details of an engine error.
 fn describe(e: &contenox::Error) -> (&'static str, Value) {
     use contenox::Error as E;
     let causes: Vec<String> = std::iter::successors(std::error::Error::source(e), |c| c.source())

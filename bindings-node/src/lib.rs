@@ -1,7 +1,7 @@
 //! # contenox-node
 //!
 //! The native half of the npm package `contenox`: a napi-rs v3 module over the `contenox` engine.
-//! The TypeScript layer (`index.ts`) gives it its JavaScript shape (`createClient`, `tool`,
+//! The TypeScript layer (`index.ts`, `lib/`) gives it its JavaScript shape (`createClient`, `tool`,
 //! `deny`, `pending`, AbortSignal, async iteration); this crate only translates:
 //!
 //! - options arrive as one JSON document as the host wrote them; [`convert`] renames them to

@@ -121,6 +121,7 @@ impl Snapshot {
         /// `Transcript`'s serialized shape over borrowed messages.
         #[derive(Serialize)]
         struct Document<'a> {
+            version: u32,
             messages: Messages<'a>,
         }
         struct Messages<'a>(&'a Snapshot);
@@ -130,6 +131,7 @@ impl Snapshot {
             }
         }
         serde_json::to_string_pretty(&Document {
+            version: contenox::TRANSCRIPT_VERSION,
             messages: Messages(self),
         })
         .expect("a transcript always serializes")
@@ -188,29 +190,24 @@ mod tests {
     fn conversation(turns: usize) -> Transcript {
         let mut messages = Vec::new();
         for i in 1..=turns {
-            messages.push(Message::User {
-                content: format!("turn {i}"),
-            });
-            messages.push(Message::Assistant {
-                content: String::new(),
-                tool_calls: vec![ToolCall {
+            messages.push(Message::user(format!("turn {i}")));
+            messages.push(Message::assistant(
+                "",
+                vec![ToolCall {
                     id: format!("call_{i}"),
                     name: "echo".into(),
                     arguments: json!({"text": i.to_string()}),
                     raw_arguments: false,
                     via: None,
                 }],
-            });
-            messages.push(Message::Tool {
-                call_id: format!("call_{i}"),
-                name: "echo".into(),
-                content: i.to_string(),
-                is_error: i % 2 == 0,
-            });
-            messages.push(Message::Assistant {
-                content: format!("done {i} <&>\u{1F600}"),
-                tool_calls: vec![],
-            });
+            ));
+            messages.push(Message::tool_result(
+                format!("call_{i}"),
+                "echo",
+                i.to_string(),
+                i % 2 == 0,
+            ));
+            messages.push(Message::assistant(format!("done {i} <&>\u{1F600}"), vec![]));
         }
         Transcript { messages }
     }
@@ -253,9 +250,7 @@ mod tests {
         let before = snapshots.share(conversation(2));
         // A compacted or edited conversation: a different first message, the rest as before.
         let mut edited = conversation(2);
-        edited.messages[0] = Message::User {
-            content: "summary".into(),
-        };
+        edited.messages[0] = Message::user("summary");
         let after = snapshots.share(edited.clone());
         assert_eq!(after.to_transcript(), edited);
         let (before_m, after_m): (Vec<_>, Vec<_>) =
@@ -370,9 +365,7 @@ mod tests {
         // Compacted: the first six messages kept, the rest replaced (inside the first segment).
         let mut cut = conversation(3);
         cut.messages.truncate(6);
-        cut.messages.push(Message::User {
-            content: "summary".into(),
-        });
+        cut.messages.push(Message::user("summary"));
         let after = snapshots.share(cut.clone());
         assert_eq!(after.to_transcript(), cut);
         assert_eq!(after.to_json(), cut.to_json());
@@ -400,9 +393,7 @@ mod tests {
         std::thread::Builder::new()
             .stack_size(128 * 1024)
             .spawn(|| {
-                let message = Arc::new(Message::User {
-                    content: "x".into(),
-                });
+                let message = Arc::new(Message::user("x"));
                 let mut snapshot = Snapshot::default();
                 for _ in 0..200_000 {
                     snapshot = Snapshot::after(snapshot.last.take(), Box::new([message.clone()]));

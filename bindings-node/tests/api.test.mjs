@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test'
 import * as esm from 'contenox'
 import { ConfigurationError, createClient, deny, loadMcp, pending, tool, Transcript } from 'contenox'
 
-import { startFakeServer } from './helpers.mjs'
+import { startFakeServer, textOf } from './helpers.mjs'
 
 const echo = (name = 'echo', extra = {}) =>
   tool({ name, description: 'Echo.', inputSchema: { type: 'object' }, execute: (args) => JSON.stringify(args), ...extra })
@@ -24,7 +24,9 @@ function scripted(names, options = {}) {
   return createClient({ style: 'scripted', builtins: [], script: [...calls(...names), { text: 'done' }], ...options })
 }
 
-const toolResults = (result) => result.transcript.messages.filter((m) => m.role === 'tool')
+// Tool results with their text as `content`.
+const toolResults = (result) =>
+  result.transcript.messages.filter((m) => m.role === 'tool').map((m) => ({ ...m, content: textOf(m) }))
 
 async function collect(run) {
   const events = []
@@ -462,11 +464,11 @@ describe('transcripts', () => {
     assert.equal(one.transcript.length, 2)
     assert.equal(two.transcript.length, 4)
     assert.deepEqual(
-      three.transcript.messages.map((m) => m.content),
+      three.transcript.messages.map(textOf),
       ['first', 'a', 'third', 'c'],
     )
     assert.deepEqual(
-      two.transcript.messages.map((m) => m.content),
+      two.transcript.messages.map(textOf),
       ['first', 'a', 'second', 'b'],
     )
     assert.equal(client.transcript.toString(), three.transcript.toString())
@@ -487,7 +489,7 @@ describe('transcripts', () => {
       return r
     }
     for (let i = 0; i < 60; i++) await run(`turn ${i}`)
-    const contents = (r) => r.transcript.messages.map((m) => m.content)
+    const contents = (r) => r.transcript.messages.map(textOf)
     results.forEach((r, k) => {
       assert.equal(r.transcript.length, 2 * (k + 1))
       assert.deepEqual(
@@ -510,7 +512,7 @@ describe('transcripts', () => {
       'after the edit',
       'reply 61',
     ])
-    assert.equal(JSON.parse(edited.transcript.toString()).messages[61].content, 'edited')
+    assert.deepEqual(JSON.parse(edited.transcript.toString()).messages[61].content, [{ type: 'text', text: 'edited' }])
     for (let i = 0; i < 5; i++) await run(`more ${i}`)
     // Every snapshot, JSON byte for byte, as when its result was made.
     results.forEach((r, k) => assert.equal(r.transcript.toString(), saved[k], `result ${k}`))

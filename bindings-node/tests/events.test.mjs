@@ -1,4 +1,4 @@
-// The TypeScript event union (index.ts `Event`) against the one event vocabulary, the JSON Schema
+// The TypeScript event union (lib/events.ts `Event`) against the one event vocabulary, the JSON Schema
 // derived from the engine's `Event` (tests/conformance/event-schema.json): a new, missing or
 // changed event or field fails here. Keys are compared in JavaScript's spelling, as the native
 // side makes it (`jsName`, the one casing rule).
@@ -16,14 +16,14 @@ const require = createRequire(import.meta.url)
 const native = require(join(packageDir, 'native.js'))
 const schema = JSON.parse(readFileSync(join(repoDir, 'tests/conformance/event-schema.json'), 'utf8'))
 
-/** The members of `export type Event = ...` in index.ts: type tag -> {key: {optional, type}}. */
+/** The members of `export type Event = ...` in lib/events.ts: type tag -> {key: {optional, type}}. */
 function unionMembers() {
-  const file = join(packageDir, 'index.ts')
+  const file = join(packageDir, 'lib/events.ts')
   const program = ts.createProgram([file], { strict: true, target: ts.ScriptTarget.ES2022, types: [] })
   const checker = program.getTypeChecker()
   const source = program.getSourceFile(file)
   const alias = source.statements.find((s) => ts.isTypeAliasDeclaration(s) && s.name.text === 'Event')
-  assert.ok(alias, 'index.ts declares `export type Event`')
+  assert.ok(alias, 'lib/events.ts declares `export type Event`')
   const members = {}
   for (const member of checker.getTypeAtLocation(alias).types) {
     const props = {}

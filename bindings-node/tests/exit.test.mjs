@@ -107,7 +107,7 @@ const client = createClient({
   hooks: { beforeTool: (e) => { if (e.name === 'ok') throw new Error('hook threw') } },
 })
 const r = await client.run('go')
-console.log(r.finalText, r.transcript.messages.filter((m) => m.role === 'tool').map((m) => m.content).join('|'))
+console.log(r.finalText, r.transcript.messages.filter((m) => m.role === 'tool').map((m) => m.content.map((p) => p.text).join('')).join('|'))
 client.close()
 `)
   assert.equal(code, 0, err)

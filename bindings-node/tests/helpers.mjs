@@ -90,3 +90,6 @@ export async function startFakeRemote(file) {
     stop,
   }
 }
+
+/** The text of a transcript message (its text parts, joined). */
+export const textOf = (m) => m.content.filter((p) => p.type === 'text').map((p) => p.text).join('')

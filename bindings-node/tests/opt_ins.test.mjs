@@ -9,6 +9,8 @@ import { after, before, describe, test } from 'node:test'
 
 import { BackgroundShells, createClient } from 'contenox'
 
+import { textOf } from './helpers.mjs'
+
 const RUST = '1. Rust\n   https://www.rust-lang.org/\n   A language empowering everyone.\n'
 const TOKIO = '2. Tokio\n   https://tokio.rs/\n   An asynchronous runtime.\n'
 const RESULTS = [
@@ -19,7 +21,9 @@ const RESULTS = [
 
 const call = (name, args, id = 'call_1') => ({ toolCalls: [{ id, name, args }] })
 const scripted = (script, options = {}) => createClient({ style: 'scripted', builtins: [], script, ...options })
-const toolResults = (result) => result.transcript.messages.filter((m) => m.role === 'tool')
+// Tool results with their text as `content`.
+const toolResults = (result) =>
+  result.transcript.messages.filter((m) => m.role === 'tool').map((m) => ({ ...m, content: textOf(m) }))
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 async function waitUntil(what, check, ms = 10_000) {

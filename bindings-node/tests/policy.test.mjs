@@ -9,6 +9,8 @@ import { describe, test } from 'node:test'
 
 import { ConfigurationError, createClient, policies, tool } from 'contenox'
 
+import { textOf } from './helpers.mjs'
+
 const echo = tool({ name: 'echo', description: 'Echo.', inputSchema: { type: 'object' }, hints: { readOnly: true }, execute: ({ text }) => text })
 const call = (id, text = id) => ({ toolCalls: [{ id, name: 'echo', args: { text } }] })
 const denyEcho = (name = 'no echo') => ({ version: 1, default_action: 'allow', rules: [{ tool: 'echo', action: 'deny', name }] })
@@ -21,7 +23,8 @@ function client(script, options = {}) {
 async function turn(c, id) {
   const r = await c.run('go')
   assert.equal(r.outcome, 'done')
-  return r.transcript.messages.find((m) => m.role === 'tool' && m.callId === id)
+  const m = r.transcript.messages.find((m) => m.role === 'tool' && m.callId === id)
+  return { ...m, content: textOf(m) }
 }
 
 function refused(options) {
@@ -110,7 +113,7 @@ describe('policy', () => {
         ],
       })
       const r = await c.run('read them')
-      const [notes, key] = r.transcript.messages.filter((m) => m.role === 'tool')
+      const [notes, key] = r.transcript.messages.filter((m) => m.role === 'tool').map((m) => ({ ...m, content: textOf(m) }))
       assert.ok(notes.content.includes('hello') && !notes.isError)
       assert.ok(key.isError && key.content.includes('The approval policy denied read'), key.content)
       assert.ok(!key.content.includes('PRIVATE KEY'))
@@ -131,7 +134,7 @@ describe('policy', () => {
     let r = await client([two, { text: 'never' }], { maxToolCalls: 1 }).run('go')
     assert.equal(r.outcome, 'budget')
     assert.match(r.error, /max_tool_calls/)
-    const [first, second] = r.transcript.messages.filter((m) => m.role === 'tool')
+    const [first, second] = r.transcript.messages.filter((m) => m.role === 'tool').map((m) => ({ ...m, content: textOf(m) }))
     assert.equal(first.content, 'a')
     assert.ok(second.isError && second.content.startsWith('budget reached'))
 

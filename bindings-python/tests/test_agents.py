@@ -7,6 +7,7 @@ from typing import Any
 
 import contenox
 import pytest
+from conftest import text_of
 
 
 def call(name: str, args: dict[str, Any], cid: str = "call_1") -> dict[str, Any]:
@@ -71,7 +72,7 @@ async def test_compact_on_demand_tells_on_compact() -> None:
     assert notice is not None and notice.trigger == "manual"
     assert notice.summary == "The user asked 2 + 2; it is 4."
     assert told == [notice]
-    assert client.transcript.messages[0]["content"].endswith("The user asked 2 + 2; it is 4.")
+    assert text_of(client.transcript.messages[0]).endswith("The user asked 2 + 2; it is 4.")
 
 
 async def test_a_compactor_returning_junk_leaves_the_conversation() -> None:

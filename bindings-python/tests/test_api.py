@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 import contenox
 import pytest
+from conftest import text_of, with_text
 from contenox import _native
 from contenox.events import Gate, ToolCall, ToolResult, TurnEnd, TurnStart
 
@@ -33,7 +34,8 @@ def scripted(*entries: dict[str, Any], **kw: Any) -> contenox.Client:
 
 
 def results(r: contenox.TurnResult) -> list[dict[str, Any]]:
-    return [m for m in r.transcript.messages if m["role"] == "tool"]
+    """The tool results, each with its text as `content`."""
+    return [with_text(m) for m in r.transcript.messages if m["role"] == "tool"]
 
 
 # --- tools -----------------------------------------------------------------------------------
@@ -443,7 +445,7 @@ async def test_cancelling_the_awaiting_task_cancels_the_turn() -> None:
         "role": "tool",
         "call_id": "call_1",
         "name": "nap",
-        "content": "cancelled",
+        "content": [{"type": "text", "text": "cancelled"}],
         "is_error": True,
     }
 
@@ -920,7 +922,7 @@ async def test_a_results_transcript_is_read_only_when_asked_and_round_trips() ->
     assert len(t) == 4  # counted by the engine, nothing parsed yet
     assert t._messages is None and t._json is None
     assert [m["role"] for m in t.messages] == ["user", "assistant", "tool", "assistant"]
-    assert json.loads(t.to_json()) == {"messages": t.messages}
+    assert json.loads(t.to_json()) == {"version": 2, "messages": t.messages}
     assert t == client.transcript
     # Pickled and copied through its JSON text, equal afterwards.
     assert pickle.loads(pickle.dumps(r.transcript)) == t
@@ -930,10 +932,10 @@ async def test_a_results_transcript_is_read_only_when_asked_and_round_trips() ->
     other.transcript = client.transcript
     assert other.transcript == t
     edited = client.transcript
-    edited.messages[0]["content"] = "edited"
+    edited.messages[0]["content"] = [{"type": "text", "text": "edited"}]
     other.transcript = edited
-    assert other.transcript.messages[0]["content"] == "edited"
-    assert client.transcript.messages[0]["content"] == "go"  # the engine's copy is untouched
+    assert text_of(other.transcript.messages[0]) == "edited"
+    assert text_of(client.transcript.messages[0]) == "go"  # the engine's copy is untouched
     # A broken edit is refused as before.
     broken = client.transcript
     del broken.messages[1]  # the call goes, its result stays
@@ -980,7 +982,7 @@ def test_usage_and_turn_result_are_immutable_values() -> None:
         "outcome": "done",
         "final_text": "text",
         "usage": {"input_tokens": 3, "output_tokens": 4, "cache_read_input_tokens": 1},
-        "transcript": {"messages": [{"role": "user", "content": "hi"}]},
+        "transcript": {"version": 2, "messages": [{"role": "user", "content": "hi"}]},
     }
 
 
@@ -1029,13 +1031,13 @@ def test_a_turn_with_a_plain_tool_leaves_the_callbacks_types_undefined() -> None
         "    return text\n"
         "r = c.run_sync('go')\n"
         "lazy = ('contenox._callbacks', 'contenox._hints', 'dataclasses')\n"
-        "print(r.final_text, r.transcript.messages[2]['content'], [m in sys.modules for m in lazy])\n"
+        "print(r.final_text, r.transcript.messages[2]['content'][0]['text'], [m in sys.modules for m in lazy])\n"
         "@c.tool()\n"
         "def out() -> contenox.ToolOutput:\n"
         "    return contenox.ToolOutput('bad', is_error=True)\n"
         "r = c.run_sync('again')\n"
         "m = r.transcript.messages[-2]\n"
-        "print(m['content'], m['is_error'], 'contenox._callbacks' in sys.modules)\n"
+        "print(m['content'][0]['text'], m['is_error'], 'contenox._callbacks' in sys.modules)\n"
         "print(c.tools[0].get('hints'), contenox.Tool('t', len).hints, 'contenox._hints' in sys.modules)\n"
     )
     out = _lines_printed_by(code)

@@ -14,6 +14,7 @@ from typing import Any
 
 import contenox
 import pytest
+from conftest import with_text
 
 RUST = "1. Rust\n   https://www.rust-lang.org/\n   A language empowering everyone.\n"
 TOKIO = "2. Tokio\n   https://tokio.rs/\n   An asynchronous runtime.\n"
@@ -38,7 +39,7 @@ def scripted(*entries: dict[str, Any], **kw: Any) -> contenox.Client:
 
 
 def results(r: contenox.TurnResult) -> list[dict[str, Any]]:
-    return [m for m in r.transcript.messages if m["role"] == "tool"]
+    return [with_text(m) for m in r.transcript.messages if m["role"] == "tool"]
 
 
 # --- websearch -------------------------------------------------------------------------------

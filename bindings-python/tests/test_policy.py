@@ -11,6 +11,7 @@ from typing import Any
 
 import contenox
 import pytest
+from conftest import with_text
 
 
 def call(name: str, args: dict[str, Any], cid: str = "call_1") -> dict[str, Any]:
@@ -37,7 +38,7 @@ def deny_echo(rule_name: str = "no echo") -> dict[str, Any]:
 
 
 def tool_results(r: contenox.TurnResult) -> list[dict[str, Any]]:
-    return [m for m in r.transcript.messages if m["role"] == "tool"]
+    return [with_text(m) for m in r.transcript.messages if m["role"] == "tool"]
 
 
 def turn(client: contenox.Client, cid: str) -> dict[str, Any]:

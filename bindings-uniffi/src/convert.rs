@@ -374,49 +374,90 @@ pub(crate) mod answer_wire {
     }
 }
 
-/// A tool call as the model made it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, uniffi::Record)]
-pub struct ToolCall {
-    /// The call id.
-    pub id: String,
-    /// The tool name.
-    pub name: String,
-    /// The arguments as JSON text (a JSON string holding the raw text when it was not JSON).
-    #[serde(rename = "arguments", with = "json_text")]
-    pub arguments_json: String,
-    /// True when the model's arguments were not valid JSON.
-    #[serde(default)]
-    pub raw_arguments: bool,
-    /// Set when the model reached the tool through `call_tool`.
-    #[serde(default)]
-    pub via: Option<String>,
+/// One part of a message: text, an image, the model's reasoning, a tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, uniffi::Enum)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image: base64 `data` with its `media_type`, or a `path` beneath the root.
+    Image {
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp` (with `data`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        media_type: Option<String>,
+        /// The bytes, base64.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<String>,
+        /// A file beneath the root, read when a request is built.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+    },
+    /// The model's reasoning, with the provider's opaque fields.
+    Reasoning {
+        /// The reasoning text (empty when the provider sent it only encrypted).
+        #[serde(default)]
+        text: String,
+        /// The provider's signature over the text (anthropic).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+        /// Encrypted reasoning (anthropic `redacted_thinking`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        redacted: Option<String>,
+        /// The message field an openai-style server sent it in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        field: Option<String>,
+    },
+    /// A tool call.
+    ToolCall {
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+        /// The arguments as JSON text (a JSON string holding the raw text when it was not JSON).
+        #[serde(rename = "arguments", with = "json_text")]
+        arguments_json: String,
+        /// True when the model's arguments were not valid JSON.
+        #[serde(default)]
+        raw_arguments: bool,
+        /// Set when the model reached the tool through `call_tool`.
+        #[serde(default)]
+        via: Option<String>,
+    },
+    /// A block of the provider's own kind, kept to be sent back to that kind of server.
+    Provider {
+        /// The wire style whose server sent it.
+        style: String,
+        /// The block, as JSON text.
+        #[serde(rename = "block", with = "json_text")]
+        block_json: String,
+    },
 }
 
-/// One message of the conversation.
+/// One message of the conversation: its parts, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, uniffi::Enum)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
-    /// The user's prompt.
+    /// The user's prompt: text and images.
     User {
-        /// The prompt text.
-        content: String,
+        /// Its parts.
+        content: Vec<ContentPart>,
     },
-    /// One model response.
+    /// One model response: reasoning, text and tool calls, in the model's order.
     Assistant {
-        /// Its text (may be empty).
-        content: String,
-        /// Its tool calls, in the model's order.
-        #[serde(default)]
-        tool_calls: Vec<ToolCall>,
+        /// Its parts.
+        content: Vec<ContentPart>,
     },
-    /// The result of one tool call.
+    /// The result of one tool call: text and images.
     Tool {
         /// The call id it answers.
         call_id: String,
         /// The tool name.
         name: String,
-        /// The text the model sees.
-        content: String,
+        /// What the model sees.
+        content: Vec<ContentPart>,
         /// Whether this is an error result.
         #[serde(default)]
         is_error: bool,

@@ -32,8 +32,8 @@ mod shells;
 
 pub use client::{list_models, policy_preset, Client};
 pub use convert::{
-    outcome_name, Answer, Decision, Message, PendingRequest, ToolCall, ToolCallEvent, ToolOutput,
-    ToolSpec, Transcript, TurnResult,
+    outcome_name, Answer, ContentPart, Decision, Message, PendingRequest, ToolCallEvent,
+    ToolOutput, ToolSpec, Transcript, TurnResult,
 };
 pub use error::ContenoxError;
 pub use event::Event;

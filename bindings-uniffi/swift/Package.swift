@@ -24,5 +24,12 @@ let package = Package(
             path: "Sources/Contenox",
             linkerSettings: [.linkedLibrary("contenox_uniffi")]
         ),
+        // The conformance runner and the tests of ContenoxAsync.swift (Swift Testing):
+        // bindings-uniffi/swift/ci.sh builds and runs them.
+        .testTarget(
+            name: "ContenoxTests",
+            dependencies: ["Contenox"],
+            path: "Tests/ContenoxTests"
+        ),
     ]
 )

@@ -2,7 +2,7 @@
 //! (derived from the engine's `Event`): every engine event, with every field and without its
 //! optional ones, crosses into `Event` and back (`toJson()`) unchanged.
 
-use contenox_uniffi::{Event, Message, Transcript};
+use contenox_uniffi::{ContentPart, Event, Message, Transcript};
 use serde_json::{json, Map, Value};
 
 const SCHEMA: &str = include_str!("../../tests/conformance/event-schema.json");
@@ -88,9 +88,44 @@ fn messages_cross_as_themselves() {
     .unwrap();
     let ours = Transcript::from_json(t.to_json()).unwrap().messages();
     assert_eq!(ours.len(), 3);
-    let Message::Assistant { tool_calls, .. } = &ours[1] else {
+    let Message::Assistant { content } = &ours[1] else {
         panic!("{ours:?}");
     };
-    assert_eq!(tool_calls[0].arguments_json, "\"{bad\"");
-    assert!(tool_calls[0].raw_arguments);
+    let [ContentPart::ToolCall {
+        arguments_json,
+        raw_arguments,
+        via,
+        ..
+    }] = content.as_slice()
+    else {
+        panic!("{content:?}");
+    };
+    assert_eq!(arguments_json, "\"{bad\"");
+    assert!(*raw_arguments);
+    assert_eq!(via.as_deref(), Some("call_tool"));
+    // Every kind of part crosses, in order.
+    let parts = r#"{"version": 2, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "look"},
+            {"type": "image", "media_type": "image/png", "data": "iVBO"},
+            {"type": "image", "path": "a.png"}]},
+        {"role": "assistant", "content": [
+            {"type": "reasoning", "text": "hm", "signature": "sig"},
+            {"type": "reasoning", "redacted": "enc"},
+            {"type": "reasoning", "text": "r", "field": "reasoning_content"},
+            {"type": "text", "text": "ok"}]}]}"#;
+    let ours = Transcript::from_json(parts.into()).unwrap().messages();
+    let Message::User { content } = &ours[0] else {
+        panic!("{ours:?}");
+    };
+    assert_eq!(content.len(), 3);
+    assert!(matches!(&content[2], ContentPart::Image { path: Some(p), .. } if p == "a.png"));
+    let Message::Assistant { content } = &ours[1] else {
+        panic!("{ours:?}");
+    };
+    assert!(matches!(&content[0], ContentPart::Reasoning { signature: Some(s), .. } if s == "sig"));
+    assert!(matches!(&content[1], ContentPart::Reasoning { redacted: Some(d), .. } if d == "enc"));
+    assert!(
+        matches!(&content[2], ContentPart::Reasoning { field: Some(f), .. } if f == "reasoning_content")
+    );
+    assert!(matches!(&content[3], ContentPart::Text { text } if text == "ok"));
 }

@@ -1,21 +1,27 @@
 //! The hook registry: one SQLite file (`--db`, default `.contenox/local.db`).
 //!
+//! - A file is read as a registry only once its first 100 bytes (the SQLite header, read
+//!   without SQLite and without following a link) say it is one: the SQLite magic,
+//!   `PRAGMA application_id` "Cntx" and a `PRAGMA user_version` this build reads. Anything else
+//!   (a text file, another program's database, a blank SQLite file, a newer registry) is refused
+//!   before anything touches it: no chmod, no write, no journal beside it.
+//! - A `--db` that is a symbolic link is refused, naming its target, never followed: give the
+//!   registry's own path. (Links among the folders above it are followed as usual.)
 //! - The file is created readable by its owner only (mode 0600, and made so again if it was
 //!   wider: it holds header values), its folder with mode 0700.
 //! - Every write is one `BEGIN IMMEDIATE` transaction, and a busy connection waits (busy
-//!   timeout) instead of failing, so two `contenox` processes at once both land.
-//! - `PRAGMA application_id` marks the file as contenox's and `PRAGMA user_version` is its
-//!   schema version: a file of another program, or written by a newer contenox, is refused
-//!   unchanged.
+//!   timeout) instead of failing, so two `contenox` processes at once both land. Commands that
+//!   only read (`hook list`, `hook show`, `run --hooks`) open it read-only.
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
+use std::io::Read;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use contenox::remote::{Protocol, RemoteHook};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde_json::{Map, Value};
 
 use crate::error::{CliError, CliResult};
@@ -48,25 +54,157 @@ fn db_error(path: &Path, e: impl std::fmt::Display) -> CliError {
     CliError::usage(format!("database {}: {e}", path.display()))
 }
 
+/// How a command uses the registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read only (`list`, `show`, `run`): a missing or empty file is an empty registry, and
+    /// nothing is created.
+    Read,
+    /// Change rows of an existing registry (`update`, `remove`): nothing is created.
+    Write,
+    /// Add rows (`add`): the file and its folder are created when missing.
+    Create,
+}
+
+/// What is at `--db`, found without changing it.
+enum Found {
+    Missing,
+    /// A file of no bytes: what this command creates first, or what another one left before
+    /// its first write.
+    Empty(File),
+    /// A contenox registry (its header says so), open for reading.
+    Registry(File),
+}
+
+/// The SQLite header's first 16 bytes.
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// Look at `path` without changing it: refuse a link, anything but a regular file, and a file
+/// whose SQLite header is not a registry's of a version this build reads.
+fn inspect(path: &Path) -> CliResult<Found> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::Missing),
+        Err(e) => return Err(db_error(path, e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(symlink_refused(path));
+    }
+    if !meta.is_file() {
+        return Err(db_error(path, "is not a file; give another --db"));
+    }
+    // O_NOFOLLOW: a link put in its place since is refused, not followed; O_NONBLOCK: a FIFO
+    // put there does not block the open.
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => symlink_refused(path),
+            _ => db_error(path, e),
+        })?;
+    let meta = file.metadata().map_err(|e| db_error(path, e))?;
+    if !meta.is_file() {
+        return Err(db_error(path, "is not a file; give another --db"));
+    }
+    if meta.len() == 0 {
+        return Ok(Found::Empty(file));
+    }
+    let mut header = [0u8; 100];
+    let mut read = 0;
+    while read < header.len() {
+        match file.read(&mut header[read..]) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(db_error(path, e)),
+        }
+    }
+    if read < header.len() || &header[..16] != SQLITE_MAGIC {
+        return Err(db_error(
+            path,
+            "is not a contenox registry (not an SQLite database); it was left as it was; give \
+             another --db",
+        ));
+    }
+    let field = |at: usize| {
+        i64::from(i32::from_be_bytes([
+            header[at],
+            header[at + 1],
+            header[at + 2],
+            header[at + 3],
+        ]))
+    };
+    let (version, app) = (field(60), field(68));
+    check_version(path, app, version)?;
+    if app != APPLICATION_ID {
+        return Err(db_error(
+            path,
+            "is not a contenox registry (an SQLite database of another program: no contenox \
+             application id); it was left as it was; give another --db",
+        ));
+    }
+    Ok(Found::Registry(file))
+}
+
+fn symlink_refused(path: &Path) -> CliError {
+    let target = std::fs::read_link(path)
+        .map(|t| t.display().to_string())
+        .unwrap_or_else(|_| "?".into());
+    db_error(
+        path,
+        format!(
+            "is a symbolic link (to {target}); contenox does not follow a link at --db: give \
+             the registry's own path"
+        ),
+    )
+}
+
 impl Registry {
-    /// Open the registry at `path`, creating it (and its folder) when `create`; `None` when it
-    /// does not exist and `create` is false.
-    pub fn open(path: &Path, create: bool) -> CliResult<Option<Registry>> {
-        if !path.exists() {
-            if !create {
+    /// Open the registry at `path` for `access`; `None` when there is none (missing, or an
+    /// empty file) and `access` does not create one. A file that is not a registry is refused
+    /// before anything touches it.
+    pub fn open(path: &Path, access: Access) -> CliResult<Option<Registry>> {
+        let mut found = inspect(path)?;
+        if matches!(found, Found::Missing) {
+            if access != Access::Create {
                 return Ok(None);
             }
             create_private(path)?;
+            // Made here, or by another process in the meantime: look again.
+            found = inspect(path)?;
         }
-        restrict_mode(path)?;
-        let conn = Connection::open(path).map_err(|e| db_error(path, e))?;
+        let exists = match found {
+            Found::Missing => return Err(db_error(path, "vanished while it was opened")),
+            Found::Empty(_) if access != Access::Create => return Ok(None),
+            Found::Empty(file) => {
+                restrict_mode(path, &file)?;
+                false
+            }
+            Found::Registry(file) => {
+                restrict_mode(path, &file)?;
+                true
+            }
+        };
+        // No link at the leaf (checked above, and by SQLite again at its open).
+        let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW
+            | match access {
+                Access::Read => OpenFlags::SQLITE_OPEN_READ_ONLY,
+                Access::Write | Access::Create => OpenFlags::SQLITE_OPEN_READ_WRITE,
+            };
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| db_error(path, e))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| db_error(path, e))?;
         let mut registry = Registry {
             conn,
             path: path.to_path_buf(),
         };
-        registry.migrate()?;
+        if access == Access::Read {
+            registry.check()?;
+        } else {
+            registry.migrate(exists)?;
+        }
         Ok(Some(registry))
     }
 
@@ -74,19 +212,32 @@ impl Registry {
         db_error(&self.path, e)
     }
 
-    /// Check the file is ours and of a version we read; create the schema in a new file.
-    fn migrate(&mut self) -> CliResult<()> {
+    /// Through SQLite, the header's marks once more (the file may have changed since it was
+    /// inspected): ours, and of a version this build reads.
+    fn check(&self) -> CliResult<(i64, i64)> {
+        let read = |pragma: &str| -> CliResult<i64> {
+            self.conn
+                .pragma_query_value(None, pragma, |r| r.get(0))
+                .map_err(|e| self.err(e))
+        };
+        let (app, version) = (read("application_id")?, read("user_version")?);
+        check_version(&self.path, app, version)?;
+        Ok((app, version))
+    }
+
+    /// Check the file is ours and of a version we read; create the schema in a new (empty)
+    /// file. `exists`: the file was a registry already, so it must still be one.
+    fn migrate(&mut self, exists: bool) -> CliResult<()> {
         let path = self.path.clone();
         let read = |conn: &Connection, pragma: &str| -> CliResult<i64> {
             conn.pragma_query_value(None, pragma, |r| r.get(0))
                 .map_err(|e| db_error(&path, e))
         };
         // A read first, so an up-to-date file is never locked for writing just to be opened.
-        let (app, version) = (
-            read(&self.conn, "application_id")?,
-            read(&self.conn, "user_version")?,
-        );
-        check_version(&self.path, app, version)?;
+        let (app, version) = self.check()?;
+        if exists && app != APPLICATION_ID {
+            return Err(self.err("is no longer a contenox registry; it was left as it was"));
+        }
         if version == SCHEMA_VERSION {
             return Ok(());
         }
@@ -266,7 +417,8 @@ fn check_version(path: &Path, app: i64, version: i64) -> CliResult<()> {
     if app != 0 && app != APPLICATION_ID {
         return Err(db_error(
             path,
-            "is not a contenox database (another program's application id); give another --db",
+            "is not a contenox registry (another program's application id); it was left as it \
+             was; give another --db",
         ));
     }
     if version > SCHEMA_VERSION {
@@ -281,7 +433,10 @@ fn check_version(path: &Path, app: i64, version: i64) -> CliResult<()> {
     if version < 0 || (version > 0 && app != APPLICATION_ID) {
         return Err(db_error(
             path,
-            format!("is not a contenox database (user_version {version}); give another --db"),
+            format!(
+                "is not a contenox registry (user_version {version}); it was left as it was; \
+                 give another --db"
+            ),
         ));
     }
     Ok(())
@@ -380,14 +535,12 @@ fn create_private(path: &Path) -> CliResult<()> {
     }
 }
 
-/// The registry holds header values: readable and writable by its owner only.
-fn restrict_mode(path: &Path) -> CliResult<()> {
-    let meta = std::fs::metadata(path).map_err(|e| db_error(path, e))?;
-    if !meta.is_file() {
-        return Err(db_error(path, "is not a file"));
-    }
+/// The registry holds header values: readable and writable by its owner only. Through the
+/// descriptor the header was read from, so the mode changes on that file and no other.
+fn restrict_mode(path: &Path, file: &File) -> CliResult<()> {
+    let meta = file.metadata().map_err(|e| db_error(path, e))?;
     if meta.permissions().mode() & 0o077 != 0 {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
             .map_err(|e| db_error(path, format!("cannot make it private (mode 0600): {e}")))?;
     }
     Ok(())
@@ -401,8 +554,8 @@ mod tests {
     fn round_trip_and_refusals() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/local.db");
-        assert!(Registry::open(&path, false).unwrap().is_none());
-        let mut reg = Registry::open(&path, true).unwrap().unwrap();
+        assert!(Registry::open(&path, Access::Read).unwrap().is_none());
+        let mut reg = Registry::open(&path, Access::Create).unwrap().unwrap();
         let meta = std::fs::metadata(&path).unwrap();
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         let dir_mode = std::fs::metadata(path.parent().unwrap())
@@ -442,15 +595,45 @@ mod tests {
         assert_eq!(reg.remove("nws").err().unwrap().code, 2);
     }
 
+    /// An empty file is an empty registry to a reader (and stays as it was); `add` makes it a
+    /// registry, private. A link at the path is refused, even to a registry.
+    #[test]
+    fn empty_files_and_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.db");
+        std::fs::write(&path, "").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        for access in [Access::Read, Access::Write] {
+            assert!(Registry::open(&path, access).unwrap().is_none());
+        }
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!((meta.len(), meta.permissions().mode() & 0o777), (0, 0o644));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let mut reg = Registry::open(&path, Access::Create).unwrap().unwrap();
+        reg.insert(&RemoteHook::new("a", "http://127.0.0.1:9"))
+            .unwrap();
+        drop(reg);
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let link = dir.path().join("link.db");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        for access in [Access::Read, Access::Write, Access::Create] {
+            let e = Registry::open(&link, access).err().unwrap();
+            assert!(e.message.contains("symbolic link"), "{}", e.message);
+        }
+        let read = Registry::open(&path, Access::Read).unwrap().unwrap();
+        assert_eq!(read.list().unwrap().len(), 1);
+    }
+
     #[test]
     fn newer_and_foreign_files_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("local.db");
-        drop(Registry::open(&path, true).unwrap());
+        drop(Registry::open(&path, Access::Create).unwrap());
         let conn = Connection::open(&path).unwrap();
         conn.pragma_update(None, "user_version", 7).unwrap();
         drop(conn);
-        let e = Registry::open(&path, true).err().unwrap();
+        let e = Registry::open(&path, Access::Create).err().unwrap();
         assert!(
             e.message.contains("newer contenox") && e.message.contains('7'),
             "{}",
@@ -461,19 +644,19 @@ mod tests {
         let conn = Connection::open(&other).unwrap();
         conn.execute_batch("CREATE TABLE t (x)").unwrap();
         drop(conn);
-        let e = Registry::open(&other, true).err().unwrap();
+        let e = Registry::open(&other, Access::Create).err().unwrap();
         assert!(e.message.contains("another program"), "{}", e.message);
 
         let junk = dir.path().join("junk.db");
         std::fs::write(&junk, "this is not sqlite at all, not even close........").unwrap();
-        assert_eq!(Registry::open(&junk, true).err().unwrap().code, 2);
+        assert_eq!(Registry::open(&junk, Access::Create).err().unwrap().code, 2);
 
         // A wide mode is made private again.
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         let conn = Connection::open(&path).unwrap();
         conn.pragma_update(None, "user_version", 1).unwrap();
         drop(conn);
-        drop(Registry::open(&path, true).unwrap());
+        drop(Registry::open(&path, Access::Create).unwrap());
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }

@@ -10,9 +10,10 @@ use contenox::remote::{load_remote, redact_url, HookState, Protocol, RemoteHook}
 use serde_json::Value;
 
 use crate::args::{HookCommand, HookFields};
-use crate::db::{already_registered, not_registered, Registry, StoredHook};
+use crate::db::{already_registered, not_registered, Access, Registry, StoredHook};
 use crate::error::{CliError, CliResult};
 use crate::hook_args::{check_name, parse_headers, parse_inject, parse_timeout};
+use crate::stdout;
 use crate::terminal::{clean_line, cut_chars};
 
 /// Run one `hook` command; what it prints goes to stdout.
@@ -209,14 +210,14 @@ async fn add(db: &Path, name: String, fields: HookFields) -> CliResult<()> {
     let mut hook = RemoteHook::new(name.clone(), url);
     given.apply(&mut hook);
     check(&hook)?;
-    let mut registry = Registry::open(db, true)?.expect("created");
+    let mut registry = Registry::open(db, Access::Create)?.expect("created");
     if registry.get(&name)?.is_some() {
         return Err(already_registered(&name));
     }
     // Probed outside any transaction: a slow service must not hold the registry's lock.
     let found = probe(&hook).await;
     registry.insert(&hook)?;
-    println!("{}", probe_sentence("Registered", &name, &found));
+    stdout::line(&probe_sentence("Registered", &name, &found))?;
     Ok(())
 }
 
@@ -229,7 +230,7 @@ async fn update(db: &Path, name: &str, fields: HookFields, clears: Clears) -> Cl
              or a --clear-* flag",
         ));
     }
-    let mut registry = Registry::open(db, false)?.ok_or_else(|| not_registered(name))?;
+    let mut registry = Registry::open(db, Access::Write)?.ok_or_else(|| not_registered(name))?;
     let stored = registry.update(name, |hook| {
         given.apply(hook);
         if clears.headers {
@@ -244,14 +245,14 @@ async fn update(db: &Path, name: &str, fields: HookFields, clears: Clears) -> Cl
         check(hook)
     })?;
     let found = probe(&stored.hook).await;
-    println!("{}", probe_sentence("Updated", name, &found));
+    stdout::line(&probe_sentence("Updated", name, &found))?;
     Ok(())
 }
 
 fn remove(db: &Path, name: &str) -> CliResult<()> {
-    let mut registry = Registry::open(db, false)?.ok_or_else(|| not_registered(name))?;
+    let mut registry = Registry::open(db, Access::Write)?.ok_or_else(|| not_registered(name))?;
     registry.remove(name)?;
-    println!("Removed hook \"{name}\".");
+    stdout::line(&format!("Removed hook \"{name}\"."))?;
     Ok(())
 }
 
@@ -291,7 +292,7 @@ fn keys_hidden<'a>(keys: impl Iterator<Item = &'a String>) -> String {
 }
 
 async fn show(db: &Path, name: &str) -> CliResult<()> {
-    let registry = Registry::open(db, false)?.ok_or_else(|| not_registered(name))?;
+    let registry = Registry::open(db, Access::Read)?.ok_or_else(|| not_registered(name))?;
     let StoredHook {
         hook,
         created_at,
@@ -308,20 +309,23 @@ async fn show(db: &Path, name: &str) -> CliResult<()> {
         }
         None => "(none: the tool is read from <url>/schema)".into(),
     };
-    println!("Name:       {}", hook.name);
-    println!("URL:        {}", clean_line(&shown_url(&hook.url)));
-    println!("Protocol:   {}", hook.protocol.as_str());
-    println!("Timeout:    {}", timeout_text(hook.timeout_ms));
-    println!("Spec:       {}", clean_line(&spec));
-    println!("Registered: {created_at}");
+    stdout::line(&format!("Name:       {}", hook.name))?;
+    stdout::line(&format!(
+        "URL:        {}",
+        clean_line(&shown_url(&hook.url))
+    ))?;
+    stdout::line(&format!("Protocol:   {}", hook.protocol.as_str()))?;
+    stdout::line(&format!("Timeout:    {}", timeout_text(hook.timeout_ms)))?;
+    stdout::line(&format!("Spec:       {}", clean_line(&spec)))?;
+    stdout::line(&format!("Registered: {created_at}"))?;
     if updated_at != created_at {
-        println!("Updated:    {updated_at}");
+        stdout::line(&format!("Updated:    {updated_at}"))?;
     }
-    println!("Headers:    {}", keys_hidden(hook.headers.keys()));
-    println!("Inject:     {}", keys_hidden(hook.inject.keys()));
+    stdout::line(&format!("Headers:    {}", keys_hidden(hook.headers.keys())))?;
+    stdout::line(&format!("Inject:     {}", keys_hidden(hook.inject.keys())))?;
     match probe(&hook).await {
         Ok(tools) => {
-            println!("Tools ({}):", tools.len());
+            stdout::line(&format!("Tools ({}):", tools.len()))?;
             let width = tools
                 .iter()
                 .map(|(n, _)| n.len())
@@ -330,26 +334,31 @@ async fn show(db: &Path, name: &str) -> CliResult<()> {
                 .min(40);
             for (tool, description) in &tools {
                 let line = description.lines().next().unwrap_or("").trim();
-                println!(
+                stdout::line(&format!(
                     "  {:<width$}  {}",
                     tool,
                     clean_line(&cut_chars(line, 100)),
                     width = width
-                );
+                ))?;
             }
         }
-        Err(error) => println!("Tools:      not reachable: {}", reason(name, &error)),
+        Err(error) => stdout::line(&format!(
+            "Tools:      not reachable: {}",
+            reason(name, &error)
+        ))?,
     }
     Ok(())
 }
 
 fn list(db: &Path) -> CliResult<()> {
-    let hooks = match Registry::open(db, false)? {
+    let hooks = match Registry::open(db, Access::Read)? {
         Some(registry) => registry.list()?,
         None => Vec::new(),
     };
     if hooks.is_empty() {
-        println!("No hooks registered. Add one with `contenox hook add <name> --url <endpoint>`.");
+        stdout::line(
+            "No hooks registered. Add one with `contenox hook add <name> --url <endpoint>`.",
+        )?;
         return Ok(());
     }
     let rows: Vec<[String; 4]> = hooks
@@ -384,7 +393,7 @@ fn list(db: &Path) -> CliResult<()> {
             w1 = widths[1],
             w2 = widths[2]
         );
-        println!("{}", line.trim_end());
+        stdout::line(line.trim_end())?;
     }
     Ok(())
 }

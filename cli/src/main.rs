@@ -10,6 +10,7 @@ mod hook_cmd;
 mod preview;
 mod printer;
 mod run_cmd;
+mod stdout;
 mod terminal;
 
 use std::time::Duration;
@@ -42,10 +43,12 @@ fn main() {
     // waited for.
     runtime.shutdown_timeout(Duration::from_secs(2));
     match outcome {
-        Ok(code) => std::process::exit(code),
+        Ok(code) => stdout::exit(code),
         Err(e) => {
-            eprintln!("contenox: {}", e.message);
-            std::process::exit(e.code);
+            if !e.message.is_empty() {
+                eprintln!("contenox: {}", e.message);
+            }
+            stdout::exit(e.code);
         }
     }
 }

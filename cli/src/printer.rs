@@ -11,6 +11,12 @@ use tokio::sync::watch;
 
 use crate::terminal::{clean, clean_line, cut_chars};
 
+/// Write to stdout; a closed stdout is remembered ([`crate::stdout::closed`]) and ends the run,
+/// other failures are dropped (nothing else can be told).
+fn stdout_write(text: &str) {
+    let _ = crate::stdout::write(text);
+}
+
 /// Prints a run's events.
 pub struct Printer {
     stdout_tty: bool,
@@ -61,9 +67,7 @@ impl Printer {
     fn close_line(&self) {
         let mut mid = self.mid_line.lock().expect("printer lock");
         if *mid && self.stdout_tty {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out);
-            let _ = out.flush();
+            stdout_write("\n");
             *mid = false;
         }
     }
@@ -74,9 +78,7 @@ impl Printer {
         } else {
             text.to_string()
         };
-        let mut out = std::io::stdout().lock();
-        let _ = write!(out, "{shown}");
-        let _ = out.flush();
+        stdout_write(&shown);
         if !text.is_empty() {
             *self.mid_line.lock().expect("printer lock") = !text.ends_with('\n');
         }
@@ -86,9 +88,7 @@ impl Printer {
     pub fn finish(&self) {
         let mut mid = self.mid_line.lock().expect("printer lock");
         if *mid {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out);
-            let _ = out.flush();
+            stdout_write("\n");
             *mid = false;
         }
     }
@@ -102,9 +102,7 @@ impl Printer {
             Event::Text { .. } => {
                 let mut mid = self.mid_line.lock().expect("printer lock");
                 if *mid {
-                    let mut out = std::io::stdout().lock();
-                    let _ = writeln!(out);
-                    let _ = out.flush();
+                    stdout_write("\n");
                     *mid = false;
                 }
             }
@@ -234,6 +232,8 @@ impl Printer {
             }
             Event::TurnEnd { outcome, error, .. } => match outcome {
                 Outcome::Done => {}
+                // A closed stdout cancelled the run: the command ends quietly.
+                Outcome::Cancelled if crate::stdout::closed() => {}
                 Outcome::Cancelled => self.note("cancelled"),
                 Outcome::MaxTurns => self.note("stopped: max_turns reached"),
                 Outcome::Budget => self.note(&format!(

@@ -18,7 +18,7 @@ use contenox::{
 use serde_json::{json, Map, Value};
 
 use crate::args::RunArgs;
-use crate::db::Registry;
+use crate::db::{Access, Registry};
 use crate::error::{CliError, CliResult, EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::gate::TerminalGate;
 use crate::printer::Printer;
@@ -122,10 +122,18 @@ pub async fn run(db: &Path, args: RunArgs) -> CliResult<i32> {
         }
     };
     let mut interrupted = false;
+    let mut stdout_gone = false;
     loop {
         tokio::select! {
             event = run.next_event() => match event {
-                Some(e) => printer.event(&e),
+                Some(e) => {
+                    printer.event(&e);
+                    // Nobody reads the answer any more (`contenox run ... | head -1`): stop.
+                    if crate::stdout::closed() && !stdout_gone {
+                        stdout_gone = true;
+                        run.cancel();
+                    }
+                }
                 None => break,
             },
             _ = tokio::signal::ctrl_c() => {
@@ -149,6 +157,9 @@ pub async fn run(db: &Path, args: RunArgs) -> CliResult<i32> {
     client.close();
     let result = result.map_err(|e| CliError::failed(plain(&e)))?;
     save_transcript(args.transcript.as_deref(), &result.transcript, &printer);
+    if crate::stdout::closed() {
+        return Ok(crate::stdout::EXIT_CLOSED_STDOUT);
+    }
     Ok(match result.outcome {
         Outcome::Done => 0,
         Outcome::Cancelled => EXIT_INTERRUPTED,
@@ -221,7 +232,7 @@ fn selected_hooks(db: &Path, list: &str) -> CliResult<Vec<contenox::RemoteHook>>
     }
     let allow = Allowlist::new(&patterns)
         .map_err(|e| CliError::usage(format!("--hooks: {}", plain(&e))))?;
-    let stored = match Registry::open(db, false)? {
+    let stored = match Registry::open(db, Access::Read)? {
         Some(registry) => registry.list()?,
         None => Vec::new(),
     };

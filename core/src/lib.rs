@@ -75,6 +75,7 @@ mod schema;
 mod scope;
 mod script;
 pub mod settings;
+mod shown;
 mod source_shared;
 mod spelling;
 pub mod tool;
@@ -104,12 +105,15 @@ pub use remote::{load_remote, HookState, RemoteHook, RemoteSource};
 pub use run::{Run, RunOptions};
 pub use sandbox::{SandboxConfig, SandboxStatus};
 pub use script::{ScriptCall, ScriptEntry, ScriptError};
-pub use settings::{Effort, ModelSettings, Reasoning, ToolChoice};
+pub use settings::{Effort, ModelSettings, ToolChoice};
 pub use spelling::Spelling;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,
     ToolError, ToolOutput, ToolSpec, Toolkit,
 };
-pub use transcript::{Message, ToolCall, Transcript};
+pub use transcript::{
+    Image, Message, Part, ProviderBlock, Reasoning, ToolCall, Transcript, IMAGE_MEDIA_TYPES,
+    TRANSCRIPT_VERSION,
+};
 pub use turn::{CANCELLED_RESULT, MAX_TURNS_RESULT};

@@ -1,9 +1,33 @@
-//! The conversation, in a wire-neutral form that every model style renders from.
+//! The conversation, in a wire-neutral form that every model style renders from and parses into.
+//!
+//! A message holds ordered content [`Part`]s: text, images, the model's reasoning (with the
+//! provider's opaque fields kept byte for byte), its tool calls; a tool result holds text and
+//! images. Saved as JSON (`{"version": 2, "messages": [...]}`); a transcript saved before parts
+//! existed (no `version`, every `content` a string, calls in `tool_calls`) still loads.
+//!
+//! ```
+//! use contenox::{Message, Part, Transcript};
+//!
+//! let old = r#"{"messages": [{"role": "user", "content": "hi"},
+//!                            {"role": "assistant", "content": "hello"}]}"#;
+//! let t = Transcript::from_json(old).unwrap();
+//! assert_eq!(t.messages[0], Message::user("hi"));
+//! assert_eq!(t.messages[1].text(), "hello");
+//! assert!(t.to_json().contains(r#""version": 2"#));
+//! assert!(matches!(&t.messages[1].content()[0], Part::Text { text } if text == "hello"));
+//! ```
 
-use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::error::Result;
+
+/// The transcript format written by this engine. Version 1 (no `version` key) is the format
+/// before content parts; it is read, never written.
+pub const TRANSCRIPT_VERSION: u32 = 2;
 
 /// A tool call as the model made it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,42 +48,557 @@ pub struct ToolCall {
     pub via: Option<String>,
 }
 
-/// One message of the conversation.
+/// An image in the conversation: its bytes (base64) with their media type, or a path beneath
+/// the client's root, read when a request is built (so the transcript stays small).
+///
+/// JSON: `{"type": "image", "media_type": "image/png", "data": "<base64>"}` or
+/// `{"type": "image", "path": "shots/login.png"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "ImageWire", into = "ImageWire")]
+pub enum Image {
+    /// The image's bytes.
+    Data {
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        media_type: String,
+        /// The bytes, base64 (standard alphabet, padded).
+        data: String,
+    },
+    /// A file beneath the client's root, read (and checked) each time a request is built.
+    Path {
+        /// The path, relative to the root (or absolute beneath it).
+        path: String,
+    },
+}
+
+/// The image media types every style takes.
+pub const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+impl Image {
+    /// An image from its bytes; `media_type` is checked against [`IMAGE_MEDIA_TYPES`], and
+    /// taken from the bytes' signature when it is `None`.
+    pub fn from_bytes(bytes: &[u8], media_type: Option<&str>) -> Result<Image> {
+        use base64::Engine as _;
+        let media_type = match media_type {
+            Some(m) => check_media_type(m)?,
+            None => sniff_media_type(bytes)
+                .ok_or_else(|| {
+                    crate::Error::Transcript(
+                        "the image's bytes are not PNG, JPEG, GIF or WebP (give its media_type)"
+                            .into(),
+                    )
+                })?
+                .to_string(),
+        };
+        Ok(Image::Data {
+            media_type,
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+        })
+    }
+}
+
+/// The media type `m` names, when it is one of [`IMAGE_MEDIA_TYPES`] (`image/jpg` read as
+/// `image/jpeg`).
+fn check_media_type(m: &str) -> Result<String> {
+    let lower = m.trim().to_ascii_lowercase();
+    let lower = if lower == "image/jpg" {
+        "image/jpeg".to_string()
+    } else {
+        lower
+    };
+    if IMAGE_MEDIA_TYPES.contains(&lower.as_str()) {
+        Ok(lower)
+    } else {
+        Err(crate::Error::Transcript(format!(
+            "image media_type {m:?} is not one of {}",
+            IMAGE_MEDIA_TYPES.join(", ")
+        )))
+    }
+}
+
+/// The image type of `bytes` from their signature: PNG, JPEG, GIF or WebP.
+pub(crate) fn sniff_media_type(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(b"\xff\xd8\xff") {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// An image's JSON: one object with the fields of either form.
+#[derive(Serialize, Deserialize)]
+struct ImageWire {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    media_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    data: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+}
+
+impl TryFrom<ImageWire> for Image {
+    type Error = String;
+
+    fn try_from(w: ImageWire) -> std::result::Result<Image, String> {
+        match (w.data, w.path) {
+            (Some(data), None) => {
+                let Some(media_type) = w.media_type else {
+                    return Err("an image with `data` needs its `media_type`".into());
+                };
+                let media_type = check_media_type(&media_type).map_err(|e| e.to_string())?;
+                if !is_base64(&data) {
+                    return Err("an image's `data` must be base64 (standard alphabet)".into());
+                }
+                Ok(Image::Data { media_type, data })
+            }
+            (None, Some(path)) if !path.is_empty() => Ok(Image::Path { path }),
+            (None, Some(_)) => Err("an image's `path` is empty".into()),
+            (Some(_), Some(_)) => Err("an image has either `data` or `path`, not both".into()),
+            (None, None) => {
+                Err("an image needs `data` (base64, with `media_type`) or `path`".into())
+            }
+        }
+    }
+}
+
+impl From<Image> for ImageWire {
+    fn from(image: Image) -> ImageWire {
+        match image {
+            Image::Data { media_type, data } => ImageWire {
+                media_type: Some(media_type),
+                data: Some(data),
+                path: None,
+            },
+            Image::Path { path } => ImageWire {
+                media_type: None,
+                data: None,
+                path: Some(path),
+            },
+        }
+    }
+}
+
+/// Whether `text` is base64 in the standard alphabet (padding and line breaks allowed).
+fn is_base64(text: &str) -> bool {
+    text.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'\n' | b'\r'))
+}
+
+/// The model's reasoning, as its provider sent it. The text is what reasoning events carry; the
+/// opaque fields are kept byte for byte so the reasoning can be sent back as the provider
+/// requires, and only to the kind of server that sent it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// The reasoning text (empty for reasoning the provider sent only in encrypted form).
+    #[serde(default)]
+    pub text: String,
+    /// The provider's signature over the text (anthropic `thinking` blocks), sent back with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// Reasoning sent encrypted instead of as text (anthropic `redacted_thinking`), sent back as
+    /// it came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
+    /// The message field an openai-style server sent it in (`reasoning_content`, `reasoning`):
+    /// it is sent back under that name on assistant messages that carried tool calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+/// A block of a provider's own kind that the engine does not interpret (anthropic's server-tool
+/// blocks: `server_tool_use`, `web_search_tool_result`, ...): kept as the server sent it, so it can
+/// go back to that kind of server (a paused reply is continued by sending it back whole); other
+/// styles leave it out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "snake_case")]
+pub struct ProviderBlock {
+    /// The wire style whose server sent it (`anthropic`).
+    pub style: String,
+    /// The block, as JSON.
+    pub block: Value,
+}
+
+/// One piece of a message's content. JSON: an object with a `type` tag (`text`, `image`,
+/// `reasoning`, `tool_call`, `provider`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image (user prompts and tool results).
+    Image(Image),
+    /// The model's reasoning (assistant messages).
+    Reasoning(Reasoning),
+    /// A tool call (assistant messages).
+    ToolCall(ToolCall),
+    /// A block of the provider's own kind (assistant messages).
+    Provider(ProviderBlock),
+}
+
+impl Part {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Part {
+        Part::Text { text: text.into() }
+    }
+}
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Message {
-    /// The user's prompt.
+    /// The user's prompt: text and images.
     User {
-        /// The prompt text.
-        content: String,
+        /// Its parts, in order.
+        content: Vec<Part>,
     },
-    /// One model response.
+    /// One model response: reasoning, text and tool calls, in the order the model gave them.
     Assistant {
-        /// Its text (may be empty).
-        content: String,
-        /// Its tool calls, in the model's order.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<ToolCall>,
+        /// Its parts, in order.
+        content: Vec<Part>,
     },
-    /// The result of one tool call.
+    /// The result of one tool call: text and images.
     Tool {
         /// The call id it answers.
         call_id: String,
         /// The tool name.
         name: String,
-        /// The text the model sees.
-        content: String,
+        /// What the model sees, in order.
+        content: Vec<Part>,
         /// Whether this is an error result.
-        #[serde(default)]
         is_error: bool,
     },
 }
 
+impl Message {
+    /// A user message of one text part.
+    pub fn user(text: impl Into<String>) -> Message {
+        Message::User {
+            content: vec![Part::text(text)],
+        }
+    }
+
+    /// An assistant message: its text (left out when empty), then its calls.
+    pub fn assistant(text: impl Into<String>, calls: Vec<ToolCall>) -> Message {
+        let text = text.into();
+        let mut content = Vec::with_capacity(calls.len() + 1);
+        if !text.is_empty() {
+            content.push(Part::Text { text });
+        }
+        content.extend(calls.into_iter().map(Part::ToolCall));
+        Message::Assistant { content }
+    }
+
+    /// A tool result of one text part.
+    pub fn tool_result(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        text: impl Into<String>,
+        is_error: bool,
+    ) -> Message {
+        Message::Tool {
+            call_id: call_id.into(),
+            name: name.into(),
+            content: vec![Part::text(text)],
+            is_error,
+        }
+    }
+
+    /// The parts, in order.
+    pub fn content(&self) -> &[Part] {
+        match self {
+            Message::User { content }
+            | Message::Assistant { content }
+            | Message::Tool { content, .. } => content,
+        }
+    }
+
+    /// The text parts, joined (borrowed when there is one).
+    pub fn text(&self) -> Cow<'_, str> {
+        join_text(self.content())
+    }
+
+    /// The tool calls of an assistant message, in order (none for other messages).
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        let parts = match self {
+            Message::Assistant { content } => content.as_slice(),
+            _ => &[],
+        };
+        parts.iter().filter_map(|p| match p {
+            Part::ToolCall(c) => Some(c),
+            _ => None,
+        })
+    }
+
+    /// Whether an assistant message has tool calls.
+    pub fn has_tool_calls(&self) -> bool {
+        self.tool_calls().next().is_some()
+    }
+
+    /// The images, in order.
+    pub fn images(&self) -> impl Iterator<Item = &Image> {
+        self.content().iter().filter_map(|p| match p {
+            Part::Image(i) => Some(i),
+            _ => None,
+        })
+    }
+
+    /// The reasoning parts, in order.
+    pub fn reasoning(&self) -> impl Iterator<Item = &Reasoning> {
+        self.content().iter().filter_map(|p| match p {
+            Part::Reasoning(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    fn role(&self) -> &'static str {
+        match self {
+            Message::User { .. } => "user",
+            Message::Assistant { .. } => "assistant",
+            Message::Tool { .. } => "tool",
+        }
+    }
+}
+
+/// The text parts of `parts`, joined (borrowed when there is at most one).
+pub(crate) fn join_text(parts: &[Part]) -> Cow<'_, str> {
+    let mut texts = parts.iter().filter_map(|p| match p {
+        Part::Text { text } => Some(text.as_str()),
+        _ => None,
+    });
+    let Some(first) = texts.next() else {
+        return Cow::Borrowed("");
+    };
+    match texts.next() {
+        None => Cow::Borrowed(first),
+        Some(second) => {
+            let mut all = String::from(first);
+            all.push_str(second);
+            texts.for_each(|t| all.push_str(t));
+            Cow::Owned(all)
+        }
+    }
+}
+
+/// A message's JSON: `role` first, then the fields of its kind.
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+enum MessageOut<'a> {
+    User {
+        content: &'a [Part],
+    },
+    Assistant {
+        content: &'a [Part],
+    },
+    Tool {
+        call_id: &'a str,
+        name: &'a str,
+        content: &'a [Part],
+        is_error: bool,
+    },
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Message::User { content } => MessageOut::User { content },
+            Message::Assistant { content } => MessageOut::Assistant { content },
+            Message::Tool {
+                call_id,
+                name,
+                content,
+                is_error,
+            } => MessageOut::Tool {
+                call_id,
+                name,
+                content,
+                is_error: *is_error,
+            },
+        }
+        .serialize(s)
+    }
+}
+
+/// A message as saved by any version: `content` a string (version 1) or a list of parts, and a
+/// version 1 assistant's calls in `tool_calls`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageIn {
+    role: String,
+    #[serde(default)]
+    content: ContentIn,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCall>>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    is_error: Option<bool>,
+}
+
+/// `content`: text (version 1) or parts.
+#[derive(Default)]
+enum ContentIn {
+    #[default]
+    Absent,
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+impl<'de> Deserialize<'de> for ContentIn {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::String(s) => Ok(ContentIn::Text(s)),
+            Value::Null => Ok(ContentIn::Absent),
+            v @ Value::Array(_) => serde_json::from_value(v)
+                .map(ContentIn::Parts)
+                .map_err(D::Error::custom),
+            other => Err(D::Error::custom(format!(
+                "`content` must be a string or a list of parts, got {other}"
+            ))),
+        }
+    }
+}
+
+impl ContentIn {
+    /// The parts; a version 1 string becomes one text part (none when it is empty and
+    /// `drop_empty`, as an assistant's empty text beside its calls).
+    fn parts(self, drop_empty: bool) -> Vec<Part> {
+        match self {
+            ContentIn::Absent => Vec::new(),
+            ContentIn::Text(t) if t.is_empty() && drop_empty => Vec::new(),
+            ContentIn::Text(text) => vec![Part::Text { text }],
+            ContentIn::Parts(parts) => parts,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let m = MessageIn::deserialize(d)?;
+        let misplaced = |field: &str| {
+            D::Error::custom(format!("a {} message has no `{field}`", m.role.as_str()))
+        };
+        let message = match m.role.as_str() {
+            "user" => {
+                if m.tool_calls.is_some() {
+                    return Err(misplaced("tool_calls"));
+                }
+                if m.call_id.is_some() || m.name.is_some() || m.is_error.is_some() {
+                    return Err(misplaced("call_id, name or is_error"));
+                }
+                Message::User {
+                    content: m.content.parts(false),
+                }
+            }
+            "assistant" => {
+                if m.call_id.is_some() || m.name.is_some() || m.is_error.is_some() {
+                    return Err(misplaced("call_id, name or is_error"));
+                }
+                let mut content = m.content.parts(true);
+                content.extend(m.tool_calls.into_iter().flatten().map(Part::ToolCall));
+                Message::Assistant { content }
+            }
+            "tool" => {
+                if m.tool_calls.is_some() {
+                    return Err(misplaced("tool_calls"));
+                }
+                Message::Tool {
+                    call_id: m
+                        .call_id
+                        .ok_or_else(|| D::Error::missing_field("call_id"))?,
+                    name: m.name.ok_or_else(|| D::Error::missing_field("name"))?,
+                    content: m.content.parts(false),
+                    is_error: m.is_error.unwrap_or(false),
+                }
+            }
+            other => {
+                return Err(D::Error::custom(format!(
+                    "unknown role {other:?} (user, assistant or tool)"
+                )))
+            }
+        };
+        check_parts(&message).map_err(D::Error::custom)?;
+        Ok(message)
+    }
+}
+
+/// Whether every part belongs in its message: images in user and tool messages, reasoning and
+/// calls in assistant messages, text anywhere.
+fn check_parts(m: &Message) -> std::result::Result<(), String> {
+    for p in m.content() {
+        let fits = matches!(
+            (m, p),
+            (_, Part::Text { .. })
+                | (Message::User { .. } | Message::Tool { .. }, Part::Image(_))
+                | (
+                    Message::Assistant { .. },
+                    Part::Reasoning(_) | Part::ToolCall(_) | Part::Provider(_),
+                )
+        );
+        if !fits {
+            let kind = match p {
+                Part::Text { .. } => "text",
+                Part::Image(_) => "image",
+                Part::Reasoning(_) => "reasoning",
+                Part::ToolCall(_) => "tool_call",
+                Part::Provider(_) => "provider",
+            };
+            return Err(format!("a {} message cannot hold a {kind} part", m.role()));
+        }
+    }
+    Ok(())
+}
+
 /// The conversation a client keeps across runs. Readable, and saved/restored as JSON.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Transcript {
     /// The messages, oldest first.
     pub messages: Vec<Message>,
+}
+
+/// The saved document: `{"version": 2, "messages": [...]}`.
+#[derive(Serialize)]
+struct DocumentOut<'a> {
+    version: u32,
+    messages: &'a [Message],
+}
+
+impl Serialize for Transcript {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        DocumentOut {
+            version: TRANSCRIPT_VERSION,
+            messages: &self.messages,
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Deserialize)]
+struct DocumentIn {
+    #[serde(default)]
+    version: Option<u32>,
+    messages: Vec<Message>,
+}
+
+impl<'de> Deserialize<'de> for Transcript {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let doc = DocumentIn::deserialize(d)?;
+        match doc.version {
+            None | Some(1) | Some(TRANSCRIPT_VERSION) => Ok(Transcript {
+                messages: doc.messages,
+            }),
+            Some(v) => Err(D::Error::custom(format!(
+                "transcript version {v} is not one this engine reads (1 or {TRANSCRIPT_VERSION})"
+            ))),
+        }
+    }
 }
 
 impl Transcript {
@@ -68,8 +607,9 @@ impl Transcript {
         serde_json::to_string_pretty(self).expect("a transcript always serializes")
     }
 
-    /// Parse a transcript saved with [`Transcript::to_json`], and check that it is valid:
-    /// every tool result answers a call made before it.
+    /// Parse a transcript saved with [`Transcript::to_json`] (by this engine or one before
+    /// content parts), and check that it is valid: every tool result answers a call made before
+    /// it.
     pub fn from_json(json: &str) -> Result<Self> {
         let t: Transcript = serde_json::from_str(json)?;
         t.validate()?;
@@ -80,14 +620,15 @@ impl Transcript {
     pub fn validate(&self) -> Result<()> {
         let mut open: Vec<&str> = Vec::new();
         for m in &self.messages {
+            check_parts(m).map_err(crate::Error::Transcript)?;
             match m {
-                Message::Assistant { tool_calls, .. } => {
+                Message::Assistant { .. } => {
                     if let Some(id) = open.first() {
                         return Err(crate::Error::Transcript(format!(
                             "tool call {id} has no result"
                         )));
                     }
-                    open.extend(tool_calls.iter().map(|c| c.id.as_str()));
+                    open.extend(m.tool_calls().map(|c| c.id.as_str()));
                 }
                 Message::Tool { call_id, .. } => {
                     let Some(pos) = open.iter().position(|id| id == call_id) else {
@@ -118,13 +659,227 @@ impl Transcript {
     pub(crate) fn max_generated_id(&self) -> u64 {
         self.messages
             .iter()
-            .filter_map(|m| match m {
-                Message::Assistant { tool_calls, .. } => Some(tool_calls),
-                _ => None,
-            })
-            .flatten()
+            .flat_map(Message::tool_calls)
             .filter_map(|c| c.id.strip_prefix("call_cx")?.parse::<u64>().ok())
             .max()
             .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A transcript saved by the engine before content parts (main at 4504d6b), byte for byte.
+    const VERSION_1: &str = include_str!("../tests/data/transcript_v1.json");
+
+    #[test]
+    fn a_version_1_transcript_loads_as_parts() {
+        let t = Transcript::from_json(VERSION_1).unwrap();
+        let roles: Vec<&str> = t.messages.iter().map(Message::role).collect();
+        assert_eq!(
+            roles,
+            [
+                "user",
+                "assistant",
+                "tool",
+                "assistant",
+                "user",
+                "assistant",
+                "tool",
+                "assistant"
+            ]
+        );
+        assert_eq!(t.messages[0].text(), "Read notes.txt.");
+        let calls: Vec<&ToolCall> = t.messages[1].tool_calls().collect();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].arguments, json!({"path": "notes.txt"}));
+        // An empty text beside calls is no part at all.
+        assert_eq!(t.messages[1].content().len(), 1);
+        assert!(matches!(
+            &t.messages[2],
+            Message::Tool {
+                is_error: false,
+                ..
+            }
+        ));
+        assert_eq!(t.messages[2].text(), "     1\thello\n");
+        // Raw (unparsed) arguments and an error result keep their flags.
+        let raw = t.messages[5].tool_calls().next().unwrap();
+        assert!(raw.raw_arguments);
+        assert_eq!(raw.arguments, json!("{not json"));
+        assert!(matches!(
+            &t.messages[6],
+            Message::Tool { is_error: true, .. }
+        ));
+        // Written again, it is version 2, and reads back the same.
+        let again = Transcript::from_json(&t.to_json()).unwrap();
+        assert_eq!(again, t);
+        assert!(t
+            .to_json()
+            .starts_with("{\n  \"version\": 2,\n  \"messages\": ["));
+    }
+
+    #[test]
+    fn every_part_round_trips() {
+        let t = Transcript {
+            messages: vec![
+                Message::User {
+                    content: vec![
+                        Part::text("look"),
+                        Part::Image(Image::Data {
+                            media_type: "image/png".into(),
+                            data: "iVBORw0KGgo=".into(),
+                        }),
+                        Part::Image(Image::Path {
+                            path: "shot.png".into(),
+                        }),
+                    ],
+                },
+                Message::Assistant {
+                    content: vec![
+                        Part::Reasoning(Reasoning {
+                            text: "hmm".into(),
+                            signature: Some("c2ln".into()),
+                            ..Reasoning::default()
+                        }),
+                        Part::Reasoning(Reasoning {
+                            redacted: Some("Enc+/=".into()),
+                            ..Reasoning::default()
+                        }),
+                        Part::text("calling"),
+                        Part::Provider(ProviderBlock {
+                            style: "anthropic".into(),
+                            block: json!({"type": "server_tool_use", "id": "srv", "input": {}}),
+                        }),
+                        Part::ToolCall(ToolCall {
+                            id: "c1".into(),
+                            name: "read".into(),
+                            arguments: json!({"path": "a"}),
+                            raw_arguments: false,
+                            via: None,
+                        }),
+                    ],
+                },
+                Message::Tool {
+                    call_id: "c1".into(),
+                    name: "read".into(),
+                    content: vec![
+                        Part::text("an image"),
+                        Part::Image(Image::Data {
+                            media_type: "image/gif".into(),
+                            data: "R0lG".into(),
+                        }),
+                    ],
+                    is_error: false,
+                },
+            ],
+        };
+        let json = t.to_json();
+        assert_eq!(Transcript::from_json(&json).unwrap(), t);
+        let v: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            v["messages"][0]["content"][2],
+            json!({"type": "image", "path": "shot.png"})
+        );
+        assert_eq!(
+            v["messages"][1]["content"][0],
+            json!({"type": "reasoning", "text": "hmm", "signature": "c2ln"})
+        );
+        assert_eq!(v["messages"][1]["content"][3]["type"], "provider");
+        assert_eq!(v["messages"][1]["content"][4]["type"], "tool_call");
+    }
+
+    #[test]
+    fn bad_documents_are_clear_errors() {
+        let cases = [
+            (r#"{"version": 3, "messages": []}"#, "version 3"),
+            (
+                r#"{"messages": [{"role": "system", "content": "x"}]}"#,
+                "unknown role",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": [{"type": "tool_call", "id": "a", "name": "n", "arguments": {}}]}]}"#,
+                "user message cannot hold a tool_call",
+            ),
+            (
+                r#"{"messages": [{"role": "assistant", "content": [{"type": "image", "path": "a.png"}]}]}"#,
+                "assistant message cannot hold a image",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": [{"type": "image", "data": "AAAA"}]}]}"#,
+                "needs its `media_type`",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": [{"type": "image", "media_type": "image/tiff", "data": "AAAA"}]}]}"#,
+                "not one of",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": [{"type": "image", "media_type": "image/png", "data": "<svg>"}]}]}"#,
+                "must be base64",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": [{"type": "image"}]}]}"#,
+                "needs `data`",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": [{"type": "video"}]}]}"#,
+                "video",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": 5}]}"#,
+                "string or a list",
+            ),
+            (
+                r#"{"messages": [{"role": "tool", "name": "x", "content": "y"}]}"#,
+                "call_id",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": "x", "tool_calls": []}]}"#,
+                "no `tool_calls`",
+            ),
+        ];
+        for (json, want) in cases {
+            let err = Transcript::from_json(json).unwrap_err().to_string();
+            assert!(err.contains(want), "{json}: {err}");
+        }
+    }
+
+    #[test]
+    fn images_from_bytes_take_their_type_from_the_signature() {
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+        let Image::Data { media_type, data } = Image::from_bytes(png, None).unwrap() else {
+            panic!("data");
+        };
+        assert_eq!(media_type, "image/png");
+        assert_eq!(data, "iVBORw0KGgoAAAANSUhEUg==");
+        assert!(Image::from_bytes(b"plain text", None).is_err());
+        let Image::Data { media_type, .. } = Image::from_bytes(b"x", Some("IMAGE/JPG")).unwrap()
+        else {
+            panic!("data");
+        };
+        assert_eq!(media_type, "image/jpeg");
+        assert!(Image::from_bytes(b"x", Some("text/plain")).is_err());
+        assert_eq!(
+            sniff_media_type(b"RIFF\0\0\0\0WEBPVP8 "),
+            Some("image/webp")
+        );
+        assert_eq!(sniff_media_type(b"GIF89a"), Some("image/gif"));
+        assert_eq!(sniff_media_type(b"\xff\xd8\xff\xe0"), Some("image/jpeg"));
+    }
+
+    #[test]
+    fn text_joins_the_text_parts() {
+        let m = Message::Assistant {
+            content: vec![
+                Part::text("a"),
+                Part::Reasoning(Reasoning::default()),
+                Part::text("b"),
+            ],
+        };
+        assert_eq!(m.text(), "ab");
+        assert_eq!(Message::assistant("", vec![]).text(), "");
+        assert!(Message::assistant("", vec![]).content().is_empty());
     }
 }

@@ -92,7 +92,7 @@ pub(crate) async fn run_turn(
     sink.emit_with(|| Event::TurnStart {
         prompt: prompt.clone(),
     });
-    inner.append([Message::User { content: prompt }]);
+    inner.append([Message::user(prompt)]);
     // Sources that asked for it (a remote hook that was down) are probed before the first
     // request, so what came up is offered in it.
     inner.before_turn().run(&cancel).await;
@@ -294,6 +294,7 @@ impl Turn<'_> {
                     messages,
                     tools: &tools,
                     settings: settings.for_request(index),
+                    images: None,
                 });
                 (body, messages.len())
             });
@@ -402,10 +403,7 @@ impl Turn<'_> {
             index += 1;
             final_text = text.clone();
             let mut step = Vec::with_capacity(calls.len() + 1);
-            step.push(Message::Assistant {
-                content: text,
-                tool_calls: calls.clone(),
-            });
+            step.push(Message::assistant(text, calls.clone()));
             if calls.is_empty() {
                 inner.append(step);
                 return TurnEnd::new(Outcome::Done, final_text, usage);
@@ -553,12 +551,7 @@ impl Turn<'_> {
             usage: spent,
             agent: Vec::new(),
         });
-        Message::Tool {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            content,
-            is_error: out.is_error,
-        }
+        Message::tool_result(call.id.clone(), call.name.clone(), content, out.is_error)
     }
 
     /// Check one call, pass it through the gate, and run it.

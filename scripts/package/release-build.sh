@@ -17,8 +17,8 @@ fi
 # it); setting it here too keeps PyO3's build the same, so maturin finds it compiled.
 export PYO3_BUILD_EXTENSION_MODULE=1
 start=$SECONDS
-cargo build --release "${packages[@]}"
+cargo build --locked --release "${packages[@]}"
 if [ -n "${cli:-}" ]; then
-  cargo build --release -p contenox-cli --bins
+  cargo build --locked --release -p contenox-cli --bins
 fi
 echo "release build: $((SECONDS - start)) s"

@@ -96,13 +96,8 @@ fn long_conversation() -> Transcript {
     let messages = (0..20)
         .flat_map(|i| {
             [
-                Message::User {
-                    content: format!("question {i}: {text}"),
-                },
-                Message::Assistant {
-                    content: format!("answer {i}: {text}"),
-                    tool_calls: vec![],
-                },
+                Message::user(format!("question {i}: {text}")),
+                Message::assistant(format!("answer {i}: {text}"), vec![]),
             ]
         })
         .collect();

@@ -6,13 +6,14 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
+# npm ci: exactly package-lock.json's versions (npm install may move them).
 if [ ! -f node_modules/@modelcontextprotocol/server-everything/package.json ]; then
-  npm install --no-audit --no-fund --loglevel=error
+  npm ci --no-audit --no-fund --loglevel=error
 fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 if ! .venv/bin/python -c 'import mcp.server.mcpserver' 2>/dev/null; then
-  .venv/bin/pip install --quiet --disable-pip-version-check 'mcp>=2.3,<3'
+  .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
 fi
 echo "MCP test servers installed under $here"

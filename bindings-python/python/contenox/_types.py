@@ -271,14 +271,19 @@ class Transcript:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        """The messages, oldest first: ``{"role": "user" | "assistant" | "tool", ...}``."""
+        """The messages, oldest first: ``{"role": "user" | "assistant" | "tool", "content":
+        [part, ...], ...}``; a part is ``{"type": "text", "text": ...}``, ``{"type": "image",
+        "media_type": ..., "data": <base64>}`` or ``{"type": "image", "path": ...}``,
+        ``{"type": "reasoning", "text": ..., ...}`` or ``{"type": "tool_call", "id", "name",
+        "arguments", ...}``; a tool result also has ``call_id``, ``name`` and ``is_error``."""
         if self._messages is None:
             data = json.loads(self._text() or "{}")
             self._messages = list(data.get("messages", []))
         return self._messages
 
     def to_dict(self) -> dict[str, Any]:
-        return {"messages": self.messages}
+        """Core's document: ``{"version": 2, "messages": [...]}``."""
+        return {"version": 2, "messages": self.messages}
 
     def to_json(self) -> str:
         """The transcript as JSON text."""

@@ -40,7 +40,8 @@ impl WriteOptions {
 pub struct Written {
     /// Whether a file was replaced (else one was created).
     pub existed: bool,
-    /// The written file relative to the root, symlinks resolved (as shown to the model).
+    /// The written file relative to the root, symlinks resolved, as shown to the model (control
+    /// and invisible formatting characters escaped, cut at 300 characters).
     pub shown: String,
 }
 
@@ -84,7 +85,7 @@ pub fn atomic_write(
     })?;
     Ok(Written {
         existed,
-        shown: shown_target,
+        shown: shown(&shown_target).into_owned(),
     })
 }
 

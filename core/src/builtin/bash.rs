@@ -105,7 +105,7 @@ impl Tool for Bash {
         if command.trim().is_empty() {
             return Err("command is empty".into());
         }
-        let timeout_ms = opt_u64(&args, "timeout_ms").unwrap_or(DEFAULT_TIMEOUT_MS);
+        let timeout_ms = opt_u64(&args, "timeout_ms")?.unwrap_or(DEFAULT_TIMEOUT_MS);
         if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
             return Err(format!(
                 "timeout_ms must be between 1 and {MAX_TIMEOUT_MS} (got {timeout_ms})"

@@ -75,7 +75,8 @@ impl Tool for Edit {
         let root = ctx.root.clone();
         let (n, shown) = tokio::task::spawn_blocking(move || {
             let root = RootDir::for_call(&root)?;
-            let shown = root.relative(&given)?.display().to_string();
+            let shown =
+                super::path::shown(&root.relative(&given)?.display().to_string()).into_owned();
             let text = load_text(&root, &given, MAX_LOAD_BYTES)?;
             let (updated, n) = apply_edit(&text, &old, &new, replace_all, &shown)?;
             drop(text);

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::path::{dot, shown, RootDir};
 use super::walk::{under, walker, Beneath, CancelCheck};
-use super::{display_path, opt_str, opt_u64, str_arg};
+use super::{display_path, opt_str, opt_usize, str_arg};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// Paths returned when no `limit` is given.
@@ -55,12 +55,12 @@ impl Tool for Glob {
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let pattern = str_arg(&args, "pattern")?.to_string();
         let dir = opt_str(&args, "path").unwrap_or(".").to_string();
-        let limit = match opt_u64(&args, "limit") {
+        let limit = match opt_usize(&args, "limit")? {
             Some(0) => None,
-            Some(n) => Some(n as usize),
+            Some(n) => Some(n),
             None => Some(DEFAULT_LIMIT),
         };
-        let offset = opt_u64(&args, "offset").unwrap_or(0) as usize;
+        let offset = opt_usize(&args, "offset")?.unwrap_or(0);
         let root = ctx.root.clone();
         let cancel = ctx.cancel.clone();
         tokio::task::spawn_blocking(move || {
@@ -167,7 +167,7 @@ pub(crate) fn glob(
     if found.is_empty() {
         return Ok(ToolOutput::text(format!(
             "No files matched {pattern:?} in {}",
-            display_path(root.path(), &dir_path)
+            shown(&display_path(root.path(), &dir_path))
         )));
     }
     // Ties (files written in one clock tick) by path bytes, so the order is stable.
@@ -185,7 +185,7 @@ pub(crate) fn glob(
                 .with_metadata(json!({"total": total, "truncated": false})),
         );
     }
-    let end = offset + page.len();
+    let end = offset.saturating_add(page.len());
     let mut out = ToolOutput::text(page.join("\n"));
     if end < total || offset > 0 {
         let mut meta = json!({"total": total, "truncated": end < total});

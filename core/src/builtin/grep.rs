@@ -25,11 +25,16 @@ use tokio_util::sync::CancellationToken;
 use super::path::{shown, RootDir};
 use super::read::MAX_LINE_CHARS;
 use super::walk::{overrides, types, under, walker, Beneath};
-use super::{display_path, opt_bool, opt_str, opt_u64, str_arg};
+use super::{display_path, opt_bool, opt_str, opt_usize, str_arg};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// Entries returned when no `head_limit` is given.
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
+
+/// The most context lines before or after a match: larger counts mean this many. The searcher
+/// keeps the `before` lines of every position in memory, so `before: u64::MAX` would otherwise
+/// hold a whole file up to its last match.
+pub const MAX_CONTEXT_LINES: usize = 10_000;
 
 pub(crate) struct Grep;
 
@@ -69,10 +74,15 @@ impl GrepArgs {
                 .into())
             }
         };
-        let context = opt_u64(args, "context").unwrap_or(0) as usize;
-        let head_limit = match opt_u64(args, "head_limit") {
+        let context = opt_usize(args, "context")?.unwrap_or(0);
+        let context_of = |key: &str| -> Result<usize, ToolError> {
+            Ok(opt_usize(args, key)?
+                .unwrap_or(context)
+                .min(MAX_CONTEXT_LINES))
+        };
+        let head_limit = match opt_usize(args, "head_limit")? {
             Some(0) => None,
-            Some(n) => Some(n as usize),
+            Some(n) => Some(n),
             None => Some(DEFAULT_HEAD_LIMIT),
         };
         Ok(GrepArgs {
@@ -80,8 +90,8 @@ impl GrepArgs {
             mode,
             glob: opt_str(args, "glob").map(str::to_string),
             file_type: opt_str(args, "type").map(str::to_string),
-            before: opt_u64(args, "before").map_or(context, |n| n as usize),
-            after: opt_u64(args, "after").map_or(context, |n| n as usize),
+            before: context_of("before")?,
+            after: context_of("after")?,
             case_insensitive: opt_bool(args, "case_insensitive"),
             multiline: opt_bool(args, "multiline"),
             line_numbers: args
@@ -89,7 +99,7 @@ impl GrepArgs {
                 .and_then(Value::as_bool)
                 .unwrap_or(true),
             head_limit,
-            offset: opt_u64(args, "offset").unwrap_or(0) as usize,
+            offset: opt_usize(args, "offset")?.unwrap_or(0),
         })
     }
 }
@@ -108,7 +118,8 @@ impl Tool for Grep {
              `content` shows matching lines as `path:line:text` (context lines as \
              `path-line-text`, groups separated by `--`); `count` shows `path:N` matching lines \
              per file.\n\
-             `context` / `before` / `after` add lines around matches (content mode). \
+             `context` / `before` / `after` add lines around matches (content mode; at most \
+             10000). \
              `multiline` lets a pattern span lines (`.` then matches newlines too). Results are \
              cut to `head_limit` entries (default 250; 0 for no limit) after skipping `offset`; \
              when results are cut, the metadata says so and gives `nextOffset`.",
@@ -200,7 +211,7 @@ pub(crate) fn grep(
     if let Some(t) = &a.file_type {
         w.types(types(t)?);
     }
-    let need = a.head_limit.map(|h| h + a.offset);
+    let need = a.head_limit.map(|h| h.saturating_add(a.offset));
     let files: Mutex<Vec<(PathBuf, SystemTime)>> = Mutex::new(Vec::new());
     let counts: Mutex<Vec<(PathBuf, u64)>> = Mutex::new(Vec::new());
     let content = Mutex::new(ContentStore::new(need));
@@ -269,7 +280,7 @@ pub(crate) fn grep(
     if cancel.is_cancelled() {
         return Err("cancelled".into());
     }
-    let shown = display_path(root.path(), target);
+    let shown_dir = shown(&display_path(root.path(), target)).into_owned();
     let (entries, total, cut_lines, extra) = match a.mode {
         Mode::Files => {
             let mut files = files.into_inner().expect("grep lock");
@@ -309,7 +320,7 @@ pub(crate) fn grep(
             Mode::Content => "No lines",
         };
         return Ok(ToolOutput::text(format!(
-            "{what} matched {:?} in {shown}",
+            "{what} matched {:?} in {shown_dir}",
             a.pattern
         )));
     }
@@ -319,7 +330,7 @@ pub(crate) fn grep(
                 .with_metadata(json!({"total": total, "truncated": false})),
         );
     }
-    let shown_end = a.offset + entries.len();
+    let shown_end = a.offset.saturating_add(entries.len());
     let mut out = ToolOutput::text(entries.join("\n"));
     if shown_end < total || a.offset > 0 || cut_lines > 0 || extra.is_some() {
         let mut meta = extra.unwrap_or_else(|| json!({}));
@@ -476,7 +487,10 @@ impl ContentStore {
             } else {
                 0
             };
-        let mut all = Vec::with_capacity(self.stored.min(offset + limit.unwrap_or(self.stored)));
+        let mut all = Vec::with_capacity(
+            self.stored
+                .min(offset.saturating_add(limit.unwrap_or(self.stored))),
+        );
         for (i, (_, lines)) in self.files.into_iter().enumerate() {
             if separators && i > 0 {
                 all.push("--".to_string());
@@ -608,6 +622,19 @@ mod tests {
             json!({"pattern": "fn main.*hello", "output_mode": "content"}),
         );
         assert!(out.content_text().starts_with("No lines matched"));
+    }
+
+    #[test]
+    fn context_counts_are_capped() {
+        let a = GrepArgs::parse(&json!({"pattern": "x", "context": u64::MAX})).unwrap();
+        assert_eq!((a.before, a.after), (MAX_CONTEXT_LINES, MAX_CONTEXT_LINES));
+        let a = GrepArgs::parse(&json!({"pattern": "x", "context": 2, "before": 1e300})).unwrap();
+        assert_eq!((a.before, a.after), (MAX_CONTEXT_LINES, 2));
+        let a = GrepArgs::parse(&json!({"pattern": "x", "offset": u64::MAX})).unwrap();
+        assert_eq!(
+            (a.offset, a.head_limit),
+            (usize::MAX, Some(DEFAULT_HEAD_LIMIT))
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::path::RootDir;
 use super::walk::{overrides, walker, Beneath};
-use super::{display_path, opt_str, opt_u64};
+use super::{display_path, opt_str, opt_usize};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// Entries shown at most.
@@ -57,7 +57,7 @@ impl Tool for List {
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err("`ignore` must be a list of strings".into()),
         };
-        let depth = opt_u64(&args, "depth").map(|d| d as usize);
+        let depth = opt_usize(&args, "depth")?;
         let root = ctx.root.clone();
         let cancel = ctx.cancel.clone();
         tokio::task::spawn_blocking(move || {
@@ -114,7 +114,7 @@ pub(crate) fn list(
             entries.push((rel.to_path_buf(), is_dir));
         }
     }
-    let shown = display_path(root.path(), dir);
+    let shown = super::path::shown(&display_path(root.path(), dir)).into_owned();
     let mut out = String::new();
     out.push_str(if shown == "." {
         "./"

@@ -37,6 +37,7 @@ mod load;
 mod multi_edit;
 mod notebook;
 mod notebook_edit;
+mod numbers;
 mod path;
 mod process;
 mod read;
@@ -59,6 +60,7 @@ pub(crate) use load::load_text;
 pub use load::MAX_LOAD_BYTES;
 pub(crate) use multi_edit::apply_edits;
 pub(crate) use notebook_edit::edit_notebook;
+pub(crate) use numbers::{opt_u64, opt_usize};
 pub use path::{confine, display_path, Located, RootDir};
 pub use shells::BackgroundShells;
 pub use websearch::{SearchRequest, SearchResult, WebSearchProvider};
@@ -220,11 +222,6 @@ pub(crate) fn opt_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
 /// Read an optional boolean argument.
 pub(crate) fn opt_bool(args: &Value, key: &str) -> bool {
     args.get(key).and_then(Value::as_bool).unwrap_or(false)
-}
-
-/// Read an optional non-negative integer argument.
-pub(crate) fn opt_u64(args: &Value, key: &str) -> Option<u64> {
-    args.get(key).and_then(Value::as_u64)
 }
 
 /// The first `max` characters of `s` (the whole of it when shorter), and whether it was cut.

@@ -96,7 +96,8 @@ impl Tool for MultiEdit {
         let root = ctx.root.clone();
         let (counts, shown) = tokio::task::spawn_blocking(move || {
             let root = RootDir::for_call(&root)?;
-            let shown = root.relative(&given)?.display().to_string();
+            let shown =
+                super::path::shown(&root.relative(&given)?.display().to_string()).into_owned();
             let text = load_text(&root, &given, MAX_LOAD_BYTES)?;
             let (updated, counts) = apply_edits(&text, &edits, &shown)?;
             drop(text);

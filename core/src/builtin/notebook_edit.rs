@@ -46,9 +46,10 @@ pub(crate) fn edit_notebook(
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
-                    c.get("id")
-                        .and_then(Value::as_str)
-                        .map_or_else(|| format!("cell-{i}"), str::to_string)
+                    c.get("id").and_then(Value::as_str).map_or_else(
+                        || format!("cell-{i}"),
+                        |id| super::path::shown(id).into_owned(),
+                    )
                 })
                 .take(50)
                 .collect();
@@ -95,7 +96,10 @@ pub(crate) fn edit_notebook(
             let new_text = nb.replace(i, &Value::Object(cell));
             Ok((
                 new_text,
-                format!("Replaced cell {id} ({new_type}) in {shown}"),
+                format!(
+                    "Replaced cell {} ({new_type}) in {shown}",
+                    super::path::shown(&id)
+                ),
                 json!({"cellId": id, "cells": nb.cells().len()}),
             ))
         }
@@ -109,12 +113,15 @@ pub(crate) fn edit_notebook(
             let new_text = nb.insert(index, &cell);
             let shown_id = id.unwrap_or_else(|| format!("cell-{}", index.map_or(0, |i| i + 1)));
             let place = match cell_id {
-                Some(after) => format!("after cell {after}"),
+                Some(after) => format!("after cell {}", super::path::shown(after)),
                 None => "at the top".to_string(),
             };
             Ok((
                 new_text,
-                format!("Inserted {t} cell {shown_id} {place} in {shown}"),
+                format!(
+                    "Inserted {t} cell {} {place} in {shown}",
+                    super::path::shown(&shown_id)
+                ),
                 json!({"cellId": shown_id, "cells": nb.cells().len() + 1}),
             ))
         }
@@ -123,7 +130,7 @@ pub(crate) fn edit_notebook(
             let id = cell_id.unwrap_or_default().to_string();
             Ok((
                 nb.delete(i),
-                format!("Deleted cell {id} from {shown}"),
+                format!("Deleted cell {} from {shown}", super::path::shown(&id)),
                 json!({"cellId": id, "cells": nb.cells().len() - 1}),
             ))
         }
@@ -167,7 +174,7 @@ impl Tool for NotebookEdit {
         let (message, meta) = tokio::task::spawn_blocking(move || {
             let root = RootDir::for_call(&root)?;
             let rel = root.relative(&given)?;
-            let shown = rel.display().to_string();
+            let shown = super::path::shown(&rel.display().to_string()).into_owned();
             if rel.extension().and_then(|e| e.to_str()) != Some("ipynb") {
                 return Err(ToolError::new(format!(
                     "{} is not a notebook (.ipynb); use edit for other files",

@@ -13,7 +13,6 @@
 //! `RESOLVE_BENEATH` rule). What confinement promises and what it does not: docs/decisions.md,
 //! "Builtins".
 
-use std::borrow::Cow;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -330,28 +329,9 @@ fn special_kind(ordinary: bool, kinds: [bool; 4]) -> Option<&'static str> {
     )
 }
 
-/// The model's path as error results show it: control characters escaped, cut at 300
-/// characters (a hostile path of a megabyte is not echoed whole).
-pub(crate) fn shown(given: &str) -> Cow<'_, str> {
-    const MAX: usize = 300;
-    let plain = given.chars().all(|c| !c.is_control()) && given.len() <= MAX;
-    if plain {
-        return Cow::Borrowed(given);
-    }
-    let mut out = String::with_capacity(given.len().min(MAX * 2));
-    for (i, c) in given.chars().enumerate() {
-        if i == MAX {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
-}
+/// The model's path as messages show it: control and invisible formatting characters escaped,
+/// cut at 300 characters ([`crate::shown`]).
+pub(crate) use crate::shown::shown;
 
 /// Resolve `path` (relative to `root`, or absolute inside it) beneath `root` with the kernel,
 /// and return the real path it names: the file or directory when it exists (every symlink

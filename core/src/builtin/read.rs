@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::load::{load_text, MAX_LOAD_BYTES};
 use super::notebook::{render, Notebook};
 use super::path::RootDir;
-use super::{cut_chars, str_arg};
+use super::{cut_chars, opt_usize, str_arg};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// Lines returned when no `limit` is given.
@@ -57,17 +57,8 @@ impl Tool for Read {
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let given = str_arg(&args, "path")?.to_string();
-        let offset = args
-            .get("offset")
-            .and_then(Value::as_u64)
-            .unwrap_or(1)
-            .max(1) as usize;
-        let limit = args
-            .get("limit")
-            .and_then(Value::as_u64)
-            .map(|l| l as usize)
-            .unwrap_or(DEFAULT_LIMIT)
-            .max(1);
+        let offset = opt_usize(&args, "offset")?.unwrap_or(1).max(1);
+        let limit = opt_usize(&args, "limit")?.unwrap_or(DEFAULT_LIMIT).max(1);
         let root = ctx.root.clone();
         let cancel = ctx.cancel.clone();
         tokio::task::spawn_blocking(move || read(&root, &given, offset, limit, &cancel))
@@ -86,7 +77,7 @@ fn read(
 ) -> Result<ToolOutput, ToolError> {
     let root = RootDir::for_call(root)?;
     let rel = root.relative(given)?;
-    let shown_rel = rel.display().to_string();
+    let shown_rel = super::path::shown(&rel.display().to_string()).into_owned();
     if rel.extension().and_then(|e| e.to_str()) == Some("ipynb") {
         let text = load_text(&root, given, MAX_LOAD_BYTES)?;
         let nb = Notebook::parse(&text, &shown_rel)?;

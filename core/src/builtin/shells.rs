@@ -240,7 +240,7 @@ impl Tool for BashOutput {
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let id = str_arg(&args, "shell_id")?;
         let shell = self.0.get(id).ok_or_else(|| self.0.unknown(id))?;
-        let wait_ms = opt_u64(&args, "wait_ms").unwrap_or(0).min(MAX_WAIT_MS);
+        let wait_ms = opt_u64(&args, "wait_ms")?.unwrap_or(0).min(MAX_WAIT_MS);
         if wait_ms > 0 {
             let mut state = shell.state.clone();
             let finished = state.wait_for(|s| *s != State::Running);
@@ -313,10 +313,11 @@ impl Tool for KillShell {
                     state.wait_for(|s| *s != State::Running),
                 )
                 .await;
-                Ok(
-                    ToolOutput::text(format!("Killed shell {id} ({})", shell.command))
-                        .with_metadata(json!({"shellId": id, "status": "killed"})),
-                )
+                Ok(ToolOutput::text(format!(
+                    "Killed shell {id} ({})",
+                    crate::shown::shown(&shell.command)
+                ))
+                .with_metadata(json!({"shellId": id, "status": "killed"})))
             }
             done => Ok(ToolOutput::text(format!(
                 "Shell {id} was no longer running: [status: {}]",

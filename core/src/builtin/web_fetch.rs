@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::web_resolver::{check_peer, check_url_host, GuardedResolver, Refused};
-use super::{cut_chars, opt_u64, str_arg};
+use super::{cut_chars, opt_usize, str_arg};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// The whole call: every request, every redirect, the body and the conversion.
@@ -154,7 +154,7 @@ impl Tool for WebFetch {
             )
             .into());
         }
-        let offset = opt_u64(&args, "offset").unwrap_or(0) as usize;
+        let offset = opt_usize(&args, "offset")?.unwrap_or(0);
         let deadline = tokio::time::Instant::now() + TIMEOUT;
         let fetched = tokio::time::timeout_at(deadline, self.fetch(url.clone(), offset, deadline));
         tokio::select! {
@@ -298,7 +298,7 @@ async fn read(
     }
     let start = text.char_indices().nth(offset).map_or(text.len(), |c| c.0);
     let (window, _) = cut_chars(&text[start..], MAX_CHARS);
-    let end = offset + window.chars().count();
+    let end = offset.saturating_add(window.chars().count());
     let mut meta = json!({
         "url": final_url.as_str(),
         "status": status.as_u16(),

@@ -215,7 +215,7 @@ impl Tool for WebSearch {
         }
         let request = SearchRequest {
             query,
-            max_results: opt_u64(&args, "max_results")
+            max_results: opt_u64(&args, "max_results")?
                 .unwrap_or(DEFAULT_RESULTS)
                 .clamp(1, MAX_RESULTS),
             allowed_domains: domains(&args, "allowed_domains")?,

@@ -452,7 +452,7 @@ impl ChainRun<'_> {
             None => None,
         };
         if let Some(p) = prompt.filter(|p| !p.is_empty()) {
-            self.inner.append([Message::User { content: p }]);
+            self.inner.append([Message::user(p)]);
         }
         let tasks = [task];
         let narrow = self.narrow(&tasks);
@@ -473,10 +473,8 @@ impl ChainRun<'_> {
             Response::Answer { text, calls, .. } => {
                 self.responses += 1;
                 let value = if calls.is_empty() {
-                    self.inner.append([Message::Assistant {
-                        content: text.clone(),
-                        tool_calls: Vec::new(),
-                    }]);
+                    self.inner
+                        .append([Message::assistant(text.clone(), Vec::new())]);
                     "stop"
                 } else {
                     self.pending = Some(Pending {
@@ -526,10 +524,7 @@ impl ChainRun<'_> {
         let narrow = self.narrow(&tasks);
         let turn = self.turn(&narrow, cancel);
         let mut step = Vec::with_capacity(pending.calls.len() + 1);
-        step.push(Message::Assistant {
-            content: pending.text,
-            tool_calls: pending.calls.clone(),
-        });
+        step.push(Message::assistant(pending.text, pending.calls.clone()));
         let mut texts = Vec::with_capacity(pending.calls.len());
         // What the calls spent on models (a subagent's turn) is the chain's too.
         let mut spent_on_calls = Usage::default();
@@ -674,10 +669,7 @@ impl ChainRun<'_> {
         let never = |_: &str| true;
         let turn = self.turn(&never, self.cancel);
         let mut step = Vec::with_capacity(pending.calls.len() + 1);
-        step.push(Message::Assistant {
-            content: pending.text,
-            tool_calls: pending.calls.clone(),
-        });
+        step.push(Message::assistant(pending.text, pending.calls.clone()));
         for call in &pending.calls {
             step.push(turn.result_message(call, ToolOutput::error(reason), None));
         }

@@ -62,9 +62,7 @@ fn tool_results(result: &crate::TurnResult) -> Vec<(String, bool)> {
         .messages
         .iter()
         .filter_map(|m| match m {
-            Message::Tool {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
+            Message::Tool { is_error, .. } => Some((m.text().into_owned(), *is_error)),
             _ => None,
         })
         .collect()

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::event::Usage;
 use crate::tool::ToolSpec;
-use crate::transcript::Message;
+use crate::transcript::{Message, Part};
 
 /// What the wire adds around each message (role, separators), in tokens.
 const PER_MESSAGE: u64 = 4;
@@ -19,31 +19,39 @@ pub(crate) fn estimate_text(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4)
 }
 
+/// What one image is taken to cost, in tokens: about what Anthropic bills for an image at the
+/// largest size it keeps (1.15 megapixels, images above it are scaled down); OpenAI's high-detail
+/// tiles come to a similar figure.
+const PER_IMAGE: u64 = 1_600;
+
 /// Tokens of one message as the wire carries it.
 pub(crate) fn estimate_message(m: &Message) -> u64 {
-    PER_MESSAGE
-        + match m {
-            Message::User { content } => estimate_text(content),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                estimate_text(content)
-                    + tool_calls
-                        .iter()
-                        .map(|c| {
-                            PER_MESSAGE
-                                + estimate_text(&c.id)
-                                + estimate_text(&c.name)
-                                + match &c.arguments {
-                                    serde_json::Value::String(raw) => estimate_text(raw),
-                                    other => estimate_text(&other.to_string()),
-                                }
-                        })
-                        .sum::<u64>()
-            }
-            Message::Tool { name, content, .. } => estimate_text(name) + estimate_text(content),
+    let name = match m {
+        Message::Tool { name, .. } => estimate_text(name),
+        _ => 0,
+    };
+    PER_MESSAGE + name + m.content().iter().map(estimate_part).sum::<u64>()
+}
+
+/// Tokens of one part of a message.
+fn estimate_part(p: &Part) -> u64 {
+    match p {
+        Part::Text { text } => estimate_text(text),
+        Part::Image(_) => PER_IMAGE,
+        Part::Reasoning(r) => {
+            estimate_text(&r.text) + r.redacted.as_deref().map_or(0, estimate_text)
         }
+        Part::Provider(b) => estimate_text(&b.block.to_string()),
+        Part::ToolCall(c) => {
+            PER_MESSAGE
+                + estimate_text(&c.id)
+                + estimate_text(&c.name)
+                + match &c.arguments {
+                    serde_json::Value::String(raw) => estimate_text(raw),
+                    other => estimate_text(&other.to_string()),
+                }
+        }
+    }
 }
 
 /// Tokens of a whole request: system prompt, messages and tool declarations.
@@ -117,9 +125,7 @@ mod tests {
     use super::*;
 
     fn user(text: &str) -> Message {
-        Message::User {
-            content: text.into(),
-        }
+        Message::user(text)
     }
 
     #[test]

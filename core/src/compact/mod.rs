@@ -262,9 +262,7 @@ impl Compaction<'_> {
     /// Ask the model for a summary of `older`.
     async fn summarise(&self, older: &[Message]) -> Result<(String, Usage), CompactFailed> {
         let system = summary::system_prompt(self.settings.instructions.as_deref());
-        let messages = [Message::User {
-            content: summary::request_text(older),
-        }];
+        let messages = [Message::user(summary::request_text(older))];
         let body = self.backend.body(&ModelRequest {
             system: Some(&system),
             // The client's model: a chain task's own model is for its answers only.
@@ -272,6 +270,7 @@ impl Compaction<'_> {
             messages: &messages,
             tools: &[],
             settings: self.model_settings,
+            images: None,
         });
         // The summary's own text and requests are not the turn's: only the compact event
         // reports it.

@@ -29,14 +29,12 @@ pub(crate) fn worth_compacting(older: &[Message]) -> bool {
 
 /// The message that stands for the older part.
 pub(crate) fn summary_message(summary: &str) -> Message {
-    Message::User {
-        content: format!("{SUMMARY_HEADER}\n{summary}"),
-    }
+    Message::user(format!("{SUMMARY_HEADER}\n{summary}"))
 }
 
 /// Whether `m` is the summary of an earlier compaction.
 pub(crate) fn is_summary(m: &Message) -> bool {
-    matches!(m, Message::User { content } if content.starts_with(SUMMARY_HEADER))
+    matches!(m, Message::User { .. } if m.text().starts_with(SUMMARY_HEADER))
 }
 
 #[cfg(test)]
@@ -45,13 +43,12 @@ mod tests {
     use crate::transcript::ToolCall;
 
     fn user(t: &str) -> Message {
-        Message::User { content: t.into() }
+        Message::user(t)
     }
     fn calls(ids: &[&str]) -> Message {
-        Message::Assistant {
-            content: String::new(),
-            tool_calls: ids
-                .iter()
+        Message::assistant(
+            "",
+            ids.iter()
                 .map(|id| ToolCall {
                     id: id.to_string(),
                     name: "read".into(),
@@ -60,21 +57,13 @@ mod tests {
                     via: None,
                 })
                 .collect(),
-        }
+        )
     }
     fn result(id: &str) -> Message {
-        Message::Tool {
-            call_id: id.into(),
-            name: "read".into(),
-            content: "x".into(),
-            is_error: false,
-        }
+        Message::tool_result(id, "read", "x", false)
     }
     fn text(t: &str) -> Message {
-        Message::Assistant {
-            content: t.into(),
-            tool_calls: vec![],
-        }
+        Message::assistant(t, vec![])
     }
 
     #[test]

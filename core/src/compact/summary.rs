@@ -49,14 +49,17 @@ pub(crate) fn request_text(older: &[Message]) -> String {
 }
 
 fn written(m: &Message) -> String {
+    let images = m.images().count();
+    let images = match images {
+        0 => String::new(),
+        1 => " [an image]".to_string(),
+        n => format!(" [{n} images]"),
+    };
     let text = match m {
-        Message::User { content } => format!("User: {content}"),
-        Message::Assistant {
-            content,
-            tool_calls,
-        } => {
-            let mut out = format!("Assistant: {content}");
-            for c in tool_calls {
+        Message::User { .. } => format!("User: {}{images}", m.text()),
+        Message::Assistant { .. } => {
+            let mut out = format!("Assistant: {}", m.text());
+            for c in m.tool_calls() {
                 out.push_str(&format!(
                     "\nAssistant called {} with {}",
                     c.name, c.arguments
@@ -64,14 +67,9 @@ fn written(m: &Message) -> String {
             }
             out
         }
-        Message::Tool {
-            name,
-            content,
-            is_error,
-            ..
-        } => {
+        Message::Tool { name, is_error, .. } => {
             let kind = if *is_error { "error" } else { "result" };
-            format!("Tool {name} {kind}: {content}")
+            format!("Tool {name} {kind}: {}{images}", m.text())
         }
     };
     cut(&text, MESSAGE_CAP)
@@ -84,24 +82,15 @@ mod tests {
     #[test]
     fn the_conversation_is_written_out_and_bounded() {
         let older = vec![
-            Message::User {
-                content: "read a.txt".into(),
-            },
-            Message::Tool {
-                call_id: "c".into(),
-                name: "read".into(),
-                content: "y".repeat(100_000),
-                is_error: true,
-            },
+            Message::user("read a.txt"),
+            Message::tool_result("c", "read", "y".repeat(100_000), true),
         ];
         let text = request_text(&older);
         assert!(text.contains("User: read a.txt"));
         assert!(text.contains("Tool read error: yyy"));
         assert!(text.len() < 20_000, "{}", text.len());
         let many: Vec<Message> = (0..100)
-            .map(|i| Message::User {
-                content: format!("{i} {}", "z".repeat(10_000)),
-            })
+            .map(|i| Message::user(format!("{i} {}", "z".repeat(10_000))))
             .collect();
         let text = request_text(&many);
         assert!(text.len() <= TOTAL_CAP + 200);

@@ -289,28 +289,19 @@ mod tests {
     #[test]
     fn roles_alternate_and_raw_arguments_become_empty_input() {
         let messages = vec![
-            Message::User {
-                content: "hi".into(),
-            },
-            Message::Assistant {
-                content: String::new(),
-                tool_calls: vec![ToolCall {
+            Message::user("hi"),
+            Message::assistant(
+                "",
+                vec![ToolCall {
                     id: "t1".into(),
                     name: "echo".into(),
                     arguments: Value::String("{oops".into()),
                     raw_arguments: true,
                     via: None,
                 }],
-            },
-            Message::Tool {
-                call_id: "t1".into(),
-                name: "echo".into(),
-                content: "bad".into(),
-                is_error: true,
-            },
-            Message::User {
-                content: "again".into(),
-            },
+            ),
+            Message::tool_result("t1", "echo", "bad", true),
+            Message::user("again"),
         ];
         let body = body(
             "m",
@@ -321,6 +312,7 @@ mod tests {
                 messages: &messages,
                 tools: &[],
                 settings: &crate::settings::ModelSettings::default(),
+                images: None,
             },
         );
         let msgs = body["messages"].as_array().unwrap();
@@ -375,35 +367,21 @@ mod tests {
     #[test]
     fn an_empty_reply_is_left_out_and_the_user_turns_around_it_merge() {
         let messages = vec![
-            Message::User {
-                content: "first".into(),
-            },
-            Message::Assistant {
-                content: String::new(),
-                tool_calls: vec![],
-            },
-            Message::User {
-                content: "second".into(),
-            },
-            Message::Assistant {
-                content: " \n".into(),
-                tool_calls: vec![ToolCall {
+            Message::user("first"),
+            Message::assistant("", vec![]),
+            Message::user("second"),
+            Message::assistant(
+                " \n",
+                vec![ToolCall {
                     id: "t1".into(),
                     name: "echo".into(),
                     arguments: json!({}),
                     raw_arguments: false,
                     via: None,
                 }],
-            },
-            Message::Tool {
-                call_id: "t1".into(),
-                name: "echo".into(),
-                content: String::new(),
-                is_error: false,
-            },
-            Message::User {
-                content: "  ".into(),
-            },
+            ),
+            Message::tool_result("t1", "echo", "", false),
+            Message::user("  "),
         ];
         let body = body(
             "m",
@@ -414,6 +392,7 @@ mod tests {
                 messages: &messages,
                 tools: &[],
                 settings: &crate::settings::ModelSettings::default(),
+                images: None,
             },
         );
         let msgs = body["messages"].as_array().unwrap();

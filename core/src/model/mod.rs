@@ -5,6 +5,7 @@ mod anthropic;
 mod anthropic_body;
 mod body;
 mod http;
+mod images;
 mod json_writer;
 mod lenient;
 mod list_models;
@@ -14,6 +15,8 @@ mod ollama_body;
 mod openai;
 mod openai_body;
 mod overflow;
+#[cfg(test)]
+mod parts_wire_tests;
 pub(crate) mod redact;
 mod retry;
 mod scripted;
@@ -25,6 +28,7 @@ mod wire_json;
 
 pub use list_models::{list_models, ModelInfo};
 
+pub(crate) use images::ResolvedImages;
 pub(crate) use retry::complete_with_retry;
 
 /// Entry points for fuzz targets (cargo-fuzz): they feed arbitrary bytes through the stream
@@ -64,6 +68,9 @@ pub(crate) struct ModelRequest<'a> {
     /// This request's model settings. A tool choice and `parallel_tool_calls` are sent only
     /// when the request offers tools (the servers refuse them otherwise).
     pub settings: &'a crate::settings::ModelSettings,
+    /// The images of `messages` given by path, read for this request (`None`: none were read,
+    /// and each is sent as a note saying so).
+    pub images: Option<&'a ResolvedImages>,
 }
 
 /// A call as it came off the wire, before the engine parses its arguments.

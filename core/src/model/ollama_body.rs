@@ -5,13 +5,16 @@
 //! Fields are declared in sorted order: the bytes are those of the earlier `Value` rendering
 //! (see [`super::wire_json`]).
 
+use std::borrow::Cow;
+
 use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
 
+use super::images::{wire_image, WireImage};
 use super::settings_body::{ollama_think, with_extra_body};
 use super::wire_json::{to_body, wire_name, ArgsObject, ErrorPrefixed, FunctionTool, Tools};
 use super::{ModelRequest, RequestBody};
-use crate::transcript::{Message, ToolCall};
+use crate::transcript::{join_text, Message, Part};
 
 /// The request body's bytes.
 pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> RequestBody {
@@ -71,43 +74,44 @@ impl Serialize for Messages<'_> {
         s.collect_seq(
             system
                 .into_iter()
-                .chain(req.messages.iter().map(WireMessage::Engine)),
+                .chain(req.messages.iter().map(|m| WireMessage::Engine(m, req))),
         )
     }
 }
 
 enum WireMessage<'a> {
     System(&'a str),
-    Engine(&'a Message),
+    Engine(&'a Message, &'a ModelRequest<'a>),
 }
 
 impl Serialize for WireMessage<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let m = match self {
+        let (m, req) = match self {
             WireMessage::System(content) => {
                 let mut m = s.serialize_struct("Message", 2)?;
                 m.serialize_field("content", content)?;
                 m.serialize_field("role", "system")?;
                 return m.end();
             }
-            WireMessage::Engine(m) => m,
+            WireMessage::Engine(m, req) => (*m, *req),
         };
         match m {
             Message::User { content } => {
-                let mut m = s.serialize_struct("Message", 2)?;
-                m.serialize_field("content", content)?;
+                let (text, images) = text_and_images(content, req);
+                let mut m = s.serialize_struct("Message", 3)?;
+                m.serialize_field("content", &text)?;
+                if !images.is_empty() {
+                    m.serialize_field("images", &images)?;
+                }
                 m.serialize_field("role", "user")?;
                 m.end()
             }
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
+            Message::Assistant { content } => {
                 let mut m = s.serialize_struct("Message", 3)?;
-                m.serialize_field("content", content)?;
+                m.serialize_field("content", &join_text(content))?;
                 m.serialize_field("role", "assistant")?;
-                if !tool_calls.is_empty() {
-                    m.serialize_field("tool_calls", &Calls(tool_calls))?;
+                if m_has_calls(content) {
+                    m.serialize_field("tool_calls", &Calls(content))?;
                 }
                 m.end()
             }
@@ -117,8 +121,12 @@ impl Serialize for WireMessage<'_> {
                 is_error,
                 ..
             } => {
-                let mut m = s.serialize_struct("Message", 3)?;
-                m.serialize_field("content", &ErrorPrefixed(content, *is_error))?;
+                let (text, images) = text_and_images(content, req);
+                let mut m = s.serialize_struct("Message", 4)?;
+                m.serialize_field("content", &ErrorPrefixed(&text, *is_error))?;
+                if !images.is_empty() {
+                    m.serialize_field("images", &images)?;
+                }
                 m.serialize_field("role", "tool")?;
                 m.serialize_field("tool_name", name)?;
                 m.end()
@@ -127,12 +135,42 @@ impl Serialize for WireMessage<'_> {
     }
 }
 
-/// `[{"function": {"arguments": {...}, "name"}}]`.
-struct Calls<'a>(&'a [ToolCall]);
+fn m_has_calls(parts: &[Part]) -> bool {
+    parts.iter().any(|p| matches!(p, Part::ToolCall(_)))
+}
+
+/// A message's text and its `images` (ollama takes base64 bytes without media type, beside the
+/// text): an image that cannot be sent is named in the text instead.
+fn text_and_images<'a>(parts: &'a [Part], req: &ModelRequest<'a>) -> (Cow<'a, str>, Vec<&'a str>) {
+    let mut text = join_text(parts);
+    let mut images = Vec::new();
+    for p in parts {
+        if let Part::Image(image) = p {
+            match wire_image(image, req) {
+                WireImage::Data { data, .. } => images.push(data),
+                WireImage::Note(note) => {
+                    let t = text.to_mut();
+                    if !t.is_empty() {
+                        t.push('\n');
+                    }
+                    t.push_str(&note);
+                }
+            }
+        }
+    }
+    (text, images)
+}
+
+/// `[{"function": {"arguments": {...}, "name"}}]`: the calls among an assistant's parts.
+struct Calls<'a>(&'a [Part]);
 
 impl Serialize for Calls<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|c| WireCall {
+        let calls = self.0.iter().filter_map(|p| match p {
+            Part::ToolCall(c) => Some(c),
+            _ => None,
+        });
+        s.collect_seq(calls.map(|c| WireCall {
             function: Function {
                 arguments: ArgsObject(c),
                 name: wire_name(c),

@@ -260,25 +260,18 @@ mod tests {
             deep = json!({"k": [deep]});
         }
         let messages = vec![
-            Message::User {
-                content: "go".into(),
-            },
-            Message::Assistant {
-                content: String::new(),
-                tool_calls: vec![ToolCall {
+            Message::user("go"),
+            Message::assistant(
+                "",
+                vec![ToolCall {
                     id: "c1".into(),
                     name: "echo".into(),
                     arguments: deep,
                     raw_arguments: false,
                     via: None,
                 }],
-            },
-            Message::Tool {
-                call_id: "c1".into(),
-                name: "echo".into(),
-                content: "ok".into(),
-                is_error: false,
-            },
+            ),
+            Message::tool_result("c1", "echo", "ok", false),
         ];
         let settings: ModelSettings = serde_json::from_value(json!({"extra_body":
             {"stream_options": null, "options": {"num_ctx": 1}, "zz": [1], "system": "s2"}}))
@@ -290,6 +283,7 @@ mod tests {
             messages: &messages,
             tools: &tools,
             settings: &settings,
+            images: None,
         };
         type Old = fn(&str, u32, &ModelRequest<'_>) -> Value;
         type New = fn(&str, u32, &ModelRequest<'_>) -> RequestBody;

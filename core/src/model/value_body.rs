@@ -20,11 +20,10 @@ pub(crate) fn openai(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Va
     }
     for m in req.messages {
         messages.push(match m {
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
+            Message::User { .. } => json!({"role": "user", "content": m.text()}),
+            Message::Assistant { .. } => {
+                let content = m.text();
+                let tool_calls: Vec<&ToolCall> = m.tool_calls().collect();
                 let mut msg = json!({"role": "assistant", "content": content});
                 if !tool_calls.is_empty() {
                     let calls: Vec<Value> = tool_calls
@@ -47,12 +46,9 @@ pub(crate) fn openai(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Va
                 msg
             }
             Message::Tool {
-                call_id,
-                content,
-                is_error,
-                ..
+                call_id, is_error, ..
             } => json!({"role": "tool", "tool_call_id": call_id,
-                         "content": error_prefixed(content, *is_error)}),
+                         "content": error_prefixed(&m.text(), *is_error)}),
         });
     }
     let mut body = object([
@@ -96,19 +92,16 @@ fn anthropic_with(model: &str, max_tokens: u32, cache: bool, req: &ModelRequest<
     };
     for m in req.messages {
         match m {
-            Message::User { content } => {
-                if let Some(block) = text_block(content) {
+            Message::User { .. } => {
+                if let Some(block) = text_block(&m.text()) {
                     push("user", block);
                 }
             }
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                if let Some(block) = text_block(content) {
+            Message::Assistant { .. } => {
+                if let Some(block) = text_block(&m.text()) {
                     push("assistant", block);
                 }
-                for c in tool_calls {
+                for c in m.tool_calls() {
                     let (name, args) = wire_call(c);
                     let input = if c.raw_arguments || !args.is_object() {
                         json!({})
@@ -127,14 +120,11 @@ fn anthropic_with(model: &str, max_tokens: u32, cache: bool, req: &ModelRequest<
                 }
             }
             Message::Tool {
-                call_id,
-                content,
-                is_error,
-                ..
+                call_id, is_error, ..
             } => push(
                 "user",
                 json!({"type": "tool_result", "tool_use_id": call_id,
-                       "content": content, "is_error": is_error}),
+                       "content": m.text(), "is_error": is_error}),
             ),
         }
     }
@@ -180,7 +170,14 @@ fn anthropic_with(model: &str, max_tokens: u32, cache: bool, req: &ModelRequest<
         }
         let messages = body["messages"].as_array_mut().unwrap();
         let assistant = messages.iter().rposition(|m| m["role"] == "assistant");
-        let mut marked: Vec<usize> = messages.len().checked_sub(1).into_iter().collect();
+        // The newest message when it is the user's (an assistant's may end in a block the API
+        // does not let carry a breakpoint), and the user message before the newest assistant.
+        let mut marked: Vec<usize> = messages
+            .len()
+            .checked_sub(1)
+            .filter(|&last| messages[last]["role"] == "user")
+            .into_iter()
+            .collect();
         if let Some(before) = assistant.and_then(|a| a.checked_sub(1)) {
             if messages[before]["role"] == "user" {
                 marked.push(before);
@@ -202,12 +199,10 @@ pub(crate) fn ollama(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Va
     }
     for m in req.messages {
         messages.push(match m {
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut msg = json!({"role": "assistant", "content": content});
+            Message::User { .. } => json!({"role": "user", "content": m.text()}),
+            Message::Assistant { .. } => {
+                let tool_calls: Vec<&ToolCall> = m.tool_calls().collect();
+                let mut msg = json!({"role": "assistant", "content": m.text()});
                 if !tool_calls.is_empty() {
                     msg["tool_calls"] = tool_calls
                         .iter()
@@ -227,13 +222,10 @@ pub(crate) fn ollama(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Va
                 }
                 msg
             }
-            Message::Tool {
-                name,
-                content,
-                is_error,
-                ..
-            } => json!({"role": "tool", "tool_name": name,
-                         "content": error_prefixed(content, *is_error)}),
+            Message::Tool { name, is_error, .. } => {
+                json!({"role": "tool", "tool_name": name,
+                       "content": error_prefixed(&m.text(), *is_error)})
+            }
         });
     }
     let mut body = object([
@@ -444,19 +436,12 @@ pub(crate) fn rich_conversation() -> Vec<Message> {
         raw_arguments: raw,
         via: via.map(Into::into),
     };
-    let result = |call_id: &str, name: &str, content: &str, is_error: bool| Message::Tool {
-        call_id: call_id.into(),
-        name: name.into(),
-        content: content.into(),
-        is_error,
+    let result = |call_id: &str, name: &str, content: &str, is_error: bool| {
+        Message::tool_result(call_id, name, content, is_error)
     };
-    let assistant = |content: &str, tool_calls: Vec<ToolCall>| Message::Assistant {
-        content: content.into(),
-        tool_calls,
-    };
-    let user = |content: &str| Message::User {
-        content: content.into(),
-    };
+    let assistant =
+        |content: &str, tool_calls: Vec<ToolCall>| Message::assistant(content, tool_calls);
+    let user = |content: &str| Message::user(content);
     vec![
         user("quote \" backslash \\ newline \n tab \t nul \u{0} é 😀 </script> \u{2028}"),
         user("a second user message in a row"),
@@ -560,6 +545,7 @@ pub(crate) fn assert_same_bytes(
                 messages,
                 tools,
                 settings: s,
+                images: None,
             };
             for max_tokens in [0, 4096, u32::MAX] {
                 let want = serde_json::to_vec(&old(model, max_tokens, &req)).unwrap();

@@ -284,3 +284,60 @@ impl RemoteSource {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A source of one langserve hook whose tool is given (no network at load).
+    async fn one_hook_source() -> RemoteSource {
+        let hooks = RemoteHook::list_from_value(json!([{
+            "name": "echo", "url": "http://127.0.0.1:9/run", "protocol": "langserve",
+            "tool": {"description": "Echo a text.",
+                     "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}}}
+        }]))
+        .unwrap();
+        load_remote(hooks, |_, _| {}).await.unwrap()
+    }
+
+    fn services_of(source: &RemoteSource) -> Vec<Weak<Service>> {
+        source.inner.services.iter().map(Arc::downgrade).collect()
+    }
+
+    #[tokio::test]
+    async fn dropping_the_source_frees_its_services() {
+        let source = one_hook_source().await;
+        assert_eq!(source.tools().len(), 1);
+        let services = services_of(&source);
+        drop(source);
+        assert!(
+            services.iter().all(|w| w.upgrade().is_none()),
+            "a dropped source's services are still alive (a tool holds its service)"
+        );
+    }
+
+    #[tokio::test]
+    async fn tools_a_client_keeps_outlive_the_services_not_the_other_way() {
+        let client = Client::builder()
+            .script(Vec::new())
+            .builtins(Vec::<String>::new())
+            .build()
+            .unwrap();
+        let source = one_hook_source().await;
+        source.register_into(&client).unwrap();
+        let services = services_of(&source);
+        drop(source);
+        assert!(
+            services.iter().all(|w| w.upgrade().is_none()),
+            "the client's tools keep the dropped source's services alive"
+        );
+        // What the client holds still names its hook (its endpoint lives with the tool).
+        let entry = client
+            .state()
+            .toolkit()
+            .lookup("echo", &|_| true)
+            .expect("the tool stays registered");
+        assert_eq!(entry.server.as_deref(), Some("echo"));
+    }
+}

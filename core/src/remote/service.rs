@@ -30,49 +30,44 @@ pub(crate) struct ToolDef {
     pub kind: ToolKind,
 }
 
-/// One hook of a source.
+/// One hook of a source: its endpoint, its state and its tools. The tools hold the endpoint,
+/// never the service, so nothing points back up: a service is freed with the last handle of its
+/// source, while tools a client still holds keep only what a call needs.
 pub(crate) struct Service {
+    pub endpoint: Arc<Endpoint>,
+    state: Mutex<HookState>,
+    tools: RwLock<Vec<Arc<RemoteTool>>>,
+    probe_lock: tokio::sync::Mutex<()>,
+}
+
+/// What a call and a discovery of one hook need: where it is, how it is reached, its secrets.
+pub(crate) struct Endpoint {
     pub hook: RemoteHook,
     pub base: Option<reqwest::Url>,
     pub client: Result<reqwest::Client, String>,
     pub secrets: Secrets,
     pub timeout: Duration,
     pub shared: Arc<Shared>,
-    state: Mutex<HookState>,
-    tools: RwLock<Vec<Arc<RemoteTool>>>,
-    probe_lock: tokio::sync::Mutex<()>,
 }
 
 impl Service {
     pub fn new(hook: RemoteHook, shared: Arc<Shared>) -> Service {
-        let secret_values: Vec<String> = hook
-            .headers
-            .values()
-            .cloned()
-            .chain(
-                hook.inject
-                    .values()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string),
-            )
-            .collect();
         Service {
-            base: reqwest::Url::parse(&hook.url).ok(),
-            client: http::client(&hook),
-            secrets: Secrets::new(&secret_values),
-            timeout: Duration::from_millis(hook.timeout_ms),
-            shared,
+            endpoint: Arc::new(Endpoint::new(hook, shared)),
             state: Mutex::new(HookState::Unavailable {
                 error: "not loaded yet".into(),
             }),
             tools: RwLock::new(Vec::new()),
             probe_lock: tokio::sync::Mutex::new(()),
-            hook,
         }
     }
 
     pub fn name(&self) -> &str {
-        &self.hook.name
+        self.endpoint.name()
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.endpoint.shared
     }
 
     pub fn state(&self) -> HookState {
@@ -85,6 +80,39 @@ impl Service {
 
     pub fn tools(&self) -> Vec<Arc<RemoteTool>> {
         self.tools.read().expect("tools lock").clone()
+    }
+
+    /// Read the hook's tools (the document's operations, or the one protocol tool).
+    pub async fn discover(&self, cancel: &CancellationToken) -> Result<Vec<ToolDef>, String> {
+        self.endpoint.discover(cancel).await
+    }
+}
+
+impl Endpoint {
+    fn new(hook: RemoteHook, shared: Arc<Shared>) -> Endpoint {
+        let secret_values: Vec<String> = hook
+            .headers
+            .values()
+            .cloned()
+            .chain(
+                hook.inject
+                    .values()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string),
+            )
+            .collect();
+        Endpoint {
+            base: reqwest::Url::parse(&hook.url).ok(),
+            client: http::client(&hook),
+            secrets: Secrets::new(&secret_values),
+            timeout: Duration::from_millis(hook.timeout_ms),
+            shared,
+            hook,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.hook.name
     }
 
     fn client(&self) -> Result<&reqwest::Client, String> {
@@ -251,12 +279,14 @@ impl Service {
             kind: ToolKind::Protocol(protocol),
         }])
     }
+}
 
+impl Service {
     /// Take discovered tools: names are given out here (a tool that stays keeps its name) and
     /// the clients the source was registered into get the new list.
     pub fn install(self: &Arc<Self>, defs: Vec<ToolDef>) -> usize {
         let (gone, fresh) = {
-            let mut taken = self.shared.taken.lock().expect("names lock");
+            let mut taken = self.shared().taken.lock().expect("names lock");
             let old = self.tools();
             for t in &old {
                 taken.remove(&t.name);
@@ -271,7 +301,7 @@ impl Service {
                     Some(n) if taken.insert(n.clone()) => n,
                     _ => names::unique(&def.base_name, &mut taken),
                 };
-                fresh.push(Arc::new(RemoteTool::new(self.clone(), name, def)));
+                fresh.push(Arc::new(RemoteTool::new(self.endpoint.clone(), name, def)));
             }
             let gone: Vec<String> = old
                 .iter()
@@ -281,7 +311,7 @@ impl Service {
             *self.tools.write().expect("tools lock") = fresh.clone();
             (gone, fresh)
         };
-        for client in self.shared.live_clients() {
+        for client in self.shared().live_clients() {
             for name in &gone {
                 if self.owns(&client, name) {
                     client.unregister(name);
@@ -330,7 +360,7 @@ impl Service {
     ) -> HookState {
         let _one_at_a_time = self.probe_lock.lock().await;
         let was = self.state();
-        if self.shared.closed.is_cancelled()
+        if self.shared().closed.is_cancelled()
             || (only_unavailable && matches!(was, HookState::Ready { .. }))
         {
             return was;

@@ -11,7 +11,7 @@ use super::http::{self, Answer, Failure};
 use super::openapi::Operation;
 use super::protocol;
 use super::request::PreparedBody;
-use super::service::{Service, ToolDef};
+use super::service::{Endpoint, ToolDef};
 use crate::tool::{Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use crate::CANCELLED_RESULT;
 
@@ -25,7 +25,7 @@ pub(crate) enum ToolKind {
 
 /// One tool of one hook.
 pub(crate) struct RemoteTool {
-    pub service: Arc<Service>,
+    pub endpoint: Arc<Endpoint>,
     /// The operation's identity across refreshes (`METHOD /path`, or the hook's name).
     pub key: String,
     /// The name the model sees.
@@ -35,11 +35,11 @@ pub(crate) struct RemoteTool {
 }
 
 impl RemoteTool {
-    pub fn new(service: Arc<Service>, name: String, def: ToolDef) -> RemoteTool {
+    pub fn new(endpoint: Arc<Endpoint>, name: String, def: ToolDef) -> RemoteTool {
         let mut spec = def.spec;
         spec.name = name.clone();
         RemoteTool {
-            service,
+            endpoint,
             key: def.key,
             name,
             spec,
@@ -48,7 +48,7 @@ impl RemoteTool {
     }
 
     fn error(&self, message: &str) -> ToolOutput {
-        ToolOutput::error(self.service.secrets.scrub(message).into_owned())
+        ToolOutput::error(self.endpoint.secrets.scrub(message).into_owned())
     }
 
     /// Send a request built from the call and turn the answer into a result.
@@ -60,16 +60,16 @@ impl RemoteTool {
         let request = request
             .build()
             .map_err(|_| self.error("the request could not be built"))?;
-        let client = self.service.client.as_ref().map_err(|e| self.error(e))?;
-        let closed = &self.service.shared.closed;
+        let client = self.endpoint.client.as_ref().map_err(|e| self.error(e))?;
+        let closed = &self.endpoint.shared.closed;
         let sent = tokio::select! {
             biased;
             _ = closed.cancelled() => {
                 return Err(self.error(&format!(
-                    "remote hook {:?}: the remote source was closed", self.service.name()
+                    "remote hook {:?}: the remote source was closed", self.endpoint.name()
                 )));
             }
-            r = http::send(self.service.name(), client, request, self.service.timeout, &ctx.cancel) => r,
+            r = http::send(self.endpoint.name(), client, request, self.endpoint.timeout, &ctx.cancel) => r,
         };
         match sent {
             Ok(answer) => Ok(answer),
@@ -84,14 +84,14 @@ impl RemoteTool {
         args: Map<String, Value>,
         ctx: &ToolContext,
     ) -> ToolOutput {
-        let Some(base) = &self.service.base else {
+        let Some(base) = &self.endpoint.base else {
             return self.error("the hook's url is not a URL");
         };
         let prepared = match op.prepare(base, args) {
             Ok(p) => p,
             Err(e) => return self.error(&format!("{}: {e}", self.name)),
         };
-        let Ok(client) = &self.service.client else {
+        let Ok(client) = &self.endpoint.client else {
             return self.error("the hook's HTTP client could not be built");
         };
         let mut request = client.request(prepared.method, prepared.url);
@@ -169,7 +169,7 @@ impl RemoteTool {
             }
         };
         if answer.truncated {
-            return ToolOutput::text(self.service.secrets.scrub(text).into_owned())
+            return ToolOutput::text(self.endpoint.secrets.scrub(text).into_owned())
                 .with_metadata(json!({"truncated": true, "bytesRead": answer.body.len()}));
         }
         let json_like = media.contains("json") || media.is_empty();
@@ -177,7 +177,7 @@ impl RemoteTool {
             Ok(v) if json_like => v.to_string(),
             _ => text.to_string(),
         };
-        ToolOutput::text(self.service.secrets.scrub(&text).into_owned())
+        ToolOutput::text(self.endpoint.secrets.scrub(&text).into_owned())
     }
 
     async fn call_protocol(
@@ -186,15 +186,15 @@ impl RemoteTool {
         mut args: Map<String, Value>,
         ctx: &ToolContext,
     ) -> ToolOutput {
-        for (k, v) in &self.service.hook.inject {
+        for (k, v) in &self.endpoint.hook.inject {
             args.insert(k.clone(), v.clone());
         }
-        let Ok(client) = &self.service.client else {
+        let Ok(client) = &self.endpoint.client else {
             return self.error("the hook's HTTP client could not be built");
         };
-        let body = protocol::request_body(protocol, self.service.name(), &args);
+        let body = protocol::request_body(protocol, self.endpoint.name(), &args);
         let request = client
-            .post(self.service.hook.url.as_str())
+            .post(self.endpoint.hook.url.as_str())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body);
         let answer = match self.exchange(request, ctx).await {
@@ -213,8 +213,8 @@ impl RemoteTool {
         let text = answer.text();
         match protocol::unwrap(protocol, &text) {
             Ok(t) if t.is_empty() => ToolOutput::text("(no content)"),
-            Ok(t) => ToolOutput::text(self.service.secrets.scrub(&t).into_owned()),
-            Err(e) => self.error(&format!("remote hook {:?}: {e}", self.service.name())),
+            Ok(t) => ToolOutput::text(self.endpoint.secrets.scrub(&t).into_owned()),
+            Err(e) => self.error(&format!("remote hook {:?}: {e}", self.endpoint.name())),
         }
     }
 }
@@ -230,14 +230,14 @@ impl Tool for RemoteTool {
     }
 
     fn server(&self) -> Option<String> {
-        Some(self.service.name().to_string())
+        Some(self.endpoint.name().to_string())
     }
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        if self.service.shared.closed.is_cancelled() {
+        if self.endpoint.shared.closed.is_cancelled() {
             return Ok(self.error(&format!(
                 "remote hook {:?}: the remote source was closed",
-                self.service.name()
+                self.endpoint.name()
             )));
         }
         let args = match args {

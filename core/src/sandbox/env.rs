@@ -10,22 +10,36 @@ use std::path::Path;
 /// Host variables every command gets, when the host has them: where programs are, who and where
 /// the user is, the locale, the terminal type, the time zone, and OpenSSL's CA locations (not
 /// secret, and without them TLS fails behind a corporate CA).
+///
+/// Exact names only, no prefixes: the locale is POSIX's and glibc's categories one by one, because
+/// `LC_*` is a namespace anyone can use (SSH forwards `LC_*` by default, and a host may hold an
+/// `LC_GITHUB_TOKEN`).
 const ALLOWED: &[&str] = &[
     "PATH",
     "HOME",
     "USER",
     "LOGNAME",
     "SHELL",
-    "LANG",
-    "LANGUAGE",
     "TERM",
     "TZ",
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "LC_COLLATE",
+    "LC_MONETARY",
+    "LC_MESSAGES",
+    "LC_PAPER",
+    "LC_NAME",
+    "LC_ADDRESS",
+    "LC_TELEPHONE",
+    "LC_MEASUREMENT",
+    "LC_IDENTIFICATION",
 ];
-
-/// Prefixes of host variables every command gets (the locale categories).
-const ALLOWED_PREFIXES: &[&str] = &["LC_"];
 
 /// One entry of `shell_env`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,9 +96,6 @@ pub(crate) fn problem(shell_env: &[String]) -> Option<(usize, &'static str)> {
 fn allowed(name: &OsStr, extra: &[Entry<'_>]) -> bool {
     let bytes = name.as_bytes();
     ALLOWED.iter().any(|a| a.as_bytes() == bytes)
-        || ALLOWED_PREFIXES
-            .iter()
-            .any(|p| bytes.starts_with(p.as_bytes()))
         || extra.iter().any(|e| match e {
             Entry::Pass(n) => n.as_bytes() == bytes,
             Entry::PassPrefix(p) => bytes.starts_with(p.as_bytes()),
@@ -154,6 +165,46 @@ mod tests {
         );
         assert_eq!(names(&env), ["HOME", "LC_ALL", "PATH", "TMPDIR"]);
         assert_eq!(env[OsStr::new("TMPDIR")], "/scratch");
+    }
+
+    /// The locale passes by its categories' exact names; other names that merely start like
+    /// them (SSH forwards `LC_*`) do not.
+    #[test]
+    fn the_locale_passes_by_exact_name_not_by_prefix() {
+        let categories = [
+            "LANG",
+            "LANGUAGE",
+            "LC_ALL",
+            "LC_CTYPE",
+            "LC_NUMERIC",
+            "LC_TIME",
+            "LC_COLLATE",
+            "LC_MONETARY",
+            "LC_MESSAGES",
+            "LC_PAPER",
+            "LC_NAME",
+            "LC_ADDRESS",
+            "LC_TELEPHONE",
+            "LC_MEASUREMENT",
+            "LC_IDENTIFICATION",
+        ];
+        let mut vars: Vec<(&str, &str)> = categories.iter().map(|c| (*c, "C.UTF-8")).collect();
+        let impostors = [
+            "LC_GITHUB_TOKEN",
+            "LC_ALL_SECRET",
+            "LC_",
+            "lc_all",
+            "LANG_TOKEN",
+            "LC_CTYPEX",
+            "PATHX",
+            "XPATH",
+        ];
+        vars.extend(impostors.iter().map(|n| (*n, "secret")));
+        let env = shell_env(host(&vars), &[], &[], None);
+        let mut want: Vec<&str> = categories.to_vec();
+        want.sort();
+        assert_eq!(names(&env), want);
+        assert!(env.values().all(|v| v == "C.UTF-8"));
     }
 
     #[test]

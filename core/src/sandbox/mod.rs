@@ -2,6 +2,9 @@
 //! starts is tied to its host.
 //!
 //! A command gets:
+//! - only stdin, stdout and stderr: every other descriptor of the host is close-on-exec in the
+//!   child ([`descriptors`]; Landlock and seccomp check at open, so an inherited descriptor
+//!   would pass both). This holds for every child the engine starts, through [`spawn`];
 //! - an allowlisted environment ([`env`]): `PATH`, `HOME`, the locale and a few more, `TMPDIR`
 //!   set to the client's scratch directory ([`scratch`]), what the host adds by `shell_env`,
 //!   never a name in `secret_env` or a model API key variable;
@@ -22,6 +25,7 @@
 mod capabilities;
 mod child;
 mod config;
+mod descriptors;
 mod env;
 mod handshake;
 mod landlock;
@@ -185,9 +189,16 @@ pub(crate) fn tie_to_host(cmd: &mut tokio::process::Command) {
 /// Spawn a prepared `cmd` (its child leads a process group) from the spawner thread, with the
 /// watchdog watching that group before the child execs ([`handshake`]). The watch is `None`
 /// when this host has no watchdog (the status says why).
+///
+/// Every child the engine starts goes through here, so every child starts with only stdin,
+/// stdout and stderr: the host's other descriptors are close-on-exec in it ([`descriptors`]).
 pub(crate) fn spawn(
     mut cmd: tokio::process::Command,
 ) -> std::io::Result<(tokio::process::Child, Option<Watched>)> {
+    // SAFETY: `keep_only_stdio` makes only system calls on the stack (async-signal-safe).
+    unsafe {
+        cmd.pre_exec(descriptors::keep_only_stdio);
+    }
     let handshake = handshake::Handshake::new()?;
     handshake.install(&mut cmd);
     let (child, watched) = handshake.run(move || spawner::spawn(cmd));

@@ -4843,105 +4843,6 @@ public func FfiConverterTypeSearchResult_lower(_ value: SearchResult) -> RustBuf
 
 
 /**
- * A tool call as the model made it.
- */
-public struct ToolCall: Equatable, Hashable {
-    /**
-     * The call id.
-     */
-    public var id: String
-    /**
-     * The tool name.
-     */
-    public var name: String
-    /**
-     * The arguments as JSON text (a JSON string holding the raw text when it was not JSON).
-     */
-    public var argumentsJson: String
-    /**
-     * True when the model's arguments were not valid JSON.
-     */
-    public var rawArguments: Bool
-    /**
-     * Set when the model reached the tool through `call_tool`.
-     */
-    public var via: String?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The call id.
-         */id: String, 
-        /**
-         * The tool name.
-         */name: String, 
-        /**
-         * The arguments as JSON text (a JSON string holding the raw text when it was not JSON).
-         */argumentsJson: String, 
-        /**
-         * True when the model's arguments were not valid JSON.
-         */rawArguments: Bool, 
-        /**
-         * Set when the model reached the tool through `call_tool`.
-         */via: String?) {
-        self.id = id
-        self.name = name
-        self.argumentsJson = argumentsJson
-        self.rawArguments = rawArguments
-        self.via = via
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ToolCall: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeToolCall: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCall {
-        return
-            try ToolCall(
-                id: FfiConverterString.read(from: &buf), 
-                name: FfiConverterString.read(from: &buf), 
-                argumentsJson: FfiConverterString.read(from: &buf), 
-                rawArguments: FfiConverterBool.read(from: &buf), 
-                via: FfiConverterOptionString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ToolCall, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.id, into: &buf)
-        FfiConverterString.write(value.name, into: &buf)
-        FfiConverterString.write(value.argumentsJson, into: &buf)
-        FfiConverterBool.write(value.rawArguments, into: &buf)
-        FfiConverterOptionString.write(value.via, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCall_lift(_ buf: RustBuffer) throws -> ToolCall {
-    return try FfiConverterTypeToolCall.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCall_lower(_ value: ToolCall) -> RustBuffer {
-    return FfiConverterTypeToolCall.lower(value)
-}
-
-
-/**
  * A tool call as the gate sees it.
  */
 public struct ToolCallEvent: Equatable, Hashable {
@@ -5961,6 +5862,181 @@ public func FfiConverterTypeContenoxError_lower(_ value: ContenoxError) -> RustB
 
 
 /**
+ * One part of a message: text, an image, the model's reasoning, a tool call.
+ */
+
+public enum ContentPart: Equatable, Hashable {
+    
+    /**
+     * Text.
+     */
+    case text(
+        /**
+         * The text.
+         */text: String
+    )
+    /**
+     * An image: base64 `data` with its `media_type`, or a `path` beneath the root.
+     */
+    case image(
+        /**
+         * `image/png`, `image/jpeg`, `image/gif` or `image/webp` (with `data`).
+         */mediaType: String?, 
+        /**
+         * The bytes, base64.
+         */data: String?, 
+        /**
+         * A file beneath the root, read when a request is built.
+         */path: String?
+    )
+    /**
+     * The model's reasoning, with the provider's opaque fields.
+     */
+    case reasoning(
+        /**
+         * The reasoning text (empty when the provider sent it only encrypted).
+         */text: String, 
+        /**
+         * The provider's signature over the text (anthropic).
+         */signature: String?, 
+        /**
+         * Encrypted reasoning (anthropic `redacted_thinking`).
+         */redacted: String?, 
+        /**
+         * The message field an openai-style server sent it in.
+         */field: String?
+    )
+    /**
+     * A tool call.
+     */
+    case toolCall(
+        /**
+         * The call id.
+         */id: String, 
+        /**
+         * The tool name.
+         */name: String, 
+        /**
+         * The arguments as JSON text (a JSON string holding the raw text when it was not JSON).
+         */argumentsJson: String, 
+        /**
+         * True when the model's arguments were not valid JSON.
+         */rawArguments: Bool, 
+        /**
+         * Set when the model reached the tool through `call_tool`.
+         */via: String?
+    )
+    /**
+     * A block of the provider's own kind, kept to be sent back to that kind of server.
+     */
+    case provider(
+        /**
+         * The wire style whose server sent it.
+         */style: String, 
+        /**
+         * The block, as JSON text.
+         */blockJson: String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ContentPart: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeContentPart: FfiConverterRustBuffer {
+    typealias SwiftType = ContentPart
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ContentPart {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .text(text: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 2: return .image(mediaType: try FfiConverterOptionString.read(from: &buf), data: try FfiConverterOptionString.read(from: &buf), path: try FfiConverterOptionString.read(from: &buf)
+        )
+        
+        case 3: return .reasoning(text: try FfiConverterString.read(from: &buf), signature: try FfiConverterOptionString.read(from: &buf), redacted: try FfiConverterOptionString.read(from: &buf), field: try FfiConverterOptionString.read(from: &buf)
+        )
+        
+        case 4: return .toolCall(id: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), argumentsJson: try FfiConverterString.read(from: &buf), rawArguments: try FfiConverterBool.read(from: &buf), via: try FfiConverterOptionString.read(from: &buf)
+        )
+        
+        case 5: return .provider(style: try FfiConverterString.read(from: &buf), blockJson: try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ContentPart, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .text(text):
+            writeInt(&buf, Int32(1))
+            FfiConverterString.write(text, into: &buf)
+            
+        
+        case let .image(mediaType,data,path):
+            writeInt(&buf, Int32(2))
+            FfiConverterOptionString.write(mediaType, into: &buf)
+            FfiConverterOptionString.write(data, into: &buf)
+            FfiConverterOptionString.write(path, into: &buf)
+            
+        
+        case let .reasoning(text,signature,redacted,field):
+            writeInt(&buf, Int32(3))
+            FfiConverterString.write(text, into: &buf)
+            FfiConverterOptionString.write(signature, into: &buf)
+            FfiConverterOptionString.write(redacted, into: &buf)
+            FfiConverterOptionString.write(field, into: &buf)
+            
+        
+        case let .toolCall(id,name,argumentsJson,rawArguments,via):
+            writeInt(&buf, Int32(4))
+            FfiConverterString.write(id, into: &buf)
+            FfiConverterString.write(name, into: &buf)
+            FfiConverterString.write(argumentsJson, into: &buf)
+            FfiConverterBool.write(rawArguments, into: &buf)
+            FfiConverterOptionString.write(via, into: &buf)
+            
+        
+        case let .provider(style,blockJson):
+            writeInt(&buf, Int32(5))
+            FfiConverterString.write(style, into: &buf)
+            FfiConverterString.write(blockJson, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeContentPart_lift(_ buf: RustBuffer) throws -> ContentPart {
+    return try FfiConverterTypeContentPart.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeContentPart_lower(_ value: ContentPart) -> RustBuffer {
+    return FfiConverterTypeContentPart.lower(value)
+}
+
+
+
+/**
  * What `beforeTool` decides.
  */
 
@@ -6824,32 +6900,29 @@ public func FfiConverterTypeHookState_lower(_ value: HookState) -> RustBuffer {
 
 
 /**
- * One message of the conversation.
+ * One message of the conversation: its parts, in order.
  */
 
 public enum Message: Equatable, Hashable {
     
     /**
-     * The user's prompt.
+     * The user's prompt: text and images.
      */
     case user(
         /**
-         * The prompt text.
-         */content: String
+         * Its parts.
+         */content: [ContentPart]
     )
     /**
-     * One model response.
+     * One model response: reasoning, text and tool calls, in the model's order.
      */
     case assistant(
         /**
-         * Its text (may be empty).
-         */content: String, 
-        /**
-         * Its tool calls, in the model's order.
-         */toolCalls: [ToolCall]
+         * Its parts.
+         */content: [ContentPart]
     )
     /**
-     * The result of one tool call.
+     * The result of one tool call: text and images.
      */
     case tool(
         /**
@@ -6859,8 +6932,8 @@ public enum Message: Equatable, Hashable {
          * The tool name.
          */name: String, 
         /**
-         * The text the model sees.
-         */content: String, 
+         * What the model sees.
+         */content: [ContentPart], 
         /**
          * Whether this is an error result.
          */isError: Bool
@@ -6886,13 +6959,13 @@ public struct FfiConverterTypeMessage: FfiConverterRustBuffer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .user(content: try FfiConverterString.read(from: &buf)
+        case 1: return .user(content: try FfiConverterSequenceTypeContentPart.read(from: &buf)
         )
         
-        case 2: return .assistant(content: try FfiConverterString.read(from: &buf), toolCalls: try FfiConverterSequenceTypeToolCall.read(from: &buf)
+        case 2: return .assistant(content: try FfiConverterSequenceTypeContentPart.read(from: &buf)
         )
         
-        case 3: return .tool(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), content: try FfiConverterString.read(from: &buf), isError: try FfiConverterBool.read(from: &buf)
+        case 3: return .tool(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), content: try FfiConverterSequenceTypeContentPart.read(from: &buf), isError: try FfiConverterBool.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -6905,20 +6978,19 @@ public struct FfiConverterTypeMessage: FfiConverterRustBuffer {
         
         case let .user(content):
             writeInt(&buf, Int32(1))
-            FfiConverterString.write(content, into: &buf)
+            FfiConverterSequenceTypeContentPart.write(content, into: &buf)
             
         
-        case let .assistant(content,toolCalls):
+        case let .assistant(content):
             writeInt(&buf, Int32(2))
-            FfiConverterString.write(content, into: &buf)
-            FfiConverterSequenceTypeToolCall.write(toolCalls, into: &buf)
+            FfiConverterSequenceTypeContentPart.write(content, into: &buf)
             
         
         case let .tool(callId,name,content,isError):
             writeInt(&buf, Int32(3))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
-            FfiConverterString.write(content, into: &buf)
+            FfiConverterSequenceTypeContentPart.write(content, into: &buf)
             FfiConverterBool.write(isError, into: &buf)
             
         }
@@ -7791,31 +7863,6 @@ fileprivate struct FfiConverterSequenceTypeSearchResult: FfiConverterRustBuffer 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterSequenceTypeToolCall: FfiConverterRustBuffer {
-    typealias SwiftType = [ToolCall]
-
-    public static func write(_ value: [ToolCall], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeToolCall.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ToolCall] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [ToolCall]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeToolCall.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterSequenceTypeToolSpec: FfiConverterRustBuffer {
     typealias SwiftType = [ToolSpec]
 
@@ -7833,6 +7880,31 @@ fileprivate struct FfiConverterSequenceTypeToolSpec: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeToolSpec.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeContentPart: FfiConverterRustBuffer {
+    typealias SwiftType = [ContentPart]
+
+    public static func write(_ value: [ContentPart], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeContentPart.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ContentPart] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [ContentPart]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeContentPart.read(from: &buf))
         }
         return seq
     }

@@ -1,7 +1,7 @@
 // Thin hand-written helpers over the UniFFI-generated bindings (Contenox.swift): the event
-// stream as an AsyncStream, a run whose turn is cancelled with the calling Task, `loadMcp` with
-// a closure listener, `register` for MCP tools, and the preset policies. No behaviour lives
-// here: each helper only calls the generated API.
+// stream as an AsyncStream, a run whose turn is cancelled with the calling Task, a host tool from
+// a closure, `loadMcp` / `loadRemote` with closure listeners, `register` for MCP tools, and the
+// preset policies. No behaviour lives here: each helper only calls the generated API.
 
 /// The approval policies that ship with the engine (hitl-policy-v1 documents, as JSON text): for
 /// config `policy` and `client.setPolicy(policy:)`. Each is the engine's own document
@@ -56,6 +56,29 @@ extension Client {
     public func register(tool: SourceTool) throws {
         try registerSourceTool(tool: tool)
     }
+}
+
+/// A `HostTool` made of its spec and an async closure, which gets the arguments as JSON text and
+/// the call's context (Kotlin's `hostTool(spec) { argumentsJson, context -> ... }`). What the
+/// closure throws becomes an error result the model sees: `ContenoxError.Host(detail:)` gives it
+/// exactly `detail`, any other error its description.
+public func hostTool(
+    _ spec: ToolSpec,
+    _ call: @escaping @Sendable (_ argumentsJson: String, _ context: ToolContext) async throws -> ToolOutput
+) -> HostTool {
+    final class ClosureTool: HostTool, @unchecked Sendable {
+        let toolSpec: ToolSpec
+        let body: @Sendable (String, ToolContext) async throws -> ToolOutput
+        init(_ spec: ToolSpec, _ body: @escaping @Sendable (String, ToolContext) async throws -> ToolOutput) {
+            toolSpec = spec
+            self.body = body
+        }
+        func spec() throws -> ToolSpec { toolSpec }
+        func call(argumentsJson: String, context: ToolContext) async throws -> ToolOutput {
+            try await body(argumentsJson, context)
+        }
+    }
+    return ClosureTool(spec, call)
 }
 
 /// `loadMcp(configJson:onServer:)` with the listener as a closure, called once per server as it

@@ -118,7 +118,7 @@ class BindingTest {
             val progress = events.filterIsInstance<Event.Progress>().single()
             assertEquals("""{"step":1}""", progress.dataJson)
             val tool = result.transcript.messages().filterIsInstance<Message.Tool>().single()
-            assertTrue(tool.content.startsWith("io:7"), tool.content)
+            assertTrue(textOf(tool.content).startsWith("io:7"), textOf(tool.content))
             assertFalse(kept!!.progress("{}"), "a report after the call ended is dropped")
         }
     }
@@ -228,7 +228,7 @@ class BindingTest {
             val tool = messages.filterIsInstance<Message.Tool>().single()
             assertEquals("c1", tool.callId)
             assertTrue(tool.isError)
-            assertEquals("cancelled", tool.content)
+            assertEquals("cancelled", textOf(tool.content))
             // the second turn got the model's next entry
             assertEquals("second answer", next.finalText)
         }
@@ -343,7 +343,7 @@ class BindingTest {
             assertEquals(2UL, it.transcript().len())
             val result = it.run("second prompt")
             assertEquals("two", result.finalText)
-            val users = result.transcript.messages().filterIsInstance<Message.User>().map { m -> m.content }
+            val users = result.transcript.messages().filterIsInstance<Message.User>().map { m -> textOf(m.content) }
             assertEquals(listOf("first prompt", "second prompt"), users)
         }
         assertThrows<ContenoxException> { Transcript.fromJson("""{"messages": [{"role": "tool", "call_id": "x", "name": "y", "content": "z"}]}""") }

@@ -72,11 +72,11 @@ class PolicyTest {
         for (policy in listOf<Any>(denyEcho(), denyEcho().toString(), file.toString())) {
             client(call("c1"), JSONObject().put("text", "ok"), extra = JSONObject().put("policy", policy)).use { c ->
                 val result = turn(c, "c1")
-                assertTrue(result.isError, result.content)
-                assertTrue(result.content.contains("rules[0] (\"no echo\")"), result.content)
+                assertTrue(result.isError, result.text)
+                assertTrue(result.text.contains("rules[0] (\"no echo\")"), result.text)
                 assertTrue(
-                    result.content.endsWith("please ask for clarification or try a different, less destructive approach."),
-                    result.content,
+                    result.text.endsWith("please ask for clarification or try a different, less destructive approach."),
+                    result.text,
                 )
                 sameDocument(denyEcho(), c.policyJson())
             }
@@ -92,7 +92,7 @@ class PolicyTest {
             c.setPolicy(allow)
             sameDocument(JSONObject(allow), c.policyJson())
             val second = turn(c, "c2")
-            assertEquals("c2", second.content)
+            assertEquals("c2", second.text)
             assertFalse(second.isError)
             c.setPolicy(null)
             assertNull(c.policyJson())
@@ -115,7 +115,7 @@ class PolicyTest {
                 assertEquals("policy", e.option)
                 assertTrue(e.detail.contains(says), e.detail)
                 sameDocument(denyEcho("old"), c.policyJson())
-                assertTrue(turn(c, "c1").content.contains("rules[0] (\"old\")"))
+                assertTrue(turn(c, "c1").text.contains("rules[0] (\"old\")"))
             }
             val created = assertThrows<ContenoxException.Config> {
                 client(JSONObject().put("text", "x"), extra = JSONObject().put("policy", bad))
@@ -149,9 +149,9 @@ class PolicyTest {
         Client(cfg.toString()).use { c ->
             val result = c.run("read them")
             val (notes, key) = result.transcript.messages().filterIsInstance<Message.Tool>()
-            assertTrue(notes.content.contains("hello") && !notes.isError, notes.content)
-            assertTrue(key.isError && key.content.contains("The approval policy denied read"), key.content)
-            assertFalse(key.content.contains("PRIVATE KEY"))
+            assertTrue(notes.text.contains("hello") && !notes.isError, notes.text)
+            assertTrue(key.isError && key.text.contains("The approval policy denied read"), key.text)
+            assertFalse(key.text.contains("PRIVATE KEY"))
         }
         // Given to setPolicy as it is.
         client(JSONObject().put("text", "x")).use { c ->
@@ -180,8 +180,8 @@ class PolicyTest {
             assertEquals("budget", outcomeName(result.outcome))
             assertTrue(result.error!!.contains("max_tool_calls"), result.error)
             val (first, second) = result.transcript.messages().filterIsInstance<Message.Tool>()
-            assertEquals("a", first.content)
-            assertTrue(second.isError && second.content.startsWith("budget reached"), second.content)
+            assertEquals("a", first.text)
+            assertTrue(second.isError && second.text.startsWith("budget reached"), second.text)
         }
     }
 

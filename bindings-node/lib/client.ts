@@ -1,0 +1,274 @@
+// The client: one conversation, its tools, its gate and its model.
+
+import * as native from '../native'
+import type { CompactNotice } from './compaction'
+import { chainText, coreConfig, gateDecision, toolSpec } from './convert'
+import type { PendingRequest, ToolCallEvent, ToolResult } from './gate'
+import { envelope, withSignal } from './host'
+import { ConfigurationError } from './errors'
+import type { ClientOptions, ModelSettings, RunOptions, SubagentOptions } from './options'
+import type { PolicyDocument, PolicySource } from './policy'
+import { Run, linkSignal, turnResult } from './run'
+import type { TurnResult } from './run'
+import { SourceTool } from './source'
+import type { ToolDefinition } from './tools'
+import { Transcript } from './transcript'
+import type { TranscriptData } from './transcript'
+import type { ModelInfo } from './types'
+import { searchFunction } from './websearch'
+import type { SearchRequest } from './websearch'
+
+/** A run's settings as JSON for the engine (which renames the keys and checks them). */
+function settingsJson(settings: ModelSettings | undefined): string | undefined {
+  if (settings === undefined || settings === null) return undefined
+  if (typeof settings !== 'object' || Array.isArray(settings)) {
+    throw new ConfigurationError(`settings must be an object of model settings, got ${JSON.stringify(settings)}`, {
+      option: 'settings',
+    })
+  }
+  return JSON.stringify(settings)
+}
+
+/**
+ * The background shells of a client (option `background: true`): the processes `bash` started
+ * with `run_in_background`. Every shell (its whole process group) is killed by `closeAll()`, by
+ * `client.close()`, and when the turn that started it is cancelled.
+ */
+export class BackgroundShells {
+  readonly #native: native.NativeClient
+
+  /** Use `client.backgroundShells()`. */
+  constructor(handle: native.NativeClient) {
+    this.#native = handle
+  }
+
+  /** The ids of every shell started so far, finished ones included, oldest first (`shell_1`, ...). */
+  ids(): string[] {
+    return this.#native.backgroundShellIds() ?? []
+  }
+
+  /** A shell's status: `running`, `exited N` or `killed`; `undefined` for an unknown id. */
+  status(id: string): string | undefined {
+    return this.#native.backgroundShellStatus(id) ?? undefined
+  }
+
+  /** Kill every running shell's process group. The client stays open. */
+  closeAll(): void {
+    this.#native.closeBackgroundShells()
+  }
+}
+
+/** An agent client: one conversation, its tools, its gate and its model. */
+export class Client {
+  readonly #native: native.NativeClient
+  /** AbortControllers of the calls JavaScript is working on, by the key the engine gave. */
+  readonly #aborts: Map<number, AbortController>
+
+  /** Use `createClient()`. */
+  constructor(options: ClientOptions = {}) {
+    const aborts = new Map<number, AbortController>()
+    this.#aborts = aborts
+    const { hooks, waitFor } = options
+    const before = hooks?.beforeTool?.bind(hooks)
+    const after = hooks?.afterTool?.bind(hooks)
+    const search = searchFunction(options.websearch)
+    const onCompact = options.compactor?.onCompact?.bind(options.compactor)
+    const compact = options.compactor?.compact?.bind(options.compactor)
+    this.#native = new native.NativeClient(
+      coreConfig(options),
+      // The callbacks close over `aborts`, never over the client, so a client is collectable.
+      (key: number) => {
+        try {
+          aborts.get(key)?.abort()
+        } catch {
+          // An abort listener's error is the host's; it must not reach the native caller.
+        }
+      },
+      before &&
+        ((callJson: string) =>
+          envelope(async () => gateDecision(await before(JSON.parse(callJson) as ToolCallEvent)))),
+      after &&
+        ((callJson: string, resultJson: string) =>
+          envelope(() => after(JSON.parse(callJson) as ToolCallEvent, JSON.parse(resultJson) as ToolResult))),
+      waitFor &&
+        ((requestJson: string, key: number) =>
+          withSignal(aborts, key, (signal) => waitFor(JSON.parse(requestJson) as PendingRequest, { signal }))),
+      search &&
+        ((requestJson: string, key: number) =>
+          withSignal(aborts, key, (signal) => search(JSON.parse(requestJson) as SearchRequest, { signal }))),
+      onCompact && ((noticeJson: string) => envelope(() => onCompact(JSON.parse(noticeJson) as CompactNotice))),
+      compact &&
+        ((transcriptJson: string, key: number) =>
+          withSignal(aborts, key, async (signal) => {
+            const out = await compact(Transcript.fromJSON(transcriptJson), { signal })
+            return out == null ? null : out instanceof Transcript ? out.toJSON() : out
+          })),
+    )
+    for (const t of options.tools ?? []) this.register(t)
+  }
+
+  /** Run one turn to its end. Resolves with outcome `cancelled` when `signal` aborts. */
+  async run(prompt: string, options: RunOptions = {}): Promise<TurnResult> {
+    const { token, unlink } = linkSignal(options.signal)
+    try {
+      return turnResult(await this.#native.run(prompt, options.allow, token, settingsJson(options.settings)))
+    } finally {
+      unlink()
+    }
+  }
+
+  /** Start a turn; read its events as they happen. */
+  stream(prompt: string, options: RunOptions = {}): Run {
+    const { token, unlink } = linkSignal(options.signal)
+    try {
+      return new Run(this.#native.stream(prompt, options.allow, token, settingsJson(options.settings)), unlink)
+    } catch (e) {
+      unlink()
+      throw e
+    }
+  }
+
+  /**
+   * Run a task chain (the chain JSON: an object or its text) on `input`, as one turn of this
+   * client: its model and tool calls go through this client's gate, allowlists and events
+   * (plus `chain_task_start` / `chain_task_end`). A chain that does not read throws
+   * `ConfigurationError` naming the field, before anything runs. `finalText` is the output of
+   * the last task that ran.
+   */
+  async runChain(chain: object | string, input = '', options: RunOptions = {}): Promise<TurnResult> {
+    const { token, unlink } = linkSignal(options.signal)
+    try {
+      return turnResult(await this.#native.runChain(chainText(chain), input, options.allow, token, settingsJson(options.settings)))
+    } finally {
+      unlink()
+    }
+  }
+
+  /** Start a task chain on `input`; read its events as they happen. */
+  streamChain(chain: object | string, input = '', options: RunOptions = {}): Run {
+    const { token, unlink } = linkSignal(options.signal)
+    try {
+      return new Run(this.#native.streamChain(chainText(chain), input, options.allow, token, settingsJson(options.settings)), unlink)
+    } catch (e) {
+      unlink()
+      throw e
+    }
+  }
+
+  /**
+   * Add a tool, or replace the one of the same name; also while a turn runs. A host tool
+   * (`tool({...})`), or a tool of an MCP source (`source.tools()`, `source.resourceTools()`).
+   */
+  register(definition: ToolDefinition | SourceTool): void {
+    if (definition instanceof SourceTool) {
+      this.#native.registerNative(definition.handle)
+      return
+    }
+    const aborts = this.#aborts
+    this.#native.register(toolSpec(definition), (argsJson: string, callId: string, key: number) =>
+      withSignal(aborts, key, (signal) => definition.execute(JSON.parse(argsJson), { callId, signal })),
+    )
+  }
+
+  /**
+   * This client as a tool of another (a subagent): `parent.register(child.asToolWith(...))`.
+   * Each call runs one turn of this client on the call's `prompt` and returns its final text;
+   * a turn ending in `error`, `max_turns`, `budget` or `cancelled` is an error result saying so.
+   * Its calls pass its own gate and then the parent's; its asks go to the parent's `waitFor`
+   * when it has none; its events reach the parent's stream tagged with `agent`.
+   */
+  asToolWith(name: string, description: string, options: SubagentOptions = {}): SourceTool {
+    return new SourceTool(this.#native.asToolWith(name, description, JSON.stringify(options)))
+  }
+
+  /**
+   * Compact the conversation now (waits for a running turn): the notice, or `null` when there
+   * is nothing older to summarise. Throws `CompactionError` when the summary request or the
+   * compactor failed (the conversation is then unchanged). `onCompact` is told too.
+   */
+  async compact(): Promise<CompactNotice | null> {
+    const notice = await this.#native.compact()
+    return notice == null ? null : (JSON.parse(notice) as CompactNotice)
+  }
+
+  /** Remove a tool; true when it was there. */
+  unregister(name: string): boolean {
+    return this.#native.unregister(name)
+  }
+
+  /** The names of the registered tools (builtins and host tools, before allowlists). */
+  get tools(): string[] {
+    return this.#native.toolNames()
+  }
+
+  /** The conversation so far. Assigning one replaces it, as `setTranscript` does. */
+  get transcript(): Transcript {
+    return new Transcript(this.#native.transcript())
+  }
+
+  set transcript(transcript: Transcript) {
+    this.setTranscript(transcript)
+  }
+
+  /** Replace the conversation (a Transcript, or a saved document); throws `BusyError` while a turn runs. */
+  setTranscript(transcript: Transcript | string | TranscriptData): void {
+    const t = transcript instanceof Transcript ? transcript : Transcript.fromJSON(transcript)
+    this.#native.setTranscript(t.handle)
+  }
+
+  /** The models the configured server offers. */
+  async listModels(): Promise<ModelInfo[]> {
+    return JSON.parse(await this.#native.listModels()) as ModelInfo[]
+  }
+
+  /** The approval policy in force (given at creation or by the last `setPolicy`), or `undefined`. */
+  get policy(): PolicyDocument | undefined {
+    const doc = this.#native.policyJson()
+    return doc == null ? undefined : (JSON.parse(doc) as PolicyDocument)
+  }
+
+  /**
+   * Replace the approval policy (a document, its JSON text or a file path, as the `policy`
+   * option takes it; `null` removes it), from the next tool call on, also within a running turn.
+   * A policy that does not validate throws a `ConfigurationError` and the old one stays.
+   */
+  setPolicy(policy: PolicySource | null): void {
+    this.#native.setPolicy(JSON.stringify(policy ?? null))
+  }
+
+  /** @internal */
+  get handle(): native.NativeClient {
+    return this.#native
+  }
+
+  /** The client's background shells, or `undefined` when option `background` is off. */
+  backgroundShells(): BackgroundShells | undefined {
+    return this.#native.backgroundShellIds() == null ? undefined : new BackgroundShells(this.#native)
+  }
+
+  /**
+   * Cancel every running turn (they resolve with `cancelled`), kill every background shell, and
+   * refuse new turns. Idempotent.
+   */
+  close(): void {
+    this.#native.close()
+  }
+
+  /** Whether `close()` was called. */
+  get closed(): boolean {
+    return this.#native.closed
+  }
+}
+
+/**
+ * Create a client. Every option is checked now: a mistake throws a `ConfigurationError` naming
+ * the option as you spelled it (`baseUrl: "not a url" is not a URL ...`).
+ */
+export function createClient(options: ClientOptions = {}): Client {
+  return new Client(options)
+}
+
+/** The models of the server the options point at (`style`, `baseUrl`, `apiKey`, ...). */
+export async function listModels(options: ClientOptions = {}): Promise<ModelInfo[]> {
+  return JSON.parse(await native.listModels(coreConfig(options))) as ModelInfo[]
+}

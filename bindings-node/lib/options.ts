@@ -1,0 +1,173 @@
+// The options of `createClient` and of one run.
+
+import type { CompactionOptions, Compactor } from './compaction'
+import type { Hooks, WaitFor } from './gate'
+import type { PolicySource } from './policy'
+import type { ToolDefinition } from './tools'
+import type { Hints, JsonObject, Style, Usage } from './types'
+import type { WebSearch } from './websearch'
+
+/** `asToolWith`'s options (core's `SubagentOptions`). */
+export interface SubagentOptions {
+  /** `fresh` (default: every call starts from an empty conversation) or `kept`. */
+  conversation?: 'fresh' | 'kept'
+  /** Model responses per call, instead of the subagent's `maxTurns`. */
+  maxTurns?: number
+  /** The tools the subagent may use in these calls; narrows its own allowlist. */
+  allow?: string[]
+  /** The tool's input instead of `{ prompt }`; the arguments, as JSON, are the prompt. */
+  inputSchema?: JsonObject
+  /** What the parent's gate sees for the call (absent: treated as mutating). */
+  hints?: Hints
+  /** How deep subagents may nest (default 3). */
+  maxDepth?: number
+}
+
+/** How failed model requests are retried (core: `retry`, keys in snake_case there). */
+export interface RetryPolicy {
+  maxRetries?: number
+  initialBackoffMs?: number
+  maxBackoffMs?: number
+  maxRetryAfterMs?: number
+}
+
+/** One response of the `scripted` style (core: `ScriptEntry`; `toolCalls` = `tool_calls`). */
+export interface ScriptEntry {
+  text?: string
+  /** `args`: a JSON object, or a string sent as is (which may be invalid JSON). */
+  toolCalls?: { id?: string; name: string; args?: unknown }[]
+  error?: { status: number; retryAfterS?: number; body?: string }
+  stall?: boolean
+  usage?: Usage
+  breakAfterBytes?: number
+}
+
+/** How bash and background shells are confined (core: `sandbox`). */
+export interface SandboxOptions {
+  /** Confine commands with Landlock and seccomp where the kernel offers them (default true). */
+  enabled?: boolean
+  /** Whether commands may open network sockets (default true). */
+  network?: boolean
+  /** More directories (absolute paths) commands may write beneath, besides the root and `$TMPDIR`. */
+  writable?: string[]
+}
+
+/** A reasoning effort. */
+export type Effort = 'minimal' | 'low' | 'medium' | 'high'
+
+/**
+ * Whether and which tool the model must call. A choice that forces a call (`required`, or a tool
+ * by name) holds for the turn's first request only.
+ */
+export type ToolChoice = 'auto' | 'required' | 'none' | { name: string }
+
+/**
+ * How much the model reasons: an `effort` (openai `reasoning_effort`, anthropic `thinking` with a
+ * budget of 1024/2048/4096/8192 tokens, ollama `think`) or, on the anthropic style,
+ * `budgetTokens` directly; exactly one.
+ */
+export type Reasoning = { effort: Effort; budgetTokens?: never } | { budgetTokens: number; effort?: never }
+
+/**
+ * Model settings: client options, and per run `run(prompt, { settings })` (each key given
+ * replaces the client's for that run). Each reaches the request in its style's spelling; one a
+ * style has no such thing for is a `ConfigurationError` (docs/settings.md).
+ */
+export interface ModelSettings {
+  /** 0 and up (at most 2 on openai, 1 on anthropic). */
+  temperature?: number
+  /** From 0 to 1. */
+  topP?: number
+  /** Anthropic and ollama; at least 1. */
+  topK?: number
+  /** Sequences that end the answer. */
+  stop?: string[]
+  /** OpenAI and ollama. */
+  seed?: number
+  toolChoice?: ToolChoice
+  /** Whether the model may call several tools in one answer (openai and anthropic). */
+  parallelToolCalls?: boolean
+  reasoning?: Reasoning
+  /**
+   * Merged into the request body last (JSON merge patch; keys as the provider spells them, never
+   * renamed); may not set `model`, `messages`, `tools` or `stream`.
+   */
+  extraBody?: Record<string, unknown>
+}
+
+/** Everything `createClient` takes. Every key but `compactor` and the last four maps to core's `Config`. */
+export interface ClientOptions extends ModelSettings {
+  /** Anthropic prompt caching: `cache_control` breakpoints, on by default; `false` turns it off. */
+  promptCache?: boolean
+  /** Default `openai`. */
+  style?: Style
+  /** As that style's official SDK takes it: openai `…/v1`, anthropic and ollama the host root. */
+  baseUrl?: string
+  model?: string
+  /** Default: the style's usual environment variable. */
+  apiKey?: string
+  /** Extra HTTP headers for every model request (passed through as they are). */
+  headers?: Record<string, string>
+  system?: string
+  /** The directory file tools are confined to. Default: the current directory. */
+  root?: string
+  /** Which builtins to offer; default the ten builtins. */
+  builtins?: string[]
+  /** The allowlist: `*`, exact names, `!name` excludes. */
+  allow?: string[]
+  /** Model responses per turn (default 50). */
+  maxTurns?: number
+  maxTokens?: number
+  retry?: RetryPolicy
+  /** The `scripted` style's responses. */
+  script?: ScriptEntry[]
+  /** Opt-in background shells: `bash` gains `run_in_background`; see `client.backgroundShells()`. */
+  background?: boolean
+  /** Opt-in `notebook_edit`. */
+  notebookEdit?: boolean
+  /** Environment variables never passed to processes that tools start. */
+  secretEnv?: string[]
+  connectTimeoutMs?: number
+  /** How long a model request may wait for the server to start its answer (default 10 minutes). */
+  requestTimeoutMs?: number
+  /** The longest silence inside a model answer (default 10 minutes). */
+  idleTimeoutMs?: number
+  /**
+   * The approval policy, deciding first on every call (`beforeTool` may only narrow it): a
+   * document such as `policies.default()`, its JSON text, or a file path. Checked now; a
+   * policy that does not validate throws a `ConfigurationError` with `option: 'policy'`.
+   */
+  policy?: PolicySource
+  /** Tool calls per turn; one more ends the turn with outcome `budget`. */
+  maxToolCalls?: number
+  /** Input + output tokens per turn; reaching it ends the turn with outcome `budget`. */
+  maxTurnTokens?: number
+  /** What bash gets besides its allowlisted environment: `NAME`, `PREFIX*`, `NAME=value`. */
+  shellEnv?: string[]
+  /** How bash and background shells are confined. */
+  sandbox?: SandboxOptions
+  /** Let `web_fetch` reach loopback, private and link-local addresses (refused by default). */
+  webFetchAllowPrivate?: boolean
+  /** Summarise the older part of a long conversation (see `CompactionOptions`). */
+  compaction?: CompactionOptions
+  /** The host's part in compaction: `compactor({ onCompact })`. */
+  compactor?: Compactor
+  /** The gate. */
+  hooks?: Hooks
+  /** What answers `pending(...)` asks. */
+  waitFor?: WaitFor
+  /** Host tools. */
+  tools?: ToolDefinition[]
+  /** A web search provider: turns on the opt-in `websearch` builtin. */
+  websearch?: WebSearch
+}
+
+/** Options of one run. */
+export interface RunOptions {
+  /** Aborting it cancels the turn, which then ends with outcome `cancelled` (no rejection). */
+  signal?: AbortSignal
+  /** Narrow this run to these tools (allowlist grammar); it can only narrow the client's. */
+  allow?: string[]
+  /** Model settings for this run: each key given replaces the client's (checked as theirs are). */
+  settings?: ModelSettings
+}

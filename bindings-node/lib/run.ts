@@ -1,0 +1,76 @@
+// A running turn (its events, its cancel, its result) and a finished turn's result.
+
+import * as native from '../native'
+import type { Event } from './events'
+import { Transcript } from './transcript'
+import type { Outcome, Usage } from './types'
+
+/** What a finished turn returns. */
+export interface TurnResult {
+  outcome: Outcome
+  /** The text of the turn's last model response (core: `final_text`). */
+  finalText: string
+  /** Usage summed over the turn. */
+  usage: Usage
+  /** What went wrong, for outcome `error`; which ceiling, for outcome `budget`. */
+  error?: string
+  /** The whole conversation after the turn. */
+  transcript: Transcript
+}
+
+export function turnResult(r: native.NativeTurnResult): TurnResult {
+  const out: TurnResult = {
+    outcome: r.outcome as Outcome,
+    finalText: r.finalText,
+    usage: {
+      inputTokens: r.usage.inputTokens,
+      outputTokens: r.usage.outputTokens,
+      cacheReadInputTokens: r.usage.cacheReadInputTokens,
+      cacheCreationInputTokens: r.usage.cacheCreationInputTokens,
+    },
+    transcript: new Transcript(r.transcript),
+  }
+  if (r.error != null) out.error = r.error
+  return out
+}
+
+/** Tie an AbortSignal to a native cancel token; `unlink` drops the listener. */
+export function linkSignal(signal: AbortSignal | undefined): { token?: native.NativeCancel; unlink: () => void } {
+  if (!signal) return { unlink: () => {} }
+  const token = new native.NativeCancel()
+  if (signal.aborted) {
+    token.cancel()
+    return { token, unlink: () => {} }
+  }
+  const onAbort = () => token.cancel()
+  signal.addEventListener('abort', onAbort, { once: true })
+  return { token, unlink: () => signal.removeEventListener('abort', onAbort) }
+}
+
+/** A running turn: `for await (const e of run)`, `run.cancel()`, `await run.result`. */
+export class Run implements AsyncIterable<Event> {
+  readonly #native: native.NativeRun
+  /** The turn's result once it ended (outcome `cancelled` after a cancel; never rejects for that). */
+  readonly result: Promise<TurnResult>
+
+  /** Use `client.stream()`. */
+  constructor(handle: native.NativeRun, unlink: () => void) {
+    this.#native = handle
+    this.result = handle.result().then(turnResult)
+    this.result.then(unlink, unlink)
+  }
+
+  /** Cancel the turn: it ends with outcome `cancelled` and a valid transcript. */
+  cancel(): void {
+    this.#native.cancel()
+  }
+
+  /** The events, in order, ending with `turn_end`. One reader: the events are consumed. */
+  async *[Symbol.asyncIterator](): AsyncIterator<Event> {
+    for (;;) {
+      const batch = await this.#native.next()
+      if (batch === null) return
+      yield* JSON.parse(batch) as Event[]
+    }
+  }
+}
