@@ -38,7 +38,18 @@
  * @packageDocumentation
  */
 
-export type { ClientOptions, RetryPolicy, RunOptions, SandboxOptions, ScriptEntry, SubagentOptions } from './lib/options'
+export type {
+  ClientOptions,
+  Effort,
+  ModelSettings,
+  Reasoning,
+  RetryPolicy,
+  RunOptions,
+  SandboxOptions,
+  ScriptEntry,
+  SubagentOptions,
+  ToolChoice,
+} from './lib/options'
 export type { Hints, JsonObject, JsonValue, ModelInfo, Outcome, Source, Style, Tier, Usage } from './lib/types'
 export { BackgroundShells, Client, createClient, listModels } from './lib/client'
 export { Run } from './lib/run'

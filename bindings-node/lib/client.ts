@@ -5,7 +5,8 @@ import type { CompactNotice } from './compaction'
 import { chainText, coreConfig, gateDecision, toolSpec } from './convert'
 import type { PendingRequest, ToolCallEvent, ToolResult } from './gate'
 import { envelope, withSignal } from './host'
-import type { ClientOptions, RunOptions, SubagentOptions } from './options'
+import { ConfigurationError } from './errors'
+import type { ClientOptions, ModelSettings, RunOptions, SubagentOptions } from './options'
 import type { PolicyDocument, PolicySource } from './policy'
 import { Run, linkSignal, turnResult } from './run'
 import type { TurnResult } from './run'
@@ -16,6 +17,17 @@ import type { TranscriptData } from './transcript'
 import type { ModelInfo } from './types'
 import { searchFunction } from './websearch'
 import type { SearchRequest } from './websearch'
+
+/** A run's settings as JSON for the engine (which renames the keys and checks them). */
+function settingsJson(settings: ModelSettings | undefined): string | undefined {
+  if (settings === undefined || settings === null) return undefined
+  if (typeof settings !== 'object' || Array.isArray(settings)) {
+    throw new ConfigurationError(`settings must be an object of model settings, got ${JSON.stringify(settings)}`, {
+      option: 'settings',
+    })
+  }
+  return JSON.stringify(settings)
+}
 
 /**
  * The background shells of a client (option `background: true`): the processes `bash` started
@@ -99,7 +111,7 @@ export class Client {
   async run(prompt: string, options: RunOptions = {}): Promise<TurnResult> {
     const { token, unlink } = linkSignal(options.signal)
     try {
-      return turnResult(await this.#native.run(prompt, options.allow, token))
+      return turnResult(await this.#native.run(prompt, options.allow, token, settingsJson(options.settings)))
     } finally {
       unlink()
     }
@@ -109,7 +121,7 @@ export class Client {
   stream(prompt: string, options: RunOptions = {}): Run {
     const { token, unlink } = linkSignal(options.signal)
     try {
-      return new Run(this.#native.stream(prompt, options.allow, token), unlink)
+      return new Run(this.#native.stream(prompt, options.allow, token, settingsJson(options.settings)), unlink)
     } catch (e) {
       unlink()
       throw e
@@ -126,7 +138,7 @@ export class Client {
   async runChain(chain: object | string, input = '', options: RunOptions = {}): Promise<TurnResult> {
     const { token, unlink } = linkSignal(options.signal)
     try {
-      return turnResult(await this.#native.runChain(chainText(chain), input, options.allow, token))
+      return turnResult(await this.#native.runChain(chainText(chain), input, options.allow, token, settingsJson(options.settings)))
     } finally {
       unlink()
     }
@@ -136,7 +148,7 @@ export class Client {
   streamChain(chain: object | string, input = '', options: RunOptions = {}): Run {
     const { token, unlink } = linkSignal(options.signal)
     try {
-      return new Run(this.#native.streamChain(chainText(chain), input, options.allow, token), unlink)
+      return new Run(this.#native.streamChain(chainText(chain), input, options.allow, token, settingsJson(options.settings)), unlink)
     } catch (e) {
       unlink()
       throw e

@@ -52,8 +52,53 @@ export interface SandboxOptions {
   writable?: string[]
 }
 
+/** A reasoning effort. */
+export type Effort = 'minimal' | 'low' | 'medium' | 'high'
+
+/**
+ * Whether and which tool the model must call. A choice that forces a call (`required`, or a tool
+ * by name) holds for the turn's first request only.
+ */
+export type ToolChoice = 'auto' | 'required' | 'none' | { name: string }
+
+/**
+ * How much the model reasons: an `effort` (openai `reasoning_effort`, anthropic `thinking` with a
+ * budget of 1024/2048/4096/8192 tokens, ollama `think`) or, on the anthropic style,
+ * `budgetTokens` directly; exactly one.
+ */
+export type Reasoning = { effort: Effort; budgetTokens?: never } | { budgetTokens: number; effort?: never }
+
+/**
+ * Model settings: client options, and per run `run(prompt, { settings })` (each key given
+ * replaces the client's for that run). Each reaches the request in its style's spelling; one a
+ * style has no such thing for is a `ConfigurationError` (docs/settings.md).
+ */
+export interface ModelSettings {
+  /** 0 and up (at most 2 on openai, 1 on anthropic). */
+  temperature?: number
+  /** From 0 to 1. */
+  topP?: number
+  /** Anthropic and ollama; at least 1. */
+  topK?: number
+  /** Sequences that end the answer. */
+  stop?: string[]
+  /** OpenAI and ollama. */
+  seed?: number
+  toolChoice?: ToolChoice
+  /** Whether the model may call several tools in one answer (openai and anthropic). */
+  parallelToolCalls?: boolean
+  reasoning?: Reasoning
+  /**
+   * Merged into the request body last (JSON merge patch; keys as the provider spells them, never
+   * renamed); may not set `model`, `messages`, `tools` or `stream`.
+   */
+  extraBody?: Record<string, unknown>
+}
+
 /** Everything `createClient` takes. Every key but `compactor` and the last four maps to core's `Config`. */
-export interface ClientOptions {
+export interface ClientOptions extends ModelSettings {
+  /** Anthropic prompt caching: `cache_control` breakpoints, on by default; `false` turns it off. */
+  promptCache?: boolean
   /** Default `openai`. */
   style?: Style
   /** As that style's official SDK takes it: openai `…/v1`, anthropic and ollama the host root. */
@@ -123,4 +168,6 @@ export interface RunOptions {
   signal?: AbortSignal
   /** Narrow this run to these tools (allowlist grammar); it can only narrow the client's. */
   allow?: string[]
+  /** Model settings for this run: each key given replaces the client's (checked as theirs are). */
+  settings?: ModelSettings
 }

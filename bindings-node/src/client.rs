@@ -160,6 +160,7 @@ fn run_options(
     env: &Env,
     allow: Option<Vec<String>>,
     cancel: Option<&NativeCancel>,
+    settings_json: Option<String>,
 ) -> Result<RunOptions> {
     let mut options = RunOptions::default();
     if let Some(patterns) = allow {
@@ -167,6 +168,13 @@ fn run_options(
     }
     if let Some(c) = cancel {
         options = options.cancel(c.token.clone());
+    }
+    if let Some(json) = settings_json {
+        let value: Value = serde_json::from_str(&json).map_err(error::reason)?;
+        let settings =
+            contenox::ModelSettings::from_value(&convert::settings_from_js(value), Spelling::Camel)
+                .map_err(|e| error::to_js(env, e))?;
+        options = options.settings(settings);
     }
     Ok(options)
 }
@@ -313,8 +321,9 @@ impl NativeClient {
         prompt: String,
         allow: Option<Vec<String>>,
         cancel: Option<&NativeCancel>,
+        settings_json: Option<String>,
     ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
-        let options = run_options(env, allow, cancel)?;
+        let options = run_options(env, allow, cancel, settings_json)?;
         let client = self.client.clone();
         let snapshots = self.snapshots.clone();
         env.spawn_future_with_callback(
@@ -334,8 +343,9 @@ impl NativeClient {
         prompt: String,
         allow: Option<Vec<String>>,
         cancel: Option<&NativeCancel>,
+        settings_json: Option<String>,
     ) -> Result<NativeRun> {
-        let options = run_options(env, allow, cancel)?;
+        let options = run_options(env, allow, cancel, settings_json)?;
         // Core spawns the turn on the current tokio runtime: napi's.
         napi::bindgen_prelude::within_runtime_if_available(|| {
             let run = self
@@ -355,9 +365,10 @@ impl NativeClient {
         input: String,
         allow: Option<Vec<String>>,
         cancel: Option<&NativeCancel>,
+        settings_json: Option<String>,
     ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
         let chain = contenox::Chain::from_json(&chain_json).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel)?;
+        let options = run_options(env, allow, cancel, settings_json)?;
         let client = self.client.clone();
         let snapshots = self.snapshots.clone();
         env.spawn_future_with_callback(
@@ -378,9 +389,10 @@ impl NativeClient {
         input: String,
         allow: Option<Vec<String>>,
         cancel: Option<&NativeCancel>,
+        settings_json: Option<String>,
     ) -> Result<NativeRun> {
         let chain = contenox::Chain::from_json(&chain_json).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel)?;
+        let options = run_options(env, allow, cancel, settings_json)?;
         napi::bindgen_prelude::within_runtime_if_available(|| {
             let run = self
                 .client

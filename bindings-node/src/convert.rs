@@ -87,6 +87,7 @@ const NESTED: &[(&str, &[&str])] = &[
     ("usage", &[]),
     ("tool", &[]),
     ("compaction", &[]),
+    ("reasoning", &[]),
 ];
 
 /// The options of `createClient` (without the host callbacks) in core's vocabulary. Core checks
@@ -95,8 +96,15 @@ pub fn config_from_js(options: Value) -> Value {
     rename_tree(
         options,
         snake,
-        &nested_of(&["retry", "script", "sandbox", "compaction"]),
+        &nested_of(&["retry", "script", "sandbox", "compaction", "reasoning"]),
     )
+}
+
+/// A run's model settings (`{temperature, topP, toolChoice, reasoning: {budgetTokens}, ...}`)
+/// in core's vocabulary. `extraBody` is the provider's own JSON and keeps its keys, as does a
+/// tool name.
+pub fn settings_from_js(settings: Value) -> Value {
+    rename_tree(settings, snake, &nested_of(&["reasoning"]))
 }
 
 /// `asToolWith`'s options (`{conversation, maxTurns, allow, inputSchema, hints, maxDepth}`) in
@@ -326,6 +334,18 @@ mod tests {
             json!({"type": "turn_end", "outcome": "done", "finalText": "ok",
                    "usage": {"inputTokens": 3, "outputTokens": 4, "cacheReadInputTokens": 2}})
         );
+    }
+
+    #[test]
+    fn settings_rename_their_keys_but_not_the_providers() {
+        let given = json!({"topP": 0.5, "toolChoice": {"name": "my_tool"},
+            "parallelToolCalls": false, "reasoning": {"budgetTokens": 2048},
+            "extraBody": {"top_k": 3, "someVendor": {"innerKey": 1}}, "stop": ["camelCase"]});
+        let want = json!({"top_p": 0.5, "tool_choice": {"name": "my_tool"},
+            "parallel_tool_calls": false, "reasoning": {"budget_tokens": 2048},
+            "extra_body": {"top_k": 3, "someVendor": {"innerKey": 1}}, "stop": ["camelCase"]});
+        assert_eq!(settings_from_js(given.clone()), want);
+        assert_eq!(config_from_js(given), want);
     }
 
     #[test]

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 
 import * as esm from 'contenox'
-import { createClient, deny, loadMcp, pending, tool, Transcript } from 'contenox'
+import { ConfigurationError, createClient, deny, loadMcp, pending, tool, Transcript } from 'contenox'
 
 import { startFakeServer, textOf } from './helpers.mjs'
 
@@ -45,6 +45,34 @@ after(() => {
   process.off('uncaughtException', onUncaught)
   process.off('unhandledRejection', onUncaught)
   assert.deepEqual(uncaught, [], 'an error escaped to the process')
+})
+
+describe('model settings', () => {
+  test('options in camelCase; a run\'s settings checked against the style before anything is sent', async () => {
+    assert.throws(
+      () => createClient({ style: 'openai', model: 'm', baseUrl: 'http://127.0.0.1:9/v1', topK: 3 }),
+      (e) => e instanceof ConfigurationError && e.option === 'topK' && e.reason.includes('has no top_k'),
+    )
+    // Port 9 has no server: a refused run sends nothing there.
+    const client = createClient({
+      style: 'anthropic', model: 'm', baseUrl: 'http://127.0.0.1:9', apiKey: 'k', builtins: [],
+      temperature: 0.2, stop: ['END'], promptCache: false, extraBody: { some_vendor_key: 1 },
+    })
+    await assert.rejects(client.run('x', { settings: { seed: 1 } }), (e) => e instanceof ConfigurationError && e.option === 'settings.seed')
+    assert.throws(
+      () => client.stream('x', { settings: { reasoning: { budgetTokens: 2048 } } }),
+      (e) => e instanceof ConfigurationError && e.option === 'settings.temperature',
+    )
+    assert.throws(
+      () => client.stream('x', { settings: { toolChoice: 'always' } }),
+      (e) => e instanceof ConfigurationError && e.option === 'settings.toolChoice',
+    )
+    assert.throws(() => client.stream('x', { settings: 'hot' }), (e) => e instanceof ConfigurationError && e.option === 'settings')
+    client.close()
+    // The scripted style takes every setting and ignores it.
+    const r = await scripted([], { topK: 1, seed: 2 }).run('x', { settings: { toolChoice: { name: 't' }, reasoning: { effort: 'high' } } })
+    assert.equal(r.finalText, 'done')
+  })
 })
 
 describe('host tools', () => {

@@ -157,6 +157,14 @@ function fixedWebsearch(spec) {
   return async () => results
 }
 
+/** `run_settings` in JavaScript's spelling (`extra_body`'s own keys stay as written). */
+function runSettings(settings) {
+  if (settings === undefined) return undefined
+  const out = {}
+  for (const [k, v] of Object.entries(settings)) out[camel(k)] = k === 'reasoning' ? renameKeys(v, camel) : v
+  return out
+}
+
 function clientOptions(scenario, server, root) {
   const options = {}
   for (const [k, v] of Object.entries(scenario.config ?? {})) {
@@ -165,7 +173,7 @@ function clientOptions(scenario, server, root) {
       if (websearch) options.websearch = websearch
       continue
     }
-    options[camel(k)] = k === 'retry' ? renameKeys(v, camel) : v
+    options[camel(k)] = k === 'retry' || k === 'reasoning' ? renameKeys(v, camel) : v
   }
   const style = scenario.style ?? 'openai'
   return { ...options, style, baseUrl: style === 'openai' ? `${server.root}/v1` : server.root, model: 'fake', apiKey: 'test', root }
@@ -370,10 +378,7 @@ async function runScenario(file, scenario, deadline) {
       remote?.source.registerInto(state.client)
       return state.client
     }
-    let client
-    try {
-      client = build()
-    } catch (e) {
+    const refused = async (e) => {
       if (!(e instanceof ConfigurationError) || scenario.expect?.config_error_contains === undefined) throw e
       // SPEC "Approval policies": the creation error is the result; no turn runs.
       return {
@@ -383,6 +388,12 @@ async function runScenario(file, scenario, deadline) {
         requests: await server.requests(),
         workspace: snapshot(root),
       }
+    }
+    let client
+    try {
+      client = build()
+    } catch (e) {
+      return await refused(e)
     }
     if (scenario.mcp) {
       mcp = await mcpSetup(scenario.mcp)
@@ -405,12 +416,21 @@ async function runScenario(file, scenario, deadline) {
         client.setTranscript(saved)
       }
       let run
-      if (scenario.chain === undefined) run = client.stream(prompt, { signal: deadline })
-      else {
+      // Extension `run_settings`: the first prompt's run has its own model settings, in
+      // JavaScript's spelling; a refusal of them is the trace's config_error.
+      const settings = i === 0 ? runSettings(scenario.run_settings) : undefined
+      if (scenario.chain === undefined) {
+        try {
+          run = client.stream(prompt, { signal: deadline, settings })
+        } catch (e) {
+          client.close()
+          return await refused(e)
+        }
+      } else {
         // Extension `chain`: the prompt is the chain's input. A chain that does not read is the
         // trace's `chain_error`; nothing runs.
         try {
-          run = client.streamChain(scenario.chain, prompt, { signal: deadline })
+          run = client.streamChain(scenario.chain, prompt, { signal: deadline, settings })
         } catch (e) {
           if (!(e instanceof ConfigurationError)) throw e
           chainError = e.message

@@ -153,8 +153,13 @@ impl PyClient {
         Ok(())
     }
 
-    fn start(&self, prompt: String, allow: Option<Vec<String>>) -> PyResult<contenox::Run> {
-        let options = run_options(allow)?;
+    fn start(
+        &self,
+        prompt: String,
+        allow: Option<Vec<String>>,
+        settings: Option<&str>,
+    ) -> PyResult<contenox::Run> {
+        let options = run_options(allow, settings)?;
         let core = self.core()?;
         let _rt = runtime().enter();
         core.stream_with(prompt, options).map_err(to_py_err)
@@ -165,9 +170,10 @@ impl PyClient {
         &self,
         prompt: String,
         allow: Option<Vec<String>>,
+        settings: Option<&str>,
     ) -> PyResult<impl Future<Output = contenox::Result<TurnResult>> + Send + 'static> {
         let cancel = CancellationToken::new();
-        let options = run_options(allow)?.cancel(cancel.clone());
+        let options = run_options(allow, settings)?.cancel(cancel.clone());
         let core = self.open_core()?;
         Ok(quiet::spawn(
             async move { core.run_with(prompt, options).await },
@@ -181,9 +187,10 @@ impl PyClient {
         chain_json: &str,
         input: String,
         allow: Option<Vec<String>>,
+        settings: Option<&str>,
     ) -> PyResult<contenox::Run> {
         let chain = contenox::Chain::from_json(chain_json).map_err(to_py_err)?;
-        let options = run_options(allow)?;
+        let options = run_options(allow, settings)?;
         let core = self.core()?;
         let _rt = runtime().enter();
         core.stream_chain_with(&chain, input, options)
@@ -196,10 +203,11 @@ impl PyClient {
         chain_json: &str,
         input: String,
         allow: Option<Vec<String>>,
+        settings: Option<&str>,
     ) -> PyResult<impl Future<Output = contenox::Result<TurnResult>> + Send + 'static> {
         let chain = contenox::Chain::from_json(chain_json).map_err(to_py_err)?;
         let cancel = CancellationToken::new();
-        let options = run_options(allow)?.cancel(cancel.clone());
+        let options = run_options(allow, settings)?.cancel(cancel.clone());
         let core = self.open_core()?;
         Ok(quiet::spawn(
             async move { core.run_chain_with(&chain, input, options).await },
@@ -217,12 +225,24 @@ impl PyClient {
     }
 }
 
-/// The options of one run: the per-run allowlist, when there is one.
-fn run_options(allow: Option<Vec<String>>) -> PyResult<RunOptions> {
-    match allow {
-        Some(patterns) => RunOptions::default().allow(&patterns).map_err(to_py_err),
-        None => Ok(RunOptions::default()),
+/// The options of one run: the per-run allowlist and the model settings (their JSON text, read
+/// with the engine's names), when given.
+fn run_options(allow: Option<Vec<String>>, settings: Option<&str>) -> PyResult<RunOptions> {
+    let mut options = match allow {
+        Some(patterns) => RunOptions::default().allow(&patterns).map_err(to_py_err)?,
+        None => RunOptions::default(),
+    };
+    if let Some(json) = settings {
+        let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+            to_py_err(contenox::Error::config(format!(
+                "settings: not valid JSON: {e}"
+            )))
+        })?;
+        let settings = contenox::ModelSettings::from_value(&value, contenox::Spelling::Snake)
+            .map_err(to_py_err)?;
+        options = options.settings(settings);
     }
+    Ok(options)
 }
 
 #[pymethods]
@@ -301,16 +321,17 @@ impl PyClient {
 
     /// Run one turn; an awaitable of the result dict. Cancelling the awaiting task cancels the
     /// turn (it still ends with outcome `cancelled` and a valid transcript).
-    #[pyo3(signature = (prompt, allow=None))]
+    #[pyo3(signature = (prompt, allow=None, settings=None))]
     fn run<'py>(
         &self,
         py: Python<'py>,
         prompt: String,
         allow: Option<Vec<String>>,
+        settings: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let locals = running_loop(py, "client.run()")?;
         self.host.set_running(&locals);
-        let turn = self.start_quiet(prompt, allow)?;
+        let turn = self.start_quiet(prompt, allow, settings)?;
         // Cancelling the asyncio future drops this one, and with it the turn's guard: that
         // cancels the turn.
         py_future(locals.event_loop(py), async move {
@@ -320,29 +341,31 @@ impl PyClient {
     }
 
     /// Start a turn and return its handle.
-    #[pyo3(signature = (prompt, allow=None))]
+    #[pyo3(signature = (prompt, allow=None, settings=None))]
     fn stream(
         &self,
         py: Python<'_>,
         prompt: String,
         allow: Option<Vec<String>>,
+        settings: Option<&str>,
     ) -> PyResult<PyRun> {
         self.host.capture(py);
-        Ok(PyRun::new(self.start(prompt, allow)?))
+        Ok(PyRun::new(self.start(prompt, allow, settings)?))
     }
 
     /// Run a task chain (JSON text) on `input`; an awaitable of the result dict, as `run`.
-    #[pyo3(signature = (chain_json, input, allow=None))]
+    #[pyo3(signature = (chain_json, input, allow=None, settings=None))]
     fn run_chain<'py>(
         &self,
         py: Python<'py>,
         chain_json: &str,
         input: String,
         allow: Option<Vec<String>>,
+        settings: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let locals = running_loop(py, "client.run_chain()")?;
         self.host.set_running(&locals);
-        let turn = self.start_chain_quiet(chain_json, input, allow)?;
+        let turn = self.start_chain_quiet(chain_json, input, allow, settings)?;
         py_future(locals.event_loop(py), async move {
             let r = turn.await;
             produce(move |py| result_dict(py, r.map_err(to_py_err)?))
@@ -350,16 +373,19 @@ impl PyClient {
     }
 
     /// Start a task chain on `input` and return its handle, as `stream`.
-    #[pyo3(signature = (chain_json, input, allow=None))]
+    #[pyo3(signature = (chain_json, input, allow=None, settings=None))]
     fn stream_chain(
         &self,
         py: Python<'_>,
         chain_json: &str,
         input: String,
         allow: Option<Vec<String>>,
+        settings: Option<&str>,
     ) -> PyResult<PyRun> {
         self.host.capture(py);
-        Ok(PyRun::new(self.start_chain(chain_json, input, allow)?))
+        Ok(PyRun::new(
+            self.start_chain(chain_json, input, allow, settings)?,
+        ))
     }
 
     /// Add a host tool `(spec, invoke, is_async)`, replacing one of the same name.

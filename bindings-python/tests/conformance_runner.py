@@ -503,11 +503,9 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
             current[:] = [client]
             return client
 
-        try:
-            client = build()
-        except contenox.ConfigurationError as e:
+        def refused(e: contenox.ConfigurationError) -> dict[str, Any]:
             if "config_error_contains" not in (scenario.get("expect") or {}):
-                raise
+                raise e
             # SPEC "Approval policies": the creation error is the result; no turn runs.
             return {
                 "scenario": scenario["name"],
@@ -516,6 +514,11 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
                 "requests": server.requests(),
                 "workspace": _snapshot(root),
             }
+
+        try:
+            client = build()
+        except contenox.ConfigurationError as e:
+            return refused(e)
         remote.bring_up()
         if "transcript" in scenario:
             client.transcript = contenox.Transcript.from_json(json.dumps(scenario["transcript"]))
@@ -533,13 +536,20 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
                 client.close()
                 client = build()
                 client.transcript = contenox.Transcript.load(saved)
+            # Extension `run_settings`: the first prompt's run has its own model settings; a
+            # refusal of them is the trace's config_error.
+            settings = scenario.get("run_settings") if i == 0 else None
             if chain is None:
-                run = client.stream(prompt)
+                try:
+                    run = client.stream(prompt, settings=settings)
+                except contenox.ConfigurationError as e:
+                    client.close()
+                    return refused(e)
             else:
                 # Extension `chain`: the prompt is the chain's input. A chain that does not
                 # read is the trace's `chain_error`; nothing runs.
                 try:
-                    run = client.stream_chain(chain, prompt)
+                    run = client.stream_chain(chain, prompt, settings=settings)
                 except contenox.ConfigurationError as e:
                     chain_error = str(e)
                     break

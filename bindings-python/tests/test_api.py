@@ -691,6 +691,42 @@ def test_configuration_is_checked_whole_in_pythons_names() -> None:
     assert e.option == "retry.max_retries" and e.value == '"3"'
 
 
+async def test_model_settings_are_options_and_a_runs_are_checked_in_pythons_names() -> None:
+    with pytest.raises(contenox.ConfigurationError) as e:
+        contenox.create_client(style="openai", model="m", base_url="http://127.0.0.1:9/v1", top_k=3)
+    assert e.value.option == "top_k" and "has no top_k" in e.value.reason
+    # Port 9 has no server: a refused run sends nothing there.
+    client = contenox.create_client(
+        style="anthropic",
+        model="m",
+        base_url="http://127.0.0.1:9",
+        api_key="k",
+        builtins=[],
+        temperature=0.2,
+        stop=["END"],
+        reasoning=None,
+        prompt_cache=False,
+    )
+    assert client.config["temperature"] == 0.2 and client.config["prompt_cache"] is False
+    with pytest.raises(contenox.ConfigurationError) as e:
+        await client.run("x", settings={"seed": 1})
+    assert e.value.option == "settings.seed" and "has no seed" in e.value.reason
+    with pytest.raises(contenox.ConfigurationError) as e:
+        client.stream("x", settings={"reasoning": {"budget_tokens": 2048}})
+    # The client's temperature beside the run's thinking budget.
+    assert e.value.option == "settings.temperature", e.value
+    with pytest.raises(contenox.ConfigurationError, match="must be a mapping"):
+        client.stream("x", settings=["temperature"])  # type: ignore[arg-type]
+    with pytest.raises(contenox.ConfigurationError, match=r"settings\.tool_choice"):
+        client.run_sync("x", settings={"tool_choice": "always"})  # type: ignore[typeddict-item]
+    client.close()
+    # The scripted style takes every setting and ignores it.
+    r = await scripted({"text": "a"}, top_k=1, seed=2).run(
+        "x", settings={"tool_choice": {"name": "t"}, "reasoning": {"effort": "high"}}
+    )
+    assert r.final_text == "a"
+
+
 async def test_misuse_has_its_own_kind() -> None:
     client = scripted({"stall": True})
     run = client.stream("wait")

@@ -33,13 +33,27 @@ impl Client {
         &self.inner
     }
 
-    fn turn_options(&self, allow: Option<Vec<String>>) -> Result<RunOptions, ContenoxError> {
+    /// A turn's options: a child of the client's cancel token, the run's allowlist and its
+    /// model settings (JSON text with the engine's names), when given.
+    fn turn_options(
+        &self,
+        allow: Option<Vec<String>>,
+        settings_json: Option<String>,
+    ) -> Result<RunOptions, ContenoxError> {
         let token = self.turns.lock().expect("turns lock").child_token();
-        let options = RunOptions::default().cancel(token);
-        Ok(match allow {
-            Some(patterns) => options.allow(&patterns)?,
-            None => options,
-        })
+        let mut options = RunOptions::default().cancel(token);
+        if let Some(patterns) = allow {
+            options = options.allow(&patterns)?;
+        }
+        if let Some(json) = settings_json {
+            let value: serde_json::Value = serde_json::from_str(&json)
+                .map_err(|e| contenox::Error::config(format!("settings: not valid JSON: {e}")))?;
+            options = options.settings(contenox::ModelSettings::from_value(
+                &value,
+                contenox::Spelling::Snake,
+            )?);
+        }
+        Ok(options)
     }
 }
 
@@ -90,17 +104,21 @@ impl Client {
 
     /// Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns`, `Budget`
     /// or `Error` (the transcript kept in every case); throws only for misuse (a closed client, a bad
-    /// `allow` pattern). `allow` narrows the tools for this turn only (allowlist grammar).
+    /// `allow` pattern, bad settings). `allow` narrows the tools for this turn only (allowlist
+    /// grammar). `settings_json`: model settings for this turn only, as JSON with the config's
+    /// names (`{"temperature": 0, "seed": 7}`); each key given replaces the client's, checked
+    /// as the client's are (`ContenoxError.Config` naming `settings.<key>`).
     ///
     /// Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
     /// `cancel()` does: it ends as `Cancelled` with a valid transcript.
-    #[uniffi::method(default(allow = None))]
+    #[uniffi::method(default(allow = None, settings_json = None))]
     pub async fn run(
         &self,
         prompt: String,
         allow: Option<Vec<String>>,
+        settings_json: Option<String>,
     ) -> Result<TurnResult, ContenoxError> {
-        let options = self.turn_options(allow)?;
+        let options = self.turn_options(allow, settings_json)?;
         // The turn runs in its own task; dropping this future drops the run, which cancels the
         // turn: it still ends properly, as `Cancelled`, instead of being cut off mid-step.
         let run = self.inner.stream_with(prompt, options)?;
@@ -110,13 +128,14 @@ impl Client {
     /// Start a turn and return its `Run`: events as they happen (`nextBatch()`), `cancel()`,
     /// and `result()`. See the Kotlin `Run.events()` Flow and the Swift `Run.events`
     /// AsyncStream helpers.
-    #[uniffi::method(default(allow = None))]
+    #[uniffi::method(default(allow = None, settings_json = None))]
     pub async fn stream(
         &self,
         prompt: String,
         allow: Option<Vec<String>>,
+        settings_json: Option<String>,
     ) -> Result<Arc<Run>, ContenoxError> {
-        let options = self.turn_options(allow)?;
+        let options = self.turn_options(allow, settings_json)?;
         let run = self.inner.stream_with(prompt, options)?;
         Ok(Arc::new(Run::new(run)))
     }
@@ -125,29 +144,31 @@ impl Client {
     /// client (its gate, allowlists and events, plus `ChainTaskStart` / `ChainTaskEnd`). A
     /// chain that does not read throws `ContenoxError.Config` naming the field, before anything
     /// runs. `finalText` is the output of the last task that ran.
-    #[uniffi::method(default(allow = None))]
+    #[uniffi::method(default(allow = None, settings_json = None))]
     pub async fn run_chain(
         &self,
         chain_json: String,
         input: String,
         allow: Option<Vec<String>>,
+        settings_json: Option<String>,
     ) -> Result<TurnResult, ContenoxError> {
         let chain = contenox::Chain::from_json(&chain_json)?;
-        let options = self.turn_options(allow)?;
+        let options = self.turn_options(allow, settings_json)?;
         let run = self.inner.stream_chain_with(&chain, input, options)?;
         Ok(run.result().await?.into())
     }
 
     /// Start a task chain on `input` and return its `Run` (as `stream`).
-    #[uniffi::method(default(allow = None))]
+    #[uniffi::method(default(allow = None, settings_json = None))]
     pub async fn stream_chain(
         &self,
         chain_json: String,
         input: String,
         allow: Option<Vec<String>>,
+        settings_json: Option<String>,
     ) -> Result<Arc<Run>, ContenoxError> {
         let chain = contenox::Chain::from_json(&chain_json)?;
-        let options = self.turn_options(allow)?;
+        let options = self.turn_options(allow, settings_json)?;
         let run = self.inner.stream_chain_with(&chain, input, options)?;
         Ok(Arc::new(Run::new(run)))
     }

@@ -18,6 +18,7 @@ use crate::model::{backend_for, list_models, ModelInfo};
 use crate::policy::{check_backend, Policy};
 use crate::run::{Run, RunOptions};
 use crate::script::ScriptEntry;
+use crate::settings::{ModelSettings, TurnSettings};
 use crate::spelling::Spelling;
 use crate::tool::{Allowlist, EventSink, Tool, ToolSpec, Toolkit};
 use crate::transcript::Transcript;
@@ -61,6 +62,7 @@ impl Client {
         options: RunOptions,
     ) -> Result<TurnResult> {
         self.check_open()?;
+        let settings = self.run_settings(&options)?;
         let (cancel, _link) = self.turn_token(&options);
         Ok(run_turn(
             self.state.clone(),
@@ -68,6 +70,7 @@ impl Client {
             TurnSetup {
                 allow: options.allow,
                 max_turns: options.max_turns,
+                settings,
                 ..TurnSetup::default()
             },
             cancel,
@@ -85,6 +88,7 @@ impl Client {
     /// [`Client::stream`] with per-run options.
     pub fn stream_with(&self, prompt: impl Into<String>, options: RunOptions) -> Result<Run> {
         self.check_open()?;
+        let settings = self.run_settings(&options)?;
         let (cancel, link) = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
         let turn = run_turn(
@@ -93,6 +97,7 @@ impl Client {
             TurnSetup {
                 allow: options.allow,
                 max_turns: options.max_turns,
+                settings,
                 ..TurnSetup::default()
             },
             cancel.clone(),
@@ -216,6 +221,20 @@ impl Client {
     /// Whether [`Client::close`] was called.
     pub fn is_closed(&self) -> bool {
         self.state.is_closed()
+    }
+
+    /// A run's settings over the client's, checked against the client's style as the
+    /// client's are at creation; `None` when the run gives none.
+    pub(crate) fn run_settings(&self, options: &RunOptions) -> Result<Option<TurnSettings>> {
+        let Some(over) = &options.settings else {
+            return Ok(None);
+        };
+        let config = self.state.config();
+        let settings = config.model_settings().overlay(over);
+        settings
+            .check(config.style, config.max_tokens, "settings.")
+            .map_err(|e| Error::Config(e.spelled(self.state.spelling())))?;
+        Ok(Some(TurnSettings::new(settings)))
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
@@ -424,6 +443,17 @@ impl ClientBuilder {
     pub fn on_compact(self, f: impl Fn(&CompactNotice) + Send + Sync + 'static) -> Self {
         self.compactor(Arc::new(OnCompact(f)))
     }
+    /// The model settings (temperature, seed, tool_choice, reasoning, ...; see
+    /// [`crate::settings`]), replacing any set before.
+    pub fn settings(mut self, settings: ModelSettings) -> Self {
+        self.config.set_model_settings(settings);
+        self
+    }
+    /// Anthropic prompt caching on (the default) or off.
+    pub fn prompt_cache(mut self, on: bool) -> Self {
+        self.config.prompt_cache = Some(on);
+        self
+    }
     /// Turn on the `websearch` builtin with the host's provider.
     pub fn websearch(mut self, provider: Arc<dyn WebSearchProvider>) -> Self {
         self.opt_ins.websearch = Some(provider);
@@ -501,6 +531,7 @@ impl ClientBuilder {
                 shells: opt_ins.shells,
                 policy,
                 compactor: self.compactor,
+                spelling,
             })),
         })
     }

@@ -17,6 +17,8 @@ use crate::event::Usage;
 use crate::gate::{Hooks, WaitFor};
 use crate::model::Backend;
 use crate::policy::Policy;
+use crate::settings::TurnSettings;
+use crate::spelling::Spelling;
 use crate::tool::{Allowlist, BeforeTurnList, EventSink, Tool, ToolSpec, Toolkit};
 use crate::transcript::{Message, Transcript};
 
@@ -48,6 +50,10 @@ pub(crate) struct ClientState {
     compactor: Option<Arc<dyn Compactor>>,
     /// What the model server last reported about the conversation's size.
     context: Mutex<ContextMeasure>,
+    /// The model settings of the config, as each request of a turn takes them.
+    settings: TurnSettings,
+    /// How the host spells option names (for a run's settings' errors).
+    spelling: Spelling,
 }
 
 /// What [`ClientState::new`] is built from (the builder's checked parts).
@@ -63,6 +69,7 @@ pub(crate) struct Parts {
     pub shells: Option<BackgroundShells>,
     pub policy: Option<Policy>,
     pub compactor: Option<Arc<dyn Compactor>>,
+    pub spelling: Spelling,
 }
 
 impl Drop for ClientState {
@@ -77,7 +84,6 @@ impl Drop for ClientState {
 impl ClientState {
     pub fn new(parts: Parts) -> Self {
         ClientState {
-            config: parts.config,
             backend: parts.backend,
             toolkit: parts.toolkit,
             allow: parts.allow,
@@ -94,11 +100,24 @@ impl ClientState {
             before_turn: BeforeTurnList::default(),
             compactor: parts.compactor,
             context: Mutex::new(ContextMeasure::default()),
+            settings: TurnSettings::new(parts.config.model_settings()),
+            spelling: parts.spelling,
+            config: parts.config,
         }
     }
 
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The model settings of the config.
+    pub fn settings(&self) -> &TurnSettings {
+        &self.settings
+    }
+
+    /// How the host spells option names.
+    pub fn spelling(&self) -> Spelling {
+        self.spelling
     }
 
     pub fn backend(&self) -> &dyn Backend {
@@ -214,6 +233,7 @@ impl ClientState {
     ) -> Compaction<'a> {
         Compaction {
             backend: &*self.backend,
+            model_settings: self.settings.first(),
             retry: &self.config.retry,
             settings,
             compactor: self.compactor.as_ref(),

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::redact::{redacted_option, RedactedAssignments, RedactedUrl, RedactedValues, UrlParts};
 use crate::sandbox::SandboxConfig;
 use crate::script::ScriptEntry;
+use crate::settings::{ModelSettings, Reasoning, ToolChoice};
 
 /// The wire style of the model server.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,6 +224,42 @@ pub struct Config {
     /// (`web_fetch` refuses them by default). For hosts whose model should read a local
     /// service.
     pub web_fetch_allow_private: bool,
+
+    // The model settings (see [`ModelSettings`], which documents each; a run may replace
+    // them with its own, `RunOptions::settings`).
+    /// Sampling temperature ([`ModelSettings::temperature`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Nucleus sampling ([`ModelSettings::top_p`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// Top-k sampling, anthropic and ollama ([`ModelSettings::top_k`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    /// Stop sequences ([`ModelSettings::stop`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Vec<String>>,
+    /// A sampling seed, openai and ollama ([`ModelSettings::seed`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    /// `"auto"`, `"required"`, `"none"` or `{"name": TOOL}` ([`ModelSettings::tool_choice`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    /// Several calls in one answer ([`ModelSettings::parallel_tool_calls`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    /// `{"effort": ...}` or `{"budget_tokens": N}` ([`ModelSettings::reasoning`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
+    /// Merged into the request body last ([`ModelSettings::extra_body`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Anthropic prompt caching: `cache_control` breakpoints on the last tool, the system
+    /// prompt and the newest messages, so that each request reads the one before it from the
+    /// cache. `None` = on (anthropic style); `Some(false)` turns it off. The other styles have
+    /// no breakpoints (openai-style servers cache on their own): giving it there is refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_cache: Option<bool>,
 }
 
 impl Default for Config {
@@ -254,6 +291,16 @@ impl Default for Config {
             shell_env: Vec::new(),
             sandbox: SandboxConfig::default(),
             web_fetch_allow_private: false,
+            temperature: None,
+            top_p: None,
+            top_k: None,
+            stop: None,
+            seed: None,
+            tool_choice: None,
+            parallel_tool_calls: None,
+            reasoning: None,
+            extra_body: None,
+            prompt_cache: None,
         }
     }
 }
@@ -289,6 +336,16 @@ impl fmt::Debug for Config {
             sandbox,
             web_fetch_allow_private,
             compaction,
+            temperature,
+            top_p,
+            top_k,
+            stop,
+            seed,
+            tool_choice,
+            parallel_tool_calls,
+            reasoning,
+            extra_body,
+            prompt_cache,
         } = self;
         f.debug_struct("Config")
             .field("style", style)
@@ -326,6 +383,20 @@ impl fmt::Debug for Config {
             .field("web_fetch_allow_private", web_fetch_allow_private)
             // Compaction's instructions are the host's prompt text, not secrets.
             .field("compaction", compaction)
+            .field("temperature", temperature)
+            .field("top_p", top_p)
+            .field("top_k", top_k)
+            .field("stop", stop)
+            .field("seed", seed)
+            .field("tool_choice", tool_choice)
+            .field("parallel_tool_calls", parallel_tool_calls)
+            .field("reasoning", reasoning)
+            // A provider's fields may carry a token: their names only.
+            .field(
+                "extra_body",
+                &extra_body.as_ref().map(|m| m.keys().collect::<Vec<_>>()),
+            )
+            .field("prompt_cache", prompt_cache)
             .finish()
     }
 }
@@ -350,6 +421,50 @@ impl Config {
             url
         };
         url.trim_end_matches('/').to_string()
+    }
+
+    /// The model settings among the options.
+    pub fn model_settings(&self) -> ModelSettings {
+        ModelSettings {
+            temperature: self.temperature,
+            top_p: self.top_p,
+            top_k: self.top_k,
+            stop: self.stop.clone(),
+            seed: self.seed,
+            tool_choice: self.tool_choice.clone(),
+            parallel_tool_calls: self.parallel_tool_calls,
+            reasoning: self.reasoning,
+            extra_body: self.extra_body.clone(),
+        }
+    }
+
+    /// Set the model settings among the options (every one, given or not).
+    pub fn set_model_settings(&mut self, settings: ModelSettings) {
+        let ModelSettings {
+            temperature,
+            top_p,
+            top_k,
+            stop,
+            seed,
+            tool_choice,
+            parallel_tool_calls,
+            reasoning,
+            extra_body,
+        } = settings;
+        self.temperature = temperature;
+        self.top_p = top_p;
+        self.top_k = top_k;
+        self.stop = stop;
+        self.seed = seed;
+        self.tool_choice = tool_choice;
+        self.parallel_tool_calls = parallel_tool_calls;
+        self.reasoning = reasoning;
+        self.extra_body = extra_body;
+    }
+
+    /// Whether requests carry anthropic `cache_control` breakpoints.
+    pub fn prompt_cache_on(&self) -> bool {
+        self.style == Style::Anthropic && self.prompt_cache != Some(false)
     }
 
     /// The API key in use, if any.

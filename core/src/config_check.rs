@@ -82,6 +82,21 @@ pub(crate) fn check_client(config: &Config, spelling: Spelling) -> Result<()> {
     if let Some(problem) = config_problem(&config.shell_env, &config.sandbox) {
         return Err(bad(problem));
     }
+    config
+        .model_settings()
+        .check(config.style, config.max_tokens, "")
+        .map_err(bad)?;
+    if config.prompt_cache.is_some() && !matches!(config.style, Style::Anthropic | Style::Scripted)
+    {
+        let style = serde_json::to_value(config.style)?;
+        return Err(bad(ConfigError::new(
+            "prompt_cache",
+            format!(
+                "style {style} has no cache breakpoints to turn on or off (its servers cache \
+                 prompts by themselves); leave it out"
+            ),
+        )));
+    }
     match (&config.style, &config.script) {
         (Style::Scripted, None) => {
             return Err(bad(ConfigError::new(

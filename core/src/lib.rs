@@ -46,6 +46,8 @@
 //! - [`compact`]: compaction of a long conversation ([`CompactionConfig`], [`Compactor`],
 //!   [`Client::compact`]).
 //! - [`sandbox`]: how bash's commands are confined, and what this kernel offers ([`sandbox::status`]).
+//! - [`settings`]: the model settings (temperature, top_p, top_k, stop, seed, tool_choice,
+//!   parallel_tool_calls, reasoning, extra_body) of a client and of one run ([`ModelSettings`]).
 
 #![warn(missing_docs)]
 
@@ -72,6 +74,7 @@ pub mod sandbox;
 mod schema;
 mod scope;
 mod script;
+pub mod settings;
 mod shown;
 mod source_shared;
 mod spelling;
@@ -102,6 +105,7 @@ pub use remote::{load_remote, HookState, RemoteHook, RemoteSource};
 pub use run::{Run, RunOptions};
 pub use sandbox::{SandboxConfig, SandboxStatus};
 pub use script::{ScriptCall, ScriptEntry, ScriptError};
+pub use settings::{Effort, ModelSettings, ToolChoice};
 pub use spelling::Spelling;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{

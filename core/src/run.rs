@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
 use crate::event::{Event, TurnResult};
+use crate::settings::ModelSettings;
 use crate::tool::Allowlist;
 
 /// Options of one run.
@@ -28,6 +29,9 @@ pub struct RunOptions {
     /// Model responses for this run instead of the client's `max_turns` (a policy's
     /// `compute.maxTurns` still lowers it).
     pub max_turns: Option<u32>,
+    /// Model settings for this run: each one given replaces the client's for this run only
+    /// (checked against the client's style when the run starts).
+    pub settings: Option<ModelSettings>,
 }
 
 impl RunOptions {
@@ -46,6 +50,12 @@ impl RunOptions {
     /// At most `n` model responses in this run.
     pub fn max_turns(mut self, n: u32) -> Self {
         self.max_turns = Some(n);
+        self
+    }
+
+    /// Model settings for this run (each one given replaces the client's).
+    pub fn settings(mut self, settings: ModelSettings) -> Self {
+        self.settings = Some(settings);
         self
     }
 }

@@ -19,6 +19,7 @@ use crate::gate::{
 use crate::model::{complete_with_retry, ModelRequest, RawCall};
 use crate::policy::{self, Budget, Ceilings};
 use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
+use crate::settings::TurnSettings;
 use crate::tool::{
     allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, ToolSpec, CALL_TOOL,
 };
@@ -45,6 +46,8 @@ pub(crate) struct TurnSetup {
     /// Also count every token the turn spends here (the parent's subagent call), as it goes,
     /// so a cancelled child's spending is counted too.
     pub report_to: Option<UsageCell>,
+    /// The run's model settings (over the client's); `None` = the client's.
+    pub settings: Option<TurnSettings>,
 }
 
 /// Which client `inner` is: the address of its shared state.
@@ -80,6 +83,7 @@ pub(crate) async fn run_turn(
         run_allow: setup.allow.as_ref(),
         narrow: None,
         max_turns: setup.max_turns,
+        settings: setup.settings.as_ref(),
         report_to: setup.report_to.as_ref(),
         cancel: &cancel,
         sink: &sink,
@@ -222,6 +226,8 @@ pub(crate) struct Turn<'a> {
     pub narrow: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
     /// Replaces the client's `max_turns` for this turn.
     pub max_turns: Option<u32>,
+    /// The run's model settings; `None` = the client's.
+    pub settings: Option<&'a TurnSettings>,
     /// Also counts every token the turn spends (a parent's subagent call).
     pub report_to: Option<&'a UsageCell>,
     pub cancel: &'a CancellationToken,
@@ -280,12 +286,14 @@ impl Turn<'_> {
                 }
                 Err(stopped) => return stopped,
             }
+            let settings = self.settings.unwrap_or(inner.settings());
             let (body, sent) = inner.with_messages(|messages| {
                 let body = inner.backend().body(&ModelRequest {
                     system,
                     model,
                     messages,
                     tools: &tools,
+                    settings: settings.for_request(index),
                     images: None,
                 });
                 (body, messages.len())

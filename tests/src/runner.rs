@@ -72,16 +72,7 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         Ok(c) => c,
         // SPEC "Approval policies": the creation error is the result; no turn runs.
         Err(e) if scenario.expect.config_error_contains.is_some() => {
-            let requests = server.requests.get();
-            server.shutdown().await;
-            return Ok(Trace {
-                scenario: scenario.name.clone(),
-                binding: "rust".into(),
-                requests,
-                workspace: snapshot(root.path()),
-                config_error: Some(e),
-                ..Default::default()
-            });
+            return refused(scenario, server, root.path(), e).await;
         }
         Err(e) => return Err(e),
     };
@@ -125,15 +116,37 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
                 r.register_into(&client)?;
             }
         }
-        let mut run = match &chain {
-            None => client.stream(prompt.clone()),
-            Some(Ok(c)) => client.stream_chain(c, prompt.clone()),
+        // Extension `run_settings`: the first prompt's run has its own model settings.
+        let mut options = contenox::RunOptions::default();
+        if let (0, Some(v)) = (i, scenario.extra.get("run_settings")) {
+            match contenox::ModelSettings::from_value(v, contenox::Spelling::Snake) {
+                Ok(s) => options = options.settings(s),
+                Err(e) if scenario.expect.config_error_contains.is_some() => {
+                    client.close();
+                    return refused(scenario, server, root.path(), e.to_string()).await;
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        let started = match &chain {
+            None => client.stream_with(prompt.clone(), options),
+            Some(Ok(c)) => client.stream_chain_with(c, prompt.clone(), options),
             Some(Err(e)) => {
                 chain_error = Some(e.clone());
                 break;
             }
-        }
-        .map_err(|e| e.to_string())?;
+        };
+        let mut run = match started {
+            Ok(run) => run,
+            // A run's settings refused as a configuration: the error is the result.
+            Err(e @ contenox::Error::Config(_))
+                if scenario.expect.config_error_contains.is_some() =>
+            {
+                client.close();
+                return refused(scenario, server, root.path(), e.to_string()).await;
+            }
+            Err(e) => return Err(e.to_string()),
+        };
         while let Some(event) = run.next_event().await {
             for (i, action) in scenario.actions.iter().enumerate() {
                 if fired[i] || !event_matches(&event, &action.on) {
@@ -190,6 +203,26 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         config_error: None,
         compactions: told,
         extra,
+    })
+}
+
+/// The trace of a scenario whose client (or first run) was refused as a configuration: the
+/// error, and what the server received (nothing, when the check came first).
+async fn refused(
+    scenario: &Scenario,
+    server: fake::FakeServer,
+    root: &Path,
+    error: String,
+) -> Result<Trace, String> {
+    let requests = server.requests.get();
+    server.shutdown().await;
+    Ok(Trace {
+        scenario: scenario.name.clone(),
+        binding: "rust".into(),
+        requests,
+        workspace: snapshot(root),
+        config_error: Some(error),
+        ..Default::default()
     })
 }
 

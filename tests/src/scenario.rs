@@ -643,6 +643,23 @@ impl Usage {
     }
 }
 
+/// A model entry's `usage`: counts to report, or `"counted"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UsageSpec {
+    /// These counts.
+    Given(Usage),
+    /// The fake counts the request itself.
+    Counted(Counted),
+}
+
+/// The word `"counted"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Counted {
+    Counted,
+}
+
 /// One model response of the script.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ModelEntry {
@@ -654,9 +671,11 @@ pub struct ModelEntry {
     pub error: Option<ErrorSpec>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stall: bool,
-    /// Reported in the style's own usage fields; absent = 0 and 0.
+    /// Reported in the style's own usage fields; absent = 0 and 0; `"counted"` = the fake
+    /// counts the request's tokens itself (and on anthropic applies the prompt cache's prefix
+    /// rule, see `fake/prompt_cache.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub usage: Option<UsageSpec>,
     /// The server sends this many bytes of the body, then aborts the connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub break_after_bytes: Option<usize>,
@@ -692,8 +711,13 @@ impl ModelEntry {
         }
     }
 
-    pub fn usage(&self) -> Usage {
-        self.usage.unwrap_or_default()
+    /// The counts an entry gives (`None` when the fake counts them itself).
+    pub fn usage(&self) -> Option<Usage> {
+        match self.usage {
+            None => Some(Usage::default()),
+            Some(UsageSpec::Given(u)) => Some(u),
+            Some(UsageSpec::Counted(_)) => None,
+        }
     }
 
     pub fn validate(&self, style: Style) -> Result<(), String> {
@@ -708,7 +732,7 @@ impl ModelEntry {
         if kinds > 1 {
             return Err("text/tool_calls, error and stall exclude each other".into());
         }
-        if let Some(u) = &self.usage {
+        if let Some(UsageSpec::Given(u)) = &self.usage {
             u.validate(style)?;
         }
         if let Some(e) = &self.error {
@@ -1118,7 +1142,7 @@ mod tests {
         assert!(s.subagents[0].in_parent && !s.subagents[1].in_parent);
         assert_eq!(s.subagents[0].wait_for, Some(vec![WaitAnswer::Never]));
         assert!(s.subagents[1].before_tool.is_none());
-        assert_eq!(s.model[0].usage().uncached_input(), 5);
+        assert_eq!(s.model[0].usage().unwrap().uncached_input(), 5);
         assert_eq!(s.settle_ms, Some(10));
         let base = |extra: &str| {
             format!(

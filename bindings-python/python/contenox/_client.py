@@ -16,9 +16,12 @@ from ._errors import ConfigurationError
 from ._tools import Tool, _hints_dict
 from ._types import (
     CompactionOptions,
+    ModelSettings,
     PolicySource,
+    Reasoning,
     SandboxOptions,
     Tier,
+    ToolChoice,
     Transcript,
     TurnResult,
 )
@@ -79,6 +82,20 @@ def _policy_value(policy: PolicySource | None) -> Any:
     if isinstance(policy, Mapping):
         return dict(policy)
     return policy
+
+
+def _settings_json(settings: ModelSettings | Mapping[str, Any] | None) -> str | None:
+    """A run's ``settings`` as the engine's JSON (None when not given); the engine checks them."""
+    if settings is None:
+        return None
+    if not isinstance(settings, Mapping):
+        raise ConfigurationError(
+            f"settings must be a mapping of model settings, got {type(settings).__name__}"
+        )
+    try:
+        return json.dumps({k: v for k, v in settings.items() if v is not None})
+    except (TypeError, ValueError) as e:
+        raise ConfigurationError(f"settings: not JSON: {e}") from e
 
 
 def _config_json(options: Mapping[str, Any]) -> str:
@@ -269,28 +286,53 @@ class Client:
     def __init__(self, native: _native.Client) -> None:
         self._native = native
 
-    async def run(self, prompt: str, *, allow: Sequence[str] | None = None) -> TurnResult:
+    async def run(
+        self,
+        prompt: str,
+        *,
+        allow: Sequence[str] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> TurnResult:
         """Run one turn to its end. Resolves with outcome ``done``, ``cancelled``,
         ``max_turns``, ``budget`` or ``error`` (the transcript kept in each case). Cancelling the
         awaiting task cancels the turn and raises ``asyncio.CancelledError``.
 
         ``allow``: an allowlist for this turn only (``*``, names, ``!name``), intersected with
-        the client's: it can only narrow."""
-        return TurnResult.from_native(await self._native.run(prompt, _list(allow)))
+        the client's: it can only narrow. ``settings``: model settings for this turn only
+        (``{"temperature": 0, "seed": 7}``; each key given replaces the client's), checked as
+        the client's are: a :class:`ConfigurationError` before anything is sent."""
+        return TurnResult.from_native(
+            await self._native.run(prompt, _list(allow), _settings_json(settings))
+        )
 
-    def run_sync(self, prompt: str, *, allow: Sequence[str] | None = None) -> TurnResult:
+    def run_sync(
+        self,
+        prompt: str,
+        *,
+        allow: Sequence[str] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> TurnResult:
         """:meth:`run` for scripts: blocks until the turn ends. Inside a running event loop
         (Jupyter) the turn runs on a helper thread with its own loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(prompt, allow=allow))
+            return asyncio.run(self.run(prompt, allow=allow, settings=settings))
         with concurrent.futures.ThreadPoolExecutor(1, "contenox-run-sync") as pool:
-            return pool.submit(asyncio.run, self.run(prompt, allow=allow)).result()
+            return pool.submit(
+                asyncio.run, self.run(prompt, allow=allow, settings=settings)
+            ).result()
 
-    def stream(self, prompt: str, *, allow: Sequence[str] | None = None) -> Run:
-        """Start a turn and return its :class:`Run` handle (``allow`` as in :meth:`run`)."""
-        return Run(self._native.stream(prompt, _list(allow)), prompt)
+    def stream(
+        self,
+        prompt: str,
+        *,
+        allow: Sequence[str] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> Run:
+        """Start a turn and return its :class:`Run` handle (``allow`` and ``settings`` as in
+        :meth:`run`)."""
+        return Run(self._native.stream(prompt, _list(allow), _settings_json(settings)), prompt)
 
     async def run_chain(
         self,
@@ -298,14 +340,17 @@ class Client:
         input: str = "",
         *,
         allow: Sequence[str] | None = None,
+        settings: ModelSettings | None = None,
     ) -> TurnResult:
         """Run a task chain (the chain JSON: a dict or its text) on ``input``, as one turn of
         this client: its model and tool calls go through this client's gate, allowlists and
         events (plus ``chain_task_start`` / ``chain_task_end``). A chain that does not read
         raises :class:`ConfigurationError` naming the field, before anything runs. ``final_text`` is
-        the output of the last task that ran."""
+        the output of the last task that ran. ``allow`` and ``settings`` as in :meth:`run`."""
         return TurnResult.from_native(
-            await self._native.run_chain(_chain_text(chain), input, _list(allow))
+            await self._native.run_chain(
+                _chain_text(chain), input, _list(allow), _settings_json(settings)
+            )
         )
 
     def stream_chain(
@@ -314,9 +359,15 @@ class Client:
         input: str = "",
         *,
         allow: Sequence[str] | None = None,
+        settings: ModelSettings | None = None,
     ) -> Run:
         """Start a task chain on ``input`` and return its :class:`Run` handle."""
-        return Run(self._native.stream_chain(_chain_text(chain), input, _list(allow)), input)
+        return Run(
+            self._native.stream_chain(
+                _chain_text(chain), input, _list(allow), _settings_json(settings)
+            ),
+            input,
+        )
 
     @overload
     def tool(self, fn: F) -> F: ...
@@ -555,6 +606,16 @@ def create_client(
     sandbox: SandboxOptions | None = None,
     web_fetch_allow_private: bool | None = None,
     compaction: CompactionOptions | None = None,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    top_k: int | None = None,
+    stop: Sequence[str] | None = None,
+    seed: int | None = None,
+    tool_choice: ToolChoice | None = None,
+    parallel_tool_calls: bool | None = None,
+    reasoning: Reasoning | None = None,
+    extra_body: Mapping[str, Any] | None = None,
+    prompt_cache: bool | None = None,
     on_compact: OnCompact | None = None,
     compactor: Compactor | None = None,
     hooks: Hooks | None = None,
@@ -593,6 +654,15 @@ def create_client(
     opt-in ``websearch`` builtin. ``remote``: sources from :func:`contenox.load_remote` whose
     tools the client gets (as ``source.register_into(client)``).
 
+    Model settings (:class:`ModelSettings`; ``run(prompt, settings=...)`` replaces them for one
+    turn): ``temperature``, ``top_p``, ``top_k`` (anthropic, ollama), ``stop``, ``seed``
+    (openai, ollama), ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or ``{"name":
+    tool}``), ``parallel_tool_calls``, ``reasoning`` (``{"effort": "low"}`` or, on anthropic,
+    ``{"budget_tokens": N}``) and ``extra_body`` (merged into the request body last). Each
+    reaches the request in its style's spelling; one a style has no such thing for is a
+    ConfigurationError. ``prompt_cache``: anthropic prompt caching, on by default (False turns
+    it off).
+
     Compaction: ``compaction={"threshold_tokens": N, "keep_recent": 4, "instructions": ...}``
     summarises the older part of the conversation when the context is over N tokens (and
     when a server refuses a request as too long); ``on_compact=fn(notice)`` is told after
@@ -625,6 +695,16 @@ def create_client(
             "sandbox": sandbox,
             "web_fetch_allow_private": web_fetch_allow_private,
             "compaction": dict(compaction) if compaction is not None else None,
+            "temperature": temperature,
+            "top_p": top_p,
+            "top_k": top_k,
+            "stop": list(stop) if stop is not None else None,
+            "seed": seed,
+            "tool_choice": dict(tool_choice) if isinstance(tool_choice, Mapping) else tool_choice,
+            "parallel_tool_calls": parallel_tool_calls,
+            "reasoning": dict(reasoning) if reasoning is not None else None,
+            "extra_body": dict(extra_body) if extra_body is not None else None,
+            "prompt_cache": prompt_cache,
             **options,
         }
     )

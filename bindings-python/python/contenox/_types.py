@@ -12,6 +12,10 @@ from typing import Any, Literal, TypedDict, Union
 
 __all__ = [
     "CompactionOptions",
+    "Effort",
+    "ModelSettings",
+    "Reasoning",
+    "ToolChoice",
     "hints_wire",
     "JSON",
     "Outcome",
@@ -40,6 +44,47 @@ PolicySource = Union[Mapping[str, Any], str, os.PathLike[str]]
 """An approval policy (hitl-policy-v1) as the option ``policy`` takes it: the document (a dict,
 e.g. ``contenox.policies.default()``), its JSON text, or the path of a file holding it. The
 engine reads and checks it whole; a policy that does not validate is a ConfigurationError."""
+
+
+Effort = Literal["minimal", "low", "medium", "high"]
+"""A reasoning effort."""
+
+ToolChoice = Union[Literal["auto", "required", "none"], Mapping[str, str]]
+"""``"auto"``, ``"required"``, ``"none"``, or ``{"name": TOOL}``: whether and which tool the
+model must call. A choice that forces a call holds for the turn's first request only."""
+
+
+class Reasoning(TypedDict, total=False):
+    """The option ``reasoning``: an ``effort`` (openai ``reasoning_effort``, anthropic
+    ``thinking`` with a budget of 1024/2048/4096/8192 tokens, ollama ``think``) or, on the
+    anthropic style, ``budget_tokens`` directly; exactly one."""
+
+    effort: Effort
+    budget_tokens: int
+
+
+class ModelSettings(TypedDict, total=False):
+    """Model settings, as ``create_client`` takes them and as ``run(prompt, settings=...)``
+    replaces them for one run (each key given replaces the client's). Each reaches the request
+    in its style's own spelling; one a style has no such thing for is a ConfigurationError."""
+
+    temperature: float
+    """0 and up (at most 2 on openai, 1 on anthropic)."""
+    top_p: float
+    """From 0 to 1."""
+    top_k: int
+    """Anthropic and ollama; at least 1."""
+    stop: Sequence[str]
+    """Sequences that end the answer."""
+    seed: int
+    """OpenAI and ollama."""
+    tool_choice: ToolChoice
+    parallel_tool_calls: bool
+    """Whether the model may call several tools in one answer (openai and anthropic)."""
+    reasoning: Reasoning
+    extra_body: Mapping[str, Any]
+    """Merged into the request body last (JSON merge patch); may not set ``model``,
+    ``messages``, ``tools`` or ``stream``."""
 
 
 class SandboxOptions(TypedDict, total=False):

@@ -108,6 +108,7 @@ impl Tool for SubagentTool {
                 max_turns: self.settings.max_turns,
                 scope: Some(scope),
                 fresh: self.settings.fresh,
+                settings: None,
                 report_to: Some(ctx.spent.clone()),
             },
             cancel.clone(),

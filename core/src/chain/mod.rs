@@ -109,8 +109,19 @@ use crate::error::Result;
 use crate::event::TurnResult;
 use crate::run::{Run, RunOptions};
 use crate::tool::EventSink;
+use crate::turn::TurnSetup;
 
 impl Client {
+    /// What a chain run starts with: the run's allowlist, `max_turns` and settings.
+    fn chain_setup(&self, options: &RunOptions) -> Result<TurnSetup> {
+        Ok(TurnSetup {
+            allow: options.allow.clone(),
+            max_turns: options.max_turns,
+            settings: self.run_settings(options)?,
+            ..TurnSetup::default()
+        })
+    }
+
     /// Run a task chain with `input` to its end, as one turn of this client (see
     /// [`crate::chain`]). Resolves with the outcome, the output text of the last task that
     /// ran, usage and transcript; `Err` only when the client was closed.
@@ -128,13 +139,13 @@ impl Client {
         options: RunOptions,
     ) -> Result<TurnResult> {
         self.check_open()?;
+        let setup = self.chain_setup(&options)?;
         let (cancel, _link) = self.turn_token(&options);
         Ok(run::run_chain(
             self.state().clone(),
             Arc::new(chain.clone()),
             input.into(),
-            options.allow,
-            options.max_turns,
+            setup,
             cancel,
             EventSink::discard(),
         )
@@ -155,14 +166,14 @@ impl Client {
         options: RunOptions,
     ) -> Result<Run> {
         self.check_open()?;
+        let setup = self.chain_setup(&options)?;
         let (cancel, link) = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
         let chain = run::run_chain(
             self.state().clone(),
             Arc::new(chain.clone()),
             input.into(),
-            options.allow,
-            options.max_turns,
+            setup,
             cancel.clone(),
             EventSink::new(tx),
         );

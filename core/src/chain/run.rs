@@ -14,9 +14,10 @@ use crate::client_state::ClientState;
 use crate::error::cut;
 use crate::event::{Event, Outcome, TurnResult, Usage};
 use crate::scope::{TurnScope, UsageCell};
+use crate::settings::TurnSettings;
 use crate::tool::{Allowlist, EventSink, ToolOutput};
 use crate::transcript::{Message, ToolCall};
-use crate::turn::{client_id, Response, Turn, CANCELLED_RESULT, MAX_TURNS_RESULT};
+use crate::turn::{client_id, Response, Turn, TurnSetup, CANCELLED_RESULT, MAX_TURNS_RESULT};
 
 /// The result of a call the model asked for that no `execute_tool_calls` task ran before the
 /// chain went on without it or ended.
@@ -76,8 +77,7 @@ pub(crate) async fn run_chain(
     inner: Arc<ClientState>,
     chain: Arc<Chain>,
     input: String,
-    run_allow: Option<Allowlist>,
-    max_turns: Option<u32>,
+    setup: TurnSetup,
     cancel: CancellationToken,
     sink: EventSink,
 ) -> TurnResult {
@@ -90,8 +90,9 @@ pub(crate) async fn run_chain(
     let mut run = ChainRun {
         inner: &inner,
         chain: &chain,
-        run_allow: run_allow.as_ref(),
-        max_turns,
+        run_allow: setup.allow.as_ref(),
+        max_turns: setup.max_turns,
+        settings: setup.settings,
         // A host's own run: the client's gate only, as for a turn of its own.
         scope: TurnScope::root(client_id(&inner), inner.clone()),
         cancel: &cancel,
@@ -134,6 +135,8 @@ struct ChainRun<'a> {
     run_allow: Option<&'a Allowlist>,
     /// The run's `max_turns` (replaces the client's, as for a turn).
     max_turns: Option<u32>,
+    /// The run's model settings (over the client's, as for a turn).
+    settings: Option<TurnSettings>,
     /// The gates the chain's calls pass (its tasks' turns run in it).
     scope: TurnScope,
     cancel: &'a CancellationToken,
@@ -387,6 +390,7 @@ impl ChainRun<'_> {
             run_allow: self.run_allow,
             narrow: Some(narrow),
             max_turns: self.max_turns,
+            settings: self.settings.as_ref(),
             report_to: None,
             cancel,
             sink: self.sink,

@@ -129,6 +129,9 @@ pub(crate) enum CompactFailed {
 /// module needs nothing of either).
 pub(crate) struct Compaction<'a> {
     pub backend: &'a dyn Backend,
+    /// The client's model settings (a summary request offers no tools, so no tool choice
+    /// reaches it).
+    pub model_settings: &'a crate::settings::ModelSettings,
     pub retry: &'a RetryPolicy,
     /// `keep_recent` and `instructions` (the defaults when the option is not set).
     pub settings: &'a CompactionConfig,
@@ -266,6 +269,7 @@ impl Compaction<'_> {
             model: None,
             messages: &messages,
             tools: &[],
+            settings: self.model_settings,
             images: None,
         });
         // The summary's own text and requests are not the turn's: only the compact event

@@ -18,6 +18,8 @@ pub(crate) struct Anthropic {
     http: Http,
     model: String,
     max_tokens: u32,
+    /// Whether requests carry `cache_control` breakpoints (config `prompt_cache`).
+    cache: bool,
     headers: Vec<(&'static str, String)>,
 }
 
@@ -27,6 +29,7 @@ impl Anthropic {
             http,
             model: config.model.clone().unwrap_or_default(),
             max_tokens: config.max_tokens,
+            cache: config.prompt_cache_on(),
             headers: auth_headers(config),
         }
     }
@@ -205,7 +208,12 @@ impl Assembler {
 #[async_trait]
 impl Backend for Anthropic {
     fn body(&self, req: &ModelRequest<'_>) -> RequestBody {
-        render(req.model.unwrap_or(&self.model), self.max_tokens, req)
+        render(
+            req.model.unwrap_or(&self.model),
+            self.max_tokens,
+            self.cache,
+            req,
+        )
     }
 
     async fn send(
@@ -268,12 +276,14 @@ mod tests {
 
     /// The rendered body read back, for the tests that look at its parts.
     fn body(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Value {
-        serde_json::from_slice(&render(model, max_tokens, req)).unwrap()
+        serde_json::from_slice(&render(model, max_tokens, false, req)).unwrap()
     }
 
     #[test]
     fn the_body_bytes_are_those_of_the_value_rendering() {
-        crate::model::value_body::assert_same_bytes(crate::model::value_body::anthropic, render);
+        use crate::model::value_body::{anthropic, anthropic_cached, assert_same_bytes};
+        assert_same_bytes(anthropic, |m, t, r| render(m, t, false, r));
+        assert_same_bytes(anthropic_cached, |m, t, r| render(m, t, true, r));
     }
 
     #[test]
@@ -301,6 +311,7 @@ mod tests {
                 model: None,
                 messages: &messages,
                 tools: &[],
+                settings: &crate::settings::ModelSettings::default(),
                 images: None,
             },
         );
@@ -380,6 +391,7 @@ mod tests {
                 model: None,
                 messages: &messages,
                 tools: &[],
+                settings: &crate::settings::ModelSettings::default(),
                 images: None,
             },
         );

@@ -12,21 +12,51 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::images::{wire_image, WireImage};
-use super::wire_json::{to_body, wire_name, ArgsObject, Tools};
+use super::settings_body::{with_extra_body, AnthropicToolChoice, Thinking};
+use super::wire_json::{to_body, wire_name, ArgsObject};
 use super::{ModelRequest, RequestBody};
 use crate::tool::ToolSpec;
 use crate::transcript::{join_text, Message, Part, Reasoning};
 
-/// The request body's bytes.
-pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> RequestBody {
-    to_body(&Body {
+/// The request body's bytes; with `cache`, `cache_control` breakpoints (see
+/// [`mark_breakpoints`]).
+pub(crate) fn render(
+    model: &str,
+    max_tokens: u32,
+    cache: bool,
+    req: &ModelRequest<'_>,
+) -> RequestBody {
+    let s = req.settings;
+    let has_tools = !req.tools.is_empty();
+    let mut messages = merged(req);
+    if cache {
+        mark_breakpoints(&mut messages);
+    }
+    let body = to_body(&Body {
         max_tokens,
-        messages: merged(req),
+        messages,
         model,
+        stop_sequences: s.stop.as_deref(),
         stream: true,
-        system: req.system,
-        tools: Tools(req.tools, Tool::of),
-    })
+        system: req.system.map(|text| match cache {
+            false => System::Text(text),
+            true => System::Blocks([SystemBlock {
+                cache_control: EPHEMERAL,
+                text,
+                r#type: "text",
+            }]),
+        }),
+        temperature: s.temperature,
+        thinking: Thinking::of(s),
+        tool_choice: AnthropicToolChoice::of(s, has_tools),
+        tools: AnthropicTools {
+            specs: req.tools,
+            cache,
+        },
+        top_k: s.top_k,
+        top_p: s.top_p,
+    });
+    with_extra_body(body, s)
 }
 
 #[derive(Serialize)]
@@ -34,11 +64,94 @@ struct Body<'a> {
     max_tokens: u32,
     messages: Vec<WireMessage<'a>>,
     model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_sequences: Option<&'a [String]>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<&'a str>,
-    #[serde(skip_serializing_if = "Tools::is_empty")]
-    tools: Tools<'a, Tool<'a>>,
+    system: Option<System<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<AnthropicToolChoice<'a>>,
+    #[serde(skip_serializing_if = "AnthropicTools::is_empty")]
+    tools: AnthropicTools<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_k: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+}
+
+/// `{"type": "ephemeral"}`: a prompt-cache breakpoint, the prefix up to its block cached.
+#[derive(Serialize, Clone, Copy)]
+pub(crate) struct CacheControl {
+    r#type: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl {
+    r#type: "ephemeral",
+};
+
+/// Breakpoints in the messages: the last block of the newest message (this request's prefix is
+/// written for the next one), and the last block of the user message before the newest
+/// assistant message, where the previous request of a tool loop or a conversation ended (its
+/// prefix, written then, is read now; the API's own look-back of 20 blocks would miss it after
+/// a reply with many calls). With the last tool and the system prompt, at most four, as the API
+/// allows; each request moves them forward. Only user blocks are marked (text, image, tool
+/// result), never a thinking block, which the API does not let carry one.
+fn mark_breakpoints(messages: &mut [WireMessage<'_>]) {
+    let mark = |m: &mut WireMessage<'_>| {
+        if let Some(block) = m.content.last_mut() {
+            block.set_cache_control();
+        }
+    };
+    let assistant = messages.iter().rposition(|m| m.role == "assistant");
+    if let Some(before) = assistant.and_then(|a| a.checked_sub(1)) {
+        if messages[before].role == "user" {
+            mark(&mut messages[before]);
+        }
+    }
+    if let Some(last) = messages.last_mut().filter(|m| m.role == "user") {
+        mark(last);
+    }
+}
+
+/// The system prompt: a string, or with caching one text block carrying a breakpoint.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum System<'a> {
+    Text(&'a str),
+    Blocks([SystemBlock<'a>; 1]),
+}
+
+#[derive(Serialize)]
+struct SystemBlock<'a> {
+    cache_control: CacheControl,
+    text: &'a str,
+    r#type: &'static str,
+}
+
+/// The tools as anthropic declares them; with caching the last one carries a breakpoint.
+struct AnthropicTools<'a> {
+    specs: &'a [std::sync::Arc<ToolSpec>],
+    cache: bool,
+}
+
+impl AnthropicTools<'_> {
+    fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+}
+
+impl Serialize for AnthropicTools<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let last = self.specs.len().saturating_sub(1);
+        s.collect_seq(self.specs.iter().enumerate().map(|(i, t)| Tool {
+            cache_control: (self.cache && i == last).then_some(EPHEMERAL),
+            ..Tool::of(t)
+        }))
+    }
 }
 
 /// One wire message: the blocks of adjacent engine messages of its role.
@@ -54,10 +167,14 @@ struct WireMessage<'a> {
 #[serde(untagged)]
 enum Block<'a> {
     Text {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
         text: Cow<'a, str>,
         r#type: &'static str,
     },
     Image {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
         source: ImageSource<'a>,
         r#type: &'static str,
     },
@@ -76,6 +193,8 @@ enum Block<'a> {
         r#type: &'static str,
     },
     ToolResult {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
         content: ResultContent<'a>,
         is_error: bool,
         tool_use_id: &'a str,
@@ -84,6 +203,18 @@ enum Block<'a> {
     /// A block of the API's own kind the engine kept without interpreting it (a server tool's
     /// use and result), sent back as it came.
     Provider(&'a Value),
+}
+
+impl Block<'_> {
+    /// Make this block a cache breakpoint (user blocks; the others cannot carry one).
+    fn set_cache_control(&mut self) {
+        if let Block::Text { cache_control, .. }
+        | Block::Image { cache_control, .. }
+        | Block::ToolResult { cache_control, .. } = self
+        {
+            *cache_control = Some(EPHEMERAL);
+        }
+    }
 }
 
 /// `{"data", "media_type", "type": "base64"}`.
@@ -161,6 +292,7 @@ fn merged<'a>(req: &ModelRequest<'a>) -> Vec<WireMessage<'a>> {
                 push(
                     "user",
                     Block::ToolResult {
+                        cache_control: None,
                         content,
                         is_error: *is_error,
                         tool_use_id: call_id,
@@ -179,6 +311,7 @@ fn user_block<'a>(p: &'a Part, req: &ModelRequest<'a>) -> Option<Block<'a>> {
         Part::Text { text } => text_block(text),
         Part::Image(image) => Some(match wire_image(image, req) {
             WireImage::Data { media_type, data } => Block::Image {
+                cache_control: None,
                 source: ImageSource {
                     data,
                     media_type,
@@ -187,6 +320,7 @@ fn user_block<'a>(p: &'a Part, req: &ModelRequest<'a>) -> Option<Block<'a>> {
                 r#type: "image",
             },
             WireImage::Note(note) => Block::Text {
+                cache_control: None,
                 text: Cow::Owned(note),
                 r#type: "text",
             },
@@ -220,14 +354,18 @@ fn thinking_block(r: &Reasoning) -> Option<Block<'_>> {
 /// (the user messages around it merge).
 fn text_block(text: &str) -> Option<Block<'_>> {
     (!text.trim().is_empty()).then_some(Block::Text {
+        cache_control: None,
         text: Cow::Borrowed(text),
         r#type: "text",
     })
 }
 
-/// A tool as anthropic declares it: `{"description", "input_schema", "name"}`.
+/// A tool as anthropic declares it: `{"description", "input_schema", "name"}` (and a
+/// breakpoint on the last one, with caching).
 #[derive(Serialize)]
 struct Tool<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
     description: &'a str,
     input_schema: &'a Value,
     name: &'a str,
@@ -236,6 +374,7 @@ struct Tool<'a> {
 impl<'a> Tool<'a> {
     fn of(t: &'a ToolSpec) -> Self {
         Tool {
+            cache_control: None,
             description: &t.description,
             input_schema: &t.input_schema,
             name: &t.name,

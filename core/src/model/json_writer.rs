@@ -37,6 +37,11 @@ impl JsonBytes {
         self.put(text.as_bytes());
     }
 
+    /// Bytes that are JSON already (a value copied from another body).
+    pub fn put_bytes(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+
     /// `text` as a JSON string.
     pub fn string(&mut self, text: &str) {
         self.0.push(b'"');

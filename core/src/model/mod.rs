@@ -20,6 +20,7 @@ mod parts_wire_tests;
 pub(crate) mod redact;
 mod retry;
 mod scripted;
+mod settings_body;
 pub(crate) mod sse;
 #[cfg(test)]
 mod value_body;
@@ -64,6 +65,9 @@ pub(crate) struct ModelRequest<'a> {
     pub model: Option<&'a str>,
     pub messages: &'a [Message],
     pub tools: &'a [std::sync::Arc<ToolSpec>],
+    /// This request's model settings. A tool choice and `parallel_tool_calls` are sent only
+    /// when the request offers tools (the servers refuse them otherwise).
+    pub settings: &'a crate::settings::ModelSettings,
     /// The images of `messages` given by path, read for this request (`None`: none were read,
     /// and each is sent as a note saying so).
     pub images: Option<&'a ResolvedImages>,

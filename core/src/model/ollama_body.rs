@@ -11,36 +11,57 @@ use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
 
 use super::images::{wire_image, WireImage};
+use super::settings_body::{ollama_think, with_extra_body};
 use super::wire_json::{to_body, wire_name, ArgsObject, ErrorPrefixed, FunctionTool, Tools};
 use super::{ModelRequest, RequestBody};
 use crate::transcript::{join_text, Message, Part};
 
 /// The request body's bytes.
 pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> RequestBody {
-    to_body(&Body {
+    let s = req.settings;
+    let body = to_body(&Body {
         messages: Messages(req),
         model,
         options: Options {
             num_predict: max_tokens,
+            seed: s.seed,
+            stop: s.stop.as_deref(),
+            temperature: s.temperature,
+            top_k: s.top_k,
+            top_p: s.top_p,
         },
         stream: true,
+        think: ollama_think(s),
         tools: Tools(req.tools, FunctionTool::of),
-    })
+    });
+    with_extra_body(body, s)
 }
 
 #[derive(Serialize)]
 struct Body<'a> {
     messages: Messages<'a>,
     model: &'a str,
-    options: Options,
+    options: Options<'a>,
     stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    think: Option<&'static str>,
     #[serde(skip_serializing_if = "Tools::is_empty")]
     tools: Tools<'a, FunctionTool<'a>>,
 }
 
 #[derive(Serialize)]
-struct Options {
+struct Options<'a> {
     num_predict: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop: Option<&'a [String]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_k: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
 }
 
 /// The system prompt (when there is one) and then every message.

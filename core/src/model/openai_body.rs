@@ -10,6 +10,7 @@
 
 use super::images::{wire_image, WireImage};
 use super::json_writer::JsonBytes;
+use super::settings_body;
 use super::wire_json::{args_text, wire_name, ERROR_PREFIX};
 use super::{ModelRequest, RequestBody};
 use crate::tool::ToolSpec;
@@ -50,8 +51,11 @@ pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Re
     }
     out.raw(r#"],"model":"#);
     out.string(model);
+    let has_tools = !req.tools.is_empty();
+    settings_body::openai_before_stream(&mut out, req.settings, has_tools);
     out.raw(r#","stream":true,"stream_options":{"include_usage":true}"#);
-    if !req.tools.is_empty() {
+    settings_body::openai_before_tools(&mut out, req.settings, has_tools);
+    if has_tools {
         out.raw(r#","tools":["#);
         for (i, t) in req.tools.iter().enumerate() {
             if i > 0 {
@@ -61,8 +65,9 @@ pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Re
         }
         out.raw("]");
     }
+    settings_body::openai_after_tools(&mut out, req.settings);
     out.raw("}");
-    out.into_body()
+    settings_body::with_extra_body(out.into_body(), req.settings)
 }
 
 /// `{"content", "role"}`: system, user, and an assistant message without calls.

@@ -111,6 +111,7 @@ fn body(render: fn(&str, u32, &ModelRequest<'_>) -> super::RequestBody) -> Value
         messages: &messages,
         tools: &[],
         images: Some(&images),
+        settings: &crate::settings::ModelSettings::default(),
     };
     serde_json::from_slice(&render("m", 100, &req)).unwrap()
 }
@@ -160,7 +161,7 @@ fn openai_sends_images_as_data_urls_and_reasoning_under_its_field() {
 
 #[test]
 fn anthropic_sends_image_blocks_and_signed_thinking_in_order() {
-    let b = body(anthropic_body::render);
+    let b = body(|m, t, r| anthropic_body::render(m, t, false, r));
     let m = b["messages"].as_array().unwrap();
     assert_eq!(m.len(), 4, "{b}");
     let image = |media: &str, data: &str| json!({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}});

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::ModelRequest;
+use crate::config::Style;
+use crate::settings::{Effort, ModelSettings, ToolChoice};
 use crate::tool::ToolSpec;
 use crate::transcript::{Message, ToolCall};
 
@@ -59,12 +61,23 @@ pub(crate) fn openai(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Va
     if !req.tools.is_empty() {
         body["tools"] = Value::Array(req.tools.iter().map(|t| function_tool(t)).collect());
     }
-    body
+    with_settings(Style::Openai, body, req)
 }
 
 /// The request body. Adjacent messages of one role are merged, as the API requires alternation:
 /// tool results travel as `tool_result` blocks in a user message.
 pub(crate) fn anthropic(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Value {
+    anthropic_with(model, max_tokens, false, req)
+}
+
+/// [`anthropic`] with prompt caching's `cache_control` breakpoints: the last tool, the system
+/// prompt as one text block, the newest message's last block and that of the user message
+/// before the newest assistant message.
+pub(crate) fn anthropic_cached(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Value {
+    anthropic_with(model, max_tokens, true, req)
+}
+
+fn anthropic_with(model: &str, max_tokens: u32, cache: bool, req: &ModelRequest<'_>) -> Value {
     let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::with_capacity(req.messages.len());
     let mut push = |role: &'static str, block: Value| match messages.last_mut() {
         Some((r, blocks)) if *r == role => blocks.push(block),
@@ -142,7 +155,40 @@ pub(crate) fn anthropic(model: &str, max_tokens: u32, req: &ModelRequest<'_>) ->
                 .collect(),
         );
     }
-    body
+    if cache {
+        let ephemeral = json!({"type": "ephemeral"});
+        if let Some(system) = req.system {
+            body["system"] = json!([{"type": "text", "text": system,
+                "cache_control": ephemeral}]);
+        }
+        if let Some(last) = body
+            .get_mut("tools")
+            .and_then(Value::as_array_mut)
+            .and_then(|t| t.last_mut())
+        {
+            last["cache_control"] = ephemeral.clone();
+        }
+        let messages = body["messages"].as_array_mut().unwrap();
+        let assistant = messages.iter().rposition(|m| m["role"] == "assistant");
+        // The newest message when it is the user's (an assistant's may end in a block the API
+        // does not let carry a breakpoint), and the user message before the newest assistant.
+        let mut marked: Vec<usize> = messages
+            .len()
+            .checked_sub(1)
+            .filter(|&last| messages[last]["role"] == "user")
+            .into_iter()
+            .collect();
+        if let Some(before) = assistant.and_then(|a| a.checked_sub(1)) {
+            if messages[before]["role"] == "user" {
+                marked.push(before);
+            }
+        }
+        for m in marked {
+            let blocks = messages[m]["content"].as_array_mut().unwrap();
+            blocks.last_mut().unwrap()["cache_control"] = ephemeral.clone();
+        }
+    }
+    with_settings(Style::Anthropic, body, req)
 }
 
 /// The request body. Ollama has no call ids: results name their tool with `tool_name`.
@@ -191,7 +237,148 @@ pub(crate) fn ollama(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Va
     if !req.tools.is_empty() {
         body["tools"] = req.tools.iter().map(|t| function_tool(t)).collect();
     }
+    with_settings(Style::Ollama, body, req)
+}
+
+/// The settings written into a `Value` body the plain way, each style's spelling as the issue
+/// lists it: the reference the byte writers are compared with.
+fn with_settings(style: Style, mut body: Value, req: &ModelRequest<'_>) -> Value {
+    let s = req.settings;
+    let tools = !req.tools.is_empty();
+    let mut set = |key: &str, value: Value| {
+        body[key] = value;
+    };
+    match style {
+        Style::Openai => {
+            if let Some(t) = s.temperature {
+                set("temperature", json!(t));
+            }
+            if let Some(p) = s.top_p {
+                set("top_p", json!(p));
+            }
+            if let Some(stop) = &s.stop {
+                set("stop", json!(stop));
+            }
+            if let Some(seed) = s.seed {
+                set("seed", json!(seed));
+            }
+            if let (Some(c), true) = (&s.tool_choice, tools) {
+                set(
+                    "tool_choice",
+                    match c {
+                        ToolChoice::Auto => json!("auto"),
+                        ToolChoice::Required => json!("required"),
+                        ToolChoice::None => json!("none"),
+                        ToolChoice::Tool(n) => {
+                            json!({"type": "function", "function": {"name": n}})
+                        }
+                    },
+                );
+            }
+            if let (Some(p), true) = (s.parallel_tool_calls, tools) {
+                set("parallel_tool_calls", json!(p));
+            }
+            if let Some(e) = s.reasoning.and_then(|r| r.effort) {
+                set("reasoning_effort", json!(e));
+            }
+        }
+        Style::Anthropic => {
+            if let Some(t) = s.temperature {
+                set("temperature", json!(t));
+            }
+            if let Some(p) = s.top_p {
+                set("top_p", json!(p));
+            }
+            if let Some(k) = s.top_k {
+                set("top_k", json!(k));
+            }
+            if let Some(stop) = &s.stop {
+                set("stop_sequences", json!(stop));
+            }
+            if tools && (s.tool_choice.is_some() || s.parallel_tool_calls.is_some()) {
+                let mut choice = match s.tool_choice.as_ref().unwrap_or(&ToolChoice::Auto) {
+                    ToolChoice::Auto => json!({"type": "auto"}),
+                    ToolChoice::Required => json!({"type": "any"}),
+                    ToolChoice::None => json!({"type": "none"}),
+                    ToolChoice::Tool(n) => json!({"type": "tool", "name": n}),
+                };
+                if let (Some(p), false) = (s.parallel_tool_calls, choice["type"] == "none") {
+                    choice["disable_parallel_tool_use"] = json!(!p);
+                }
+                set("tool_choice", choice);
+            }
+            if let Some(r) = s.reasoning {
+                let budget = match (r.budget_tokens, r.effort) {
+                    (Some(n), _) => n,
+                    (None, Some(e)) => e.budget_tokens(),
+                    (None, None) => 1024,
+                };
+                set(
+                    "thinking",
+                    json!({"type": "enabled", "budget_tokens": budget}),
+                );
+            }
+        }
+        Style::Ollama => {
+            let options = &mut body["options"];
+            if let Some(t) = s.temperature {
+                options["temperature"] = json!(t);
+            }
+            if let Some(p) = s.top_p {
+                options["top_p"] = json!(p);
+            }
+            if let Some(k) = s.top_k {
+                options["top_k"] = json!(k);
+            }
+            if let Some(stop) = &s.stop {
+                options["stop"] = json!(stop);
+            }
+            if let Some(seed) = s.seed {
+                options["seed"] = json!(seed);
+            }
+            if let Some(e) = s.reasoning.and_then(|r| r.effort) {
+                let level = match e {
+                    Effort::Minimal | Effort::Low => "low",
+                    Effort::Medium => "medium",
+                    Effort::High => "high",
+                };
+                body["think"] = json!(level);
+            }
+        }
+        Style::Scripted => {}
+    }
+    if let Some(extra) = &s.extra_body {
+        crate::settings::merge_patch(&mut body, extra);
+    }
     body
+}
+
+/// Settings of every shape, one or all at a time, for the byte tests.
+pub(crate) fn settings_cases() -> Vec<ModelSettings> {
+    let read = |v: Value| serde_json::from_value::<ModelSettings>(v).unwrap();
+    vec![
+        ModelSettings::default(),
+        read(json!({"temperature": 0})),
+        read(json!({"temperature": 0.7, "top_p": 0.25, "seed": -9007199254740993_i64})),
+        read(json!({"top_k": 40, "stop": ["END", "\"quoted\"\n"]})),
+        read(json!({"tool_choice": "auto", "parallel_tool_calls": false})),
+        read(json!({"tool_choice": "required"})),
+        read(json!({"tool_choice": "none", "parallel_tool_calls": true})),
+        read(json!({"tool_choice": {"name": "echo \"x\""}, "parallel_tool_calls": true})),
+        read(json!({"parallel_tool_calls": false})),
+        read(json!({"reasoning": {"effort": "minimal"}})),
+        read(json!({"reasoning": {"effort": "high"}, "seed": 1})),
+        read(json!({"reasoning": {"budget_tokens": 3000}})),
+        read(
+            json!({"extra_body": {"stream_options": null, "x_vendor": {"a": [1, "é"]},
+            "temperature": 1.5, "max_tokens": 7, "options": {"num_ctx": 8192}}}),
+        ),
+        read(
+            json!({"temperature": 1, "top_p": 1, "top_k": 1, "stop": [], "seed": 0,
+            "tool_choice": {"name": "call_tool"}, "parallel_tool_calls": true,
+            "reasoning": {"effort": "medium"}, "extra_body": {}}),
+        ),
+    ]
 }
 
 /// A JSON object from owned values. `json!` runs every interpolated expression through the
@@ -349,22 +536,27 @@ pub(crate) fn assert_same_bytes(
         (None, "", &messages[..1], &tools[..1]),
         (Some("s"), "m", &messages[2..9], &[]),
     ];
+    let settings = settings_cases();
     for (system, model, messages, tools) in cases {
-        let req = ModelRequest {
-            system,
-            model: None,
-            messages,
-            tools,
-            images: None,
-        };
-        for max_tokens in [0, 4096, u32::MAX] {
-            let want = serde_json::to_vec(&old(model, max_tokens, &req)).unwrap();
-            let got = render(model, max_tokens, &req);
-            assert_eq!(
-                String::from_utf8_lossy(&got),
-                String::from_utf8_lossy(&want)
-            );
-            assert_eq!(&got[..], &want[..]);
+        for s in &settings {
+            let req = ModelRequest {
+                system,
+                model: None,
+                messages,
+                tools,
+                settings: s,
+                images: None,
+            };
+            for max_tokens in [0, 4096, u32::MAX] {
+                let want = serde_json::to_vec(&old(model, max_tokens, &req)).unwrap();
+                let got = render(model, max_tokens, &req);
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want),
+                    "{s:?}"
+                );
+                assert_eq!(&got[..], &want[..]);
+            }
         }
     }
 }

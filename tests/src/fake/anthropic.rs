@@ -23,9 +23,19 @@ pub async fn models() -> Json<Value> {
 }
 
 /// What the real Messages API refuses with HTTP 400 `invalid_request_error` before answering:
-/// a message without content blocks, and a text block without non-whitespace text. Returns the
-/// API's message.
+/// a message without content blocks, a text block without non-whitespace text, more than four
+/// `cache_control` breakpoints, and extended thinking beside what it does not go with. Returns
+/// the API's message.
 pub fn refusal(request: &Value) -> Option<String> {
+    let breakpoints = super::prompt_cache::breakpoints(request);
+    if breakpoints > 4 {
+        return Some(format!(
+            "A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."
+        ));
+    }
+    if let Some(why) = thinking_refusal(request) {
+        return Some(why);
+    }
     let messages = request.get("messages")?.as_array()?;
     for (i, m) in messages.iter().enumerate() {
         match &m["content"] {
@@ -57,6 +67,54 @@ pub fn refusal(request: &Value) -> Option<String> {
         }
     }
     None
+}
+
+/// Extended thinking's rules: a budget of at least 1024 tokens below `max_tokens`, temperature
+/// only 1, no `top_k`, `top_p` from 0.95, no forced tool use.
+fn thinking_refusal(request: &Value) -> Option<String> {
+    let thinking = request.get("thinking")?;
+    if thinking.get("type").and_then(Value::as_str) != Some("enabled") {
+        return None;
+    }
+    let budget = thinking.get("budget_tokens").and_then(Value::as_u64)?;
+    let max_tokens = request
+        .get("max_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    if budget < 1024 {
+        return Some(
+            "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024".into(),
+        );
+    }
+    if max_tokens <= budget {
+        return Some("`max_tokens` must be greater than `thinking.budget_tokens`".into());
+    }
+    if request
+        .get("temperature")
+        .and_then(Value::as_f64)
+        .is_some_and(|t| t != 1.0)
+    {
+        return Some(
+            "`temperature` may only be set to 1 when thinking is enabled or in a thinking \
+             block"
+                .into(),
+        );
+    }
+    if request.get("top_k").is_some() {
+        return Some("`top_k` may not be set when thinking is enabled".into());
+    }
+    if request
+        .get("top_p")
+        .and_then(Value::as_f64)
+        .is_some_and(|p| p < 0.95)
+    {
+        return Some("`top_p` must be at least 0.95 when thinking is enabled".into());
+    }
+    let forced = request
+        .pointer("/tool_choice/type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t == "any" || t == "tool");
+    forced.then(|| "Thinking may not be enabled when tool_choice forces tool use.".into())
 }
 
 /// The API's 400 body for a refused request.
@@ -208,5 +266,33 @@ mod tests {
             .contains("messages.1.content.0.text"));
         let no_blocks = json!({"messages": [{"role": "user", "content": []}]});
         assert!(refusal(&no_blocks).unwrap().contains("non-empty content"));
+        let cc = json!({"type": "ephemeral"});
+        let text = json!({"type": "text", "text": "x", "cache_control": cc});
+        let five = json!({"system": [text, text], "messages": [{"role": "user",
+            "content": [text, text, text]}]});
+        assert_eq!(
+            refusal(&five).unwrap(),
+            "A maximum of 4 blocks with cache_control may be provided. Found 5."
+        );
+        let thinking = |extra: Value| {
+            let mut r = json!({"max_tokens": 4096, "messages": [{"role": "user", "content": "hi"}],
+                "thinking": {"type": "enabled", "budget_tokens": 2048}});
+            r.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            refusal(&r)
+        };
+        assert_eq!(thinking(json!({})), None);
+        assert_eq!(thinking(json!({"temperature": 1, "top_p": 0.95})), None);
+        for bad in [
+            json!({"max_tokens": 2048}),
+            json!({"thinking": {"type": "enabled", "budget_tokens": 1000}}),
+            json!({"temperature": 0.5}),
+            json!({"top_k": 5}),
+            json!({"top_p": 0.5}),
+            json!({"tool_choice": {"type": "any"}}),
+        ] {
+            assert!(thinking(bad.clone()).is_some(), "{bad}");
+        }
     }
 }

@@ -14,6 +14,7 @@
 mod anthropic;
 mod ollama;
 mod openai;
+mod prompt_cache;
 mod turn_step;
 mod wire;
 
@@ -85,6 +86,8 @@ pub(crate) struct Ctx<'a> {
 
 struct Log {
     requests: Vec<Value>,
+    /// The bodies as they came, byte for byte.
+    raw: Vec<Bytes>,
     next: usize,
 }
 
@@ -94,6 +97,8 @@ struct Shared {
     /// Serve the script forever and keep no bodies (for benchmarks).
     repeat: Option<Repeat>,
     log: Mutex<Log>,
+    /// What anthropic requests with counted usage wrote to the prompt cache.
+    cache: Mutex<prompt_cache::PromptCache>,
     cancel: CancellationToken,
 }
 
@@ -112,6 +117,11 @@ impl Requests {
     /// JSON; a body that is not JSON is recorded as a JSON string of its text).
     pub fn get(&self) -> Vec<Value> {
         self.0.log().requests.clone()
+    }
+
+    /// Every request body received on the chat endpoint so far, byte for byte as it came.
+    pub fn raw(&self) -> Vec<Bytes> {
+        self.0.log().raw.clone()
     }
 
     pub fn len(&self) -> usize {
@@ -236,8 +246,10 @@ async fn start(
         repeat,
         log: Mutex::new(Log {
             requests: Vec::new(),
+            raw: Vec::new(),
             next: 0,
         }),
+        cache: Mutex::new(prompt_cache::PromptCache::default()),
         cancel: cancel.clone(),
     });
     let app = router(shared.clone());
@@ -296,6 +308,7 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
                 .clone()
                 .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&body).into_owned()));
             log.requests.push(recorded);
+            log.raw.push(body.clone());
         }
         if let Some(message) = &refused {
             return anthropic::refusal_reply(message).into();
@@ -339,7 +352,13 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         }
         EntryKind::Error(spec) => wire::error_reply(shared.style, spec),
         EntryKind::Response { text, tool_calls } => {
-            let usage = entry.usage();
+            let usage = entry.usage().unwrap_or_else(|| {
+                shared
+                    .cache
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .count(shared.style, &request, text, tool_calls)
+            });
             match shared.style {
                 Style::Openai => openai::render(&ctx, text, tool_calls, usage),
                 Style::Anthropic => anthropic::render(&ctx, text, tool_calls, usage),

@@ -838,12 +838,15 @@ public protocol ClientProtocol: AnyObject, Sendable {
     /**
      * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns`, `Budget`
      * or `Error` (the transcript kept in every case); throws only for misuse (a closed client, a bad
-     * `allow` pattern). `allow` narrows the tools for this turn only (allowlist grammar).
+     * `allow` pattern, bad settings). `allow` narrows the tools for this turn only (allowlist
+     * grammar). `settings_json`: model settings for this turn only, as JSON with the config's
+     * names (`{"temperature": 0, "seed": 7}`); each key given replaces the client's, checked
+     * as the client's are (`ContenoxError.Config` naming `settings.<key>`).
      *
      * Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
      * `cancel()` does: it ends as `Cancelled` with a valid transcript.
      */
-    func run(prompt: String, allow: [String]?) async throws  -> TurnResult
+    func run(prompt: String, allow: [String]?, settingsJson: String?) async throws  -> TurnResult
     
     /**
      * Run a task chain (the chain JSON text) on `input` to its end, as one turn of this
@@ -851,7 +854,7 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * chain that does not read throws `ContenoxError.Config` naming the field, before anything
      * runs. `finalText` is the output of the last task that ran.
      */
-    func runChain(chainJson: String, input: String, allow: [String]?) async throws  -> TurnResult
+    func runChain(chainJson: String, input: String, allow: [String]?, settingsJson: String?) async throws  -> TurnResult
     
     /**
      * Replace the approval policy: `policy` is what config `policy` takes as a string, the
@@ -878,12 +881,12 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * and `result()`. See the Kotlin `Run.events()` Flow and the Swift `Run.events`
      * AsyncStream helpers.
      */
-    func stream(prompt: String, allow: [String]?) async throws  -> Run
+    func stream(prompt: String, allow: [String]?, settingsJson: String?) async throws  -> Run
     
     /**
      * Start a task chain on `input` and return its `Run` (as `stream`).
      */
-    func streamChain(chainJson: String, input: String, allow: [String]?) async throws  -> Run
+    func streamChain(chainJson: String, input: String, allow: [String]?, settingsJson: String?) async throws  -> Run
     
     /**
      * The specs of every registered tool (before allowlists).
@@ -1131,17 +1134,20 @@ open func registerSourceTool(tool: SourceTool)throws   {try rustCallWithError(Ff
     /**
      * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns`, `Budget`
      * or `Error` (the transcript kept in every case); throws only for misuse (a closed client, a bad
-     * `allow` pattern). `allow` narrows the tools for this turn only (allowlist grammar).
+     * `allow` pattern, bad settings). `allow` narrows the tools for this turn only (allowlist
+     * grammar). `settings_json`: model settings for this turn only, as JSON with the config's
+     * names (`{"temperature": 0, "seed": 7}`); each key given replaces the client's, checked
+     * as the client's are (`ContenoxError.Config` naming `settings.<key>`).
      *
      * Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
      * `cancel()` does: it ends as `Cancelled` with a valid transcript.
      */
-open func run(prompt: String, allow: [String]? = nil)async throws  -> TurnResult  {
+open func run(prompt: String, allow: [String]? = nil, settingsJson: String? = nil)async throws  -> TurnResult  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_contenox_uniffi_fn_method_client_run(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(prompt),FfiConverterOptionSequenceString.lower(allow)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(prompt),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson)
                 )
             },
             pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
@@ -1158,12 +1164,12 @@ open func run(prompt: String, allow: [String]? = nil)async throws  -> TurnResult
      * chain that does not read throws `ContenoxError.Config` naming the field, before anything
      * runs. `finalText` is the output of the last task that ran.
      */
-open func runChain(chainJson: String, input: String, allow: [String]? = nil)async throws  -> TurnResult  {
+open func runChain(chainJson: String, input: String, allow: [String]? = nil, settingsJson: String? = nil)async throws  -> TurnResult  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_contenox_uniffi_fn_method_client_run_chain(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(chainJson),FfiConverterString.lower(input),FfiConverterOptionSequenceString.lower(allow)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(chainJson),FfiConverterString.lower(input),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson)
                 )
             },
             pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
@@ -1219,12 +1225,12 @@ open func shutdown()  {try! rustCall() {
      * and `result()`. See the Kotlin `Run.events()` Flow and the Swift `Run.events`
      * AsyncStream helpers.
      */
-open func stream(prompt: String, allow: [String]? = nil)async throws  -> Run  {
+open func stream(prompt: String, allow: [String]? = nil, settingsJson: String? = nil)async throws  -> Run  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_contenox_uniffi_fn_method_client_stream(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(prompt),FfiConverterOptionSequenceString.lower(allow)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(prompt),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson)
                 )
             },
             pollFunc: ffi_contenox_uniffi_rust_future_poll_u64,
@@ -1238,12 +1244,12 @@ open func stream(prompt: String, allow: [String]? = nil)async throws  -> Run  {
     /**
      * Start a task chain on `input` and return its `Run` (as `stream`).
      */
-open func streamChain(chainJson: String, input: String, allow: [String]? = nil)async throws  -> Run  {
+open func streamChain(chainJson: String, input: String, allow: [String]? = nil, settingsJson: String? = nil)async throws  -> Run  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_contenox_uniffi_fn_method_client_stream_chain(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(chainJson),FfiConverterString.lower(input),FfiConverterOptionSequenceString.lower(allow)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(chainJson),FfiConverterString.lower(input),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson)
                 )
             },
             pollFunc: ffi_contenox_uniffi_rust_future_poll_u64,
@@ -8239,10 +8245,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_client_register_source_tool() != 21830) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_run() != 7623) {
+    if (uniffi_contenox_uniffi_checksum_method_client_run() != 49455) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_run_chain() != 2607) {
+    if (uniffi_contenox_uniffi_checksum_method_client_run_chain() != 4985) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_set_policy() != 24331) {
@@ -8254,10 +8260,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_client_shutdown() != 59147) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_stream() != 30764) {
+    if (uniffi_contenox_uniffi_checksum_method_client_stream() != 53352) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_stream_chain() != 10744) {
+    if (uniffi_contenox_uniffi_checksum_method_client_stream_chain() != 11480) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_tools() != 46900) {

@@ -38,10 +38,12 @@ extension Run {
 }
 
 extension Client {
-    /// `run(prompt:allow:)` tied to the calling Task: cancelling the Task cancels the turn
-    /// (it ends as `.cancelled`, with a valid transcript) and this returns its result.
-    public func runCancellable(prompt: String, allow: [String]? = nil) async throws -> TurnResult {
-        let run = try await stream(prompt: prompt, allow: allow)
+    /// `run(prompt:allow:settingsJson:)` tied to the calling Task: cancelling the Task cancels
+    /// the turn (it ends as `.cancelled`, with a valid transcript) and this returns its result.
+    public func runCancellable(
+        prompt: String, allow: [String]? = nil, settingsJson: String? = nil
+    ) async throws -> TurnResult {
+        let run = try await stream(prompt: prompt, allow: allow, settingsJson: settingsJson)
         return try await withTaskCancellationHandler {
             try await run.result()
         } onCancel: {

@@ -432,12 +432,12 @@ void uniffi_contenox_uniffi_fn_method_client_register_source_tool(uint64_t ptr, 
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN
-uint64_t uniffi_contenox_uniffi_fn_method_client_run(uint64_t ptr, RustBuffer prompt, RustBuffer allow
+uint64_t uniffi_contenox_uniffi_fn_method_client_run(uint64_t ptr, RustBuffer prompt, RustBuffer allow, RustBuffer settings_json
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN_CHAIN
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN_CHAIN
-uint64_t uniffi_contenox_uniffi_fn_method_client_run_chain(uint64_t ptr, RustBuffer chain_json, RustBuffer input, RustBuffer allow
+uint64_t uniffi_contenox_uniffi_fn_method_client_run_chain(uint64_t ptr, RustBuffer chain_json, RustBuffer input, RustBuffer allow, RustBuffer settings_json
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_SET_POLICY
@@ -457,12 +457,12 @@ void uniffi_contenox_uniffi_fn_method_client_shutdown(uint64_t ptr, RustCallStat
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM
-uint64_t uniffi_contenox_uniffi_fn_method_client_stream(uint64_t ptr, RustBuffer prompt, RustBuffer allow
+uint64_t uniffi_contenox_uniffi_fn_method_client_stream(uint64_t ptr, RustBuffer prompt, RustBuffer allow, RustBuffer settings_json
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM_CHAIN
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM_CHAIN
-uint64_t uniffi_contenox_uniffi_fn_method_client_stream_chain(uint64_t ptr, RustBuffer chain_json, RustBuffer input, RustBuffer allow
+uint64_t uniffi_contenox_uniffi_fn_method_client_stream_chain(uint64_t ptr, RustBuffer chain_json, RustBuffer input, RustBuffer allow, RustBuffer settings_json
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_TOOLS

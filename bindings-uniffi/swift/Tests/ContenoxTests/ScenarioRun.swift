@@ -87,16 +87,20 @@ final class ScenarioRun: @unchecked Sendable {
         var fired = [Bool](repeating: false, count: actions.count)
         let prompts = [scenario["prompt"]?.string ?? ""] + (scenario["more_prompts"]?.array ?? []).compactMap(\.string)
         let restart = scenario["restart_between_prompts"]?.bool ?? false
+        // SPEC "Approval policies": the creation error is the result; no turn runs. The same for
+        // a refusal of the first run's `run_settings` (extension).
+        func refused(_ error: ContenoxError) async throws -> String {
+            guard case .Config(let detail, _, _, _) = error, scenario["expect"]?["config_error_contains"] != nil else {
+                throw error
+            }
+            return "{\"scenario\":\(jsonQuote(name)),\"binding\":\"swift\",\"config_error\":\(jsonQuote(detail))"
+                + ",\"requests\":\(try await server.requests()),\"workspace\":\(snapshot())}"
+        }
         var current: Client
         do {
             current = try build(config)
         } catch let error as ContenoxError {
-            guard case .Config(let detail, _, _, _) = error, scenario["expect"]?["config_error_contains"] != nil else {
-                throw error
-            }
-            // SPEC "Approval policies": the creation error is the result; no turn runs.
-            return "{\"scenario\":\(jsonQuote(name)),\"binding\":\"swift\",\"config_error\":\(jsonQuote(detail))"
-                + ",\"requests\":\(try await server.requests()),\"workspace\":\(snapshot())}"
+            return try await refused(error)
         }
         // before the first prompt, into the first client (`mcp` is not combined with
         // `restart_between_prompts`: shutting a client down stops the servers given to it)
@@ -121,16 +125,23 @@ final class ScenarioRun: @unchecked Sendable {
                 try remote.registerInto(current)
             }
             let run: Run
+            // Extension `run_settings`: the first prompt's run has its own model settings.
+            let settings = i == 0 ? scenario["run_settings"].flatMap { $0 == .null ? nil : $0.text } : nil
             if let chain {
                 do {
-                    run = try await current.streamChain(chainJson: chain, input: prompt)
+                    run = try await current.streamChain(chainJson: chain, input: prompt, settingsJson: settings)
                 } catch let error as ContenoxError {
                     guard case .Config(let detail, _, _, _) = error else { throw error }
                     chainError = detail
                     break
                 }
             } else {
-                run = try await current.stream(prompt: prompt)
+                do {
+                    run = try await current.stream(prompt: prompt, settingsJson: settings)
+                } catch let error as ContenoxError {
+                    release()
+                    return try await refused(error)
+                }
             }
             for await event in run.events {
                 for (n, action) in actions.enumerated() where !fired[n] {

@@ -23,12 +23,13 @@ fun Run.events(): Flow<Event> = flow {
 }
 
 /**
- * A cold [Flow] of one turn: collecting it starts the turn (`stream(prompt, allow)`) and emits its
- * events. When the collector stops before the turn ended (cancelled, or an operator such as
- * `takeWhile` stopped early), the turn is cancelled.
+ * A cold [Flow] of one turn: collecting it starts the turn (`stream(prompt, allow, settingsJson)`)
+ * and emits its events. When the collector stops before the turn ended (cancelled, or an operator
+ * such as `takeWhile` stopped early), the turn is cancelled. `settingsJson`: model settings for
+ * this turn only (`{"temperature": 0, "seed": 7}`; docs/settings.md).
  */
-fun Client.streamFlow(prompt: String, allow: List<String>? = null): Flow<Event> = flow {
-    stream(prompt, allow).use { run ->
+fun Client.streamFlow(prompt: String, allow: List<String>? = null, settingsJson: String? = null): Flow<Event> = flow {
+    stream(prompt, allow, settingsJson).use { run ->
         try {
             while (true) {
                 val batch = run.nextBatch()

@@ -386,6 +386,25 @@ class BindingTest {
     }
 
     @Test
+    fun `model settings are options, and a run's are checked against the style before anything is sent`() = runBlocking {
+        val topK = assertThrows<ContenoxException.Config> {
+            Client("""{"style": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1", "top_k": 3}""")
+        }
+        assertEquals("top_k", topK.option)
+        assertTrue(topK.reason.contains("has no top_k"), topK.reason)
+        // Port 9 has no server: a refused run sends nothing there.
+        val client = Client("""{"style": "anthropic", "model": "m", "base_url": "http://127.0.0.1:9",
+            "api_key": "k", "builtins": [], "temperature": 0.2}""")
+        client.use {
+            val seed = assertThrows<ContenoxException.Config> { client.run("x", null, """{"seed": 1}""") }
+            assertEquals("settings.seed", seed.option)
+            val shape = assertThrows<ContenoxException.Config> { client.stream("x", null, """{"tool_choice": "always"}""") }
+            assertEquals("settings.tool_choice", shape.option)
+            assertThrows<ContenoxException.Config> { client.run("x", null, "not json") }
+        }
+    }
+
+    @Test
     fun `replacing the transcript while a turn runs is Busy`() = runBlocking {
         val client = Client(config(JSONObject().put("stall", true)))
         client.use {

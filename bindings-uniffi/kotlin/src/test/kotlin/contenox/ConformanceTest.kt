@@ -140,11 +140,9 @@ private class ScenarioRun(
             val prompts = listOf(scenario.getString("prompt")) +
                 (scenario.optJSONArray("more_prompts")?.map { it as String } ?: emptyList())
             val restart = scenario.optBoolean("restart_between_prompts", false)
-            var current = try {
-                build(config)
-            } catch (e: ContenoxException.Config) {
+            // SPEC "Approval policies": the creation error is the result; no turn runs.
+            fun refused(e: ContenoxException.Config): String {
                 if (scenario.optJSONObject("expect")?.has("config_error_contains") != true) throw e
-                // SPEC "Approval policies": the creation error is the result; no turn runs.
                 return buildString {
                     append("{\"scenario\":").append(JSONObject.quote(scenario.getString("name")))
                     append(",\"binding\":\"kotlin\"")
@@ -153,6 +151,11 @@ private class ScenarioRun(
                     append(",\"workspace\":").append(snapshot())
                     append("}")
                 }
+            }
+            var current = try {
+                build(config)
+            } catch (e: ContenoxException.Config) {
+                return refused(e)
             }
             // before the first prompt, into the first client (`mcp` is not combined with
             // `restart_between_prompts`: shutting a client down stops the servers given to it)
@@ -174,11 +177,19 @@ private class ScenarioRun(
                     current.setTranscript(Transcript.fromJson(saved))
                     remote.registerInto(current)
                 }
+                // Extension `run_settings`: the first prompt's run has its own model settings; a
+                // refusal of them is the trace's config_error.
+                val settings = if (i == 0) scenario.optJSONObject("run_settings")?.toString() else null
                 val run = if (chain == null) {
-                    current.stream(prompt)
+                    try {
+                        current.stream(prompt, null, settings)
+                    } catch (e: ContenoxException.Config) {
+                        release()
+                        return refused(e)
+                    }
                 } else {
                     try {
-                        current.streamChain(chain, prompt)
+                        current.streamChain(chain, prompt, null, settings)
                     } catch (e: ContenoxException.Config) {
                         chainError = e.detail
                         break
