@@ -15,6 +15,7 @@ from typing import Any
 
 import contenox
 import pytest
+from conftest import text_of
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux sandbox")
 
@@ -46,7 +47,7 @@ def recording_server() -> tuple[int, threading.Thread, list[bytes]]:
 def bash_result(r: contenox.TurnResult) -> str:
     tool: list[Any] = [m for m in r.transcript.messages if m["role"] == "tool"]
     assert len(tool) == 1, r.transcript.messages
-    return str(tool[0]["content"])
+    return text_of(tool[0])
 
 
 async def test_inherited_socket_and_file_never_reach_a_command(tmp_path: Path) -> None:

@@ -1,13 +1,37 @@
-//! The checks of a whole config beyond its shape: what a client needs before its first turn, so
-//! that a bad option fails at creation with its name, not at the first model request.
+//! Reading a whole config ([`Config::from_json`], [`Config::from_value`]) and the checks beyond
+//! its shape: what a client needs before its first turn, so that a bad option fails at creation
+//! with its name, not at the first model request.
 
 use reqwest::header::{HeaderName, HeaderValue};
 
-use crate::config::{Config, Style};
+use crate::config::Config;
+use crate::config_read::read;
 use crate::error::{ConfigError, Error, Result};
 use crate::sandbox::config_problem;
 use crate::script::ScriptEntry;
 use crate::spelling::Spelling;
+use crate::style::Style;
+
+impl Config {
+    /// Parse a config from JSON text with the engine's (snake_case) option names. Checks the
+    /// shape of every option and the model endpoint; [`ClientBuilder::build`] checks the rest.
+    ///
+    /// [`ClientBuilder::build`]: crate::ClientBuilder::build
+    pub fn from_json(json: &str) -> Result<Self> {
+        let value: serde_json::Value = serde_json::from_str(json)
+            .map_err(|e| Error::config(format!("the configuration is not valid JSON: {e}")))?;
+        Config::from_value(&value, Spelling::Snake)
+    }
+
+    /// Read a config from a JSON value whose errors name the options the way `spelling` spells
+    /// them (what a binding passes its host's options through): `style: "nope" is not one of
+    /// openai, anthropic, ollama, scripted`, `unknown option "base_ur"; the options are ...`.
+    pub fn from_value(value: &serde_json::Value, spelling: Spelling) -> Result<Self> {
+        let config: Config = read(value, spelling).map_err(Error::Config)?;
+        check_endpoint(&config, spelling)?;
+        Ok(config)
+    }
+}
 
 /// What the model endpoint needs: a `base_url` that is an http(s) URL, headers HTTP can carry,
 /// timeouts that leave time to answer. Also what [`crate::list_models`] needs.

@@ -1,5 +1,5 @@
-//! Reading a config ([`Config::from_json`], [`Config::from_value`]) so that a mistake comes back
-//! as a [`ConfigError`]: the path of the option (`script[0]`), the bad value, what is allowed,
+//! Reading JSON into the engine's option types (a config, per-run settings) so that a mistake
+//! comes back as a [`ConfigError`]: the path of the option (`script[0]`), the bad value, what is allowed,
 //! spelled the host's way, and never a serde position the host did not write.
 //!
 //! serde_json's own errors are text; this reads the value through a small deserializer whose
@@ -13,30 +13,8 @@ use serde::de::value::{MapAccessDeserializer, MapDeserializer, SeqDeserializer};
 use serde::de::{self, DeserializeOwned, Deserializer, IntoDeserializer, Unexpected, Visitor};
 use serde_json::Value;
 
-use crate::config::Config;
-use crate::error::{ConfigError, Error, Result};
+use crate::error::{ConfigError, Result};
 use crate::spelling::Spelling;
-
-impl Config {
-    /// Parse a config from JSON text with the engine's (snake_case) option names. Checks the
-    /// shape of every option and the model endpoint; [`ClientBuilder::build`] checks the rest.
-    ///
-    /// [`ClientBuilder::build`]: crate::ClientBuilder::build
-    pub fn from_json(json: &str) -> Result<Self> {
-        let value: serde_json::Value = serde_json::from_str(json)
-            .map_err(|e| Error::config(format!("the configuration is not valid JSON: {e}")))?;
-        Config::from_value(&value, Spelling::Snake)
-    }
-
-    /// Read a config from a JSON value whose errors name the options the way `spelling` spells
-    /// them (what a binding passes its host's options through): `style: "nope" is not one of
-    /// openai, anthropic, ollama, scripted`, `unknown option "base_ur"; the options are ...`.
-    pub fn from_value(value: &serde_json::Value, spelling: Spelling) -> Result<Self> {
-        let config: Config = read(value, spelling).map_err(Error::Config)?;
-        crate::config_check::check_endpoint(&config, spelling)?;
-        Ok(config)
-    }
-}
 
 /// Read `value` as a `T`, naming the option at fault the way `spelling` spells it.
 pub(crate) fn read<T: DeserializeOwned>(
@@ -319,6 +297,7 @@ fn unexpected(value: &Value) -> Unexpected<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
     use serde_json::json;
 
     fn err(v: Value, spelling: Spelling) -> String {

@@ -78,6 +78,7 @@ pub mod settings;
 mod shown;
 mod source_shared;
 mod spelling;
+mod style;
 pub mod tool;
 mod transcript;
 mod turn;
@@ -89,7 +90,7 @@ pub use builtin::{BackgroundShells, SearchRequest, SearchResult, WebSearchProvid
 pub use chain::Chain;
 pub use client::{Client, ClientBuilder};
 pub use compact::{CompactNotice, Compactor, OnCompact, SUMMARY_HEADER};
-pub use config::{CompactionConfig, Config, RetryPolicy, Style};
+pub use config::{CompactionConfig, Config, RetryPolicy};
 pub use error::{ConfigError, Error, Result};
 pub use event::{CompactTrigger, Event, GateVerdict, Outcome, TurnResult, Usage};
 pub use gate::{
@@ -107,6 +108,7 @@ pub use sandbox::{SandboxConfig, SandboxStatus};
 pub use script::{ScriptCall, ScriptEntry, ScriptError};
 pub use settings::{Effort, ModelSettings, ToolChoice};
 pub use spelling::Spelling;
+pub use style::Style;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,

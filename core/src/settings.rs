@@ -32,9 +32,9 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::config::Style;
 use crate::error::{ConfigError, Error, Result};
 use crate::spelling::Spelling;
+use crate::style::Style;
 
 /// The model settings of a client or of one run. Every field left `None` is the server's
 /// default (nothing is sent).
