@@ -590,13 +590,15 @@ fileprivate struct FfiConverterString: FfiConverter {
 
 
 /**
- * The background shells of a client (config `background: true`): the processes that `bash`
- * with `run_in_background` started. Get it with `Client.backgroundShells()`. Every shell is
- * killed (its whole process group) by `closeAll()`, by `client.shutdown()` / freeing the
- * client, and when the turn that started it is cancelled.
+ * Background shells: the processes that `bash` with `run_in_background` started. Make one
+ * (`BackgroundShells()`) and give it to clients (`Client(config, backgroundShells = shells)`;
+ * clients given the same one share its shells) and call `closeAll()` on shutdown; or let a
+ * client make its own (config `background: true`) and get it with
+ * `Client.backgroundShells()`. Every shell is killed (its whole process group) by
+ * `closeAll()`, when the turn that started it is cancelled, and by `client.shutdown()` /
+ * freeing the client whose turn started it.
  *
- * A view of the client's shells, not a copy: it stays readable after the client is shut down or
- * freed (the shells are killed then all the same).
+ * A view of the shells, not a copy: it stays readable after a client is shut down or freed.
  */
 public protocol BackgroundShellsProtocol: AnyObject, Sendable {
     
@@ -618,13 +620,15 @@ public protocol BackgroundShellsProtocol: AnyObject, Sendable {
     
 }
 /**
- * The background shells of a client (config `background: true`): the processes that `bash`
- * with `run_in_background` started. Get it with `Client.backgroundShells()`. Every shell is
- * killed (its whole process group) by `closeAll()`, by `client.shutdown()` / freeing the
- * client, and when the turn that started it is cancelled.
+ * Background shells: the processes that `bash` with `run_in_background` started. Make one
+ * (`BackgroundShells()`) and give it to clients (`Client(config, backgroundShells = shells)`;
+ * clients given the same one share its shells) and call `closeAll()` on shutdown; or let a
+ * client make its own (config `background: true`) and get it with
+ * `Client.backgroundShells()`. Every shell is killed (its whole process group) by
+ * `closeAll()`, when the turn that started it is cancelled, and by `client.shutdown()` /
+ * freeing the client whose turn started it.
  *
- * A view of the client's shells, not a copy: it stays readable after the client is shut down or
- * freed (the shells are killed then all the same).
+ * A view of the shells, not a copy: it stays readable after a client is shut down or freed.
  */
 open class BackgroundShells: BackgroundShellsProtocol, @unchecked Sendable {
     fileprivate let handle: UInt64
@@ -665,7 +669,18 @@ open class BackgroundShells: BackgroundShellsProtocol, @unchecked Sendable {
     public func uniffiCloneHandle() -> UInt64 {
         return try! rustCall { uniffi_contenox_uniffi_fn_clone_backgroundshells(self.handle, $0) }
     }
-    // No primary constructor declared for this class.
+    /**
+     * No shells yet; give it to clients.
+     */
+public convenience init() {
+    let handle =
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_constructor_backgroundshells_new(uniffiCallStatus
+    )
+}
+    self.init(unsafeFromHandle: handle)
+}
 
     deinit {
         if handle == 0 {
@@ -785,7 +800,8 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func asToolWith(name: String, description: String, optionsJson: String?) throws  -> SourceTool
     
     /**
-     * The client's background shells, or `null` when config `background` is off.
+     * The client's background shells (the ones given, or its own), or `null` when background
+     * shells are off.
      */
     func backgroundShells()  -> BackgroundShells?
     
@@ -955,9 +971,10 @@ open class Client: ClientProtocol, @unchecked Sendable {
      * names in every binding: `style`, `base_url`, `model`, `api_key`, `root`, `builtins`,
      * `allow`, `max_turns`, `script`, `compaction`, ...); unknown keys are an error.
      * `websearch`: a search provider, which turns on the `websearch` builtin. `on_compact`:
-     * told after every compaction.
+     * told after every compaction. `background_shells`: host-made shells (turns background
+     * shells on; several clients may share them; the host calls `closeAll()` on shutdown).
      */
-public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks? = nil, waitFor: WaitFor? = nil, websearch: WebSearchProvider? = nil, onCompact: OnCompact? = nil)throws  {
+public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks? = nil, waitFor: WaitFor? = nil, websearch: WebSearchProvider? = nil, onCompact: OnCompact? = nil, backgroundShells: BackgroundShells? = nil)throws  {
     let handle =
         try rustCallWithError(FfiConverterTypeContenoxError_lift) {
         uniffiCallStatus in
@@ -967,7 +984,8 @@ public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks
         FfiConverterOptionTypeHooks.lower(hooks),
         FfiConverterOptionTypeWaitFor.lower(waitFor),
         FfiConverterOptionTypeWebSearchProvider.lower(websearch),
-        FfiConverterOptionTypeOnCompact.lower(onCompact),uniffiCallStatus
+        FfiConverterOptionTypeOnCompact.lower(onCompact),
+        FfiConverterOptionTypeBackgroundShells.lower(backgroundShells),uniffiCallStatus
     )
 }
     self.init(unsafeFromHandle: handle)
@@ -1005,7 +1023,8 @@ open func asToolWith(name: String, description: String, optionsJson: String? = n
 }
     
     /**
-     * The client's background shells, or `null` when config `background` is off.
+     * The client's background shells (the ones given, or its own), or `null` when background
+     * shells are off.
      */
 open func backgroundShells() -> BackgroundShells?  {
     return try!  FfiConverterOptionTypeBackgroundShells.lift(try! rustCall() {
@@ -8218,7 +8237,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_client_as_tool_with() != 17442) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_background_shells() != 5990) {
+    if (uniffi_contenox_uniffi_checksum_method_client_background_shells() != 48781) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_cancel() != 30878) {
@@ -8386,13 +8405,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_backgroundshells_status() != 13967) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 45772) {
+    if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 21440) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_constructor_transcript_empty() != 58648) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_constructor_transcript_from_json() != 33092) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_constructor_backgroundshells_new() != 6661) {
         return InitializationResult.apiChecksumMismatch
     }
 
