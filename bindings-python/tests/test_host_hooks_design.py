@@ -225,3 +225,25 @@ def test_background_true_still_makes_the_clients_own() -> None:
     shells = client.background_shells()
     assert isinstance(shells, contenox.BackgroundShells) and shells.ids() == []
     assert scripted({"text": "x"}, builtins=["bash"]).background_shells() is None
+
+
+# --- the example a newcomer reads ------------------------------------------------------------
+
+
+def test_the_host_hooks_example_runs_to_its_end() -> None:
+    import subprocess
+    import sys
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "python" / "host_hooks.py"
+    r = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == [
+        "asked: Run bash?",
+        "write: no writes in this session",
+        "bash: Started in the background as shell shell_1. Read its output with bash_output "
+        '(shell_id "shell_1"); stop it with kill_shell.',
+        "shells: ['shell_1']",
+        "done: The write was refused; the build runs in the background.",
+    ], r.stdout
