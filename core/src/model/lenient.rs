@@ -254,17 +254,12 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
 
 /// A string, or a JSON array whose elements read as `T` (an openai-style `content` that is
 /// text or a list of parts); [`StrOr::Neither`] for any other JSON value.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) enum StrOr<'a, T> {
+    #[default]
     Neither,
     Str(Cow<'a, str>),
     Seq(Vec<T>),
-}
-
-impl<T> Default for StrOr<'_, T> {
-    fn default() -> Self {
-        StrOr::Neither
-    }
 }
 
 impl<'de: 'a, 'a, T: Deserialize<'de>> Deserialize<'de> for StrOr<'a, T> {
