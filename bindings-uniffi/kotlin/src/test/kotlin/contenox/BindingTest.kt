@@ -441,6 +441,8 @@ class BindingTest {
                     is Event.Request -> "request"
                     is Event.TextDelta -> "text_delta"
                     is Event.Text -> "text"
+                    is Event.ReasoningDelta -> "reasoning_delta"
+                    is Event.Reasoning -> "reasoning"
                     is Event.ToolCall -> "tool_call"
                     is Event.Gate -> "gate"
                     is Event.Pending -> "pending"
