@@ -410,8 +410,9 @@ impl ClientBuilder {
         self
     }
     /// Turn on background shells with these, which the host owns and may give to several
-    /// clients: `close` (or dropping the client) kills the shells this client's turns started,
-    /// and leaves the others to the host's `close_all`.
+    /// clients: `close` kills the shells this client's turns started and leaves the others to
+    /// the host's `close_all` (dropping the client kills none of them; the last handle's drop
+    /// kills what is left).
     pub fn background_shells(mut self, shells: BackgroundShells) -> Self {
         self.config.background = true;
         self.opt_ins.shells = Some(shells);
