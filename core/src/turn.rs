@@ -18,6 +18,7 @@ use crate::gate::{
 };
 use crate::model::{complete_with_retry, ModelRequest, RawCall};
 use crate::policy::{self, Budget, Ceilings};
+use crate::prompt::Prompt;
 use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
 use crate::settings::TurnSettings;
 use crate::tool::{
@@ -58,7 +59,7 @@ pub(crate) fn client_id(inner: &Arc<ClientState>) -> usize {
 /// Run one turn on `inner`'s conversation.
 pub(crate) async fn run_turn(
     inner: Arc<ClientState>,
-    prompt: String,
+    prompt: Prompt,
     setup: TurnSetup,
     cancel: CancellationToken,
     sink: EventSink,
@@ -69,7 +70,7 @@ pub(crate) async fn run_turn(
         .await
         .filter(|_| !cancel.is_cancelled());
     let Some(_one_at_a_time) = queued else {
-        return cancelled_before_start(&inner, prompt, &sink);
+        return cancelled_before_start(&inner, prompt.text(), &sink);
     };
     if setup.fresh {
         inner.replace_conversation(Transcript::default());
@@ -90,9 +91,9 @@ pub(crate) async fn run_turn(
         scope,
     };
     sink.emit_with(|| Event::TurnStart {
-        prompt: prompt.clone(),
+        prompt: prompt.text(),
     });
-    inner.append([Message::user(prompt)]);
+    inner.append([prompt.into_message()]);
     // Sources that asked for it (a remote hook that was down) are probed before the first
     // request, so what came up is offered in it.
     inner.before_turn().run(&cancel).await;
