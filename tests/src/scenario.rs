@@ -667,6 +667,10 @@ pub struct ModelEntry {
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ToolCall>>,
+    /// Extension: a recorded stream (one JSON chunk per line, see `crate::recorded`) sent as
+    /// this reply, in the style's framing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Vec<String>>,
     /// Extension: reasoning streamed before the text and calls, in the style's own shape.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasoning: Vec<ReasoningSpec>,
@@ -694,6 +698,8 @@ pub struct ModelEntry {
 pub enum EntryKind<'a> {
     Error(&'a ErrorSpec),
     Stall,
+    /// A recorded stream's chunks.
+    Replay(&'a [String]),
     Response {
         text: Option<&'a str>,
         tool_calls: &'a [ToolCall],
@@ -759,6 +765,8 @@ impl ModelEntry {
             EntryKind::Error(e)
         } else if self.stall {
             EntryKind::Stall
+        } else if let Some(lines) = &self.replay {
+            EntryKind::Replay(lines)
         } else {
             EntryKind::Response {
                 text: self.text.as_deref(),
@@ -779,15 +787,20 @@ impl ModelEntry {
 
     pub fn validate(&self, style: Style) -> Result<(), String> {
         let response = self.text.is_some() || self.tool_calls.is_some();
-        let kinds = [response, self.error.is_some(), self.stall]
-            .iter()
-            .filter(|k| **k)
-            .count();
+        let kinds = [
+            response,
+            self.error.is_some(),
+            self.stall,
+            self.replay.is_some(),
+        ]
+        .iter()
+        .filter(|k| **k)
+        .count();
         if kinds == 0 {
-            return Err("an entry needs text, tool_calls, error or stall".into());
+            return Err("an entry needs text, tool_calls, error, stall or replay".into());
         }
         if kinds > 1 {
-            return Err("text/tool_calls, error and stall exclude each other".into());
+            return Err("text/tool_calls, error, stall and replay exclude each other".into());
         }
         if let Some(UsageSpec::Given(u)) = &self.usage {
             u.validate(style)?;

@@ -351,6 +351,7 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             return Reply::text(StatusCode::SERVICE_UNAVAILABLE, "fake server shut down").into();
         }
         EntryKind::Error(spec) => wire::error_reply(shared.style, spec),
+        EntryKind::Replay(lines) => wire::replay_reply(shared.style, lines),
         EntryKind::Response {
             text,
             tool_calls,
