@@ -671,6 +671,11 @@ pub struct ModelEntry {
     /// this reply, in the style's framing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<Vec<String>>,
+    /// Extension: the reply's stop reason in the style's own word (openai `finish_reason`:
+    /// `length`, `content_filter`, or `refusal` = the text sent as `delta.refusal`; anthropic
+    /// `stop_reason`: `refusal`, `max_tokens`, `pause_turn`; ollama `done_reason`: `length`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
     /// Extension: reasoning streamed before the text and calls, in the style's own shape.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasoning: Vec<ReasoningSpec>,
@@ -704,6 +709,7 @@ pub enum EntryKind<'a> {
         text: Option<&'a str>,
         tool_calls: &'a [ToolCall],
         reasoning: &'a [ReasoningSpec],
+        stop_reason: Option<&'a str>,
     },
 }
 
@@ -772,6 +778,7 @@ impl ModelEntry {
                 text: self.text.as_deref(),
                 tool_calls: self.tool_calls.as_deref().unwrap_or(&[]),
                 reasoning: &self.reasoning,
+                stop_reason: self.stop_reason.as_deref(),
             }
         }
     }
@@ -810,6 +817,25 @@ impl ModelEntry {
         }
         for r in &self.reasoning {
             r.validate(style)?;
+        }
+        if let Some(stop) = &self.stop_reason {
+            let known: &[&str] = match style {
+                Style::Openai => &["stop", "tool_calls", "length", "content_filter", "refusal"],
+                Style::Anthropic => &[
+                    "end_turn",
+                    "tool_use",
+                    "refusal",
+                    "max_tokens",
+                    "pause_turn",
+                ],
+                Style::Ollama => &["stop", "length"],
+            };
+            if !known.contains(&stop.as_str()) {
+                return Err(format!(
+                    "stop_reason {stop:?} is not one of {known:?} for {}",
+                    style.as_str()
+                ));
+            }
         }
         if let Some(e) = &self.error {
             if !(400..=599).contains(&e.status) {

@@ -356,6 +356,7 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             text,
             tool_calls,
             reasoning,
+            stop_reason,
         } => {
             let usage = entry.usage().unwrap_or_else(|| {
                 shared
@@ -365,9 +366,15 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
                     .count(shared.style, &request, text, tool_calls)
             });
             match shared.style {
-                Style::Openai => openai::render(&ctx, text, tool_calls, reasoning, usage),
-                Style::Anthropic => anthropic::render(&ctx, text, tool_calls, reasoning, usage),
-                Style::Ollama => ollama::render(&ctx, text, tool_calls, reasoning, usage),
+                Style::Openai => {
+                    openai::render(&ctx, text, tool_calls, reasoning, stop_reason, usage)
+                }
+                Style::Anthropic => {
+                    anthropic::render(&ctx, text, tool_calls, reasoning, stop_reason, usage)
+                }
+                Style::Ollama => {
+                    ollama::render(&ctx, text, tool_calls, reasoning, stop_reason, usage)
+                }
             }
         }
     };

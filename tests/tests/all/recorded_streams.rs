@@ -43,6 +43,7 @@ struct Reply {
     text: String,
     reasoning: String,
     calls: Vec<(String, Value)>,
+    stop: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -88,6 +89,9 @@ async fn replay(rec: &Recording, replies: usize) -> Seen {
                 .unwrap()
                 .calls
                 .push((name, arguments)),
+            Event::Stop { reason, .. } => {
+                seen.replies.last_mut().unwrap().stop = Some(reason.as_str().to_string())
+            }
             _ => {}
         }
     }
@@ -105,12 +109,21 @@ async fn check(rec: &Recording) -> Vec<String> {
     let want = recorded::expected(rec);
     let seen = replay(rec, want.len()).await;
     let mut wrong = Vec::new();
+    // The stop reasons that end a turn short of a full answer, in the engine's words.
+    let short = |stop: &Option<String>| match stop.as_deref() {
+        Some("refusal") => Some("refusal"),
+        Some("max_tokens" | "length") => Some("max_tokens"),
+        Some("content_filter") => Some("content_filter"),
+        _ => None,
+    };
     // The turn goes on while a reply calls tools: the replies it reaches, and the requests.
     let reached = want
         .iter()
-        .position(|w| w.calls.is_empty() || w.error)
+        .position(|w| w.calls.is_empty() || w.error || short(&w.stop).is_some())
         .map_or(want.len(), |i| i + 1);
-    let requests = if reached == want.len() && !want[reached - 1].calls.is_empty() {
+    let last = &want[reached - 1];
+    let requests = if reached == want.len() && !last.calls.is_empty() && short(&last.stop).is_none()
+    {
         reached + 1
     } else {
         reached
