@@ -93,7 +93,7 @@ pub use client::{Client, ClientBuilder};
 pub use compact::{CompactNotice, Compactor, OnCompact, SUMMARY_HEADER};
 pub use config::{CompactionConfig, Config, RetryPolicy};
 pub use error::{ConfigError, Error, Result};
-pub use event::{CompactTrigger, Event, GateVerdict, Outcome, TurnResult, Usage};
+pub use event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
 pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
     DEFAULT_DENIAL,
@@ -120,4 +120,4 @@ pub use transcript::{
     Image, Message, Part, ProviderBlock, Reasoning, ToolCall, Transcript, IMAGE_MEDIA_TYPES,
     TRANSCRIPT_VERSION,
 };
-pub use turn::{CANCELLED_RESULT, MAX_TURNS_RESULT};
+pub use turn::{CANCELLED_RESULT, MAX_TURNS_RESULT, STOPPED_REPLY_RESULT};
