@@ -25,6 +25,7 @@ mod host;
 mod mcp;
 mod remote;
 mod run;
+mod shells;
 mod transcript;
 
 pub use client::{

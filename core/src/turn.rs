@@ -18,12 +18,13 @@ use crate::gate::{
 };
 use crate::model::{complete_with_retry, ModelRequest, RawCall};
 use crate::policy::{self, Budget, Ceilings};
+use crate::prompt::Prompt;
 use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
 use crate::settings::TurnSettings;
 use crate::tool::{
     allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, ToolSpec, CALL_TOOL,
 };
-use crate::transcript::{Message, ToolCall, Transcript};
+use crate::transcript::{Message, Part, ToolCall, Transcript};
 use crate::until_cancelled::until_cancelled;
 
 /// The result text of a call cut off by a cancel.
@@ -58,7 +59,7 @@ pub(crate) fn client_id(inner: &Arc<ClientState>) -> usize {
 /// Run one turn on `inner`'s conversation.
 pub(crate) async fn run_turn(
     inner: Arc<ClientState>,
-    prompt: String,
+    prompt: Prompt,
     setup: TurnSetup,
     cancel: CancellationToken,
     sink: EventSink,
@@ -69,7 +70,7 @@ pub(crate) async fn run_turn(
         .await
         .filter(|_| !cancel.is_cancelled());
     let Some(_one_at_a_time) = queued else {
-        return cancelled_before_start(&inner, prompt, &sink);
+        return cancelled_before_start(&inner, prompt.text(), &sink);
     };
     if setup.fresh {
         inner.replace_conversation(Transcript::default());
@@ -90,9 +91,9 @@ pub(crate) async fn run_turn(
         scope,
     };
     sink.emit_with(|| Event::TurnStart {
-        prompt: prompt.clone(),
+        prompt: prompt.text(),
     });
-    inner.append([Message::user(prompt)]);
+    inner.append([prompt.into_message()]);
     // Sources that asked for it (a remote hook that was down) are probed before the first
     // request, so what came up is offered in it.
     inner.before_turn().run(&cancel).await;
@@ -243,6 +244,9 @@ pub(crate) enum Response {
     Answer {
         text: String,
         calls: Vec<ToolCall>,
+        /// The reasoning parts, each with the number of calls before it (see
+        /// [`Message::assistant_with`]).
+        extra: Vec<(usize, Part)>,
         usage: Usage,
     },
     /// The turn was cancelled before the answer came.
@@ -338,6 +342,12 @@ impl Turn<'_> {
                 usage: response.usage,
                 agent: Vec::new(),
             });
+            for text in response.reasoning_texts() {
+                self.sink.emit_with(|| Event::Reasoning {
+                    text: text.to_string(),
+                    agent: Vec::new(),
+                });
+            }
             if !response.text.is_empty() {
                 self.sink.emit_with(|| Event::Text {
                     text: response.text.clone(),
@@ -356,6 +366,7 @@ impl Turn<'_> {
             return Response::Answer {
                 text: response.text,
                 calls,
+                extra: response.extra,
                 usage: this_request,
             };
         }
@@ -390,8 +401,13 @@ impl Turn<'_> {
             let response = self
                 .respond(index, inner.config().system.as_deref(), None, &mut usage)
                 .await;
-            let (text, calls, used) = match response {
-                Response::Answer { text, calls, usage } => (text, calls, usage),
+            let (text, calls, extra, used) = match response {
+                Response::Answer {
+                    text,
+                    calls,
+                    extra,
+                    usage,
+                } => (text, calls, extra, usage),
                 Response::Cancelled => return TurnEnd::new(Outcome::Cancelled, final_text, usage),
                 Response::Failed(message) => {
                     return TurnEnd {
@@ -403,7 +419,7 @@ impl Turn<'_> {
             index += 1;
             final_text = text.clone();
             let mut step = Vec::with_capacity(calls.len() + 1);
-            step.push(Message::assistant(text, calls.clone()));
+            step.push(Message::assistant_with(text, calls.clone(), extra));
             if calls.is_empty() {
                 inner.append(step);
                 return TurnEnd::new(Outcome::Done, final_text, usage);

@@ -79,6 +79,8 @@ struct Pending {
     /// The chat task that made them.
     task: usize,
     text: String,
+    /// The reply's reasoning (see `Message::assistant_with`).
+    extra: Vec<(usize, crate::transcript::Part)>,
     calls: Vec<ToolCall>,
 }
 
@@ -560,16 +562,22 @@ impl ChainRun<'_> {
         // Counted whatever the answer: a failed request (or its compaction) still cost this.
         self.usage.add(spent);
         match response {
-            Response::Answer { text, calls, .. } => {
+            Response::Answer {
+                text, calls, extra, ..
+            } => {
                 self.responses += 1;
                 let value = if calls.is_empty() {
-                    self.append(task, vec![Message::assistant(text.clone(), Vec::new())])?;
+                    self.append(
+                        task,
+                        vec![Message::assistant_with(text.clone(), Vec::new(), extra)],
+                    )?;
                     "stop"
                 } else {
                     self.pending = Some(Pending {
                         task: i,
                         text: text.clone(),
                         calls,
+                        extra,
                     });
                     "tool-call"
                 };
@@ -613,7 +621,11 @@ impl ChainRun<'_> {
         let narrow = self.narrow(&tasks);
         let turn = self.turn(&narrow, cancel);
         let mut step = Vec::with_capacity(pending.calls.len() + 1);
-        step.push(Message::assistant(pending.text, pending.calls.clone()));
+        step.push(Message::assistant_with(
+            pending.text,
+            pending.calls.clone(),
+            pending.extra,
+        ));
         let mut texts = Vec::with_capacity(pending.calls.len());
         // What the calls spent on models (a subagent's turn) is the chain's too.
         let mut spent_on_calls = Usage::default();
@@ -759,7 +771,11 @@ impl ChainRun<'_> {
         let never = |_: &str| true;
         let turn = self.turn(&never, self.cancel);
         let mut step = Vec::with_capacity(pending.calls.len() + 1);
-        step.push(Message::assistant(pending.text, pending.calls.clone()));
+        step.push(Message::assistant_with(
+            pending.text,
+            pending.calls.clone(),
+            pending.extra,
+        ));
         for call in &pending.calls {
             step.push(turn.result_message(call, ToolOutput::error(reason), None));
         }

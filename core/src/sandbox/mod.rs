@@ -148,6 +148,12 @@ impl Sandbox {
         Ok(())
     }
 
+    /// Whether commands can reach the network (false only when the sandbox cuts it and that cut
+    /// is in force).
+    pub fn has_network(&self) -> bool {
+        self.status.network
+    }
+
     /// What bash's description tells the model about the sandbox: only what is in force.
     pub fn description(&self) -> String {
         let mut text = String::new();

@@ -5,7 +5,8 @@
 
 import { strict as assert } from "node:assert";
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -36,7 +37,7 @@ test("initialize advertises only what is implemented", async () => {
   const init = await a.client.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
   assert.equal(init.protocolVersion, 1);
   assert.equal(init.agentCapabilities?.loadSession, true);
-  assert.deepEqual(init.agentCapabilities?.promptCapabilities, { image: false, audio: false, embeddedContext: true });
+  assert.deepEqual(init.agentCapabilities?.promptCapabilities, { image: true, audio: false, embeddedContext: true });
   assert.deepEqual(init.agentCapabilities?.mcpCapabilities, { http: true, sse: false });
   assert.deepEqual(init.agentCapabilities?.sessionCapabilities, { resume: {}, close: {} });
   assert.equal(init.agentInfo?.name, "contenox");
@@ -44,6 +45,102 @@ test("initialize advertises only what is implemented", async () => {
   const newer = await a.client.request("initialize", { protocolVersion: 7, clientCapabilities: {} });
   assert.equal(newer.protocolVersion, 1);
   await finish(a);
+});
+
+/** The fake model server (tests/src/bin/fake-model-server.rs) serving `model` in `style`; its port. */
+async function fakeModel(
+  t: { after: (fn: () => unknown) => void },
+  dir: string,
+  style: string,
+  model: unknown[],
+): Promise<number> {
+  const bin = process.env.FAKE_MODEL_SERVER;
+  assert.ok(bin, "FAKE_MODEL_SERVER (the conformance harness's fake-model-server) must be set");
+  const scenario = join(dir, `model-${style}.json`);
+  writeFileSync(scenario, JSON.stringify({ name: "acp", style, prompt: "p", model }));
+  const child = spawn(bin, ["--scenario", scenario, "--style", style], { stdio: ["pipe", "pipe", "inherit"] });
+  t.after(async () => {
+    child.stdin!.end(); // it exits on stdin EOF
+    const exited = new Promise((r) => (child.exitCode !== null ? r(null) : child.once("exit", r)));
+    const late = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(late);
+  });
+  return await new Promise<number>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /^(\d+)$/m.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.on("exit", (code) => reject(new Error(`fake-model-server exited ${code} before its port`)));
+  });
+}
+
+for (const style of ["openai", "anthropic", "ollama"]) {
+  test(`the model's reasoning streams as agent_thought_chunk (${style} style, a real stream)`, async (t) => {
+    const data = mkdtempSync(join(tmpdir(), "acp-data-"));
+    const port = await fakeModel(t, data, style, [
+      { reasoning: [{ text: "The notes are short; I answer." }], text: "They say hello." },
+    ]);
+    const base = style === "openai" ? `http://127.0.0.1:${port}/v1` : `http://127.0.0.1:${port}`;
+    const a = Agent.start({
+      data,
+      args: ["--style", style, "--base-url", base, "--model", "fake", "--builtins", "none"],
+      env: { OPENAI_API_KEY: "k", ANTHROPIC_API_KEY: "k", OLLAMA_API_KEY: "k" },
+    });
+    const sid = await a.session();
+    assert.equal(await a.prompt(sid, "What do the notes say?"), "end_turn");
+    const kinds = a.tap.updates(sid).map((u) => u.sessionUpdate);
+    const thoughts = updatesOf(a, sid, "agent_thought_chunk").map((u) => (u.content as Json).text).join("");
+    const text = updatesOf(a, sid, "agent_message_chunk").map((u) => (u.content as Json).text).join("");
+    assert.equal(thoughts, "The notes are short; I answer.");
+    assert.equal(text, "They say hello.");
+    assert.ok(kinds.indexOf("agent_thought_chunk") < kinds.indexOf("agent_message_chunk"), kinds.join(","));
+    await finish(a);
+  });
+}
+
+test("an image prompt reaches the model as an image block, is saved, and is replayed", async (t) => {
+  const data = mkdtempSync(join(tmpdir(), "acp-data-"));
+  const port = await fakeModel(t, data, "anthropic", [{ text: "A red square." }]);
+  const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+  const a = Agent.start({
+    data,
+    args: ["--style", "anthropic", "--base-url", `http://127.0.0.1:${port}`, "--model", "fake", "--builtins", "none"],
+    env: { ANTHROPIC_API_KEY: "k" },
+  });
+  const sid = await a.session();
+  const r = await a.client.request("session/prompt", {
+    sessionId: sid,
+    prompt: [
+      { type: "text", text: "What is this?" },
+      { type: "image", data: png, mimeType: "image/png" },
+    ],
+  });
+  assert.equal(r.stopReason, "end_turn");
+  const text = updatesOf(a, sid, "agent_message_chunk").map((u) => (u.content as Json).text).join("");
+  assert.equal(text, "A red square.");
+  await finish(a);
+  // Saved as the user message's parts, in order, byte for byte.
+  const saved = JSON.parse(readFileSync(join(data, "acp", "sessions", `${sid}.json`), "utf8"));
+  assert.deepEqual(saved.transcript.messages[0].content, [
+    { type: "text", text: "What is this?" },
+    { type: "image", media_type: "image/png", data: png },
+  ]);
+  // And replayed to an editor that loads the session.
+  const again = Agent.start({ work: a.work, data, script: [{ text: "unused" }] });
+  await again.client.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+  await again.client.request("session/load", { sessionId: sid, cwd: a.work, mcpServers: [] });
+  const user = again.tap.updates(sid).filter((u) => u.sessionUpdate === "user_message_chunk");
+  assert.deepEqual(
+    user.map((u) => u.content),
+    [
+      { type: "text", text: "What is this?" },
+      { type: "image", mimeType: "image/png", data: png },
+    ],
+  );
+  await finish(again);
 });
 
 test("a read runs without asking; text streams; usage and the stop reason arrive", async () => {
