@@ -260,6 +260,9 @@ pub(crate) enum Response {
         usage: Usage,
         /// Why the reply stopped short of a full answer (the `stop` event was emitted).
         stop: Option<StopReason>,
+        /// The server paused the turn (anthropic `pause_turn`): send the reply back and ask
+        /// again.
+        paused: bool,
     },
     /// The turn was cancelled before the answer came.
     Cancelled,
@@ -387,6 +390,7 @@ impl Turn<'_> {
                 extra: response.extra,
                 usage: this_request,
                 stop: response.stop,
+                paused: response.paused,
             };
         }
     }
@@ -420,14 +424,15 @@ impl Turn<'_> {
             let response = self
                 .respond(index, inner.config().system.as_deref(), None, &mut usage)
                 .await;
-            let (text, calls, extra, used, stop) = match response {
+            let (text, calls, extra, used, stop, paused) = match response {
                 Response::Answer {
                     text,
                     calls,
                     extra,
                     usage,
                     stop,
-                } => (text, calls, extra, usage, stop),
+                    paused,
+                } => (text, calls, extra, usage, stop, paused),
                 Response::Cancelled => return TurnEnd::new(Outcome::Cancelled, final_text, usage),
                 Response::Failed(message) => {
                     return TurnEnd {
@@ -440,6 +445,18 @@ impl Turn<'_> {
             final_text = text.clone();
             let mut step = Vec::with_capacity(calls.len() + 1);
             step.push(Message::assistant_with(text, calls.clone(), extra));
+            if paused && calls.is_empty() && stop.is_none() {
+                // The server paused a long turn (its own tools ran): the paused reply goes
+                // back as it came, and the model goes on in the next request, within max_turns.
+                inner.append(step);
+                if index >= self.ceilings().max_turns {
+                    return TurnEnd::new(Outcome::MaxTurns, final_text, usage);
+                }
+                if self.cancel.is_cancelled() {
+                    return TurnEnd::new(Outcome::Cancelled, final_text, usage);
+                }
+                continue;
+            }
             if calls.is_empty() || stop.is_some() {
                 // A reply that stopped short ends the turn; its calls (their arguments may be
                 // cut) get an error result each, so the transcript stays valid.

@@ -94,6 +94,9 @@ pub(crate) struct ModelResponse {
     pub usage: Usage,
     /// Why the reply stopped short of a full answer, when it did.
     pub stop: Option<StopReason>,
+    /// The server paused the turn (anthropic `pause_turn`): the reply goes back as it came and
+    /// the model continues in the next request.
+    pub paused: bool,
 }
 
 impl ModelResponse {
