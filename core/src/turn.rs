@@ -16,7 +16,7 @@ use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, Turn
 use crate::gate::{
     Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
 };
-use crate::model::{complete_with_retry, ModelRequest, RawCall};
+use crate::model::{complete_with_retry, ModelRequest, RawCall, RequestFailed};
 use crate::policy::{self, Budget, Ceilings};
 use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
 use crate::settings::TurnSettings;
@@ -296,6 +296,9 @@ impl Turn<'_> {
         // Set when a refusal as over the context length was answered by compacting: the same
         // request is sent again once, not in a loop.
         let mut compacted_for_refusal = false;
+        // Replies the server refused as malformed tool calls, told to the model to try again
+        // (within the retry budget).
+        let mut corrections = 0u32;
         loop {
             let tools = inner.toolkit().offered(&allowed);
             match self.compact_when_over(&tools).await {
@@ -340,6 +343,22 @@ impl Turn<'_> {
                         }
                         Err(stopped) => return stopped,
                     }
+                }
+                Err(RequestFailed {
+                    malformed_call: Some(note),
+                    message,
+                    ..
+                }) if corrections < inner.config().retry.max_retries => {
+                    self.sink.emit(Event::Retry {
+                        attempt: corrections,
+                        status: Some(400),
+                        error: message,
+                        wait_ms: 0,
+                        agent: Vec::new(),
+                    });
+                    corrections += 1;
+                    inner.append([Message::user(note)]);
+                    continue;
                 }
                 Err(f) if f.context_overflow => {
                     return Response::Failed(format!(
