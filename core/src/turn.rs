@@ -16,7 +16,7 @@ use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, Turn
 use crate::gate::{
     Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
 };
-use crate::model::{complete_with_retry, ModelRequest, RawCall};
+use crate::model::{complete_with_retry, ModelRequest, RawCall, RequestFailed};
 use crate::policy::{self, Budget, Ceilings};
 use crate::prompt::Prompt;
 use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
@@ -261,6 +261,9 @@ pub(crate) enum Response {
         usage: Usage,
         /// Why the reply stopped short of a full answer (the `stop` event was emitted).
         stop: Option<StopReason>,
+        /// The server paused the turn (anthropic `pause_turn`): send the reply back and ask
+        /// again.
+        paused: bool,
     },
     /// The turn was cancelled before the answer came.
     Cancelled,
@@ -294,6 +297,9 @@ impl Turn<'_> {
         // Set when a refusal as over the context length was answered by compacting: the same
         // request is sent again once, not in a loop.
         let mut compacted_for_refusal = false;
+        // Replies the server refused as malformed tool calls, told to the model to try again
+        // (within the retry budget).
+        let mut corrections = 0u32;
         loop {
             let tools = inner.toolkit().offered(&allowed);
             match self.compact_when_over(&tools).await {
@@ -338,6 +344,22 @@ impl Turn<'_> {
                         }
                         Err(stopped) => return stopped,
                     }
+                }
+                Err(RequestFailed {
+                    malformed_call: Some(note),
+                    message,
+                    ..
+                }) if corrections < inner.config().retry.max_retries => {
+                    self.sink.emit(Event::Retry {
+                        attempt: corrections,
+                        status: Some(400),
+                        error: message,
+                        wait_ms: 0,
+                        agent: Vec::new(),
+                    });
+                    corrections += 1;
+                    inner.append([Message::user(note)]);
+                    continue;
                 }
                 Err(f) if f.context_overflow => {
                     return Response::Failed(format!(
@@ -388,6 +410,7 @@ impl Turn<'_> {
                 extra: response.extra,
                 usage: this_request,
                 stop: response.stop,
+                paused: response.paused,
             };
         }
     }
@@ -421,14 +444,15 @@ impl Turn<'_> {
             let response = self
                 .respond(index, inner.config().system.as_deref(), None, &mut usage)
                 .await;
-            let (text, calls, extra, used, stop) = match response {
+            let (text, calls, extra, used, stop, paused) = match response {
                 Response::Answer {
                     text,
                     calls,
                     extra,
                     usage,
                     stop,
-                } => (text, calls, extra, usage, stop),
+                    paused,
+                } => (text, calls, extra, usage, stop, paused),
                 Response::Cancelled => return TurnEnd::new(Outcome::Cancelled, final_text, usage),
                 Response::Failed(message) => {
                     return TurnEnd {
@@ -441,6 +465,18 @@ impl Turn<'_> {
             final_text = text.clone();
             let mut step = Vec::with_capacity(calls.len() + 1);
             step.push(Message::assistant_with(text, calls.clone(), extra));
+            if paused && calls.is_empty() && stop.is_none() {
+                // The server paused a long turn (its own tools ran): the paused reply goes
+                // back as it came, and the model goes on in the next request, within max_turns.
+                inner.append(step);
+                if index >= self.ceilings().max_turns {
+                    return TurnEnd::new(Outcome::MaxTurns, final_text, usage);
+                }
+                if self.cancel.is_cancelled() {
+                    return TurnEnd::new(Outcome::Cancelled, final_text, usage);
+                }
+                continue;
+            }
             if calls.is_empty() || stop.is_some() {
                 // A reply that stopped short ends the turn; its calls (their arguments may be
                 // cut) get an error result each, so the transcript stays valid.

@@ -600,6 +600,43 @@ def test_ollama_thinking(fake):
     assert (reply.message.thinking, reply.message.content) == ("Two and two make four.", "4")
 
 
+# ---------------------------------------------------------------------------------------------
+# stop reasons (the scenario key `stop_reason`)
+
+
+def test_openai_refusal_and_length(fake):
+    refusal = {"text": "I'm sorry, I cannot help.", "stop_reason": "refusal"}
+    cut = {"text": "one two", "stop_reason": "length"}
+    server = fake([refusal, refusal, cut], "openai")
+    client = oai(server)
+    pieces, finish = [], None
+    for chunk in client.chat.completions.create(model="fake", messages=MESSAGES, stream=True):
+        for choice in chunk.choices:
+            assert not choice.delta.content
+            pieces.append(choice.delta.refusal or "")
+            finish = choice.finish_reason or finish
+    assert "".join(pieces) == "I'm sorry, I cannot help." and finish == "stop"
+    whole = client.chat.completions.create(model="fake", messages=MESSAGES)
+    assert whole.choices[0].message.refusal == "I'm sorry, I cannot help."
+    assert whole.choices[0].message.content is None
+    whole = client.chat.completions.create(model="fake", messages=MESSAGES)
+    assert whole.choices[0].finish_reason == "length"
+
+
+@pytest.mark.parametrize("reason", ["refusal", "max_tokens", "pause_turn"])
+def test_anthropic_stop_reasons(fake, reason):
+    server = fake([{"text": "Partial.", "stop_reason": reason}], "anthropic")
+    with anth(server).messages.stream(model="fake", max_tokens=100, messages=MESSAGES) as stream:
+        final = stream.get_final_message()
+    assert final.stop_reason == reason and final.content[0].text == "Partial."
+
+
+def test_ollama_length(fake):
+    server = fake([{"text": "one two", "stop_reason": "length"}], "ollama")
+    parts = list(oll(server).chat(model="fake", messages=MESSAGES, stream=True))
+    assert parts[-1].done_reason == "length"
+
+
 def test_no_fake_server_left():
     """Runs last (file order): every server this module started has exited and been reaped."""
     assert STARTED, "no server was started"

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::config::Config;
 use crate::event::{StopReason, Usage};
-use crate::transcript::{Part, Reasoning};
+use crate::transcript::{Part, ProviderBlock, Reasoning};
 
 /// The API version header every request carries.
 pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -62,7 +62,13 @@ enum Block {
     Thinking(Reasoning),
     /// Reasoning sent encrypted (arrives whole in `content_block_start`).
     Redacted(String),
-    Other,
+    /// A block of a kind the engine does not interpret (`server_tool_use`,
+    /// `web_search_tool_result`, ...): kept as it came (its input's `input_json_delta` pieces
+    /// joined into it) to be sent back, never a call of the client's.
+    Provider {
+        block: Value,
+        json: String,
+    },
 }
 
 /// Anthropic's usage fields as they arrive: `input_tokens` counts only the prompt tokens that
@@ -129,6 +135,9 @@ struct Assembler {
     started: bool,
     stopped: bool,
     stop: Option<StopReason>,
+    /// `pause_turn`: the server paused a long turn (its server tools); the reply goes back as
+    /// it came for the model to continue.
+    paused: bool,
 }
 
 impl Assembler {
@@ -185,7 +194,10 @@ impl Assembler {
                     Some("redacted_thinking") => {
                         Block::Redacted(cb["data"].as_str().unwrap_or_default().to_string())
                     }
-                    _ => Block::Other,
+                    _ => Block::Provider {
+                        block: cb.clone(),
+                        json: String::new(),
+                    },
                 };
                 self.blocks.push((index, block));
             }
@@ -211,7 +223,10 @@ impl Assembler {
                             r.signature.get_or_insert_with(String::new).push_str(sig);
                         }
                     }
-                    (Some("input_json_delta"), Some((_, Block::ToolUse { json, .. }))) => {
+                    (
+                        Some("input_json_delta"),
+                        Some((_, Block::ToolUse { json, .. } | Block::Provider { json, .. })),
+                    ) => {
                         json.push_str(d["partial_json"].as_str().unwrap_or_default());
                     }
                     _ => {}
@@ -228,6 +243,7 @@ impl Assembler {
                 self.usage.read(&data["usage"]);
                 if let Some(reason) = data["delta"]["stop_reason"].as_str() {
                     self.stop = stop_reason(reason);
+                    self.paused = reason == "pause_turn";
                 }
             }
             "message_stop" => self.stopped = true,
@@ -271,7 +287,23 @@ impl Assembler {
                     ..Reasoning::default()
                 }),
             )),
-            Block::Text | Block::Other => {}
+            Block::Provider { mut block, json } => {
+                if !json.is_empty() {
+                    // Its input streamed: the whole input replaces the start's `{}` (kept as
+                    // text when it is not JSON, so nothing is lost).
+                    block["input"] = serde_json::from_str(&json).unwrap_or(Value::String(json));
+                }
+                if block.is_object() {
+                    self.extra.push((
+                        self.calls.len(),
+                        Part::Provider(ProviderBlock {
+                            style: "anthropic".into(),
+                            block,
+                        }),
+                    ));
+                }
+            }
+            Block::Text => {}
         }
     }
 
@@ -303,16 +335,22 @@ impl Assembler {
                     name: block["name"].as_str().unwrap_or_default().to_string(),
                     arguments: block["input"].to_string(),
                 }),
-                _ => {}
+                Some(_) => self.complete(Block::Provider {
+                    block: block.clone(),
+                    json: String::new(),
+                }),
+                None => {}
             }
         }
         self.usage.read(&msg["usage"]);
         self.stop = msg["stop_reason"].as_str().and_then(stop_reason);
+        self.paused = msg["stop_reason"] == "pause_turn";
         self.stopped = true;
     }
 
     fn finish(self) -> ModelResponse {
         ModelResponse {
+            paused: self.paused,
             stop: self.stop,
             extra: self.extra,
             text: self.text,
@@ -572,6 +610,44 @@ mod tests {
             ]);
             assert_eq!(r.stop, stop, "{reason}");
         }
+    }
+
+    #[test]
+    fn server_blocks_are_kept_whole_never_calls_and_pause_turn_is_read() {
+        let (r, text, _) = stream(&[
+            json!({"type": "message_start", "message": {"usage": {}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"query\": \"rust\"}"}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "web_search_tool_result", "tool_use_id": "srv_1", "content": [{"type": "web_search_result", "url": "https://x"}]}}),
+            json!({"type": "content_block_stop", "index": 1}),
+            json!({"type": "content_block_start", "index": 2, "content_block": {"type": "a_block_of_next_year", "x": 1}}),
+            json!({"type": "content_block_delta", "index": 2, "delta": {"type": "a_delta_of_next_year"}}),
+            json!({"type": "content_block_stop", "index": 2}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "pause_turn"}, "usage": {}}),
+            json!({"type": "message_stop"}),
+        ]);
+        assert_eq!(text, "");
+        assert!(r.calls.is_empty());
+        assert!(r.paused);
+        assert_eq!(r.stop, None);
+        let blocks: Vec<&Value> = r
+            .extra
+            .iter()
+            .map(|(_, p)| match p {
+                Part::Provider(b) => {
+                    assert_eq!(b.style, "anthropic");
+                    &b.block
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            *blocks[0],
+            json!({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "rust"}})
+        );
+        assert_eq!(blocks[1]["type"], "web_search_tool_result");
+        assert_eq!(blocks[2]["type"], "a_block_of_next_year");
     }
 
     #[test]

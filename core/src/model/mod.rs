@@ -29,7 +29,7 @@ mod wire_json;
 pub use list_models::{list_models, ModelInfo};
 
 pub(crate) use images::ResolvedImages;
-pub(crate) use retry::complete_with_retry;
+pub(crate) use retry::{complete_with_retry, RequestFailed};
 
 /// Entry points for fuzz targets (cargo-fuzz): they feed arbitrary bytes through the stream
 /// decoders the model styles use. Not part of the API.
@@ -94,6 +94,9 @@ pub(crate) struct ModelResponse {
     pub usage: Usage,
     /// Why the reply stopped short of a full answer, when it did.
     pub stop: Option<StopReason>,
+    /// The server paused the turn (anthropic `pause_turn`): the reply goes back as it came and
+    /// the model continues in the next request.
+    pub paused: bool,
 }
 
 impl ModelResponse {

@@ -142,6 +142,7 @@ impl Backend for Ollama {
             )]
         };
         Ok(ModelResponse {
+            paused: false,
             stop: asm.stop,
             extra,
             text: asm.text,

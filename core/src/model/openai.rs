@@ -349,6 +349,7 @@ impl Assembler {
         self.end_reasoning();
         self.calls.sort_by_key(|(i, _)| *i);
         ModelResponse {
+            paused: false,
             stop: self.stop,
             extra: self.extra,
             text: self.text,

@@ -29,6 +29,52 @@ pub(crate) struct RequestFailed {
     /// The server refused the request as over the model's context length (see
     /// `model::overflow`): compacting the conversation and sending it again may succeed.
     pub context_overflow: bool,
+    /// The server refused the model's own reply as a malformed tool call (Groq's
+    /// `tool_use_failed`): what to tell the model, which may write the call again.
+    pub malformed_call: Option<String>,
+}
+
+/// What to tell the model when the server refused its reply as a malformed tool call (Groq
+/// answers HTTP 400 `{"error": {"code": "tool_use_failed", "failed_generation": ...}}`).
+pub(crate) fn malformed_call(f: &Failure) -> Option<String> {
+    let Failure::BeforeData {
+        status: Some(400),
+        message,
+        ..
+    } = f
+    else {
+        return None;
+    };
+    if !message.contains("tool_use_failed") {
+        return None;
+    }
+    let body: Option<serde_json::Value> = message
+        .find('{')
+        .and_then(|at| serde_json::from_str(&message[at..]).ok());
+    let error = body.as_ref().map(|b| &b["error"]);
+    if error.is_some_and(|e| !e.is_null() && e["code"] != "tool_use_failed") {
+        return None;
+    }
+    let generation = error
+        .and_then(|e| e["failed_generation"].as_str())
+        .filter(|g| !g.trim().is_empty());
+    let mut note = String::from(
+        "Your last reply tried to call a tool, but the call was malformed and the server \
+         refused it",
+    );
+    if let Some(why) = error.and_then(|e| e["message"].as_str()) {
+        note.push_str(&format!(" ({why})"));
+    }
+    if let Some(g) = generation {
+        // Cut: the model's own malformed output goes back to it, not an unbounded copy.
+        let g: String = g.chars().take(2000).collect();
+        note.push_str(&format!(". What you wrote:\n{g}"));
+    }
+    note.push_str(
+        "\nCall the tool again with its name and valid JSON arguments, as the tool's schema \
+         asks, or answer without it.",
+    );
+    Some(note)
 }
 
 /// Send `body` until it succeeds, fails for good, or the retries run out. Emits `request` before
@@ -83,6 +129,7 @@ pub(crate) async fn complete_with_retry(
                 let tries = attempt + 1;
                 let msg = backend.redact(f.message());
                 let context_overflow = is_context_overflow(&f);
+                let malformed_call = malformed_call(&f).map(|note| backend.redact(&note));
                 return Err(RequestFailed {
                     message: if tries > 1 {
                         format!("{msg} (after {tries} attempts)")
@@ -90,8 +137,54 @@ pub(crate) async fn complete_with_retry(
                         msg
                     },
                     context_overflow,
+                    malformed_call,
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(status: u16, body: &str) -> Failure {
+        Failure::BeforeData {
+            status: Some(status),
+            message: format!("model server answered HTTP {status}: {body}"),
+            retry_after: None,
+            retryable: false,
+        }
+    }
+
+    #[test]
+    fn groq_tool_use_failed_is_told_to_the_model() {
+        let groq = r#"{"error":{"message":"Failed to call a function. Please adjust your prompt. See 'failed_generation' for more details.","type":"invalid_request_error","code":"tool_use_failed","failed_generation":"<function=weather{\"city\": \"Oslo\"</function>"}}"#;
+        let note = malformed_call(&refused(400, groq)).unwrap();
+        assert!(note.contains("Failed to call a function"), "{note}");
+        assert!(
+            note.contains(r#"<function=weather{"city": "Oslo"</function>"#),
+            "{note}"
+        );
+        // Another 400, another status, or another code is not a malformed call.
+        assert_eq!(
+            malformed_call(&refused(400, r#"{"error":{"code":"invalid_api_key"}}"#)),
+            None
+        );
+        assert_eq!(malformed_call(&refused(500, groq)), None);
+        assert_eq!(
+            malformed_call(&refused(
+                400,
+                r#"{"error":{"code":"other","message":"tool_use_failed"}}"#
+            )),
+            None
+        );
+        // A body cut short still names the code: the model is told, without the generation.
+        let cut = &groq[..groq.rfind("failed_generation").unwrap() + 5];
+        assert!(malformed_call(&refused(400, cut)).is_some());
+        assert_eq!(
+            malformed_call(&Failure::Fatal("tool_use_failed".into())),
+            None
+        );
     }
 }

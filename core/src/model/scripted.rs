@@ -89,6 +89,7 @@ impl Backend for Scripted {
             })
             .collect();
         Ok(ModelResponse {
+            paused: false,
             stop: entry.stop_reason,
             extra: Vec::new(),
             text,
