@@ -15,6 +15,7 @@ mod quiet;
 mod remote;
 mod run;
 mod runtime;
+mod source;
 mod transcript;
 
 use pyo3::prelude::*;
@@ -53,7 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client::list_models, m)?)?;
     m.add_function(wrap_pyfunction!(client::policy_preset, m)?)?;
     m.add_class::<mcp::PyMcpSource>()?;
-    m.add_class::<mcp::PyNativeTool>()?;
+    m.add_class::<source::PyNativeTool>()?;
     m.add_function(wrap_pyfunction!(mcp::load_mcp, m)?)?;
     m.add_class::<remote::PyRemoteSource>()?;
     m.add_function(wrap_pyfunction!(remote::load_remote, m)?)?;

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3_async_runtimes::TaskLocals;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
@@ -208,4 +209,17 @@ where
         });
     });
     Ok(py_fut)
+}
+
+/// The caller's running asyncio loop (with its context), or the error that says `what` needs
+/// one.
+pub(crate) fn running_loop(py: Python<'_>, what: &str) -> PyResult<TaskLocals> {
+    TaskLocals::with_running_loop(py)
+        .and_then(|l| l.copy_context(py))
+        .map_err(|_| {
+            PyRuntimeError::new_err(format!(
+                "{what} needs a running asyncio event loop (await it from async code); \
+                 in a script without one use client.run_sync(...)"
+            ))
+        })
 }

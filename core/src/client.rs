@@ -20,7 +20,7 @@ use crate::run::{Run, RunOptions};
 use crate::script::ScriptEntry;
 use crate::settings::{ModelSettings, TurnSettings};
 use crate::spelling::Spelling;
-use crate::tool::{Allowlist, EventSink, Tool, ToolSpec, Toolkit};
+use crate::tool::{Allowlist, EventSink, HostTools, Tool, ToolHost, ToolSource, ToolSpec, Toolkit};
 use crate::transcript::Transcript;
 use crate::turn::{run_turn, TurnSetup};
 
@@ -114,6 +114,19 @@ impl Client {
     /// offered from that turn's next model request.
     pub fn register(&self, tool: Arc<dyn Tool>) -> Result<()> {
         self.state.register(tool)
+    }
+
+    /// Add a tool source (an [`McpSource`](crate::McpSource)'s or a
+    /// [`RemoteSource`](crate::RemoteSource)'s [`source()`](crate::McpSource::source), or a
+    /// [`ToolSource`] of your own): its tools are registered now and kept in step with it, and
+    /// its work before a turn runs at the start of each of this client's turns. The client holds
+    /// the source weakly: dropping every handle of it ends that work. `Err`, with nothing
+    /// registered, when the source refuses the client (it is closed, or a name is taken).
+    pub fn add_source(&self, source: Arc<dyn ToolSource>) -> Result<()> {
+        let host = ToolHost::new(self.state.clone() as Arc<dyn HostTools>);
+        source.clone().attach(&host)?;
+        self.state.sources().add(Arc::downgrade(&source));
+        Ok(())
     }
 
     /// Remove a tool; true when it was there.

@@ -76,7 +76,7 @@ mod scope;
 mod script;
 pub mod settings;
 mod shown;
-mod source_shared;
+mod sources;
 mod spelling;
 mod style;
 pub mod tool;
@@ -112,10 +112,10 @@ pub use style::Style;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,
-    ToolError, ToolOutput, ToolSpec, Toolkit,
+    ToolError, ToolHost, ToolOutput, ToolSource, ToolSpec, Toolkit, CANCELLED_RESULT,
 };
 pub use transcript::{
     Image, Message, Part, ProviderBlock, Reasoning, ToolCall, Transcript, IMAGE_MEDIA_TYPES,
     TRANSCRIPT_VERSION,
 };
-pub use turn::{CANCELLED_RESULT, MAX_TURNS_RESULT};
+pub use turn::MAX_TURNS_RESULT;
