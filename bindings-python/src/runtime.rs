@@ -24,8 +24,9 @@ use pyo3_async_runtimes::TaskLocals;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
+use crate::bridge::bridge;
+pub use crate::completer::{produce, Produce};
 use crate::completer::{Completer, Queue};
-use crate::host::bridge;
 
 static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 static PID: AtomicU32 = AtomicU32::new(0);
@@ -119,17 +120,6 @@ pub fn shutdown(py: Python<'_>) {
             std::thread::sleep(Duration::from_millis(1));
         }
     });
-}
-
-/// Makes the Python value of a finished future, under the GIL.
-pub type Produce = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send>;
-
-/// A [`Produce`] from a closure (so the closure gets the higher-ranked signature).
-pub fn produce<F>(f: F) -> Produce
-where
-    F: for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send + 'static,
-{
-    Box::new(f)
 }
 
 /// Cancels the Rust side when the asyncio future is cancelled (or collected unfinished).

@@ -104,8 +104,18 @@ impl McpSource {
 source_methods!(
     McpSource,
     Client,
-    register_into: " Register every tool into `client`, keep the client's tools in step with the servers'\n `notifications/tools/list_changed`, and stop the servers when the client is shut down or\n freed. (The resource tools are registered separately: `client.register(tool)` for each\n of `resourceTools()`.)",
-    shutdown: " Stop every server (stdio: stdin closed, then SIGTERM, then SIGKILL to its process group;\n HTTP: the session ended) and remove its tools from the clients they were registered into\n with `registerInto`. Returns when all have stopped. Idempotent. (The engine's `close`,\n named so because Kotlin's `close()` frees the object.)"
+    register_into: [
+        " Register every tool into `client`, keep the client's tools in step with the servers'",
+        " `notifications/tools/list_changed`, and stop the servers when the client is shut down or",
+        " freed. (The resource tools are registered separately: `client.register(tool)` for each",
+        " of `resourceTools()`.)"
+    ],
+    shutdown: [
+        " Stop every server (stdio: stdin closed, then SIGTERM, then SIGKILL to its process group;",
+        " HTTP: the session ended) and remove its tools from the clients they were registered into",
+        " with `registerInto`. Returns when all have stopped. Idempotent. (The engine's `close`,",
+        " named so because Kotlin's `close()` frees the object.)"
+    ]
 );
 
 impl Drop for McpSource {

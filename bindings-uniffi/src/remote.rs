@@ -96,8 +96,15 @@ impl RemoteSource {
 source_methods!(
     RemoteSource,
     Client,
-    register_into: " Register every tool into `client`, probe unavailable hooks before its turns, keep its\n tools in step with refreshes. Throws (registering nothing) when a name is taken there by\n a tool of another source.",
-    shutdown: " Remove the tools from every client they were registered into; later calls error.\n Idempotent. (The engine's `close`, named so because Kotlin's `close()` frees the object.)"
+    register_into: [
+        " Register every tool into `client`, probe unavailable hooks before its turns, keep its",
+        " tools in step with refreshes. Throws (registering nothing) when a name is taken there by",
+        " a tool of another source."
+    ],
+    shutdown: [
+        " Remove the tools from every client they were registered into; later calls error.",
+        " Idempotent. (The engine's `close`, named so because Kotlin's `close()` frees the object.)"
+    ]
 );
 
 fn states(hooks: Vec<(String, HookState)>) -> Vec<RemoteHookState> {

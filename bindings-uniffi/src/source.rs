@@ -104,13 +104,13 @@ impl Drop for SourceHandle {
 }
 
 /// The methods every source object exports over its `handle` (`registerInto`, `shutdown`,
-/// `isClosed`): one body for the MCP and the remote source, each with its own docs. `$client`
+/// `isClosed`): one body for the MCP and the remote source, each with its own docs (one literal a line, as `///` would give). `$client`
 /// is the binding's client object (named at the call, so this file needs no import of it).
 macro_rules! source_methods {
-    ($source:ty, $client:ty, register_into: $register_doc:literal, shutdown: $shutdown_doc:literal) => {
+    ($source:ty, $client:ty, register_into: [$($register_doc:literal),+], shutdown: [$($shutdown_doc:literal),+]) => {
         #[uniffi::export(async_runtime = "tokio")]
         impl $source {
-            #[doc = $register_doc]
+            $(#[doc = $register_doc])+
             pub fn register_into(
                 &self,
                 client: std::sync::Arc<$client>,
@@ -118,7 +118,7 @@ macro_rules! source_methods {
                 self.handle.add_to(client.core())
             }
 
-            #[doc = $shutdown_doc]
+            $(#[doc = $shutdown_doc])+
             pub async fn shutdown(&self) {
                 self.handle.shutdown().await;
             }

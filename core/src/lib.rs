@@ -80,6 +80,8 @@ mod sources;
 mod spelling;
 mod style;
 pub mod tool;
+mod tool_output;
+mod tool_spec;
 mod transcript;
 mod turn;
 mod until_cancelled;

@@ -9,3 +9,4 @@ pub mod remote_support;
 pub mod runner;
 pub mod scenario;
 pub mod suite;
+pub mod texts;

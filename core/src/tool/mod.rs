@@ -7,17 +7,15 @@ mod context;
 mod fn_tool;
 pub(crate) mod inject;
 pub mod names;
-mod output;
 mod source;
 mod source_shared;
-mod spec;
 mod toolkit;
 
+pub use crate::tool_output::{HostError, ToolError, ToolOutput, CANCELLED_RESULT};
+pub use crate::tool_spec::{valid_tool_name, Hints, Source, Tier, ToolSpec};
 pub use allowlist::Allowlist;
 pub use context::{EventSink, ToolContext};
 pub use fn_tool::{tool_fn, FnTool};
-pub use output::{HostError, ToolError, ToolOutput, CANCELLED_RESULT};
-pub use spec::{valid_tool_name, Hints, Source, Tier, ToolSpec};
 pub use toolkit::Toolkit;
 
 pub(crate) use call_tool::{CallTool, CALL_TOOL};
