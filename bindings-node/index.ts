@@ -51,7 +51,8 @@ export type {
   ToolChoice,
 } from './lib/options'
 export type { Hints, JsonObject, JsonValue, ModelInfo, Outcome, Source, Style, Tier, Usage } from './lib/types'
-export { BackgroundShells, Client, createClient, listModels } from './lib/client'
+export { Client, createClient, listModels } from './lib/client'
+export { BackgroundShells } from './lib/shells'
 export { Run } from './lib/run'
 export type { TurnResult } from './lib/run'
 export { Transcript } from './lib/transcript'
@@ -63,6 +64,7 @@ export type {
   Answer,
   BeforeToolResult,
   Deny,
+  ErrorResult,
   GateDecision,
   Hooks,
   Pending,

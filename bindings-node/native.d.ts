@@ -9,6 +9,18 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** The shells `bash` with `run_in_background` started. */
+export declare class NativeBackgroundShells {
+  /** No shells yet; give it to `createClient({ background })`. */
+  constructor()
+  /** The ids of every shell started so far (`shell_1`, ...), oldest first. */
+  ids(): Array<string>
+  /** A shell's status (`running`, `exited N`, `killed`); `null` for an unknown id. */
+  status(id: string): string | null
+  /** Kill every running shell's process group. */
+  closeAll(): void
+}
+
 /** A cancel token an AbortSignal drives. */
 export declare class NativeCancel {
   /** A fresh, uncancelled token. */
@@ -29,7 +41,7 @@ export declare class NativeClient {
    * `websearch` (a search provider) turns on the `websearch` builtin. `onCompact` and
    * `compact` are the host's compactor.
    */
-  constructor(optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>)
+  constructor(optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>, shells?: NativeBackgroundShells)
   /**
    * Add a host tool (or replace the one of the same name); `spec_json` is its declaration
    * (`{name, description, inputSchema, hints, tier}`). `execute` resolves to
@@ -75,17 +87,10 @@ export declare class NativeClient {
   /** The models the configured server offers, as JSON `[{id, displayName?}]`. */
   listModels(): Promise<string>
   /**
-   * The ids of the background shells started so far (`shell_1`, ...), oldest first; `null`
-   * when config `background` is off.
+   * The client's background shells (shared with the host that gave them); `null` when
+   * option `background` is off.
    */
-  backgroundShellIds(): Array<string> | null
-  /**
-   * A background shell's status (`running`, `exited N`, `killed`); `null` for an unknown id
-   * or when config `background` is off.
-   */
-  backgroundShellStatus(id: string): string | null
-  /** Kill every background shell's process group; the client stays open. */
-  closeBackgroundShells(): void
+  backgroundShells(): NativeBackgroundShells | null
   /** Cancel every running turn, kill the background shells, and refuse new turns. Idempotent. */
   close(): void
   /** Whether `close()` was called. */

@@ -38,7 +38,16 @@ echo "== Kotlin: generate bindings, compile, test (mvn -q test)"
 cd "$here/kotlin"
 rm -rf target/surefire-reports
 status=0
-mvn -q -B test || status=$?
+mvn_log=$(mktemp)
+mvn -q -B test 2>&1 | tee "$mvn_log" || status=$?
+# JUnit skips a @Test whose body returns a value (a Kotlin `= runBlocking { ... }` ending in an
+# expression) with only a warning: such a test would pass forever without running.
+if grep -q "It will not be executed" "$mvn_log"; then
+  grep "must not return a value" "$mvn_log" | sort -u >&2
+  echo "ci.sh: JUnit did not run the @Test methods above (end them with runBlocking<Unit>)" >&2
+  status=1
+fi
+rm -f "$mvn_log"
 
 # One closing line of counts, from Surefire's reports (mvn -q prints nothing on success).
 python3 - <<'PY' || status=1

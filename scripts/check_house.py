@@ -266,8 +266,35 @@ def check_directions() -> list[str]:
     return problems
 
 
+# A README shows a runnable example as `<!-- example: PATH -->` and the fenced block right after
+# it; the block must be the file, which the test command runs (examples' own tests).
+EXAMPLE_MARK = re.compile(r"<!-- example: (\S+) -->\n```[a-z]*\n(.*?)```", re.S)
+
+
+def check_readme_examples() -> list[str]:
+    problems = []
+    for readme in sorted(REPO.glob("**/README.md")):
+        if "node_modules" in readme.parts or "target" in readme.parts:
+            continue
+        text = readme.read_text()
+        marks = text.count("<!-- example: ")
+        found = EXAMPLE_MARK.findall(text)
+        where = readme.relative_to(REPO)
+        if len(found) != marks:
+            problems.append(f"{where}: an example mark not followed by a fenced block")
+        for path, block in found:
+            file = REPO / path
+            if not file.is_file():
+                problems.append(f"{where}: the example {path} does not exist")
+            elif file.read_text() != block:
+                problems.append(f"{where}: the block shown as {path} differs from the file")
+    return problems
+
+
 def main() -> int:
-    problems = check_test_binaries() + check_cycles() + check_directions()
+    problems = (
+        check_test_binaries() + check_cycles() + check_directions() + check_readme_examples()
+    )
     for p in problems:
         print(f"check_house: {p}", file=sys.stderr)
     if not problems:

@@ -94,7 +94,7 @@ run_step() {
     clippy) cargo clippy --locked --workspace --all-targets -- -D warnings ;;
     test) cargo test --locked --workspace ;;
     acp)
-      cargo build --locked -p contenox-cli --quiet &&
+      cargo build --locked -p contenox-cli -p contenox-conformance --bins --quiet &&
         (cd tests/acp && npm run --silent build && npm test)
       ;;
     conformance)

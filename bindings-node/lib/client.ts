@@ -10,6 +10,7 @@ import type { ClientOptions, ModelSettings, RunOptions, SubagentOptions } from '
 import type { PolicyDocument, PolicySource } from './policy'
 import { Run, linkSignal, turnResult } from './run'
 import type { TurnResult } from './run'
+import { BackgroundShells } from './shells'
 import { SourceTool } from './source'
 import type { ToolDefinition } from './tools'
 import { Transcript } from './transcript'
@@ -29,35 +30,6 @@ function settingsJson(settings: ModelSettings | undefined): string | undefined {
   return JSON.stringify(settings)
 }
 
-/**
- * The background shells of a client (option `background: true`): the processes `bash` started
- * with `run_in_background`. Every shell (its whole process group) is killed by `closeAll()`, by
- * `client.close()`, and when the turn that started it is cancelled.
- */
-export class BackgroundShells {
-  readonly #native: native.NativeClient
-
-  /** Use `client.backgroundShells()`. */
-  constructor(handle: native.NativeClient) {
-    this.#native = handle
-  }
-
-  /** The ids of every shell started so far, finished ones included, oldest first (`shell_1`, ...). */
-  ids(): string[] {
-    return this.#native.backgroundShellIds() ?? []
-  }
-
-  /** A shell's status: `running`, `exited N` or `killed`; `undefined` for an unknown id. */
-  status(id: string): string | undefined {
-    return this.#native.backgroundShellStatus(id) ?? undefined
-  }
-
-  /** Kill every running shell's process group. The client stays open. */
-  closeAll(): void {
-    this.#native.closeBackgroundShells()
-  }
-}
-
 /** An agent client: one conversation, its tools, its gate and its model. */
 export class Client {
   readonly #native: native.NativeClient
@@ -71,7 +43,13 @@ export class Client {
     const { hooks, waitFor } = options
     const before = hooks?.beforeTool?.bind(hooks)
     const after = hooks?.afterTool?.bind(hooks)
-    const search = searchFunction(options.websearch)
+    if (options.webSearch !== undefined && options.websearch !== undefined) {
+      throw new ConfigurationError('give webSearch or websearch, not both (two spellings of one option)', {
+        option: 'webSearch',
+      })
+    }
+    const search = searchFunction(options.webSearch ?? options.websearch)
+    const shells = options.background instanceof BackgroundShells ? options.background : undefined
     const onCompact = options.compactor?.onCompact?.bind(options.compactor)
     const compact = options.compactor?.compact?.bind(options.compactor)
     this.#native = new native.NativeClient(
@@ -103,6 +81,7 @@ export class Client {
             const out = await compact(Transcript.fromJSON(transcriptJson), { signal })
             return out == null ? null : out instanceof Transcript ? out.toJSON() : out
           })),
+      shells?.handle,
     )
     for (const t of options.tools ?? []) this.register(t)
   }
@@ -241,9 +220,13 @@ export class Client {
     return this.#native
   }
 
-  /** The client's background shells, or `undefined` when option `background` is off. */
+  /**
+   * The client's background shells (the ones given as `background`, or its own), or `undefined`
+   * when option `background` is off.
+   */
   backgroundShells(): BackgroundShells | undefined {
-    return this.#native.backgroundShellIds() == null ? undefined : new BackgroundShells(this.#native)
+    const handle = this.#native.backgroundShells()
+    return handle == null ? undefined : new BackgroundShells(handle)
   }
 
   /**

@@ -14,6 +14,10 @@ export type Event =
   | { type: 'text_delta'; text: string; agent?: string[] }
   /** The whole text of one model response. */
   | { type: 'text'; text: string; agent?: string[] }
+  /** A piece of the model's streamed reasoning (its thinking, where the server shows it). */
+  | { type: 'reasoning_delta'; text: string; agent?: string[] }
+  /** The whole text of one reasoning part of a model response (before its `text`). */
+  | { type: 'reasoning'; text: string; agent?: string[] }
   /** The model's call is complete (core: `call_id`, `arguments`). */
   | { type: 'tool_call'; callId: string; name: string; args: unknown; agent?: string[] }
   /** The gate's decision, for every call that reaches it. */

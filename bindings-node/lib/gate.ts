@@ -66,8 +66,21 @@ export interface Pending {
   readonly request: PendingRequestInit
 }
 
-/** What `beforeTool` may return: nothing (allow), `deny()`, `pending()`, or `{ result: d }`. */
-export type GateDecision = void | undefined | null | Allow | Deny | Pending
+/**
+ * An error result returned from `beforeTool` (the host-hooks design's deny): the call is refused
+ * and the model gets `content` (a string as is, any other JSON value as JSON text).
+ */
+export interface ErrorResult {
+  readonly isError: true
+  readonly content?: unknown
+  readonly metadata?: unknown
+}
+
+/**
+ * What `beforeTool` may return: nothing (allow), `deny()` or an error result (deny),
+ * `pending()` (ask), or any of them as `{ result: d }`.
+ */
+export type GateDecision = void | undefined | null | Allow | Deny | Pending | ErrorResult
 
 export type BeforeToolResult = GateDecision | { result: GateDecision }
 

@@ -6,6 +6,7 @@ import type { PolicySource } from './policy'
 import type { ToolDefinition } from './tools'
 import type { Hints, JsonObject, Style, Usage } from './types'
 import type { WebSearch } from './websearch'
+import type { BackgroundShells } from './shells'
 
 /** `asToolWith`'s options (core's `SubagentOptions`). */
 export interface SubagentOptions {
@@ -121,8 +122,12 @@ export interface ClientOptions extends ModelSettings {
   retry?: RetryPolicy
   /** The `scripted` style's responses. */
   script?: ScriptEntry[]
-  /** Opt-in background shells: `bash` gains `run_in_background`; see `client.backgroundShells()`. */
-  background?: boolean
+  /**
+   * Opt-in background shells: `bash` gains `run_in_background`. `true` (the client's own; see
+   * `client.backgroundShells()`) or a host-owned `new BackgroundShells()`, which several clients
+   * may share and the host closes with `closeAll()`.
+   */
+  background?: boolean | BackgroundShells
   /** Opt-in `notebook_edit`. */
   notebookEdit?: boolean
   /** Environment variables never passed to processes that tools start. */
@@ -159,6 +164,8 @@ export interface ClientOptions extends ModelSettings {
   /** Host tools. */
   tools?: ToolDefinition[]
   /** A web search provider: turns on the opt-in `websearch` builtin. */
+  webSearch?: WebSearch
+  /** The same as `webSearch` (one of the two). */
   websearch?: WebSearch
 }
 

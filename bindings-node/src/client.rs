@@ -15,6 +15,7 @@ use crate::host::{
     NoticeArgs, SearchArgs, Shared, ToolArgs, WaitArgs,
 };
 use crate::run::{NativeRun, NativeTurnResult};
+use crate::shells::NativeBackgroundShells;
 use crate::transcript::{NativeTranscript, Snapshots};
 use crate::{convert, error};
 
@@ -105,7 +106,7 @@ impl NativeClient {
     /// `compact` are the host's compactor.
     #[napi(
         constructor,
-        ts_args_type = "optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>"
+        ts_args_type = "optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>, shells?: NativeBackgroundShells"
     )]
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -118,6 +119,7 @@ impl NativeClient {
         websearch: Option<Function<'_, SearchArgs, Promise<String>>>,
         on_compact: Option<Function<'_, NoticeArgs, Promise<String>>>,
         compact: Option<Function<'_, CompactArgs, Promise<String>>>,
+        shells: Option<&NativeBackgroundShells>,
     ) -> Result<Self> {
         let config = config(env, &options_json)?;
         let shared = Shared::new(&abort)?;
@@ -141,6 +143,9 @@ impl NativeClient {
                 compact,
                 shared.clone(),
             )));
+        }
+        if let Some(shells) = shells {
+            builder = builder.background_shells(shells.0.clone());
         }
         let client = builder.build().map_err(|e| error::to_js(env, e))?;
         Ok(NativeClient {
@@ -352,26 +357,13 @@ impl NativeClient {
         })
     }
 
-    /// The ids of the background shells started so far (`shell_1`, ...), oldest first; `null`
-    /// when config `background` is off.
+    /// The client's background shells (shared with the host that gave them); `null` when
+    /// option `background` is off.
     #[napi]
-    pub fn background_shell_ids(&self) -> Option<Vec<String>> {
-        self.client.background_shells().map(|s| s.ids())
-    }
-
-    /// A background shell's status (`running`, `exited N`, `killed`); `null` for an unknown id
-    /// or when config `background` is off.
-    #[napi]
-    pub fn background_shell_status(&self, id: String) -> Option<String> {
-        self.client.background_shells().and_then(|s| s.status(&id))
-    }
-
-    /// Kill every background shell's process group; the client stays open.
-    #[napi]
-    pub fn close_background_shells(&self) {
-        if let Some(shells) = self.client.background_shells() {
-            shells.close_all();
-        }
+    pub fn background_shells(&self) -> Option<NativeBackgroundShells> {
+        self.client
+            .background_shells()
+            .map(|s| NativeBackgroundShells(s.clone()))
     }
 
     /// Cancel every running turn, kill the background shells, and refuse new turns. Idempotent.

@@ -25,6 +25,7 @@ mod host;
 mod mcp;
 mod remote;
 mod run;
+mod shells;
 mod source;
 mod transcript;
 

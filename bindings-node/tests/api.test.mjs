@@ -249,6 +249,40 @@ describe('the gate', () => {
     client.close()
   })
 
+  test("the design's deny: an error result, bare or as { result }, refuses the call", async () => {
+    const decisions = {
+      e1: () => ({ isError: true, content: 'no writes today' }),
+      e2: async () => ({ result: { isError: true, content: 'wrapped denial' } }),
+      e3: () => ({ isError: true, content: { why: 'json' }, metadata: { rule: 'r1' } }),
+      e4: () => ({ isError: true }),
+      e5: () => ({ isError: false, content: 'a plain result is no decision' }),
+      e6: () => ({ isError: true, content: 'x', surprise: 1 }),
+      e7: () => ({ result: deny('one'), other: 2 }),
+    }
+    const ran = []
+    const client = scripted(Object.keys(decisions), {
+      tools: Object.keys(decisions).map((n) =>
+        tool({ name: n, description: 'Run.', inputSchema: { type: 'object' }, execute: () => (ran.push(n), 'ran') }),
+      ),
+      hooks: { beforeTool: (e) => decisions[e.name]() },
+    })
+    const result = await client.run('go')
+    assert.equal(result.outcome, 'done')
+    assert.deepEqual(ran, [])
+    const r = toolResults(result).map((m) => [m.name, m.content, m.isError])
+    assert.deepEqual(r.slice(0, 4), [
+      ['e1', 'no writes today', true],
+      ['e2', 'wrapped denial', true],
+      ['e3', '{"why":"json"}', true],
+      ['e4', 'User denied the operation. Please ask for clarification or try a different, less destructive approach.', true],
+    ])
+    for (const [name, content, isError] of r.slice(4)) {
+      assert.equal(isError, true, name)
+      assert.match(content, /beforeTool must return nothing/, name)
+    }
+    client.close()
+  })
+
   test('a throwing beforeTool, a rejecting afterTool and a throwing waitFor are error results', async () => {
     const client = scripted(['a', 'b', 'c', 'd'], {
       tools: ['a', 'b', 'c', 'd'].map((n) => echo(n)),

@@ -165,6 +165,21 @@ describe('websearch', () => {
     client.close()
   })
 
+  test("webSearch, the design's spelling, is the same option", async () => {
+    const seen = []
+    const client = scripted([call('websearch', { query: 'rust' }), { text: 'ok' }], {
+      webSearch: (request) => (seen.push(request.query), RESULTS),
+    })
+    const result = await client.run('search')
+    assert.deepEqual(seen, ['rust'])
+    assert.equal(toolResults(result)[0].content, RUST + '\n' + TOKIO + '\n3. Blog\n   https://blog.example.com/rust\n')
+    client.close()
+    assert.throws(
+      () => scripted([], { webSearch: () => [], websearch: () => [] }),
+      (e) => e.name === 'ConfigurationError' && /webSearch or websearch/.test(e.message),
+    )
+  })
+
   test('misconfigured: not a provider, or the builtin without one', () => {
     assert.throws(() => scripted([], { websearch: 42 }), /websearch must be a function/)
     assert.throws(() => scripted([], { websearch: { find() {} } }), /websearch must be a function/)
@@ -243,6 +258,38 @@ describe('background shells', () => {
     await waitUntil('shell_2 reads killed', () => shells.status('shell_2') === 'killed')
     assert.equal(shells.status('shell_1'), 'exited 0')
     assert.deepEqual(client.backgroundShells().ids(), ['shell_1', 'shell_2']) // still readable after close
+  })
+
+  test('host-owned: new BackgroundShells() shared by clients; close() ends only what its turns started', { skip: !hasProc && 'needs /proc' }, async () => {
+    const shells = new BackgroundShells()
+    assert.deepEqual(shells.ids(), [])
+    assert.equal(shells.status('shell_1'), undefined)
+    const [commandA, markerA] = sleeper()
+    const [commandB, markerB] = sleeper()
+    const sharing = (command) =>
+      scripted([call('bash', { command, run_in_background: true }), { text: 'started' }], {
+        builtins: ['bash'],
+        background: shells,
+        root,
+      })
+    const a = sharing(commandA)
+    const b = sharing(commandB)
+    assert.equal((await a.run('start')).outcome, 'done')
+    assert.equal((await b.run('start')).outcome, 'done')
+    assert.deepEqual(shells.ids(), ['shell_1', 'shell_2'])
+    assert.deepEqual(a.backgroundShells().ids(), shells.ids()) // the same shells, not a copy
+    await waitUntil('both sleepers run', () => pidsRunning(markerA).length > 0 && pidsRunning(markerB).length > 0)
+
+    a.close()
+    await waitUntil("a's sleeper is gone", () => pidsRunning(markerA).length === 0)
+    assert.ok(pidsRunning(markerB).length > 0, "closing a killed b's shell")
+    assert.equal(shells.status('shell_2'), 'running')
+
+    shells.closeAll() // the host's shutdown
+    await waitUntil("b's sleeper is gone", () => pidsRunning(markerB).length === 0)
+    await waitUntil('shell_2 reads killed', () => shells.status('shell_2') === 'killed')
+    assert.equal(b.closed, false)
+    b.close()
   })
 
   test('closeAll() kills the shells and keeps the client', { skip: !hasProc && 'needs /proc' }, async () => {

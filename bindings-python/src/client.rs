@@ -17,6 +17,7 @@ use crate::host::{
 use crate::quiet;
 use crate::run::{result_dict, PyRun};
 use crate::runtime::{produce, py_future, running_loop, runtime};
+use crate::shells::PyBackgroundShells;
 use crate::source::PyNativeTool;
 use crate::transcript::PyTranscript;
 
@@ -84,6 +85,9 @@ fn build(
     }
     if let Some(c) = &parts.compactor {
         b = b.compactor(c.clone());
+    }
+    if let Some(s) = &parts.shells {
+        b = b.background_shells(s.clone());
     }
     b.build()
 }
@@ -242,7 +246,7 @@ impl PyClient {
     /// wait_for, on_compact and compactor `(callable, is_async)`, and the web search provider's
     /// `search` `(callable, is_async, takes_cancel)`.
     #[staticmethod]
-    #[pyo3(signature = (config_json, tools, before_tool=None, after_tool=None, wait_for=None, websearch=None, on_compact=None, compactor=None))]
+    #[pyo3(signature = (config_json, tools, before_tool=None, after_tool=None, wait_for=None, websearch=None, on_compact=None, compactor=None, background_shells=None))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         config_json: &str,
@@ -253,6 +257,7 @@ impl PyClient {
         websearch: Option<PySearch<'_>>,
         on_compact: Option<PyCallable<'_>>,
         compactor: Option<PyCallable<'_>>,
+        background_shells: Option<PyRef<'_, PyBackgroundShells>>,
     ) -> PyResult<PyClient> {
         let config = Config::from_json(config_json).map_err(to_py_err)?;
         let host: SharedHost = Arc::new(Host::default());
@@ -296,6 +301,7 @@ impl PyClient {
             wait_for,
             websearch,
             compactor,
+            shells: background_shells.map(|s| s.inner.clone()),
         };
         let client = build(config, &tools, &parts).map_err(to_py_err)?;
         Ok(PyClient {
@@ -483,24 +489,13 @@ impl PyClient {
         ser_to_py(py, self.core()?.config())
     }
 
-    /// The ids of the background shells started so far (`shell_1`, ...); None when config
+    /// The client's background shells (shared with the host that gave them); None when config
     /// `background` is off.
-    fn background_shell_ids(&self) -> PyResult<Option<Vec<String>>> {
-        Ok(self.core()?.background_shells().map(|s| s.ids()))
-    }
-
-    /// A background shell's status (`running`, `exited N`, `killed`); None for an unknown id
-    /// or when config `background` is off.
-    fn background_shell_status(&self, id: &str) -> PyResult<Option<String>> {
-        Ok(self.core()?.background_shells().and_then(|s| s.status(id)))
-    }
-
-    /// Kill every background shell's process group (the client stays open).
-    fn close_background_shells(&self) -> PyResult<()> {
-        if let Some(shells) = self.core()?.background_shells() {
-            shells.close_all();
-        }
-        Ok(())
+    fn background_shells(&self) -> PyResult<Option<PyBackgroundShells>> {
+        Ok(self
+            .core()?
+            .background_shells()
+            .map(|s| PyBackgroundShells::of(s.clone())))
     }
 
     /// Cancel every running turn, kill the background shells, and refuse new turns.

@@ -623,4 +623,6 @@ pub struct Parts {
     pub wait_for: Option<Arc<dyn WaitFor>>,
     pub websearch: Option<Arc<dyn WebSearchProvider>>,
     pub compactor: Option<Arc<dyn Compactor>>,
+    /// Background shells the host made and gave (`background=BackgroundShells()`).
+    pub shells: Option<contenox::BackgroundShells>,
 }

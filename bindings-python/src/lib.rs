@@ -16,6 +16,7 @@ mod quiet;
 mod remote;
 mod run;
 mod runtime;
+mod shells;
 mod source;
 mod transcript;
 
@@ -45,6 +46,7 @@ fn engine_version() -> &'static str {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::PyClient>()?;
     m.add_class::<run::PyRun>()?;
+    m.add_class::<shells::PyBackgroundShells>()?;
     m.add_class::<transcript::PyTranscript>()?;
     m.add_class::<host::CancelSignal>()?;
     m.add_class::<host::PyToolContext>()?;

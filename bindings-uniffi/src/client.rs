@@ -63,13 +63,15 @@ impl Client {
     /// names in every binding: `style`, `base_url`, `model`, `api_key`, `root`, `builtins`,
     /// `allow`, `max_turns`, `script`, `compaction`, ...); unknown keys are an error.
     /// `websearch`: a search provider, which turns on the `websearch` builtin. `on_compact`:
-    /// told after every compaction.
+    /// told after every compaction. `background_shells`: host-made shells (turns background
+    /// shells on; several clients may share them; the host calls `closeAll()` on shutdown).
     #[uniffi::constructor(default(
         tools = [],
         hooks = None,
         wait_for = None,
         websearch = None,
-        on_compact = None
+        on_compact = None,
+        background_shells = None
     ))]
     pub fn new(
         config_json: String,
@@ -78,6 +80,7 @@ impl Client {
         wait_for: Option<Arc<dyn WaitFor>>,
         websearch: Option<Arc<dyn WebSearchProvider>>,
         on_compact: Option<Arc<dyn OnCompact>>,
+        background_shells: Option<Arc<BackgroundShells>>,
     ) -> Result<Arc<Self>, ContenoxError> {
         let config = contenox::Config::from_json(&config_json)?;
         let mut builder = contenox::ClientBuilder::from_config(config);
@@ -95,6 +98,9 @@ impl Client {
         }
         if let Some(on_compact) = on_compact {
             builder = builder.compactor(Arc::new(OnCompactAdapter(on_compact)));
+        }
+        if let Some(shells) = background_shells {
+            builder = builder.background_shells(shells.handle());
         }
         Ok(Arc::new(Client {
             inner: builder.build()?,
@@ -256,11 +262,12 @@ impl Client {
         Ok(self.inner.list_models().await?)
     }
 
-    /// The client's background shells, or `null` when config `background` is off.
+    /// The client's background shells (the ones given, or its own), or `null` when background
+    /// shells are off.
     pub fn background_shells(&self) -> Option<Arc<BackgroundShells>> {
         self.inner
             .background_shells()
-            .map(|shells| Arc::new(BackgroundShells::new(shells.clone())))
+            .map(|shells| Arc::new(BackgroundShells::of(shells.clone())))
     }
 
     /// Replace the approval policy: `policy` is what config `policy` takes as a string, the

@@ -49,6 +49,24 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         agent: Vec<String>,
     },
+    /// A piece of the model's streamed reasoning (its thinking, where the server shows it).
+    ReasoningDelta {
+        /// The new reasoning text.
+        text: String,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
+    },
+    /// The whole text of one reasoning part of a model response (before its `Text`).
+    Reasoning {
+        /// The reasoning text.
+        text: String,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
+    },
     /// The model asked for a tool call.
     ToolCall {
         /// The call id.

@@ -3,12 +3,14 @@
 //! The Kotlin and Swift binding of contenox, through UniFFI proc-macros. Thin: the engine
 //! (crate `contenox`) decides; this crate translates types, errors, async and callbacks.
 //!
-//! The surface: [`Client`] (`Client(configJson, tools, hooks, waitFor, websearch)`; config is
-//! the engine's `Config` JSON, the same keys in every binding) and its [`Run`] (`nextBatch()`,
-//! `cancel()`, `result()`); the typed [`Event`] (a sealed class in Kotlin, an enum in Swift;
-//! `toJson()` is the engine's JSON); [`Transcript`], [`BackgroundShells`]; MCP through
-//! [`load_mcp`] -> [`McpSource`] and its [`SourceTool`]s; host code as foreign traits with async
-//! methods ([`HostTool`], [`Hooks`], [`WaitFor`], [`WebSearchProvider`]); errors as
+//! The surface: [`Client`] (`Client(configJson, tools, hooks, waitFor, websearch, onCompact,
+//! backgroundShells)`, each after the first optional; config is the engine's `Config` JSON, the
+//! same keys in every binding) and its [`Run`] (`nextBatch()`, `cancel()`, `result()`); the
+//! typed [`Event`] (a sealed class in Kotlin, an enum in Swift; `toJson()` is the engine's JSON);
+//! [`Transcript`], [`BackgroundShells`]; MCP through [`load_mcp`] -> [`McpSource`] and its
+//! [`SourceTool`]s, remote tools through [`load_remote`] -> [`RemoteSource`]; host code as
+//! foreign traits with async methods ([`HostTool`], [`Hooks`], [`WaitFor`],
+//! [`WebSearchProvider`], `OnCompact`); errors as
 //! [`ContenoxError`] (`ContenoxException` in Kotlin). Free-form values (tool arguments, results,
 //! schemas) cross as JSON text, in fields named `…Json`. A host callback that throws becomes an
 //! error result the model sees, never a panic.

@@ -1,25 +1,39 @@
-//! `BackgroundShells`: the client's background shells as a UniFFI object.
+//! `BackgroundShells`: background shells as a UniFFI object, host-made or a client's own.
 
-/// The background shells of a client (config `background: true`): the processes that `bash`
-/// with `run_in_background` started. Get it with `Client.backgroundShells()`. Every shell is
-/// killed (its whole process group) by `closeAll()`, by `client.shutdown()` / freeing the
-/// client, and when the turn that started it is cancelled.
+use std::sync::Arc;
+
+/// Background shells: the processes that `bash` with `run_in_background` started. Make one
+/// (`BackgroundShells()`) and give it to clients (`Client(config, backgroundShells = shells)`;
+/// clients given the same one share its shells) and call `closeAll()` on shutdown; or let a
+/// client make its own (config `background: true`) and get it with
+/// `Client.backgroundShells()`. Every shell is killed (its whole process group) by
+/// `closeAll()`, when the turn that started it is cancelled, and by `client.shutdown()` /
+/// freeing the client whose turn started it.
 ///
-/// A view of the client's shells, not a copy: it stays readable after the client is shut down or
-/// freed (the shells are killed then all the same).
+/// A view of the shells, not a copy: it stays readable after a client is shut down or freed.
 #[derive(uniffi::Object)]
 pub struct BackgroundShells {
     inner: contenox::BackgroundShells,
 }
 
 impl BackgroundShells {
-    pub(crate) fn new(inner: contenox::BackgroundShells) -> Self {
+    pub(crate) fn of(inner: contenox::BackgroundShells) -> Self {
         BackgroundShells { inner }
+    }
+
+    pub(crate) fn handle(&self) -> contenox::BackgroundShells {
+        self.inner.clone()
     }
 }
 
 #[uniffi::export]
 impl BackgroundShells {
+    /// No shells yet; give it to clients.
+    #[uniffi::constructor]
+    pub fn new() -> Arc<Self> {
+        Arc::new(BackgroundShells::of(contenox::BackgroundShells::new()))
+    }
+
     /// The ids of every shell started so far, oldest first (`shell_1`, `shell_2`, ...), finished
     /// ones included.
     pub fn ids(&self) -> Vec<String> {

@@ -417,7 +417,9 @@ impl ClientBuilder {
         self.wait_for = Some(wait_for);
         self
     }
-    /// Turn on background shells with these (the host keeps a handle, e.g. to `close_all`).
+    /// Turn on background shells with these, which the host owns and may give to several
+    /// clients: `close` (or dropping the client) kills the shells this client's turns started,
+    /// and leaves the others to the host's `close_all`.
     pub fn background_shells(mut self, shells: BackgroundShells) -> Self {
         self.config.background = true;
         self.opt_ins.shells = Some(shells);
@@ -515,6 +517,7 @@ impl ClientBuilder {
         let backend = backend_for(&config).map_err(option(""))?;
         let toolkit = Toolkit::default();
         let mut opt_ins = self.opt_ins;
+        let owns_shells = opt_ins.shells.is_none();
         opt_ins.shells = match (config.background, opt_ins.shells) {
             (false, _) => None,
             (true, shells) => Some(shells.unwrap_or_default()),
@@ -542,6 +545,7 @@ impl ClientBuilder {
                 root,
                 secret_env,
                 shells: opt_ins.shells,
+                owns_shells,
                 policy,
                 compactor: self.compactor,
                 spelling,

@@ -42,6 +42,9 @@ pub(crate) struct ClientState {
     shutdown: CancellationToken,
     /// The opt-in background shells (config `background`).
     shells: Option<BackgroundShells>,
+    /// Whether the client made its shells (config `background: true`) rather than being given
+    /// host-owned ones, which other clients may share: only its own does it kill whole.
+    owns_shells: bool,
     /// The approval policy in force; replaced whole by `set_policy`, read once per call.
     policy: RwLock<Option<Arc<Policy>>>,
     /// The tool sources added to the client (held weakly), polled before each turn.
@@ -67,6 +70,7 @@ pub(crate) struct Parts {
     pub root: PathBuf,
     pub secret_env: Vec<String>,
     pub shells: Option<BackgroundShells>,
+    pub owns_shells: bool,
     pub policy: Option<Policy>,
     pub compactor: Option<Arc<dyn Compactor>>,
     pub spelling: Spelling,
@@ -74,9 +78,13 @@ pub(crate) struct Parts {
 
 impl Drop for ClientState {
     fn drop(&mut self) {
-        // A dropped client leaves no background process behind.
-        if let Some(shells) = &self.shells {
-            shells.close_all();
+        // A dropped client leaves no background process behind: the shells its turns started
+        // end with their turns' tokens (children of `shutdown`); its own shells all go.
+        self.shutdown.cancel();
+        if self.owns_shells {
+            if let Some(shells) = &self.shells {
+                shells.close_all();
+            }
         }
     }
 }
@@ -96,6 +104,7 @@ impl ClientState {
             next_id: AtomicU64::new(0),
             shutdown: CancellationToken::new(),
             shells: parts.shells,
+            owns_shells: parts.owns_shells,
             policy: RwLock::new(parts.policy.map(Arc::new)),
             sources: SourceList::default(),
             compactor: parts.compactor,
@@ -269,9 +278,14 @@ impl ClientState {
 
     /// Cancel every running turn, kill every background shell, refuse new turns.
     pub fn close(&self) {
+        // Cancelling every turn's token kills the shells this client's turns started; shells
+        // the host owns and shares (given with `background_shells`) stay for the host's
+        // `close_all`.
         self.shutdown.cancel();
-        if let Some(shells) = &self.shells {
-            shells.close_all();
+        if self.owns_shells {
+            if let Some(shells) = &self.shells {
+                shells.close_all();
+            }
         }
     }
 

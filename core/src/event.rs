@@ -151,6 +151,25 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         agent: Vec<String>,
     },
+    /// A piece of the model's streamed reasoning (its thinking, where the server shows it:
+    /// openai-style `reasoning_content` / `reasoning`, Mistral `thinking` parts, anthropic
+    /// `thinking` blocks, ollama `message.thinking`).
+    ReasoningDelta {
+        /// The new reasoning text.
+        text: String,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
+    },
+    /// The whole text of one reasoning part of a model response (emitted when the response is
+    /// complete, before its `text`; encrypted reasoning, which has no text, emits none).
+    Reasoning {
+        /// The reasoning text.
+        text: String,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
+    },
     /// The model asked for a tool call (emitted when the call is complete).
     ToolCall {
         /// The call id.
@@ -351,6 +370,8 @@ impl Event {
             Event::Request { .. } => "request",
             Event::TextDelta { .. } => "text_delta",
             Event::Text { .. } => "text",
+            Event::ReasoningDelta { .. } => "reasoning_delta",
+            Event::Reasoning { .. } => "reasoning",
             Event::ToolCall { .. } => "tool_call",
             Event::Gate { .. } => "gate",
             Event::Pending { .. } => "pending",
@@ -381,6 +402,8 @@ impl Event {
             Event::Request { agent, .. }
             | Event::TextDelta { agent, .. }
             | Event::Text { agent, .. }
+            | Event::ReasoningDelta { agent, .. }
+            | Event::Reasoning { agent, .. }
             | Event::ToolCall { agent, .. }
             | Event::Gate { agent, .. }
             | Event::Pending { agent, .. }
@@ -407,6 +430,8 @@ impl Event {
             Event::Request { agent, .. }
             | Event::TextDelta { agent, .. }
             | Event::Text { agent, .. }
+            | Event::ReasoningDelta { agent, .. }
+            | Event::Reasoning { agent, .. }
             | Event::ToolCall { agent, .. }
             | Event::Gate { agent, .. }
             | Event::Pending { agent, .. }

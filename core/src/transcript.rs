@@ -294,6 +294,37 @@ impl Message {
         Message::Assistant { content }
     }
 
+    /// An assistant message with parts beside its text and calls (reasoning), each placed
+    /// before the call whose index it carries (`0`: before the text; the number of calls or
+    /// more: after the last call). Anthropic checks a signed thinking block's place when it is
+    /// sent back, so a reply is kept in the order it came.
+    pub fn assistant_with(
+        text: impl Into<String>,
+        calls: Vec<ToolCall>,
+        extra: Vec<(usize, Part)>,
+    ) -> Message {
+        if extra.is_empty() {
+            return Message::assistant(text, calls);
+        }
+        let text = text.into();
+        let mut content = Vec::with_capacity(calls.len() + extra.len() + 1);
+        let mut extra = extra.into_iter().peekable();
+        while let Some((_, part)) = extra.next_if(|(at, _)| *at == 0) {
+            content.push(part);
+        }
+        if !text.is_empty() {
+            content.push(Part::Text { text });
+        }
+        for (i, call) in calls.into_iter().enumerate() {
+            while let Some((_, part)) = extra.next_if(|(at, _)| *at <= i) {
+                content.push(part);
+            }
+            content.push(Part::ToolCall(call));
+        }
+        content.extend(extra.map(|(_, part)| part));
+        Message::Assistant { content }
+    }
+
     /// A tool result of one text part.
     pub fn tool_result(
         call_id: impl Into<String>,

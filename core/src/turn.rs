@@ -23,7 +23,7 @@ use crate::settings::TurnSettings;
 use crate::tool::{
     allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, ToolSpec, CALL_TOOL,
 };
-use crate::transcript::{Message, ToolCall, Transcript};
+use crate::transcript::{Message, Part, ToolCall, Transcript};
 use crate::until_cancelled::until_cancelled;
 
 pub(crate) use crate::tool::CANCELLED_RESULT;
@@ -242,6 +242,9 @@ pub(crate) enum Response {
     Answer {
         text: String,
         calls: Vec<ToolCall>,
+        /// The reasoning parts, each with the number of calls before it (see
+        /// [`Message::assistant_with`]).
+        extra: Vec<(usize, Part)>,
         usage: Usage,
     },
     /// The turn was cancelled before the answer came.
@@ -337,6 +340,12 @@ impl Turn<'_> {
                 usage: response.usage,
                 agent: Vec::new(),
             });
+            for text in response.reasoning_texts() {
+                self.sink.emit_with(|| Event::Reasoning {
+                    text: text.to_string(),
+                    agent: Vec::new(),
+                });
+            }
             if !response.text.is_empty() {
                 self.sink.emit_with(|| Event::Text {
                     text: response.text.clone(),
@@ -355,6 +364,7 @@ impl Turn<'_> {
             return Response::Answer {
                 text: response.text,
                 calls,
+                extra: response.extra,
                 usage: this_request,
             };
         }
@@ -389,8 +399,13 @@ impl Turn<'_> {
             let response = self
                 .respond(index, inner.config().system.as_deref(), None, &mut usage)
                 .await;
-            let (text, calls, used) = match response {
-                Response::Answer { text, calls, usage } => (text, calls, usage),
+            let (text, calls, extra, used) = match response {
+                Response::Answer {
+                    text,
+                    calls,
+                    extra,
+                    usage,
+                } => (text, calls, extra, usage),
                 Response::Cancelled => return TurnEnd::new(Outcome::Cancelled, final_text, usage),
                 Response::Failed(message) => {
                     return TurnEnd {
@@ -402,7 +417,7 @@ impl Turn<'_> {
             index += 1;
             final_text = text.clone();
             let mut step = Vec::with_capacity(calls.len() + 1);
-            step.push(Message::assistant(text, calls.clone()));
+            step.push(Message::assistant_with(text, calls.clone(), extra));
             if calls.is_empty() {
                 inner.append(step);
                 return TurnEnd::new(Outcome::Done, final_text, usage);

@@ -56,6 +56,10 @@ grep -q "^done: Lisbon is sunny; I booked two nights.$" "$tmp/quickstart.out"
 echo "== examples/python/sync_script.py"
 without_rust "$py" sync_script.py
 
+echo "== examples/python/host_hooks.py"
+without_rust "$py" host_hooks.py | tee "$tmp/host_hooks.out"
+grep -q "^done: The write was refused; the build runs in the background.$" "$tmp/host_hooks.out"
+
 echo "== examples/python/quickstart.ipynb, executed headless"
 without_rust "$py" - quickstart.ipynb <<'PY'
 import sys

@@ -515,6 +515,91 @@ def test_anthropic_cache_fields(fake):
 # ---------------------------------------------------------------------------------------------
 
 
+# ---------------------------------------------------------------------------------------------
+# reasoning (the scenario key `reasoning`)
+
+REASONED = {
+    "reasoning": [{"text": "First I think it over."}],
+    "tool_calls": [{"id": "call_1", "name": "echo", "arguments": {"text": "hi"}}],
+}
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_openai_reasoning_deltas_under_their_field(fake, field):
+    entry = {**REASONED, "reasoning": [{"text": "First I think it over.", "field": field}]}
+    server = fake([entry, entry], "openai")
+    client = oai(server)
+    stream = client.chat.completions.create(model="fake", messages=MESSAGES, stream=True)
+    pieces = []
+    for chunk in stream:
+        for choice in chunk.choices:
+            extra = choice.delta.model_extra or {}
+            if extra.get(field):
+                pieces.append(extra[field])
+            other = "reasoning" if field == "reasoning_content" else "reasoning_content"
+            assert other not in extra
+    assert "".join(pieces) == "First I think it over." and len(pieces) >= 2
+    whole = client.chat.completions.create(model="fake", messages=MESSAGES)
+    assert (whole.choices[0].message.model_extra or {})[field] == "First I think it over."
+
+
+def test_openai_mistral_thinking_parts(fake):
+    entry = {"reasoning": [{"text": "Two and two.", "field": "thinking"}], "text": "2 + 2 = 4"}
+    server = fake([entry], "openai")
+    stream = oai(server).chat.completions.create(model="fake", messages=MESSAGES, stream=True)
+    thinking, text = [], []
+    for chunk in stream:
+        for choice in chunk.choices:
+            for part in choice.delta.content or []:
+                if part["type"] == "thinking":
+                    thinking += [t["text"] for t in part["thinking"]]
+                elif part["type"] == "text":
+                    text.append(part["text"])
+    assert "".join(thinking) == "Two and two." and "".join(text) == "2 + 2 = 4"
+
+
+def test_anthropic_thinking_blocks_and_their_signatures(fake):
+    entry = {**REASONED, "reasoning": [{"text": "First I think it over."}, {"redacted": "RU5D"}]}
+    server = fake([entry, TEXT, TEXT], "anthropic")
+    client = anth(server)
+    with client.messages.stream(model="fake", max_tokens=4096, messages=MESSAGES) as stream:
+        kinds = [e.delta.type for e in stream if e.type == "content_block_delta"]
+        final = stream.get_final_message()
+    assert "thinking_delta" in kinds and kinds.count("signature_delta") == 1
+    thinking, redacted, call = final.content
+    assert (thinking.type, thinking.thinking) == ("thinking", "First I think it over.")
+    assert thinking.signature.startswith("sigfake")
+    assert (redacted.type, redacted.data) == ("redacted_thinking", "RU5D")
+    assert call.type == "tool_use"
+    # Sent back unchanged before the tool_use, with thinking on: accepted.
+    back = MESSAGES + [
+        {"role": "assistant", "content": [b.model_dump() for b in final.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1",
+                                      "content": "hi"}]},
+    ]
+    thinking_on = {"type": "enabled", "budget_tokens": 2048}
+    msg = client.messages.create(model="fake", max_tokens=4096, messages=back, thinking=thinking_on)
+    assert msg.content[0].text == "Hello there, my friend."
+    # Its text changed: the signature no longer fits, as the real API refuses it.
+    back[1]["content"][0]["thinking"] = "Something else."
+    with pytest.raises(anthropic.BadRequestError, match="signature"):
+        client.messages.create(model="fake", max_tokens=4096, messages=back, thinking=thinking_on)
+    # Left out, with thinking on: the assistant turn must start with its thinking.
+    back[1]["content"] = back[1]["content"][2:]
+    with pytest.raises(anthropic.BadRequestError, match="must start with a thinking block"):
+        client.messages.create(model="fake", max_tokens=4096, messages=back, thinking=thinking_on)
+
+
+def test_ollama_thinking(fake):
+    entry = {"reasoning": [{"text": "Two and two make four."}], "text": "4"}
+    server = fake([entry, entry], "ollama")
+    parts = list(oll(server).chat(model="fake", messages=MESSAGES, stream=True))
+    assert "".join(p.message.thinking or "" for p in parts) == "Two and two make four."
+    assert len([p for p in parts if p.message.thinking]) >= 2
+    reply = oll(server).chat(model="fake", messages=MESSAGES, stream=False)
+    assert (reply.message.thinking, reply.message.content) == ("Two and two make four.", "4")
+
+
 def test_no_fake_server_left():
     """Runs last (file order): every server this module started has exited and been reaped."""
     assert STARTED, "no server was started"

@@ -669,6 +669,9 @@ pub struct ModelEntry {
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ToolCall>>,
+    /// Extension: reasoning streamed before the text and calls, in the style's own shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<ReasoningSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorSpec>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -696,7 +699,60 @@ pub enum EntryKind<'a> {
     Response {
         text: Option<&'a str>,
         tool_calls: &'a [ToolCall],
+        reasoning: &'a [ReasoningSpec],
     },
+}
+
+/// One reasoning part of a scripted response (extension `model[].reasoning`).
+///
+/// - openai: streamed as string deltas of the message field `field` (`reasoning_content`, the
+///   default, or `reasoning`), or with `field: "thinking"` as Mistral's `thinking` parts of a
+///   `content` list (the text then comes as `text` parts too);
+/// - anthropic: a `thinking` block (`thinking_delta`s, then its `signature` as a
+///   `signature_delta`), or with `redacted` a `redacted_thinking` block carrying that data;
+/// - ollama: `message.thinking` pieces before the content.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReasoningSpec {
+    #[serde(default)]
+    pub text: String,
+    /// anthropic only: the thinking block's signature (default: the fake's own over the text,
+    /// checked when the block comes back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// anthropic only: a `redacted_thinking` block with this data instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
+    /// openai only: `reasoning_content` (default), `reasoning` or `thinking` (Mistral parts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl ReasoningSpec {
+    /// The openai-style field, `reasoning_content` when none is given.
+    pub fn openai_field(&self) -> &str {
+        self.field.as_deref().unwrap_or("reasoning_content")
+    }
+
+    fn validate(&self, style: Style) -> Result<(), String> {
+        if style != Style::Anthropic && (self.signature.is_some() || self.redacted.is_some()) {
+            return Err("reasoning `signature` / `redacted` are anthropic's".into());
+        }
+        if let Some(f) = &self.field {
+            if style != Style::Openai {
+                return Err("reasoning `field` is the openai style's".into());
+            }
+            if !["reasoning_content", "reasoning", "thinking"].contains(&f.as_str()) {
+                return Err(format!(
+                    "reasoning field {f:?} is not reasoning_content, reasoning or thinking"
+                ));
+            }
+        }
+        if self.redacted.is_some() && !self.text.is_empty() {
+            return Err("redacted reasoning has no text".into());
+        }
+        Ok(())
+    }
 }
 
 impl ModelEntry {
@@ -709,6 +765,7 @@ impl ModelEntry {
             EntryKind::Response {
                 text: self.text.as_deref(),
                 tool_calls: self.tool_calls.as_deref().unwrap_or(&[]),
+                reasoning: &self.reasoning,
             }
         }
     }
@@ -736,6 +793,12 @@ impl ModelEntry {
         }
         if let Some(UsageSpec::Given(u)) = &self.usage {
             u.validate(style)?;
+        }
+        if !self.reasoning.is_empty() && !response {
+            return Err("reasoning goes with text or tool_calls".into());
+        }
+        for r in &self.reasoning {
+            r.validate(style)?;
         }
         if let Some(e) = &self.error {
             if !(400..=599).contains(&e.status) {

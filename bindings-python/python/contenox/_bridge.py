@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 import os
 import sys
 import weakref
@@ -130,17 +131,37 @@ def is_async(fn: Callable[..., Any]) -> bool:
 
 
 def decision_wire(value: Any) -> tuple[str, Any]:
-    """``before_tool``'s return value (not None) as ``("deny", message)`` / ``("ask", request)``."""
-    from ._callbacks import Ask, Deny
+    """``before_tool``'s return value (not None) as ``("deny", message)`` / ``("ask", request)``.
 
+    Besides ``deny(...)`` and ``pending(...)``, the host-hooks design's shapes: an error result
+    (``ToolOutput.error(...)`` or ``{"is_error": True, "content": ...}``) denies with its
+    content as the message, and either may come wrapped as ``{"result": ...}``."""
+    from ._callbacks import Ask, Deny, ToolOutput
+
+    if isinstance(value, dict) and set(value) == {"result"}:
+        value = value["result"]
     if isinstance(value, Deny):
         return ("deny", value.message)
     if isinstance(value, Ask):
         return ("ask", value.request)
+    if isinstance(value, ToolOutput) and value.is_error:
+        return ("deny", _message_of(value.content))
+    if isinstance(value, dict) and value.get("is_error") is True and set(value) <= _RESULT_KEYS:
+        return ("deny", _message_of(value.get("content")))
     raise TypeError(
-        f"before_tool returned {value!r}; return None (allow), contenox.deny(message) "
-        "or contenox.pending(request)"
+        f"before_tool returned {value!r}; return None (allow), contenox.deny(message) or an "
+        "error result (deny), or contenox.pending(request) (ask)"
     )
+
+
+_RESULT_KEYS = {"content", "is_error", "metadata"}
+
+
+def _message_of(content: Any) -> str | None:
+    """An error result's content as a denial message (None: the engine's default text)."""
+    if content is None:
+        return None
+    return content if isinstance(content, str) else json.dumps(content)
 
 
 def output_wire(value: Any) -> dict[str, Any]:

@@ -247,29 +247,38 @@ class Run:
 
 
 class BackgroundShells:
-    """The background shells of a client (config ``background=True``): the processes that
-    ``bash`` with ``run_in_background`` started. Get it with
-    :meth:`Client.background_shells`. Every shell is killed (its whole process group) by
-    :meth:`close_all`, by ``client.close()``, and when its turn is cancelled."""
+    """Background shells: the processes ``bash`` with ``run_in_background`` started.
+
+    Make one and give it to clients (``create_client(background=shells)``; clients given the
+    same one share its shells), and call :meth:`close_all` on shutdown; or let a client make its
+    own (``background=True``) and get it with :meth:`Client.background_shells`. Every shell is
+    killed (its whole process group) by :meth:`close_all`, when its turn is cancelled, and by
+    ``client.close()`` of a client that made its own."""
 
     __slots__ = ("_native",)
 
-    def __init__(self, native: _native.Client) -> None:
-        self._native = native
+    def __init__(self) -> None:
+        self._native = _native.BackgroundShells()
+
+    @classmethod
+    def _of(cls, native: _native.BackgroundShells) -> BackgroundShells:
+        shells = cls.__new__(cls)
+        shells._native = native
+        return shells
 
     def ids(self) -> list[str]:
         """The ids of every shell started so far, oldest first (``shell_1``, ``shell_2``, ...),
         finished ones included."""
-        return self._native.background_shell_ids() or []
+        return self._native.ids()
 
     def status(self, shell_id: str) -> str | None:
         """A shell's status: ``"running"``, ``"exited N"`` or ``"killed"``; None for an
         unknown id."""
-        return self._native.background_shell_status(shell_id)
+        return self._native.status(shell_id)
 
     def close_all(self) -> None:
-        """Kill every running shell's process group. The client stays open."""
-        self._native.close_background_shells()
+        """Kill every running shell's process group. The clients stay open."""
+        self._native.close_all()
 
     def __repr__(self) -> str:
         return f"<contenox.BackgroundShells {self.ids()}>"
@@ -460,10 +469,10 @@ class Client:
         return await self._native.list_models()
 
     def background_shells(self) -> BackgroundShells | None:
-        """The client's background shells, or None when config ``background`` is off."""
-        if self._native.background_shell_ids() is None:
-            return None
-        return BackgroundShells(self._native)
+        """The client's background shells (the ones given as ``background=``, or its own), or
+        None when ``background`` is off."""
+        native = self._native.background_shells()
+        return None if native is None else BackgroundShells._of(native)
 
     def close(self) -> None:
         """Cancel every running turn, kill every background shell, and refuse new turns."""
@@ -593,7 +602,7 @@ def create_client(
     max_tokens: int | None = None,
     retry: Mapping[str, Any] | None = None,
     script: Sequence[Mapping[str, Any]] | None = None,
-    background: bool | None = None,
+    background: bool | BackgroundShells | None = None,
     notebook_edit: bool | None = None,
     secret_env: Sequence[str] | None = None,
     connect_timeout_ms: int | None = None,
@@ -620,6 +629,7 @@ def create_client(
     compactor: Compactor | None = None,
     hooks: Hooks | None = None,
     wait_for: WaitFor | None = None,
+    wait_for_ctx: WaitFor | None = None,
     tools: Sequence[ToolLike] = (),
     websearch: WebSearch | None = None,
     remote: RemoteSource | Sequence[RemoteSource] | None = None,
@@ -640,16 +650,21 @@ def create_client(
     outcome ``budget``.
 
     Tools: ``root`` (file tools are confined to it), ``builtins``, ``allow``, the opt-ins
-    ``background`` and ``notebook_edit``, ``web_fetch_allow_private`` (let ``web_fetch`` reach
-    loopback and private addresses), ``secret_env`` (variables never passed to commands),
-    ``shell_env`` (what bash gets besides its allowlisted environment: ``NAME``, ``PREFIX*``,
-    ``NAME=value``) and ``sandbox`` (``{"enabled", "network", "writable"}``).
+    ``background`` (True, or a host-made :class:`BackgroundShells`) and ``notebook_edit``,
+    ``web_fetch_allow_private`` (let ``web_fetch`` reach loopback and private addresses),
+    ``secret_env`` (variables never passed to commands), ``shell_env`` (what bash gets besides
+    its allowlisted environment: ``NAME``, ``PREFIX*``, ``NAME=value``) and ``sandbox``
+    (``{"enabled", "network", "writable"}``).
 
     The gate: ``policy``, an approval policy (a document such as
     ``contenox.policies.default()``, its JSON text or a file path), decides first on every
     call; ``hooks={"before_tool": fn, "after_tool": fn}`` may only narrow what it allows;
-    ``wait_for=fn(request, cancel)`` answers asks. ``tools=[...]``, hooks and ``wait_for``
-    take Python callables, sync or async. ``websearch``: a search provider (a function
+    ``wait_for=fn(request, cancel)`` answers asks (or ``wait_for_ctx``, the design's name for
+    the same cancellable ask: the function gets the turn's cancel signal). ``before_tool``
+    returns None (allow), ``deny(message)`` or an error result such as
+    ``ToolOutput.error(message)`` (deny), or ``pending(request)`` (ask); either may come as
+    ``{"result": ...}``. ``tools=[...]``, hooks and ``wait_for`` take Python callables, sync or
+    async. ``websearch``: a search provider (a function
     ``search(request)`` or an object with a ``search`` method, sync or async) turns on the
     opt-in ``websearch`` builtin. ``remote``: sources from :func:`contenox.load_remote` whose
     tools the client gets (as ``source.register_into(client)``).
@@ -682,7 +697,7 @@ def create_client(
             "max_tokens": max_tokens,
             "retry": dict(retry) if retry is not None else None,
             "script": [dict(e) for e in script] if script is not None else None,
-            "background": background,
+            "background": None if isinstance(background, BackgroundShells) else background,
             "notebook_edit": notebook_edit,
             "secret_env": list(secret_env) if secret_env is not None else None,
             "connect_timeout_ms": connect_timeout_ms,
@@ -708,6 +723,10 @@ def create_client(
             **options,
         }
     )
+    if wait_for is not None and wait_for_ctx is not None:
+        raise ConfigurationError(
+            "give wait_for or wait_for_ctx, not both (they are two names of the same ask)"
+        )
     hooks = dict(hooks or {})
     unknown = sorted(set(hooks) - {"before_tool", "after_tool"})
     if unknown:
@@ -719,10 +738,15 @@ def create_client(
         [_native_parts(_as_tool(t)) for t in tools],
         _callable(hooks.get("before_tool"), "before_tool"),
         _callable(hooks.get("after_tool"), "after_tool"),
-        _callable(wait_for, "wait_for"),
+        (
+            _callable(wait_for, "wait_for")
+            if wait_for is not None
+            else _callable(wait_for_ctx, "wait_for_ctx")
+        ),
         _search_callable(websearch),
         _callable(on_compact, "on_compact"),
         _callable(compactor, "compactor"),
+        background._native if isinstance(background, BackgroundShells) else None,
     )
     client = Client(native)
     sources: list[RemoteSource] = []

@@ -23,6 +23,8 @@ __all__ = [
     "Gate",
     "Pending",
     "Progress",
+    "Reasoning",
+    "ReasoningDelta",
     "Request",
     "Retry",
     "Text",
@@ -111,6 +113,28 @@ class Text(_Base):
     """The whole text of one model response."""
 
     type: Literal["text"] = field(default="text", repr=False)
+    text: str
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReasoningDelta(_Base):
+    """A piece of the model's streamed reasoning (its thinking, where the server shows it)."""
+
+    type: Literal["reasoning_delta"] = field(default="reasoning_delta", repr=False)
+    text: str
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reasoning(_Base):
+    """The whole text of one reasoning part of a model response (before its ``Text``)."""
+
+    type: Literal["reasoning"] = field(default="reasoning", repr=False)
     text: str
     agent: tuple[str, ...] = field(default=(), repr=False)
     """The chain of subagents this event comes from (``("researcher",)``); empty for the
@@ -314,6 +338,8 @@ Event = Union[
     Request,
     TextDelta,
     Text,
+    ReasoningDelta,
+    Reasoning,
     ToolCall,
     Gate,
     Pending,
@@ -337,6 +363,8 @@ _CLASSES: dict[str, type[_Base]] = {
     "request": Request,
     "text_delta": TextDelta,
     "text": Text,
+    "reasoning_delta": ReasoningDelta,
+    "reasoning": Reasoning,
     "tool_call": ToolCall,
     "gate": Gate,
     "pending": Pending,

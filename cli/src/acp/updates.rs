@@ -1,4 +1,5 @@
-//! A turn's events as ACP `session/update`s: text as `agent_message_chunk`, each tool call as a
+//! A turn's events as ACP `session/update`s: text as `agent_message_chunk`, the model's reasoning
+//! as `agent_thought_chunk`, each tool call as a
 //! `tool_call` (kind, title, raw input, the file it touches, the diff a write or edit would
 //! make) followed by `tool_call_update`s (in progress, then completed or failed with the
 //! result the model sees, or failed with the sentence of the rule or person that refused it),
@@ -131,6 +132,10 @@ fn message_chunk(text: &str) -> Value {
     json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
 }
 
+fn thought_chunk(text: &str) -> Value {
+    json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text}})
+}
+
 fn text_content(text: &str) -> Value {
     json!({"type": "content", "content": {"type": "text", "text": cut_chars(text, MAX_SHOWN_RESULT)}})
 }
@@ -154,6 +159,8 @@ pub struct Updates {
     ended: HashMap<String, ()>,
     /// Whether the current model response streamed its text (else its whole text is sent).
     streamed: bool,
+    /// The same for its reasoning.
+    streamed_thought: bool,
 }
 
 impl Updates {
@@ -165,6 +172,7 @@ impl Updates {
             diffs: HashMap::new(),
             ended: HashMap::new(),
             streamed: false,
+            streamed_thought: false,
         }
     }
 
@@ -177,7 +185,16 @@ impl Updates {
         match event {
             Event::Request { .. } => {
                 self.streamed = false;
+                self.streamed_thought = false;
                 Vec::new()
+            }
+            // The model's reasoning, shown as the editor shows thoughts.
+            Event::ReasoningDelta { text, .. } if !text.is_empty() => {
+                self.streamed_thought = true;
+                vec![thought_chunk(text)]
+            }
+            Event::Reasoning { text, .. } if !self.streamed_thought && !text.is_empty() => {
+                vec![thought_chunk(text)]
             }
             Event::TextDelta { text, .. } if !text.is_empty() => {
                 self.streamed = true;
@@ -412,6 +429,40 @@ mod tests {
         assert!(u.of(&whole).is_empty(), "streamed text is not sent again");
         u.of(&req);
         assert_eq!(u.of(&whole), vec![message_chunk("Hello")]);
+    }
+
+    #[test]
+    fn reasoning_is_sent_as_thoughts_once_streamed_or_whole() {
+        let mut u = Updates::new(PathBuf::from("/w"), None);
+        let req = Event::Request {
+            index: 0,
+            attempt: 0,
+            agent: vec![],
+        };
+        let delta = Event::ReasoningDelta {
+            text: "Hm".into(),
+            agent: vec![],
+        };
+        let whole = Event::Reasoning {
+            text: "Hmm, a.txt".into(),
+            agent: vec![],
+        };
+        let of_a_subagent = Event::ReasoningDelta {
+            text: "inner".into(),
+            agent: vec!["researcher".into()],
+        };
+        assert!(u.of(&req).is_empty());
+        assert_eq!(u.of(&delta), vec![thought_chunk("Hm")]);
+        assert!(u.of(&whole).is_empty(), "streamed reasoning is not sent again");
+        assert!(u.of(&of_a_subagent).is_empty());
+        u.of(&req);
+        assert_eq!(u.of(&whole), vec![thought_chunk("Hmm, a.txt")]);
+        // Text streams as before, apart from the thoughts.
+        let text = Event::TextDelta {
+            text: "It".into(),
+            agent: vec![],
+        };
+        assert_eq!(u.of(&text), vec![message_chunk("It")]);
     }
 
     #[test]

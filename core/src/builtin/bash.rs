@@ -18,7 +18,7 @@ use super::process::{exit_metadata, pump, spawn, Capture};
 use super::shells::BackgroundShells;
 use super::{opt_bool, opt_u64, str_arg};
 use crate::sandbox::Sandbox;
-use crate::tool::{Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// The timeout when none is given.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -82,8 +82,9 @@ impl Tool for Bash {
                 "description": "Run in the background and return a shell id at once (default false)."
             });
         }
-        // Hints stay absent: a shell command may do anything, so the gate treats it as
-        // mutating.
+        // A shell command may do anything: mutating and destructive, and open-world unless
+        // the sandbox has cut the network (the design sets hints on every builtin, so a gate
+        // written from it treats bash as what it is).
         ToolSpec::new(
             "bash",
             description,
@@ -94,6 +95,11 @@ impl Tool for Bash {
                 "additionalProperties": false
             }),
         )
+        .with_hints(Hints {
+            read_only: Some(false),
+            destructive: Some(true),
+            open_world: Some(self.sandbox.has_network()),
+        })
     }
 
     fn source(&self) -> Source {
@@ -212,6 +218,29 @@ mod tests {
 
     async fn bash(root: &std::path::Path, args: Value) -> Result<ToolOutput, ToolError> {
         Bash::new(None, Arc::default()).call(args, ctx(root)).await
+    }
+
+    #[test]
+    fn hints_say_destructive_and_open_world_unless_the_network_is_cut() {
+        let open = Bash::new(None, Arc::default()).spec();
+        assert_eq!(
+            open.hints,
+            Hints {
+                read_only: Some(false),
+                destructive: Some(true),
+                open_world: Some(true),
+            }
+        );
+        let config = crate::sandbox::SandboxConfig {
+            network: false,
+            ..Default::default()
+        };
+        let sandbox = Sandbox::new(config.clone(), Vec::new());
+        let closed = Bash::new(None, Arc::new(sandbox)).spec();
+        // Open-world stays true where this kernel cannot cut the network (no seccomp).
+        let cut = !crate::sandbox::status_for(&config).network;
+        assert_eq!(closed.hints.open_world, Some(!cut));
+        assert_eq!(closed.hints.destructive, Some(true));
     }
 
     #[tokio::test]

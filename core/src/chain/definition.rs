@@ -22,6 +22,18 @@ pub(crate) struct ChainDef {
     /// Extension: the most tasks one run may execute (default [`super::DEFAULT_MAX_STEPS`]).
     #[serde(default)]
     pub max_steps: Option<i64>,
+    /// Extension: the most bytes of one rendered text (default
+    /// [`super::DEFAULT_MAX_TEMPLATE_BYTES`]).
+    #[serde(default)]
+    pub max_template_bytes: Option<i64>,
+    /// Extension: the most bytes of one variable (default
+    /// [`super::DEFAULT_MAX_VARIABLE_BYTES`]).
+    #[serde(default)]
+    pub max_variable_bytes: Option<i64>,
+    /// Extension: the most bytes one run adds to the conversation (default
+    /// [`super::DEFAULT_MAX_HISTORY_BYTES`]).
+    #[serde(default)]
+    pub max_history_bytes: Option<i64>,
 }
 
 /// One task.

@@ -74,6 +74,13 @@
 //! - **Limits.** A run executes at most `max_steps` tasks (default [`DEFAULT_MAX_STEPS`]; an
 //!   extension key of the chain, or [`Chain::with_max_steps`]) and ends with `error` naming
 //!   the loop; model responses count against the client's `max_turns` (outcome `max_turns`).
+//!   A chain is hostile input, so what it computes is capped too ([`Limits`], extension keys
+//!   beside `max_steps`, or [`Chain::with_limits`]): one rendered text `max_template_bytes`
+//!   (default 1 MiB), one variable, a task's output or the chain's input,
+//!   `max_variable_bytes` (4 MiB), and what one run adds to the conversation
+//!   `max_history_bytes` (16 MiB). A run that would pass one ends with outcome `error` naming
+//!   the task and the key (never routed to `on_failure` or retried: the same step would pass
+//!   it again).
 //! - **Macros** (see the `template` module): `{{.input}}`, `{{.TASK_ID}}`,
 //!   `{{hookservice:list}}` (the tools the task sees), `{{hookservice:hooks}}`,
 //!   `{{hookservice:tools NAME}}`, `{{now}}`, `{{now:LAYOUT}}`, `{{var:model}}`,
@@ -89,6 +96,7 @@
 
 mod definition;
 mod duration;
+pub(crate) mod limits;
 mod operator;
 mod parse;
 mod run;
@@ -101,6 +109,9 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::unbounded_channel;
 
+pub use limits::{
+    Limits, DEFAULT_MAX_HISTORY_BYTES, DEFAULT_MAX_TEMPLATE_BYTES, DEFAULT_MAX_VARIABLE_BYTES,
+};
 pub use parse::{Chain, DEFAULT_MAX_STEPS};
 pub use run::NOT_EXECUTED_RESULT;
 

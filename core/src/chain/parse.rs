@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::definition::{ChainDef, TaskDef, ToolsCall};
 use super::duration::parse_go_duration;
+use super::limits::{Limits, CEILING};
 use super::operator::Operator;
 use super::template::Template;
 use super::tools::TaskTools;
@@ -96,6 +97,7 @@ pub struct Chain {
     description: Option<String>,
     pub(crate) tasks: Vec<Task>,
     pub(crate) max_steps: u32,
+    pub(crate) limits: Limits,
     ignored: Vec<String>,
 }
 
@@ -145,6 +147,17 @@ impl Chain {
     /// The same chain with another step limit (at least 1).
     pub fn with_max_steps(mut self, n: u32) -> Chain {
         self.max_steps = n.max(1);
+        self
+    }
+
+    /// The size caps of a run: rendered texts, variables, what a run adds to the conversation.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The same chain with other size caps (each kept within 1 byte..=1 GiB).
+    pub fn with_limits(mut self, limits: Limits) -> Chain {
+        self.limits = limits.clamped();
         self
     }
 
@@ -246,6 +259,31 @@ fn compile(def: ChainDef) -> Result<Chain> {
             ))
         }
     };
+    let cap = |key: &str, given: Option<i64>, default: usize| -> Result<usize> {
+        match given {
+            None => Ok(default),
+            Some(n) if n >= 1 && n as u64 <= CEILING as u64 => Ok(n as usize),
+            Some(n) => Err(bad(key.into(), format!("{n} is not in 1..={CEILING}"))),
+        }
+    };
+    let defaults = Limits::default();
+    let limits = Limits {
+        template_bytes: cap(
+            "max_template_bytes",
+            def.max_template_bytes,
+            defaults.template_bytes,
+        )?,
+        variable_bytes: cap(
+            "max_variable_bytes",
+            def.max_variable_bytes,
+            defaults.variable_bytes,
+        )?,
+        history_bytes: cap(
+            "max_history_bytes",
+            def.max_history_bytes,
+            defaults.history_bytes,
+        )?,
+    };
     let mut tasks = Vec::with_capacity(def.tasks.len());
     for (i, t) in def.tasks.iter().enumerate() {
         tasks.push(compile_task(i, t, &ids, &goto, &mut ignored)?);
@@ -270,6 +308,7 @@ fn compile(def: ChainDef) -> Result<Chain> {
         description: def.description,
         tasks,
         max_steps,
+        limits,
         ignored,
     })
 }

@@ -2,14 +2,15 @@
 //! tool calls go through the same pieces as a turn's ([`Turn`]): the client's backend, its
 //! allowlists narrowed by the task's, the gate, the events, the conversation.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::limits::{self, history_bytes};
 use super::parse::{Chain, Goto, Handler, Task};
-use super::template::Scope;
+use super::template::{RenderError, Scope, Template};
 use crate::client_state::ClientState;
 use crate::error::cut;
 use crate::event::{Event, Outcome, TurnResult, Usage};
@@ -25,6 +26,12 @@ pub const NOT_EXECUTED_RESULT: &str = "not executed: the chain went on without r
 
 /// A chain task's `value` in events is cut here (a tool's result can be large).
 const EVENT_VALUE_MAX: usize = 4096;
+
+/// How many of the last tasks the step limit's message names.
+const TRAIL: usize = 6;
+
+/// The field a task's prompt comes from, as errors name it.
+const PROMPT: &str = "prompt_template";
 
 /// What a task leaves for the next ones.
 #[derive(Debug, Clone, Default)]
@@ -55,6 +62,9 @@ enum Stop {
     Cancelled,
     /// The client's `max_turns` model responses were used up.
     MaxTurns,
+    /// A size cap of the chain ([`super::Limits`]) was reached: the chain ends with this
+    /// error, never routed to `on_failure` nor retried (the same step would reach it again).
+    Limit(String),
 }
 
 /// A task that ended well: what it leaves and the value its branches are matched against.
@@ -69,6 +79,8 @@ struct Pending {
     /// The chat task that made them.
     task: usize,
     text: String,
+    /// The reply's reasoning (see `Message::assistant_with`).
+    extra: Vec<(usize, crate::transcript::Part)>,
     calls: Vec<ToolCall>,
 }
 
@@ -103,6 +115,7 @@ pub(crate) async fn run_chain(
         pending: None,
         edges: HashMap::new(),
         responses: 0,
+        history: 0,
         usage: Usage::default(),
         final_text: String::new(),
     };
@@ -151,6 +164,8 @@ struct ChainRun<'a> {
     edges: HashMap<(usize, usize), u64>,
     /// Model responses so far (bounded by `max_turns`, as a turn's).
     responses: u32,
+    /// Bytes this run added to the conversation (bounded by `max_history_bytes`).
+    history: usize,
     usage: Usage,
     /// The output text of the last task that ended well.
     final_text: String,
@@ -161,8 +176,21 @@ impl ChainRun<'_> {
     async fn tasks(&mut self) -> (Outcome, Option<String>) {
         let mut current: Goto = Some(0);
         let mut steps = 0u32;
-        let mut trail: Vec<usize> = Vec::new();
+        // The last tasks that ran, for the step limit's message (not every step: a million).
+        let mut trail: VecDeque<usize> = VecDeque::with_capacity(TRAIL + 1);
         let chain = self.chain;
+        if let Err(message) = limits::check(
+            "input",
+            "the chain's input",
+            self.input.text.len(),
+            chain.limits.variable_bytes,
+            "max_variable_bytes",
+        ) {
+            return (
+                Outcome::Error,
+                Some(message.replacen("task \"input\": ", "", 1)),
+            );
+        }
         while let Some(i) = current {
             if self.cancel.is_cancelled() {
                 return (Outcome::Cancelled, None);
@@ -171,7 +199,10 @@ impl ChainRun<'_> {
                 return (Outcome::Error, Some(self.step_limit(&trail)));
             }
             steps += 1;
-            trail.push(i);
+            trail.push_back(i);
+            if trail.len() > TRAIL {
+                trail.pop_front();
+            }
             let task = &chain.tasks[i];
             self.sink.emit(Event::ChainTaskStart {
                 task_id: task.id.clone(),
@@ -185,7 +216,28 @@ impl ChainRun<'_> {
                     next: next.map(|n| chain.tasks[n].id.clone()),
                     error,
                 };
-            let next = match self.attempts(i).await {
+            let result = self.attempts(i).await;
+            // What a task leaves is a variable of the chain: capped like one.
+            let kept = match &result {
+                Ok(Done { output, .. }) => Some(("its output", output.text.len())),
+                Err(Stop::Failed(message)) if task.on_failure.is_some() => {
+                    Some(("its failure's message", message.len()))
+                }
+                _ => None,
+            };
+            let result = match kept.map(|(what, len)| {
+                limits::check(
+                    &task.id,
+                    what,
+                    len,
+                    chain.limits.variable_bytes,
+                    "max_variable_bytes",
+                )
+            }) {
+                Some(Err(message)) => Err(Stop::Limit(message)),
+                _ => result,
+            };
+            let next = match result {
                 Ok(Done { output, value }) => {
                     self.final_text = output.text.clone();
                     self.keep(i, output);
@@ -216,7 +268,7 @@ impl ChainRun<'_> {
                         );
                     }
                 },
-                Err(Stop::Raised(message)) => {
+                Err(Stop::Raised(message)) | Err(Stop::Limit(message)) => {
                     self.sink.emit(end(None, None, Some(message.clone())));
                     return (Outcome::Error, Some(message));
                 }
@@ -239,12 +291,9 @@ impl ChainRun<'_> {
         (Outcome::Done, None)
     }
 
-    fn step_limit(&self, trail: &[usize]) -> String {
+    fn step_limit(&self, trail: &VecDeque<usize>) -> String {
         let last: Vec<&str> = trail
             .iter()
-            .rev()
-            .take(6)
-            .rev()
             .map(|i| self.chain.tasks[*i].id.as_str())
             .collect();
         format!(
@@ -347,7 +396,7 @@ impl ChainRun<'_> {
                 output: input,
             }),
             Handler::PromptToString => {
-                let text = self.render(task, task.prompt.as_ref(), cancel)?;
+                let text = self.render(task, task.prompt.as_ref(), PROMPT, cancel)?;
                 let text = text.unwrap_or_default();
                 Ok(Done {
                     value: text.clone(),
@@ -355,7 +404,7 @@ impl ChainRun<'_> {
                 })
             }
             Handler::RaiseError => {
-                let text = self.render(task, task.prompt.as_ref(), cancel)?;
+                let text = self.render(task, task.prompt.as_ref(), PROMPT, cancel)?;
                 let message = text.unwrap_or(input.text);
                 Err(Stop::Raised(if message.trim().is_empty() {
                     format!("task {:?} raised an error", task.id)
@@ -398,11 +447,13 @@ impl ChainRun<'_> {
         }
     }
 
-    /// Expand `template` for `task` (`None` when there is none).
+    /// Expand `template` for `task` (`None` when there is none), its `field` named when it
+    /// would pass the chain's `max_template_bytes`.
     fn render(
         &self,
         task: &Task,
-        template: Option<&super::template::Template>,
+        template: Option<&Template>,
+        field: &str,
         cancel: &CancellationToken,
     ) -> Result<Option<String>, Stop> {
         let Some(template) = template else {
@@ -416,7 +467,48 @@ impl ChainRun<'_> {
             task,
             visible: self.visible(&turn),
         };
-        template.render(&scope).map(Some).map_err(Stop::Failed)
+        self.expand(task, template, &scope, field).map(Some)
+    }
+
+    /// `template` rendered within the chain's `max_template_bytes`.
+    fn expand(
+        &self,
+        task: &Task,
+        template: &Template,
+        scope: &dyn Scope,
+        field: &str,
+    ) -> Result<String, Stop> {
+        let max = self.chain.limits.template_bytes;
+        template.render(scope, max).map_err(|e| match e {
+            RenderError::Unbound(message) => Stop::Failed(message),
+            RenderError::TooLong { at_least } => Stop::Limit(
+                limits::check(
+                    &task.id,
+                    &format!("its {field} rendered"),
+                    at_least,
+                    max,
+                    "max_template_bytes",
+                )
+                .expect_err("past the cap")
+                .replacen(" is ", " is at least ", 1),
+            ),
+        })
+    }
+
+    /// Add `messages` to the conversation for `task`, within the chain's `max_history_bytes`.
+    fn append(&mut self, task: &Task, messages: Vec<Message>) -> Result<(), Stop> {
+        let grown = self.history.saturating_add(history_bytes(&messages));
+        limits::check(
+            &task.id,
+            "what the run added to the conversation",
+            grown,
+            self.chain.limits.history_bytes,
+            "max_history_bytes",
+        )
+        .map_err(Stop::Limit)?;
+        self.history = grown;
+        self.inner.append(messages);
+        Ok(())
     }
 
     /// The tools `turn` may offer now, with their servers.
@@ -445,14 +537,14 @@ impl ChainRun<'_> {
         self.flush_pending(NOT_EXECUTED_RESULT);
         let chain = self.chain;
         let task = &chain.tasks[i];
-        let system = self.render(task, task.system.as_ref(), cancel)?;
-        let prompt = match self.render(task, task.prompt.as_ref(), cancel)? {
+        let system = self.render(task, task.system.as_ref(), "system_instruction", cancel)?;
+        let prompt = match self.render(task, task.prompt.as_ref(), PROMPT, cancel)? {
             Some(p) => Some(p),
             None if !input.chat => Some(input.text),
             None => None,
         };
         if let Some(p) = prompt.filter(|p| !p.is_empty()) {
-            self.inner.append([Message::user(p)]);
+            self.append(task, vec![Message::user(p)])?;
         }
         let tasks = [task];
         let narrow = self.narrow(&tasks);
@@ -470,17 +562,22 @@ impl ChainRun<'_> {
         // Counted whatever the answer: a failed request (or its compaction) still cost this.
         self.usage.add(spent);
         match response {
-            Response::Answer { text, calls, .. } => {
+            Response::Answer {
+                text, calls, extra, ..
+            } => {
                 self.responses += 1;
                 let value = if calls.is_empty() {
-                    self.inner
-                        .append([Message::assistant(text.clone(), Vec::new())]);
+                    self.append(
+                        task,
+                        vec![Message::assistant_with(text.clone(), Vec::new(), extra)],
+                    )?;
                     "stop"
                 } else {
                     self.pending = Some(Pending {
                         task: i,
                         text: text.clone(),
                         calls,
+                        extra,
                     });
                     "tool-call"
                 };
@@ -524,7 +621,11 @@ impl ChainRun<'_> {
         let narrow = self.narrow(&tasks);
         let turn = self.turn(&narrow, cancel);
         let mut step = Vec::with_capacity(pending.calls.len() + 1);
-        step.push(Message::assistant(pending.text, pending.calls.clone()));
+        step.push(Message::assistant_with(
+            pending.text,
+            pending.calls.clone(),
+            pending.extra,
+        ));
         let mut texts = Vec::with_capacity(pending.calls.len());
         // What the calls spent on models (a subagent's turn) is the chain's too.
         let mut spent_on_calls = Usage::default();
@@ -541,7 +642,7 @@ impl ChainRun<'_> {
             step.push(turn.result_message(call, out, spent));
         }
         self.usage.add(spent_on_calls);
-        self.inner.append(step);
+        self.append(task, step)?;
         if self.cancel.is_cancelled() {
             return Err(Stop::Cancelled);
         }
@@ -577,7 +678,8 @@ impl ChainRun<'_> {
                 visible: self.visible(&turn),
             };
             for (pointer, template) in &call.arg_templates {
-                let text = template.render(&scope).map_err(Stop::Failed)?;
+                let field = format!("tools.args{pointer}");
+                let text = self.expand(task, template, &scope, &field)?;
                 if let Some(slot) = args.pointer_mut(pointer) {
                     *slot = Value::String(text);
                 }
@@ -669,7 +771,11 @@ impl ChainRun<'_> {
         let never = |_: &str| true;
         let turn = self.turn(&never, self.cancel);
         let mut step = Vec::with_capacity(pending.calls.len() + 1);
-        step.push(Message::assistant(pending.text, pending.calls.clone()));
+        step.push(Message::assistant_with(
+            pending.text,
+            pending.calls.clone(),
+            pending.extra,
+        ));
         for call in &pending.calls {
             step.push(turn.result_message(call, ToolOutput::error(reason), None));
         }

@@ -13,6 +13,8 @@
 //! language (pipes, `if`, functions) is not supported, and a template that silently rendered
 //! as written would send the model text nobody meant.
 
+use std::borrow::Cow;
+
 use chrono::Local;
 
 /// A parsed text: literal pieces and macros.
@@ -80,31 +82,47 @@ impl Template {
         self.parts.iter().all(|p| matches!(p, Part::Text(_)))
     }
 
-    /// Expand every macro. `Err` for a `{{var:NAME}}` that has no value and no default.
-    pub fn render(&self, scope: &dyn Scope) -> Result<String, String> {
+    /// Expand every macro, refusing to build more than `max` bytes. `Err` for a
+    /// `{{var:NAME}}` that has no value and no default, or a text that would pass `max`.
+    pub fn render(&self, scope: &dyn Scope, max: usize) -> Result<String, RenderError> {
         let mut out = String::new();
         for part in &self.parts {
-            match part {
-                Part::Text(t) => out.push_str(t),
-                Part::Var(name) => out.push_str(&scope.var(name)),
-                Part::ToolList => out.push_str(&listed(scope.tool_names())),
-                Part::HookList => out.push_str(&listed(scope.hook_names())),
-                Part::ToolsOf(hook) => out.push_str(&listed(scope.tools_of(hook))),
-                Part::Now(None) => out.push_str(&Local::now().to_rfc3339()),
-                Part::Now(Some(format)) => out.push_str(&Local::now().format(format).to_string()),
+            let piece: Cow<'_, str> = match part {
+                Part::Text(t) => Cow::Borrowed(t),
+                Part::Var(name) => Cow::Owned(scope.var(name)),
+                Part::ToolList => Cow::Owned(listed(scope.tool_names())),
+                Part::HookList => Cow::Owned(listed(scope.hook_names())),
+                Part::ToolsOf(hook) => Cow::Owned(listed(scope.tools_of(hook))),
+                Part::Now(None) => Cow::Owned(Local::now().to_rfc3339()),
+                Part::Now(Some(format)) => Cow::Owned(Local::now().format(format).to_string()),
                 Part::ChainVar(name, default) => match scope.chain_var(name).or(default.clone()) {
-                    Some(v) => out.push_str(&v),
+                    Some(v) => Cow::Owned(v),
                     None => {
-                        return Err(format!(
+                        return Err(RenderError::Unbound(format!(
                             "{{{{var:{name}}}}} has no value (known: model, provider, chain; \
                              give a default as {{{{var:{name}|default}}}})"
-                        ))
+                        )))
                     }
                 },
+            };
+            // Checked before the text grows: a refused render never holds more than `max`.
+            let len = out.len().saturating_add(piece.len());
+            if len > max {
+                return Err(RenderError::TooLong { at_least: len });
             }
+            out.push_str(&piece);
         }
         Ok(out)
     }
+}
+
+/// Why a template did not render.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum RenderError {
+    /// A `{{var:NAME}}` without a value or a default (the message says which).
+    Unbound(String),
+    /// The text would pass the cap it was rendered with: at least this many bytes.
+    TooLong { at_least: usize },
 }
 
 fn listed(names: Vec<String>) -> String {
@@ -261,7 +279,12 @@ mod tests {
     }
 
     fn render(text: &str) -> Result<String, String> {
-        Template::parse(text, &["first"])?.render(&S)
+        Template::parse(text, &["first"])?
+            .render(&S, usize::MAX)
+            .map_err(|e| match e {
+                RenderError::Unbound(m) => m,
+                RenderError::TooLong { at_least } => format!("too long: {at_least}"),
+            })
     }
 
     #[test]
@@ -305,6 +328,25 @@ mod tests {
         }
         let e = Template::parse("{{.missing}}", &["first"]).unwrap_err();
         assert!(e.contains("names no task"), "{e}");
+    }
+
+    #[test]
+    fn a_render_stops_at_its_cap_before_the_text_grows_past_it() {
+        let t = Template::parse("ab{{.input}}cd", &[]).unwrap();
+        // "ab" + "the input" + "cd" = 13 bytes.
+        assert_eq!(t.render(&S, 13).unwrap(), "abthe inputcd");
+        assert_eq!(
+            t.render(&S, 12).unwrap_err(),
+            RenderError::TooLong { at_least: 13 }
+        );
+        assert_eq!(
+            t.render(&S, 5).unwrap_err(),
+            RenderError::TooLong { at_least: 11 }
+        );
+        assert_eq!(
+            t.render(&S, 1).unwrap_err(),
+            RenderError::TooLong { at_least: 2 }
+        );
     }
 
     #[test]

@@ -407,3 +407,155 @@ async fn a_model_failure_is_a_task_failure() {
         "{e}"
     );
 }
+
+/// A task that renders its own output twice, looping to itself: without a cap its text
+/// doubles each step (a gigabyte in 30 of the default 100 steps).
+fn doubling(extra: Value) -> Chain {
+    let mut v = json!({"id": "doubling", "tasks": [
+        {"id": "t1", "handler": "prompt_to_string", "prompt_template": "x{{.t1}}{{.t1}}",
+         "retry_on_failure": 3,
+         "transition": {"on_failure": "caught",
+                        "branches": [{"operator": "default", "when": "", "goto": "t1"}]}},
+        {"id": "caught", "handler": "noop"}
+    ]});
+    for (k, val) in extra.as_object().unwrap() {
+        v[k] = val.clone();
+    }
+    chain(v)
+}
+
+fn starts_of(events: &[Event], id: &str) -> usize {
+    events
+        .iter()
+        .filter(|e| matches!(e, Event::ChainTaskStart { task_id, .. } if task_id == id))
+        .count()
+}
+
+#[tokio::test]
+async fn a_doubling_template_ends_at_its_cap_naming_the_task() {
+    let c = client(vec![], vec![]);
+    let (events, result) = events_of(&c, &doubling(json!({})), "").await;
+    assert_eq!(result.outcome, Outcome::Error);
+    let e = result.error.unwrap();
+    assert!(
+        e.contains("task \"t1\"")
+            && e.contains("prompt_template")
+            && e.contains("max_template_bytes")
+            && e.contains(&super::DEFAULT_MAX_TEMPLATE_BYTES.to_string()),
+        "{e}"
+    );
+    // 2^k - 1 bytes after k steps: the 21st render would pass 1 MiB. Neither retried nor
+    // handed to on_failure: the same render would pass the cap again.
+    assert_eq!(starts_of(&events, "t1"), 21);
+    assert_eq!(starts_of(&events, "caught"), 0);
+    // The last text kept is the biggest under the cap.
+    assert_eq!(result.final_text.len(), (1 << 20) - 1);
+
+    // A chain's own cap.
+    let small = doubling(json!({"max_template_bytes": 100}));
+    let (events, result) = events_of(&c, &small, "").await;
+    assert_eq!(starts_of(&events, "t1"), 7, "{:?}", result.error);
+    assert!(result
+        .error
+        .unwrap()
+        .contains("limit of 100 (max_template_bytes)"));
+}
+
+#[tokio::test]
+async fn variables_are_capped_the_chains_input_and_every_tasks_output() {
+    let c = client(vec![], vec![echo("echo")]);
+    let pass = chain(json!({"id": "pass", "max_variable_bytes": 10, "tasks": [
+        {"id": "a", "handler": "noop"}]}));
+    let r = c.run_chain(&pass, "0123456789").await.unwrap();
+    assert_eq!(r.outcome, Outcome::Done, "{:?}", r.error);
+    let r = c.run_chain(&pass, "0123456789!").await.unwrap();
+    assert_eq!(r.outcome, Outcome::Error);
+    let e = r.error.unwrap();
+    assert!(
+        e.contains("the chain's input is 11 bytes") && e.contains("max_variable_bytes"),
+        "{e}"
+    );
+    // A tool's result is the output of its task: over the cap, the task is named, and
+    // on_failure does not catch it.
+    let call = chain(json!({"id": "call", "max_variable_bytes": 20, "tasks": [
+        {"id": "big", "handler": "tools", "tools": {"name": "echo",
+                                                    "args": {"text": "{{.input}}"}},
+         "transition": {"on_failure": "caught",
+                        "branches": [{"operator": "default", "when": "", "goto": "end"}]}},
+        {"id": "caught", "handler": "noop"}]}));
+    let (events, r) = events_of(&c, &call, "a long enough input").await;
+    assert_eq!(r.outcome, Outcome::Error);
+    let e = r.error.unwrap();
+    assert!(
+        e.contains("task \"big\": its output is") && e.contains("limit of 20 (max_variable_bytes)"),
+        "{e}"
+    );
+    assert_eq!(starts_of(&events, "caught"), 0);
+}
+
+#[tokio::test]
+async fn what_a_run_adds_to_the_conversation_is_capped() {
+    let talk = chain(json!({"id": "talk", "max_history_bytes": 400, "tasks": [
+        {"id": "chat", "handler": "chat_completion", "prompt_template": "again {{.input}}",
+         "transition": {"branches": [{"operator": "default", "when": "", "goto": "chat"}]}}]}));
+    let reply = "r".repeat(60);
+    let c = client(
+        (0..20).map(|_| ScriptEntry::text(reply.clone())).collect(),
+        vec![],
+    );
+    let (events, r) = events_of(&c, &talk, "go").await;
+    assert_eq!(r.outcome, Outcome::Error);
+    let e = r.error.unwrap();
+    assert!(
+        e.contains("task \"chat\"")
+            && e.contains("added to the conversation")
+            && e.contains("limit of 400 (max_history_bytes)"),
+        "{e}"
+    );
+    // Each round adds a prompt and a reply of about 100 bytes (4 tokens of framing each):
+    // a few rounds, not the 20 the script holds.
+    let rounds = starts_of(&events, "chat");
+    assert!((2..=5).contains(&rounds), "{rounds}");
+    let added: usize = r
+        .transcript
+        .messages
+        .iter()
+        .map(|m| super::limits::history_bytes(std::slice::from_ref(m)))
+        .sum();
+    assert!(added <= 400, "{added}");
+}
+
+#[test]
+fn the_caps_have_defaults_and_are_checked_when_read() {
+    let plain = chain(json!({"id": "x", "tasks": [{"id": "a", "handler": "noop"}]}));
+    assert_eq!(plain.limits(), super::Limits::default());
+    assert_eq!(plain.limits().template_bytes, 1 << 20);
+    assert_eq!(plain.limits().variable_bytes, 4 << 20);
+    assert_eq!(plain.limits().history_bytes, 16 << 20);
+    for key in [
+        "max_template_bytes",
+        "max_variable_bytes",
+        "max_history_bytes",
+    ] {
+        for bad in [json!(0), json!(-1), json!(1_u64 << 31), json!("1000")] {
+            let v = json!({"id": "x", key: bad, "tasks": [{"id": "a", "handler": "noop"}]});
+            let e = Chain::from_value(v).unwrap_err().to_string();
+            assert!(e.contains(key), "{key} {bad}: {e}");
+        }
+        let v = json!({"id": "x", key: 1 << 30, "tasks": [{"id": "a", "handler": "noop"}]});
+        assert!(Chain::from_value(v).is_ok(), "{key}");
+    }
+    let tight = plain.with_limits(super::Limits {
+        template_bytes: 0,
+        variable_bytes: usize::MAX,
+        history_bytes: 7,
+    });
+    assert_eq!(
+        tight.limits(),
+        super::Limits {
+            template_bytes: 1,
+            variable_bytes: 1 << 30,
+            history_bytes: 7,
+        }
+    );
+}

@@ -44,7 +44,7 @@ mod summary;
 
 pub use split::SUMMARY_HEADER;
 
-pub(crate) use measure::{estimate_request, ContextMeasure};
+pub(crate) use measure::{estimate_message, estimate_request, ContextMeasure};
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};

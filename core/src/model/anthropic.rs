@@ -7,9 +7,12 @@ use super::anthropic_body::render;
 use super::body::{read_sse, read_whole, Progress, MAX_BODY_BYTES};
 use super::http::Http;
 use super::openai::is_event_stream;
-use super::{Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody};
+use super::{
+    Backend, Delta, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody,
+};
 use crate::config::Config;
 use crate::event::Usage;
+use crate::transcript::{Part, Reasoning};
 
 /// The API version header every request carries.
 pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -49,8 +52,16 @@ enum Block {
     ToolUse {
         id: String,
         name: String,
+        /// The `input_json_delta` pieces so far.
         json: String,
+        /// The `input` of `content_block_start`: `{}` when the input streams as deltas, the whole
+        /// input when it does not (programmatic tool calls).
+        start: Value,
     },
+    /// Extended thinking: its text and signature, each streamed as deltas.
+    Thinking(Reasoning),
+    /// Reasoning sent encrypted (arrives whole in `content_block_start`).
+    Redacted(String),
     Other,
 }
 
@@ -102,14 +113,30 @@ struct Assembler {
     text: String,
     blocks: Vec<(u64, Block)>,
     calls: Vec<RawCall>,
+    /// Reasoning blocks, each with the number of calls before it.
+    extra: Vec<(usize, Part)>,
     usage: WireUsage,
+    /// A message_start arrived.
+    started: bool,
     stopped: bool,
 }
 
 impl Assembler {
     fn event(&mut self, kind: &str, data: &Value, deltas: DeltaSink<'_>) -> Result<(), Failure> {
         match kind {
-            "message_start" => self.usage.read(&data["message"]["usage"]),
+            "message_start" => {
+                // A second message_start before message_stop (a gateway that restarted its
+                // upstream request): the unfinished message is dropped, never joined to the
+                // new one.
+                if self.started {
+                    *self = Assembler {
+                        started: true,
+                        ..Assembler::default()
+                    };
+                }
+                self.started = true;
+                self.usage.read(&data["message"]["usage"]);
+            }
             "content_block_start" => {
                 let index = data["index"].as_u64().unwrap_or(self.blocks.len() as u64);
                 let cb = &data["content_block"];
@@ -117,17 +144,36 @@ impl Assembler {
                     Some("text") => {
                         if let Some(t) = cb["text"].as_str().filter(|t| !t.is_empty()) {
                             self.text.push_str(t);
-                            deltas(t);
+                            deltas(Delta::Text(t));
                         }
                         Block::Text
                     }
                     Some("tool_use") => {
-                        // `input` at start is `{}`; the real input streams as partial_json.
+                        // `input` at start is `{}` and the real input streams as partial_json,
+                        // or (programmatic tool calls) it is the whole input and nothing streams.
                         Block::ToolUse {
                             id: cb["id"].as_str().unwrap_or_default().to_string(),
                             name: cb["name"].as_str().unwrap_or_default().to_string(),
                             json: String::new(),
+                            start: cb["input"].clone(),
                         }
+                    }
+                    Some("thinking") => {
+                        let text = cb["thinking"].as_str().unwrap_or_default();
+                        if !text.is_empty() {
+                            deltas(Delta::Reasoning(text));
+                        }
+                        Block::Thinking(Reasoning {
+                            text: text.to_string(),
+                            signature: cb["signature"]
+                                .as_str()
+                                .filter(|s| !s.is_empty())
+                                .map(str::to_string),
+                            ..Reasoning::default()
+                        })
+                    }
+                    Some("redacted_thinking") => {
+                        Block::Redacted(cb["data"].as_str().unwrap_or_default().to_string())
                     }
                     _ => Block::Other,
                 };
@@ -141,7 +187,18 @@ impl Assembler {
                     (Some("text_delta"), _) => {
                         if let Some(t) = d["text"].as_str() {
                             self.text.push_str(t);
-                            deltas(t);
+                            deltas(Delta::Text(t));
+                        }
+                    }
+                    (Some("thinking_delta"), Some((_, Block::Thinking(r)))) => {
+                        if let Some(t) = d["thinking"].as_str().filter(|t| !t.is_empty()) {
+                            r.text.push_str(t);
+                            deltas(Delta::Reasoning(t));
+                        }
+                    }
+                    (Some("signature_delta"), Some((_, Block::Thinking(r)))) => {
+                        if let Some(sig) = d["signature"].as_str() {
+                            r.signature.get_or_insert_with(String::new).push_str(sig);
                         }
                     }
                     (Some("input_json_delta"), Some((_, Block::ToolUse { json, .. }))) => {
@@ -153,13 +210,8 @@ impl Assembler {
             "content_block_stop" => {
                 let index = data["index"].as_u64().unwrap_or(0);
                 if let Some(pos) = self.blocks.iter().position(|(i, _)| *i == index) {
-                    if let (_, Block::ToolUse { id, name, json }) = self.blocks.remove(pos) {
-                        self.calls.push(RawCall {
-                            id: Some(id),
-                            name,
-                            arguments: json,
-                        });
-                    }
+                    let (_, block) = self.blocks.remove(pos);
+                    self.complete(block);
                 }
             }
             "message_delta" => self.usage.read(&data["usage"]),
@@ -175,6 +227,39 @@ impl Assembler {
         Ok(())
     }
 
+    /// A streamed block is complete.
+    fn complete(&mut self, block: Block) {
+        match block {
+            Block::ToolUse {
+                id,
+                name,
+                json,
+                start,
+            } => {
+                let whole_at_start =
+                    json.is_empty() && start.as_object().is_some_and(|o| !o.is_empty());
+                self.calls.push(RawCall {
+                    id: Some(id),
+                    name,
+                    arguments: if whole_at_start {
+                        start.to_string()
+                    } else {
+                        json
+                    },
+                });
+            }
+            Block::Thinking(r) => self.extra.push((self.calls.len(), Part::Reasoning(r))),
+            Block::Redacted(data) => self.extra.push((
+                self.calls.len(),
+                Part::Reasoning(Reasoning {
+                    redacted: Some(data),
+                    ..Reasoning::default()
+                }),
+            )),
+            Block::Text | Block::Other => {}
+        }
+    }
+
     /// Read a whole (non-streamed) message.
     fn whole(&mut self, msg: &Value, deltas: DeltaSink<'_>) {
         for block in msg["content"].as_array().into_iter().flatten() {
@@ -182,8 +267,22 @@ impl Assembler {
                 Some("text") => {
                     let t = block["text"].as_str().unwrap_or_default();
                     self.text.push_str(t);
-                    deltas(t);
+                    deltas(Delta::Text(t));
                 }
+                Some("thinking") => {
+                    let text = block["thinking"].as_str().unwrap_or_default();
+                    if !text.is_empty() {
+                        deltas(Delta::Reasoning(text));
+                    }
+                    self.complete(Block::Thinking(Reasoning {
+                        text: text.to_string(),
+                        signature: block["signature"].as_str().map(str::to_string),
+                        ..Reasoning::default()
+                    }));
+                }
+                Some("redacted_thinking") => self.complete(Block::Redacted(
+                    block["data"].as_str().unwrap_or_default().to_string(),
+                )),
                 Some("tool_use") => self.calls.push(RawCall {
                     id: block["id"].as_str().map(str::to_string),
                     name: block["name"].as_str().unwrap_or_default().to_string(),
@@ -198,6 +297,7 @@ impl Assembler {
 
     fn finish(self) -> ModelResponse {
         ModelResponse {
+            extra: self.extra,
             text: self.text,
             calls: self.calls,
             usage: self.usage.usage(),
@@ -326,11 +426,141 @@ mod tests {
         assert!(body.get("tools").is_none());
     }
 
+    /// Feed `(event, data)` pairs; the response, the text deltas and the reasoning deltas.
+    fn stream(events: &[Value]) -> (ModelResponse, String, String) {
+        let text = std::sync::Mutex::new(String::new());
+        let reasoning = std::sync::Mutex::new(String::new());
+        let sink = |d: Delta<'_>| match d {
+            Delta::Text(t) => text.lock().unwrap().push_str(t),
+            Delta::Reasoning(t) => reasoning.lock().unwrap().push_str(t),
+        };
+        let mut asm = Assembler::default();
+        for e in events {
+            asm.event(e["type"].as_str().unwrap(), e, &sink).unwrap();
+        }
+        (
+            asm.finish(),
+            text.into_inner().unwrap(),
+            reasoning.into_inner().unwrap(),
+        )
+    }
+
+    #[test]
+    fn thinking_signatures_and_redacted_blocks_are_kept_in_order() {
+        let (r, text, reasoning) = stream(&[
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 5}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Let me "}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "look."}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQB+/="}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking", "data": "ENC=="}}),
+            json!({"type": "content_block_stop", "index": 1}),
+            json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "t1", "name": "read", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{\"path\":"}}),
+            json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "\"a\"}"}}),
+            json!({"type": "content_block_stop", "index": 2}),
+            json!({"type": "content_block_start", "index": 3, "content_block": {"type": "thinking", "thinking": ""}}),
+            json!({"type": "content_block_delta", "index": 3, "delta": {"type": "thinking_delta", "thinking": "Then b."}}),
+            json!({"type": "content_block_delta", "index": 3, "delta": {"type": "signature_delta", "signature": "SIG2"}}),
+            json!({"type": "content_block_stop", "index": 3}),
+            json!({"type": "content_block_start", "index": 4, "content_block": {"type": "tool_use", "id": "t2", "name": "read", "input": {"path": "b"}}}),
+            json!({"type": "content_block_stop", "index": 4}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+            json!({"type": "message_stop"}),
+        ]);
+        assert_eq!(text, "");
+        assert_eq!(reasoning, "Let me look.Then b.");
+        let signed = |t: &str, s: &str| Reasoning {
+            text: t.into(),
+            signature: Some(s.into()),
+            ..Reasoning::default()
+        };
+        assert_eq!(
+            r.extra,
+            [
+                (0, Part::Reasoning(signed("Let me look.", "EqQB+/="))),
+                (
+                    0,
+                    Part::Reasoning(Reasoning {
+                        redacted: Some("ENC==".into()),
+                        ..Reasoning::default()
+                    })
+                ),
+                (1, Part::Reasoning(signed("Then b.", "SIG2"))),
+            ]
+        );
+        // The first input streamed, the second came whole in content_block_start.
+        let args: Vec<&str> = r.calls.iter().map(|c| c.arguments.as_str()).collect();
+        assert_eq!(args, [r#"{"path":"a"}"#, r#"{"path":"b"}"#]);
+        // In the transcript: each thinking block before the call it preceded.
+        let calls = r
+            .calls
+            .iter()
+            .map(|c| crate::transcript::ToolCall {
+                id: c.id.clone().unwrap(),
+                name: c.name.clone(),
+                arguments: serde_json::from_str(&c.arguments).unwrap(),
+                raw_arguments: false,
+                via: None,
+            })
+            .collect();
+        let m = Message::assistant_with("", calls, r.extra.clone());
+        let kinds: Vec<&str> = m
+            .content()
+            .iter()
+            .map(|p| match p {
+                Part::Reasoning(r) if r.redacted.is_some() => "redacted",
+                Part::Reasoning(_) => "thinking",
+                Part::ToolCall(_) => "call",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(kinds, ["thinking", "redacted", "call", "thinking", "call"]);
+    }
+
+    #[test]
+    fn a_second_message_start_drops_the_unfinished_message() {
+        let (r, _, _) = stream(&[
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 5}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "half"}}),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"a\": "}}),
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 7}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t2", "name": "f", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"b\": 1}"}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "message_stop"}),
+        ]);
+        assert_eq!(r.text, "");
+        assert_eq!(r.calls.len(), 1);
+        assert_eq!(r.calls[0].id.as_deref(), Some("t2"));
+        assert_eq!(r.calls[0].arguments, r#"{"b": 1}"#);
+        assert_eq!(r.usage.input_tokens, 7);
+    }
+
+    #[test]
+    fn a_whole_message_keeps_its_thinking() {
+        let mut asm = Assembler::default();
+        let sink = |_: Delta<'_>| {};
+        asm.whole(
+            &json!({"content": [
+                {"type": "thinking", "thinking": "hm", "signature": "S"},
+                {"type": "redacted_thinking", "data": "D"},
+                {"type": "text", "text": "ok"}], "usage": {}}),
+            &sink,
+        );
+        let r = asm.finish();
+        assert_eq!(r.extra.len(), 2);
+        assert_eq!(r.text, "ok");
+    }
+
     #[test]
     fn cached_prompt_tokens_count_as_input() {
         // What llama.cpp's llama-server and the real API send when the prompt came from cache.
         let mut asm = Assembler::default();
-        let sink = |_: &str| {};
+        let sink = |_: Delta<'_>| {};
         asm.event(
             "message_start",
             &json!({"message": {"usage": {"input_tokens": 1, "cache_read_input_tokens": 24,

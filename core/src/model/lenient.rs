@@ -252,6 +252,46 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
     }
 }
 
+/// A string, or a JSON array whose elements read as `T` (an openai-style `content` that is
+/// text or a list of parts); [`StrOr::Neither`] for any other JSON value.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) enum StrOr<'a, T> {
+    #[default]
+    Neither,
+    Str(Cow<'a, str>),
+    Seq(Vec<T>),
+}
+
+impl<'de: 'a, 'a, T: Deserialize<'de>> Deserialize<'de> for StrOr<'a, T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a, T>(PhantomData<(&'a (), T)>);
+        impl<'de: 'a, 'a, T: Deserialize<'de>> Visitor<'de> for V<'a, T> {
+            type Value = StrOr<'a, T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(StrOr::Str(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(StrOr::Str(Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+                Ok(StrOr::Str(Cow::Owned(s)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(16));
+                while let Some(item) = seq.next_element::<T>()? {
+                    items.push(item);
+                }
+                Ok(StrOr::Seq(items))
+            }
+            ignore_others!(bool, i64, u64, f64, unit, map);
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
 /// Whether a key was there at all, whatever its value (`null` included), and its value as `T`
 /// (a plain `Option` field would read `null` as absent).
 #[derive(Debug, PartialEq)]

@@ -56,7 +56,7 @@ use crate::config::{Config, Style};
 use crate::error::Result;
 use crate::event::Usage;
 use crate::tool::ToolSpec;
-use crate::transcript::Message;
+use crate::transcript::{Message, Part};
 
 /// One model request, in wire-neutral terms.
 pub(crate) struct ModelRequest<'a> {
@@ -87,7 +87,21 @@ pub(crate) struct RawCall {
 pub(crate) struct ModelResponse {
     pub text: String,
     pub calls: Vec<RawCall>,
+    /// The parts beside text and calls (reasoning), in the order they came, each with the number
+    /// of calls that came before it: anthropic checks a signed thinking block's place when it
+    /// is sent back, so the assistant message keeps it where it was.
+    pub extra: Vec<(usize, Part)>,
     pub usage: Usage,
+}
+
+impl ModelResponse {
+    /// The reasoning parts' texts, in order (the `reasoning` events).
+    pub fn reasoning_texts(&self) -> impl Iterator<Item = &str> {
+        self.extra.iter().filter_map(|(_, p)| match p {
+            Part::Reasoning(r) if !r.text.is_empty() => Some(r.text.as_str()),
+            _ => None,
+        })
+    }
 }
 
 /// Why a model request failed.
@@ -112,8 +126,17 @@ impl Failure {
     }
 }
 
-/// Receives streamed text as it arrives.
-pub(crate) type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
+/// A piece of a streamed answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delta<'a> {
+    /// Answer text.
+    Text(&'a str),
+    /// Reasoning text (the model's thinking before or between its answer and calls).
+    Reasoning(&'a str),
+}
+
+/// Receives streamed pieces as they arrive.
+pub(crate) type DeltaSink<'a> = &'a (dyn Fn(Delta<'_>) + Send + Sync);
 
 /// A request body's JSON bytes: rendered once per model request and sent again unchanged by
 /// retries (a clone shares the bytes).

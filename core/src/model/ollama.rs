@@ -6,9 +6,12 @@ use serde_json::Value;
 use super::body::{read_lines, Progress};
 use super::http::Http;
 use super::ollama_body::render;
-use super::{Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody};
+use super::{
+    Backend, Delta, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody,
+};
 use crate::config::Config;
 use crate::event::Usage;
+use crate::transcript::{Part, Reasoning};
 
 pub(crate) struct Ollama {
     http: Http,
@@ -35,6 +38,10 @@ impl Ollama {
 #[derive(Default)]
 struct Assembler {
     text: String,
+    /// `message.thinking`, joined (Ollama streams it before the answer).
+    thinking: String,
+    /// The number of calls before the thinking began.
+    thinking_at: usize,
     calls: Vec<RawCall>,
     usage: Usage,
     done: bool,
@@ -48,9 +55,16 @@ impl Assembler {
             )));
         }
         let msg = &obj["message"];
+        if let Some(t) = msg["thinking"].as_str().filter(|t| !t.is_empty()) {
+            if self.thinking.is_empty() {
+                self.thinking_at = self.calls.len();
+            }
+            self.thinking.push_str(t);
+            deltas(Delta::Reasoning(t));
+        }
         if let Some(t) = msg["content"].as_str().filter(|t| !t.is_empty()) {
             self.text.push_str(t);
-            deltas(t);
+            deltas(Delta::Text(t));
         }
         for tc in msg["tool_calls"].as_array().into_iter().flatten() {
             let f = &tc["function"];
@@ -111,7 +125,20 @@ impl Backend for Ollama {
                 "the model's answer broke off: the stream ended before `done: true`".into(),
             ));
         }
+        let extra = if asm.thinking.is_empty() {
+            Vec::new()
+        } else {
+            // Ollama takes no reasoning back: no field is recorded, so none is sent.
+            vec![(
+                asm.thinking_at,
+                Part::Reasoning(Reasoning {
+                    text: asm.thinking,
+                    ..Reasoning::default()
+                }),
+            )]
+        };
         Ok(ModelResponse {
+            extra,
             text: asm.text,
             calls: asm.calls,
             usage: asm.usage,
@@ -126,6 +153,28 @@ impl Backend for Ollama {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thinking_is_read_before_the_answer() {
+        let reasoning = std::sync::Mutex::new(String::new());
+        let sink = |d: Delta<'_>| {
+            if let Delta::Reasoning(t) = d {
+                reasoning.lock().unwrap().push_str(t)
+            }
+        };
+        let mut asm = Assembler::default();
+        for line in [
+            r#"{"message": {"role": "assistant", "content": "", "thinking": "Two "}, "done": false}"#,
+            r#"{"message": {"role": "assistant", "content": "", "thinking": "plus two."}, "done": false}"#,
+            r#"{"message": {"role": "assistant", "content": "4"}, "done": false}"#,
+            r#"{"message": {"role": "assistant", "content": ""}, "done": true}"#,
+        ] {
+            asm.line(&parse_line(line).unwrap(), &sink).unwrap();
+        }
+        assert_eq!(asm.thinking, "Two plus two.");
+        assert_eq!(*reasoning.lock().unwrap(), "Two plus two.");
+        assert_eq!(asm.text, "4");
+    }
 
     #[test]
     fn the_body_bytes_are_those_of_the_value_rendering() {

@@ -7,11 +7,14 @@ use serde_json::Value;
 
 use super::body::{read_sse, read_whole, Progress, MAX_BODY_BYTES};
 use super::http::Http;
-use super::lenient::{First, Obj, Present, Seq, Str, Text, U64};
-use super::openai_body::render;
-use super::{Backend, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody};
+use super::lenient::{First, Obj, Present, Seq, Str, StrOr, Text, U64};
+use super::openai_body::{render, REASONING_FIELDS};
+use super::{
+    Backend, Delta, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody,
+};
 use crate::config::Config;
 use crate::event::Usage;
+use crate::transcript::{Part, Reasoning};
 
 pub(crate) struct OpenAi {
     http: Http,
@@ -48,6 +51,10 @@ struct CallParts {
 pub(crate) struct Assembler {
     text: String,
     calls: Vec<(u64, CallParts)>,
+    /// The reasoning being streamed: the number of calls before it, and the part.
+    reasoning: Option<(usize, Reasoning)>,
+    /// Reasoning parts already complete.
+    extra: Vec<(usize, Part)>,
     usage: Usage,
     finished: bool,
 }
@@ -84,22 +91,54 @@ struct PromptDetails {
 struct Choice<'a> {
     /// A streamed chunk carries `delta` (present, even as `null`, it wins over `message`).
     #[serde(borrow)]
-    delta: Present<Obj<Delta<'a>>>,
+    delta: Present<Obj<WireDelta<'a>>>,
     /// A whole completion carries `message`.
     #[serde(borrow)]
-    message: Present<Obj<Delta<'a>>>,
+    message: Present<Obj<WireDelta<'a>>>,
     #[serde(borrow)]
     finish_reason: Str<'a>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Delta<'a> {
+struct WireDelta<'a> {
+    /// Text, or a list of parts (Mistral: `text` and `thinking` parts).
     #[serde(borrow)]
-    content: Str<'a>,
+    content: StrOr<'a, Obj<ContentPart<'a>>>,
+    /// Reasoning as DeepSeek, xAI, Alibaba, Moonshot, vLLM and llama.cpp stream it.
+    #[serde(borrow)]
+    reasoning_content: Str<'a>,
+    /// Reasoning as Groq, OpenRouter and newer vLLM stream it.
+    #[serde(borrow)]
+    reasoning: Str<'a>,
     #[serde(borrow)]
     tool_calls: Seq<Obj<CallDelta<'a>>>,
 }
+
+/// One part of a `content` list.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ContentPart<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    text: Str<'a>,
+    /// A `thinking` part's reasoning: text, or a list of `text` parts.
+    #[serde(borrow)]
+    thinking: StrOr<'a, Obj<TextPart<'a>>>,
+}
+
+/// A `{"type": "text", "text": ...}` part inside a `thinking` part.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct TextPart<'a> {
+    #[serde(borrow)]
+    text: Str<'a>,
+}
+
+/// The name Mistral's reasoning arrives under (a `thinking` part of `content`); it is not one of
+/// the message fields sent back ([`REASONING_FIELDS`]).
+const THINKING_PART: &str = "thinking";
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
@@ -179,9 +218,40 @@ impl Assembler {
             (Present(None), Present(None)) => None,
         };
         if let Some(delta) = delta {
-            if let Some(text) = delta.content.get().filter(|t| !t.is_empty()) {
-                self.text.push_str(text);
-                deltas(text);
+            // Both fields in one delta (a server that sends its reasoning under both names)
+            // are one reasoning: the first name is kept.
+            let fields = [&delta.reasoning_content, &delta.reasoning];
+            if let Some((field, text)) = REASONING_FIELDS
+                .iter()
+                .zip(fields)
+                .find_map(|(f, v)| v.get().filter(|t| !t.is_empty()).map(|t| (*f, t)))
+            {
+                self.reason(field, text, deltas);
+            }
+            match &delta.content {
+                StrOr::Str(text) => self.say(text, deltas),
+                StrOr::Seq(parts) => {
+                    for Obj(part) in parts {
+                        let Some(part) = part else { continue };
+                        match part.kind.get() {
+                            Some("text") => self.say(part.text.get().unwrap_or(""), deltas),
+                            Some("thinking") => match &part.thinking {
+                                StrOr::Str(t) => self.reason(THINKING_PART, t, deltas),
+                                StrOr::Seq(texts) => {
+                                    for Obj(t) in texts {
+                                        let t = t.as_ref().and_then(|t| t.text.get());
+                                        self.reason(THINKING_PART, t.unwrap_or(""), deltas);
+                                    }
+                                }
+                                StrOr::Neither => {}
+                            },
+                            // Parts of kinds the engine does not read (a reference, an image
+                            // the model made) are left out.
+                            _ => {}
+                        }
+                    }
+                }
+                StrOr::Neither => {}
             }
             if let Seq(Some(calls)) = delta.tool_calls {
                 for (pos, Obj(tc)) in calls.into_iter().enumerate() {
@@ -195,6 +265,7 @@ impl Assembler {
                             self.calls.len() - 1
                         }
                     };
+                    self.end_reasoning();
                     let parts = &mut self.calls[slot].1;
                     if let Some(id) = tc.id.get().filter(|s| !s.is_empty()) {
                         parts.id = Some(id.to_string());
@@ -217,9 +288,54 @@ impl Assembler {
         Ok(())
     }
 
+    /// Answer text.
+    fn say(&mut self, text: &str, deltas: DeltaSink<'_>) {
+        if text.is_empty() {
+            return;
+        }
+        self.end_reasoning();
+        self.text.push_str(text);
+        deltas(Delta::Text(text));
+    }
+
+    /// Reasoning text that arrived under `field`; a new field starts a new part.
+    fn reason(&mut self, field: &str, text: &str, deltas: DeltaSink<'_>) {
+        if text.is_empty() {
+            return;
+        }
+        if self
+            .reasoning
+            .as_ref()
+            .is_some_and(|(_, r)| r.field.as_deref() != Some(field))
+        {
+            self.end_reasoning();
+        }
+        let calls = self.calls.len();
+        let (_, r) = self.reasoning.get_or_insert_with(|| {
+            (
+                calls,
+                Reasoning {
+                    field: Some(field.to_string()),
+                    ..Reasoning::default()
+                },
+            )
+        });
+        r.text.push_str(text);
+        deltas(Delta::Reasoning(text));
+    }
+
+    /// The reasoning being streamed is complete.
+    fn end_reasoning(&mut self) {
+        if let Some((at, r)) = self.reasoning.take() {
+            self.extra.push((at, Part::Reasoning(r)));
+        }
+    }
+
     pub fn finish(mut self) -> ModelResponse {
+        self.end_reasoning();
         self.calls.sort_by_key(|(i, _)| *i);
         ModelResponse {
+            extra: self.extra,
             text: self.text,
             calls: self
                 .calls
@@ -317,7 +433,11 @@ mod tests {
     fn deltas_assemble_several_calls_by_index() {
         let mut asm = Assembler::default();
         let seen = std::sync::Mutex::new(String::new());
-        let sink = |t: &str| seen.lock().unwrap().push_str(t);
+        let sink = |d: Delta<'_>| {
+            if let Delta::Text(t) = d {
+                seen.lock().unwrap().push_str(t)
+            }
+        };
         let chunks = [
             json!({"choices": [{"delta": {"role": "assistant", "content": "Hel"}}]}),
             json!({"choices": [{"delta": {"content": "lo"}}]}),
@@ -349,9 +469,102 @@ mod tests {
         assert!(matches!(err, Failure::Fatal(m) if m.contains("nope")));
     }
 
+    /// The deltas a stream gave: text and reasoning, each joined.
+    fn collect(chunks: &[Value]) -> (ModelResponse, String, String) {
+        let text = std::sync::Mutex::new(String::new());
+        let reasoning = std::sync::Mutex::new(String::new());
+        let sink = |d: Delta<'_>| match d {
+            Delta::Text(t) => text.lock().unwrap().push_str(t),
+            Delta::Reasoning(t) => reasoning.lock().unwrap().push_str(t),
+        };
+        let mut asm = Assembler::default();
+        for c in chunks {
+            asm.chunk(c, &sink).unwrap();
+        }
+        (
+            asm.finish(),
+            text.into_inner().unwrap(),
+            reasoning.into_inner().unwrap(),
+        )
+    }
+
+    fn reasoning_of(r: &ModelResponse) -> Vec<(usize, String, Option<String>)> {
+        r.extra
+            .iter()
+            .map(|(at, p)| match p {
+                Part::Reasoning(r) => (*at, r.text.clone(), r.field.clone()),
+                other => panic!("not reasoning: {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reasoning_is_read_under_the_field_it_came_in() {
+        // DeepSeek: `reasoning_content` (an empty first piece), then the answer and a call.
+        let (r, text, reasoning) = collect(&[
+            json!({"choices": [{"delta": {"role": "assistant", "content": null, "reasoning_content": ""}}]}),
+            json!({"choices": [{"delta": {"content": null, "reasoning_content": "We"}}]}),
+            json!({"choices": [{"delta": {"content": null, "reasoning_content": " add."}}]}),
+            json!({"choices": [{"delta": {"content": "4", "reasoning_content": null}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]}),
+        ]);
+        assert_eq!((text.as_str(), reasoning.as_str()), ("4", "We add."));
+        assert_eq!(
+            reasoning_of(&r),
+            [(0, "We add.".into(), Some("reasoning_content".into()))]
+        );
+        assert_eq!(r.text, "4");
+        assert_eq!(r.calls.len(), 1);
+        // Groq: `reasoning`; a server sending both names in one delta gives it once.
+        let (r, _, reasoning) = collect(&[
+            json!({"choices": [{"delta": {"reasoning": "Okay"}}]}),
+            json!({"choices": [{"delta": {"reasoning": ", so", "reasoning_content": ", so"}}]}),
+            json!({"choices": [{"delta": {"content": "Hi"}, "finish_reason": "stop"}]}),
+        ]);
+        assert_eq!(reasoning, "Okay, so");
+        assert_eq!(
+            reasoning_of(&r),
+            [
+                (0, "Okay".into(), Some("reasoning".into())),
+                (0, ", so".into(), Some("reasoning_content".into()))
+            ]
+        );
+    }
+
+    #[test]
+    fn content_as_a_list_of_parts_gives_text_and_thinking() {
+        // Mistral's reasoning models (magistral), as recorded from the real API.
+        let (r, text, reasoning) = collect(&[
+            json!({"choices": [{"delta": {"role": "assistant", "content": [{"type": "thinking", "thinking": [{"type": "text", "text": "The user is asking"}]}]}}]}),
+            json!({"choices": [{"delta": {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": " for 2+2."}]}]}}]}),
+            json!({"choices": [{"delta": {"content": [{"type": "text", "text": "2 + 2 = 4"}, {"type": "image_url", "image_url": "x"}, 5]}}]}),
+            json!({"choices": [{"delta": {"content": ""}, "finish_reason": "stop"}]}),
+        ]);
+        assert_eq!(text, "2 + 2 = 4");
+        assert_eq!(r.text, "2 + 2 = 4");
+        assert_eq!(reasoning, "The user is asking for 2+2.");
+        assert_eq!(
+            reasoning_of(&r),
+            [(
+                0,
+                "The user is asking for 2+2.".into(),
+                Some("thinking".into())
+            )]
+        );
+        // A whole completion with parts, and `thinking` as a plain string.
+        let (r, _, _) = collect(&[json!({"choices": [{"message": {"content": [
+            {"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "ok"}]},
+            "finish_reason": "stop"}]})]);
+        assert_eq!(r.text, "ok");
+        assert_eq!(
+            reasoning_of(&r),
+            [(0, "hmm".into(), Some("thinking".into()))]
+        );
+    }
+
     #[test]
     fn odd_chunks_read_as_the_value_lookups_did() {
-        let sink = |_: &str| {};
+        let sink = |_: Delta<'_>| {};
         // JSON that is not an object, a first choice that is not one, fields of the wrong type.
         let mut asm = Assembler::default();
         for odd in [
@@ -416,7 +629,7 @@ mod tests {
 
     #[test]
     fn a_deeply_nested_chunk_is_malformed_not_a_stack_overflow() {
-        let sink = |_: &str| {};
+        let sink = |_: Delta<'_>| {};
         let deep = "[".repeat(100_000) + &"]".repeat(100_000);
         // Nested where the reader skips (an unknown field), where it reads any JSON (the
         // arguments of a call), and where it expects an object (the delta).

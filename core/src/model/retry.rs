@@ -40,11 +40,15 @@ pub(crate) async fn complete_with_retry(
     sink: &EventSink,
     index: u32,
 ) -> Result<ModelResponse, RequestFailed> {
-    let deltas = |text: &str| {
-        sink.emit_with(|| Event::TextDelta {
+    let deltas = |delta: super::Delta<'_>| match delta {
+        super::Delta::Text(text) => sink.emit_with(|| Event::TextDelta {
             text: text.to_string(),
             agent: Vec::new(),
-        })
+        }),
+        super::Delta::Reasoning(text) => sink.emit_with(|| Event::ReasoningDelta {
+            text: text.to_string(),
+            agent: Vec::new(),
+        }),
     };
     let mut attempt = 0u32;
     loop {

@@ -67,7 +67,7 @@ impl Backend for Scripted {
                 }
             }
             sent += piece.len();
-            deltas(piece);
+            deltas(super::Delta::Text(piece));
         }
         if entry.break_after_bytes.is_some() {
             return Err(Failure::Fatal(
@@ -89,6 +89,7 @@ impl Backend for Scripted {
             })
             .collect();
         Ok(ModelResponse {
+            extra: Vec::new(),
             text,
             calls,
             usage: entry.usage.unwrap_or_default(),

@@ -2,15 +2,18 @@
 //! other layers: with CAP_SYS_ADMIN, CAP_SYS_RESOURCE or CAP_PERFMON a process in a Landlock
 //! domain still reads `/proc/<host>/environ` (measured on Linux 6.18); CAP_DAC_READ_SEARCH
 //! opens files by handle, past every path rule; CAP_MKNOD makes device nodes to write disks
-//! through. So a confined command keeps at most Docker's default capabilities without
-//! CAP_MKNOD, in its bounding set too (root regains the bounding set at every exec).
+//! through. CAP_SETFCAP writes file capabilities (`setcap cap_sys_admin+ep prog`: a program
+//! that is root's powers for whoever runs it later), CAP_FSETID keeps set-ID bits through
+//! writes and chmods they would clear; no command needs either (the seccomp filter refuses
+//! setting set-ID bits themselves). So a confined command keeps at most Docker's default
+//! capabilities without CAP_MKNOD, CAP_SETFCAP and CAP_FSETID, in its bounding set too (root
+//! regains the bounding set at every exec).
 
-/// The capabilities a command may keep: chown, dac_override, fowner, fsetid, kill, setgid,
-/// setuid, setpcap, net_bind_service, net_raw, sys_chroot, audit_write, setfcap.
+/// The capabilities a command may keep: chown, dac_override, fowner, kill, setgid, setuid,
+/// setpcap, net_bind_service, net_raw, sys_chroot, audit_write.
 const KEEP: u64 = (1 << 0) // CAP_CHOWN
     | (1 << 1) // CAP_DAC_OVERRIDE
     | (1 << 3) // CAP_FOWNER
-    | (1 << 4) // CAP_FSETID
     | (1 << 5) // CAP_KILL
     | (1 << 6) // CAP_SETGID
     | (1 << 7) // CAP_SETUID
@@ -18,8 +21,7 @@ const KEEP: u64 = (1 << 0) // CAP_CHOWN
     | (1 << 10) // CAP_NET_BIND_SERVICE
     | (1 << 13) // CAP_NET_RAW
     | (1 << 18) // CAP_SYS_CHROOT
-    | (1 << 29) // CAP_AUDIT_WRITE
-    | (1 << 31); // CAP_SETFCAP
+    | (1 << 29); // CAP_AUDIT_WRITE
 
 const CAP_SETPCAP: u32 = 8;
 const VERSION_3: u32 = 0x2008_0522;

@@ -14,8 +14,9 @@
 //! - where the kernel offers them and config `sandbox.enabled` is on (the default):
 //!   [`landlock`] (writes only beneath the root, the scratch directory and `sandbox.writable`;
 //!   the host's `/proc` entries out of reach) and [`seccomp`] (no leaving the group, no ptrace,
-//!   no sockets when `sandbox.network` is off); a host running as root also has its commands'
-//!   [`capabilities`] cut to Docker's default set less CAP_MKNOD.
+//!   no namespaces, no set-ID bits, no sockets when `sandbox.network` is off); a host running
+//!   as root also has its commands' [`capabilities`] cut to Docker's default set less
+//!   CAP_MKNOD, CAP_SETFCAP and CAP_FSETID.
 //!
 //! [`status`] / [`status_for`] say which layers this kernel gives; bash's description says what
 //! is in force to the model. MCP stdio servers get the death signal and the watchdog (they are
@@ -145,6 +146,12 @@ impl Sandbox {
         }
         .install(cmd);
         Ok(())
+    }
+
+    /// Whether commands can reach the network (false only when the sandbox cuts it and that cut
+    /// is in force).
+    pub fn has_network(&self) -> bool {
+        self.status.network
     }
 
     /// What bash's description tells the model about the sandbox: only what is in force.

@@ -7,7 +7,19 @@
 //!   filter);
 //! - `mount`, `umount2`, `pivot_root`, module loading, `kexec_*`, `reboot`, `swapon`/`swapoff`,
 //!   `bpf`: what a host running as root would otherwise lend a command;
-//! - with the network off, `socket` of any family but Unix and netlink.
+//! - with the network off, `socket` of any family but Unix and netlink;
+//! - namespaces: `unshare` and `clone` with any `CLONE_NEW*` flag, `setns`. A user namespace
+//!   needs no privilege, and inside it a command holds every capability over what it creates
+//!   there (the kernel's attack surface of a root user); the engine's own kill of the process
+//!   group, its Landlock domain and this filter stay, but nothing a command does needs one;
+//! - set-ID bits: `chmod`, `fchmod`, `fchmodat`, `fchmodat2` of a mode with `S_ISUID` or
+//!   `S_ISGID`, and `open`, `openat`, `creat`, `mknod`, `mknodat` creating a file with one.
+//!   A host running as root would otherwise leave a set-user-ID root program in the root for
+//!   whoever runs it later (no_new_privs only guards the command's own execs).
+//!
+//! Two system calls take their flags in memory, out of a filter's sight: `clone3` (namespace
+//! flags) and `openat2` (the mode). They get `ENOSYS`, the answer of a kernel without them,
+//! so the C library and runtimes fall back to `clone` and `openat`, which are checked.
 //!
 //! The crate `seccompiler` compiles the rules to BPF (once per variant, in the parent); the
 //! child only installs the program. Its architecture check kills a process that makes system
@@ -22,9 +34,12 @@ use seccompiler::{
     SeccompFilter, SeccompRule, TargetArch,
 };
 
-/// A compiled filter, ready for `seccomp(SECCOMP_SET_MODE_FILTER)` in the child.
+/// A compiled filter, ready for `seccomp(SECCOMP_SET_MODE_FILTER)` in the child: the rules
+/// refused with `EPERM`, then the calls answered `ENOSYS` (one action per seccompiler
+/// program, so two programs; the kernel runs both and an error answer wins over allow).
 pub(crate) struct Filter {
     program: BpfProgram,
+    absent: BpfProgram,
 }
 
 /// `struct sock_fprog` of `<linux/filter.h>`.
@@ -38,25 +53,31 @@ impl Filter {
     /// Between fork and exec: install the filter on the calling (single-threaded) child. Only
     /// the raw system call, which is async-signal-safe; no_new_privs must be set already.
     pub(crate) fn install(&self) -> std::io::Result<()> {
-        let prog = SockFprog {
-            len: self.program.len() as libc::c_ushort,
-            filter: self.program.as_ptr(),
-        };
-        // SAFETY: `prog` points into a program that lives as long as the process (a static);
-        // the kernel copies it.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER,
-                0u32,
-                &prog as *const SockFprog,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
+        install(&self.program)?;
+        install(&self.absent)
+    }
+}
+
+/// Install one program on the calling thread (async-signal-safe: one system call).
+fn install(program: &BpfProgram) -> std::io::Result<()> {
+    let prog = SockFprog {
+        len: program.len() as libc::c_ushort,
+        filter: program.as_ptr(),
+    };
+    // SAFETY: `prog` points into a program that lives as long as the process (a static); the
+    // kernel copies it.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0u32,
+            &prog as *const SockFprog,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -113,6 +134,33 @@ const TIOCSTI: u64 = libc::TIOCSTI as u64;
 #[allow(clippy::unnecessary_cast)]
 const TIOCLINUX: u64 = libc::TIOCLINUX as u64;
 
+/// `fchmodat2` (Linux 6.6), 452 on every architecture this filter is built for.
+const FCHMODAT2: libc::c_long = 452;
+
+/// The `CLONE_NEW*` flags `clone` takes (`CLONE_NEWTIME`'s bit is the exit signal's there).
+const CLONE_NAMESPACES: [u64; 7] = [
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+];
+
+/// `CLONE_NEWTIME`, which `unshare` takes too.
+const CLONE_NEWTIME: u64 = 0x80;
+
+/// The set-ID bits of a mode.
+const SET_ID: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+
+/// The `open` flags that create a file from the mode: `O_CREAT`, and `O_TMPFILE`'s own bit
+/// (`O_TMPFILE` includes `O_DIRECTORY`, which alone creates nothing).
+const CREATING: [u64; 2] = [
+    libc::O_CREAT as u64,
+    (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64,
+];
+
 fn build(network: bool) -> Result<Filter, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|_| {
         format!(
@@ -168,13 +216,71 @@ fn build(network: bool) -> Result<Filter, String> {
             .map_err(fail)?],
         );
     }
+    // A rule per flag or bit: (arg & bit) == bit, any of them.
+    let any_bit = |arg: u8, bits: &[u64]| -> Result<Vec<SeccompRule>, String> {
+        bits.iter()
+            .map(|&b| {
+                SeccompRule::new(vec![cond(arg, SeccompCmpOp::MaskedEq(b), b)?]).map_err(fail)
+            })
+            .collect()
+    };
+    let mut unshared = CLONE_NAMESPACES.to_vec();
+    unshared.push(CLONE_NEWTIME);
+    rules.insert(libc::SYS_unshare, any_bit(0, &unshared)?);
+    rules.insert(libc::SYS_clone, any_bit(0, &CLONE_NAMESPACES)?);
+    rules.insert(libc::SYS_setns, vec![]);
+    // chmod family: the mode is argument `mode`.
+    let mut chmods: Vec<(libc::c_long, u8)> = vec![
+        (libc::SYS_fchmod, 1),
+        (libc::SYS_fchmodat, 2),
+        (FCHMODAT2, 2),
+        (libc::SYS_mknodat, 2),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    chmods.extend([
+        (libc::SYS_chmod, 1),
+        (libc::SYS_creat, 1),
+        (libc::SYS_mknod, 1),
+    ]);
+    for (nr, mode) in chmods {
+        rules.insert(nr, any_bit(mode, &SET_ID)?);
+    }
+    // open family: a set-ID mode counts only when the flags create a file (otherwise the mode
+    // argument is whatever the caller's register held).
+    let mut opens: Vec<(libc::c_long, u8, u8)> = vec![(libc::SYS_openat, 2, 3)];
+    #[cfg(target_arch = "x86_64")]
+    opens.push((libc::SYS_open, 1, 2));
+    for (nr, flags, mode) in opens {
+        let mut both = Vec::new();
+        for creating in CREATING {
+            for bit in SET_ID {
+                both.push(
+                    SeccompRule::new(vec![
+                        cond(flags, SeccompCmpOp::MaskedEq(creating), creating)?,
+                        cond(mode, SeccompCmpOp::MaskedEq(bit), bit)?,
+                    ])
+                    .map_err(fail)?,
+                );
+            }
+        }
+        rules.insert(nr, both);
+    }
     let refuse = SeccompAction::Errno(libc::EPERM as u32);
     let filter = SeccompFilter::new(rules, SeccompAction::Allow, refuse, arch).map_err(fail)?;
     let mut program: BpfProgram = filter.try_into().map_err(fail)?;
     if arch == TargetArch::x86_64 {
         refuse_x32(&mut program)?;
     }
-    Ok(Filter { program })
+    let absent: BTreeMap<i64, Vec<SeccompRule>> = [libc::SYS_clone3, libc::SYS_openat2]
+        .into_iter()
+        .map(|nr| (nr, vec![]))
+        .collect();
+    let not_here = SeccompAction::Errno(libc::ENOSYS as u32);
+    let absent = SeccompFilter::new(absent, SeccompAction::Allow, not_here, arch)
+        .map_err(fail)?
+        .try_into()
+        .map_err(fail)?;
+    Ok(Filter { program, absent })
 }
 
 /// Insert, right after seccompiler's architecture check (load arch; jump over the kill when it

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use contenox::{Client, Event, Outcome, ScriptEntry};
+use contenox::{BackgroundShells, Client, Event, Outcome, ScriptEntry};
 use serde_json::json;
 
 /// A `sleep` argument unique to this call: 600 s plus a random fraction.
@@ -198,6 +198,55 @@ async fn close_all_leaves_nothing() {
     assert_gone(&m1, "close").await;
     assert_gone(&m2, "close").await;
     assert!(c.run("again").await.is_err());
+}
+
+/// A client given host-owned shells (`ClientBuilder::background_shells`).
+fn sharing_client(root: &Path, shells: &BackgroundShells, command: &str) -> Client {
+    let mut config: contenox::Config =
+        serde_json::from_value(json!({"style": "scripted", "builtins": ["bash"]})).unwrap();
+    config.script = Some(vec![
+        background_call("c1", command),
+        ScriptEntry::text("started"),
+    ]);
+    config.root = Some(root.to_path_buf());
+    contenox::ClientBuilder::from_config(config)
+        .background_shells(shells.clone())
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn host_owned_shells_outlive_one_sharing_client_and_end_with_close_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ma, mb, mc) = (marker(), marker(), marker());
+    let shells = BackgroundShells::new();
+    let a = sharing_client(dir.path(), &shells, &family(&ma));
+    let b = sharing_client(dir.path(), &shells, &family(&mb));
+    let c = sharing_client(dir.path(), &shells, &family(&mc));
+    a.run("start").await.unwrap();
+    b.run("start").await.unwrap();
+    c.run("start").await.unwrap();
+    wait_running(&ma, 3).await;
+    wait_running(&mb, 3).await;
+    wait_running(&mc, 3).await;
+    let b_running = running_with(&mb).len();
+    assert_eq!(shells.ids(), ["shell_1", "shell_2", "shell_3"]);
+    // Closing one client ends what its turns started, and only that.
+    a.close();
+    assert_gone(&ma, "closing the client that started it").await;
+    // Dropping another does the same.
+    drop(c);
+    assert_gone(&mc, "dropping the client that started it").await;
+    assert_eq!(
+        running_with(&mb).len(),
+        b_running,
+        "another client's shell was killed"
+    );
+    assert_eq!(shells.status("shell_2").as_deref(), Some("running"));
+    // The host's close_all ends the rest.
+    shells.close_all();
+    assert_gone(&mb, "the host's close_all").await;
+    drop(b);
 }
 
 #[tokio::test]

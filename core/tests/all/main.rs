@@ -11,6 +11,7 @@ mod mcp_util;
 mod net_util;
 
 mod builtin_processes;
+mod chain_memory;
 mod compaction;
 mod errors;
 mod file_confinement;

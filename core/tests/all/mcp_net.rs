@@ -371,7 +371,9 @@ async fn a_burst_of_list_changed_costs_one_refresh_task() {
     assert_eq!(sent, "sent");
     let (count, _) = call_once(&source, "f__count", json!({})).await;
     // The start's listing plus at most two refreshes for the whole burst.
-    let lists: usize = count.parse().unwrap();
+    let lists: usize = count
+        .parse()
+        .unwrap_or_else(|_| panic!("f__count answered {count:?}, not a number"));
     assert!(
         (2..=3).contains(&lists),
         "tools/list was asked {lists} times"

@@ -151,6 +151,8 @@ export interface AgentOptions {
   work?: string;
   /** The data directory (a new temporary directory when absent). */
   data?: string;
+  /** More environment variables for the agent. */
+  env?: Record<string, string>;
 }
 
 /** A permission request as the client saw it, and how the test answers it. */
@@ -229,6 +231,7 @@ export class Agent {
     args.push(...(opts.args ?? []));
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("CONTENOX_")) env[k] = v;
+    Object.assign(env, opts.env ?? {});
     const child = spawn(BIN, args, { cwd: work, env, stdio: ["pipe", "pipe", "pipe"] });
     return new Agent(child, work, data);
   }

@@ -5,7 +5,8 @@
 
 import { strict as assert } from "node:assert";
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -45,6 +46,60 @@ test("initialize advertises only what is implemented", async () => {
   assert.equal(newer.protocolVersion, 1);
   await finish(a);
 });
+
+/** The fake model server (tests/src/bin/fake-model-server.rs) serving `model` in `style`; its port. */
+async function fakeModel(
+  t: { after: (fn: () => unknown) => void },
+  dir: string,
+  style: string,
+  model: unknown[],
+): Promise<number> {
+  const bin = process.env.FAKE_MODEL_SERVER;
+  assert.ok(bin, "FAKE_MODEL_SERVER (the conformance harness's fake-model-server) must be set");
+  const scenario = join(dir, `model-${style}.json`);
+  writeFileSync(scenario, JSON.stringify({ name: "acp", style, prompt: "p", model }));
+  const child = spawn(bin, ["--scenario", scenario, "--style", style], { stdio: ["pipe", "pipe", "inherit"] });
+  t.after(async () => {
+    child.stdin!.end(); // it exits on stdin EOF
+    const exited = new Promise((r) => (child.exitCode !== null ? r(null) : child.once("exit", r)));
+    const late = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(late);
+  });
+  return await new Promise<number>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /^(\d+)$/m.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.on("exit", (code) => reject(new Error(`fake-model-server exited ${code} before its port`)));
+  });
+}
+
+for (const style of ["openai", "anthropic", "ollama"]) {
+  test(`the model's reasoning streams as agent_thought_chunk (${style} style, a real stream)`, async (t) => {
+    const data = mkdtempSync(join(tmpdir(), "acp-data-"));
+    const port = await fakeModel(t, data, style, [
+      { reasoning: [{ text: "The notes are short; I answer." }], text: "They say hello." },
+    ]);
+    const base = style === "openai" ? `http://127.0.0.1:${port}/v1` : `http://127.0.0.1:${port}`;
+    const a = Agent.start({
+      data,
+      args: ["--style", style, "--base-url", base, "--model", "fake", "--builtins", "none"],
+      env: { OPENAI_API_KEY: "k", ANTHROPIC_API_KEY: "k", OLLAMA_API_KEY: "k" },
+    });
+    const sid = await a.session();
+    assert.equal(await a.prompt(sid, "What do the notes say?"), "end_turn");
+    const kinds = a.tap.updates(sid).map((u) => u.sessionUpdate);
+    const thoughts = updatesOf(a, sid, "agent_thought_chunk").map((u) => (u.content as Json).text).join("");
+    const text = updatesOf(a, sid, "agent_message_chunk").map((u) => (u.content as Json).text).join("");
+    assert.equal(thoughts, "The notes are short; I answer.");
+    assert.equal(text, "They say hello.");
+    assert.ok(kinds.indexOf("agent_thought_chunk") < kinds.indexOf("agent_message_chunk"), kinds.join(","));
+    await finish(a);
+  });
+}
 
 test("a read runs without asking; text streams; usage and the stop reason arrive", async () => {
   const a = Agent.start({

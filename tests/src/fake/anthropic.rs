@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::wire::{split_fragments, split_words, sse_event};
 use super::{Ctx, Reply};
-use crate::scenario::{ToolCall, Usage};
+use crate::scenario::{ReasoningSpec, ToolCall, Usage};
 
 /// `partial_json` is streamed in this many fragments (fewer when shorter).
 const ARG_FRAGMENTS: usize = 3;
@@ -34,6 +34,9 @@ pub fn refusal(request: &Value) -> Option<String> {
         ));
     }
     if let Some(why) = thinking_refusal(request) {
+        return Some(why);
+    }
+    if let Some(why) = thinking_blocks_refusal(request) {
         return Some(why);
     }
     let messages = request.get("messages")?.as_array()?;
@@ -142,7 +145,68 @@ fn usage_json(u: Usage, output_tokens: u64) -> Value {
     })
 }
 
-pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -> Reply {
+/// A reasoning part's signature: the script's, else one over its text ([`fake_signature`]),
+/// which the fake checks when the block comes back.
+fn signature(r: &ReasoningSpec) -> String {
+    r.signature
+        .clone()
+        .unwrap_or_else(|| fake_signature(&r.text))
+}
+
+/// The fake's signature over a thinking text: `sigfake` and the text's FNV-1a hash, so a
+/// thinking block sent back with its text changed is refused, as the real API refuses it.
+pub fn fake_signature(text: &str) -> String {
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("sigfake{hash:016x}")
+}
+
+/// What the real API refuses about thinking blocks sent back: a signature that does not fit
+/// its text (checked for the fake's own signatures), and, with thinking enabled, a last
+/// assistant message with tool use that does not start with its thinking block.
+fn thinking_blocks_refusal(request: &Value) -> Option<String> {
+    let messages = request.get("messages")?.as_array()?;
+    for (i, m) in messages.iter().enumerate() {
+        for (j, b) in m["content"].as_array().into_iter().flatten().enumerate() {
+            if b["type"] != "thinking" {
+                continue;
+            }
+            let sig = b["signature"].as_str().unwrap_or("");
+            let text = b["thinking"].as_str().unwrap_or("");
+            if sig.is_empty() || (sig.starts_with("sigfake") && sig != fake_signature(text)) {
+                return Some(format!(
+                    "messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+                ));
+            }
+        }
+    }
+    let enabled = request.pointer("/thinking/type").and_then(Value::as_str) == Some("enabled");
+    let last = messages.iter().rposition(|m| m["role"] == "assistant")?;
+    let blocks = messages[last]["content"].as_array()?;
+    let uses_tools = blocks.iter().any(|b| b["type"] == "tool_use");
+    let first = blocks
+        .first()
+        .and_then(|b| b["type"].as_str())
+        .unwrap_or("");
+    if enabled && uses_tools && first != "thinking" && first != "redacted_thinking" {
+        return Some(format!(
+            "messages.{last}.content.0.type: Expected `thinking` or `redacted_thinking`, but \
+             found `{first}`. When `thinking` is enabled, a final `assistant` message must \
+             start with a thinking block (preceeding the lastmost set of `tool_use` and \
+             `tool_result` blocks)."
+        ));
+    }
+    None
+}
+
+pub fn render(
+    ctx: &Ctx,
+    text: Option<&str>,
+    calls: &[ToolCall],
+    reasoning: &[ReasoningSpec],
+    usage: Usage,
+) -> Reply {
     let stream = ctx.request.get("stream").and_then(Value::as_bool) == Some(true);
     let stop_reason = if calls.is_empty() {
         "end_turn"
@@ -153,6 +217,13 @@ pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -
     let text = text.unwrap_or("");
     if !stream {
         let mut content = Vec::new();
+        for r in reasoning {
+            content.push(match &r.redacted {
+                Some(data) => json!({"type": "redacted_thinking", "data": data}),
+                None => json!({"type": "thinking", "thinking": r.text,
+                               "signature": signature(r)}),
+            });
+        }
         if !text.is_empty() {
             content.push(json!({"type": "text", "text": text}));
         }
@@ -194,6 +265,38 @@ pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -
         sse_event("ping", &json!({"type": "ping"})),
     ];
     let mut index = 0;
+    for r in reasoning {
+        if let Some(data) = &r.redacted {
+            chunks.push(sse_event(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": index,
+                        "content_block": {"type": "redacted_thinking", "data": data}}),
+            ));
+        } else {
+            chunks.push(sse_event(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": index,
+                        "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+            ));
+            for piece in split_words(&r.text) {
+                chunks.push(sse_event(
+                    "content_block_delta",
+                    &json!({"type": "content_block_delta", "index": index,
+                            "delta": {"type": "thinking_delta", "thinking": piece}}),
+                ));
+            }
+            chunks.push(sse_event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "signature_delta", "signature": signature(r)}}),
+            ));
+        }
+        chunks.push(sse_event(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
     if !text.is_empty() {
         chunks.push(sse_event(
             "content_block_start",

@@ -351,7 +351,11 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             return Reply::text(StatusCode::SERVICE_UNAVAILABLE, "fake server shut down").into();
         }
         EntryKind::Error(spec) => wire::error_reply(shared.style, spec),
-        EntryKind::Response { text, tool_calls } => {
+        EntryKind::Response {
+            text,
+            tool_calls,
+            reasoning,
+        } => {
             let usage = entry.usage().unwrap_or_else(|| {
                 shared
                     .cache
@@ -360,9 +364,9 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
                     .count(shared.style, &request, text, tool_calls)
             });
             match shared.style {
-                Style::Openai => openai::render(&ctx, text, tool_calls, usage),
-                Style::Anthropic => anthropic::render(&ctx, text, tool_calls, usage),
-                Style::Ollama => ollama::render(&ctx, text, tool_calls, usage),
+                Style::Openai => openai::render(&ctx, text, tool_calls, reasoning, usage),
+                Style::Anthropic => anthropic::render(&ctx, text, tool_calls, reasoning, usage),
+                Style::Ollama => ollama::render(&ctx, text, tool_calls, reasoning, usage),
             }
         }
     };

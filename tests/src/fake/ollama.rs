@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::wire::{ndjson_line, split_words};
 use super::{Ctx, Reply};
-use crate::scenario::{ToolCall, Usage};
+use crate::scenario::{ReasoningSpec, ToolCall, Usage};
 
 const CREATED_AT: &str = "2025-01-01T00:00:00Z";
 
@@ -41,11 +41,21 @@ fn final_object(ctx: &Ctx, message: Value, usage: Usage) -> Value {
     })
 }
 
-pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -> Reply {
+pub fn render(
+    ctx: &Ctx,
+    text: Option<&str>,
+    calls: &[ToolCall],
+    reasoning: &[ReasoningSpec],
+    usage: Usage,
+) -> Reply {
     let stream = ctx.request.get("stream").and_then(Value::as_bool) != Some(false);
     let text = text.unwrap_or("");
+    let thinking: String = reasoning.iter().map(|r| r.text.as_str()).collect();
     if !stream {
         let mut message = json!({"role": "assistant", "content": text});
+        if !thinking.is_empty() {
+            message["thinking"] = Value::from(thinking);
+        }
         if !calls.is_empty() {
             message["tool_calls"] = tool_calls_json(calls);
         }
@@ -60,6 +70,11 @@ pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -
         }))
     };
     let mut chunks = Vec::new();
+    for piece in split_words(&thinking) {
+        chunks.push(line(
+            json!({"role": "assistant", "content": "", "thinking": piece}),
+        ));
+    }
     for piece in split_words(text) {
         chunks.push(line(json!({"role": "assistant", "content": piece})));
     }

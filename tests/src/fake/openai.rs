@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::wire::{split_fragments, split_words, sse_data};
 use super::{Ctx, Reply};
-use crate::scenario::{ToolCall, Usage};
+use crate::scenario::{ReasoningSpec, ToolCall, Usage};
 
 /// Argument strings are streamed in this many fragments (fewer when shorter).
 const ARG_FRAGMENTS: usize = 3;
@@ -38,7 +38,20 @@ fn usage_json(u: Usage) -> Value {
     usage
 }
 
-pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -> Reply {
+/// Whether the reasoning is Mistral's: `thinking` parts of a `content` list (then the text is
+/// sent as `text` parts too, as Mistral's reasoning models do).
+fn as_parts(reasoning: &[ReasoningSpec]) -> bool {
+    reasoning.iter().any(|r| r.openai_field() == "thinking")
+}
+
+pub fn render(
+    ctx: &Ctx,
+    text: Option<&str>,
+    calls: &[ToolCall],
+    reasoning: &[ReasoningSpec],
+    usage: Usage,
+) -> Reply {
+    let parts = as_parts(reasoning);
     let stream = ctx.request.get("stream").and_then(Value::as_bool) == Some(true);
     let finish = if calls.is_empty() {
         "stop"
@@ -53,6 +66,24 @@ pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -
             "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { Value::from(text) },
             "refusal": null,
         });
+        if parts {
+            let mut content: Vec<Value> = reasoning
+                .iter()
+                .map(
+                    |r| json!({"type": "thinking", "thinking": [{"type": "text", "text": r.text}]}),
+                )
+                .collect();
+            if !text.is_empty() {
+                content.push(json!({"type": "text", "text": text}));
+            }
+            message["content"] = Value::from(content);
+        } else {
+            for r in reasoning {
+                let field = r.openai_field();
+                let joined = message[field].as_str().unwrap_or("").to_string() + &r.text;
+                message[field] = Value::from(joined);
+            }
+        }
         if !calls.is_empty() {
             message["tool_calls"] = calls
                 .iter()
@@ -105,8 +136,23 @@ pub fn render(ctx: &Ctx, text: Option<&str>, calls: &[ToolCall], usage: Usage) -
         json!({"role": "assistant", "content": first_content}),
         Value::Null,
     ));
+    for r in reasoning {
+        for piece in split_words(&r.text) {
+            let delta = if parts {
+                json!({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": piece}]}]})
+            } else {
+                json!({ r.openai_field(): piece })
+            };
+            chunks.push(chunk(delta, Value::Null));
+        }
+    }
     for piece in split_words(text) {
-        chunks.push(chunk(json!({ "content": piece }), Value::Null));
+        let delta = if parts {
+            json!({"content": [{"type": "text", "text": piece}]})
+        } else {
+            json!({ "content": piece })
+        };
+        chunks.push(chunk(delta, Value::Null));
     }
     for (i, call) in calls.iter().enumerate() {
         chunks.push(chunk(

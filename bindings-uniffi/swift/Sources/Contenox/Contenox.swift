@@ -590,13 +590,15 @@ fileprivate struct FfiConverterString: FfiConverter {
 
 
 /**
- * The background shells of a client (config `background: true`): the processes that `bash`
- * with `run_in_background` started. Get it with `Client.backgroundShells()`. Every shell is
- * killed (its whole process group) by `closeAll()`, by `client.shutdown()` / freeing the
- * client, and when the turn that started it is cancelled.
+ * Background shells: the processes that `bash` with `run_in_background` started. Make one
+ * (`BackgroundShells()`) and give it to clients (`Client(config, backgroundShells = shells)`;
+ * clients given the same one share its shells) and call `closeAll()` on shutdown; or let a
+ * client make its own (config `background: true`) and get it with
+ * `Client.backgroundShells()`. Every shell is killed (its whole process group) by
+ * `closeAll()`, when the turn that started it is cancelled, and by `client.shutdown()` /
+ * freeing the client whose turn started it.
  *
- * A view of the client's shells, not a copy: it stays readable after the client is shut down or
- * freed (the shells are killed then all the same).
+ * A view of the shells, not a copy: it stays readable after a client is shut down or freed.
  */
 public protocol BackgroundShellsProtocol: AnyObject, Sendable {
     
@@ -618,13 +620,15 @@ public protocol BackgroundShellsProtocol: AnyObject, Sendable {
     
 }
 /**
- * The background shells of a client (config `background: true`): the processes that `bash`
- * with `run_in_background` started. Get it with `Client.backgroundShells()`. Every shell is
- * killed (its whole process group) by `closeAll()`, by `client.shutdown()` / freeing the
- * client, and when the turn that started it is cancelled.
+ * Background shells: the processes that `bash` with `run_in_background` started. Make one
+ * (`BackgroundShells()`) and give it to clients (`Client(config, backgroundShells = shells)`;
+ * clients given the same one share its shells) and call `closeAll()` on shutdown; or let a
+ * client make its own (config `background: true`) and get it with
+ * `Client.backgroundShells()`. Every shell is killed (its whole process group) by
+ * `closeAll()`, when the turn that started it is cancelled, and by `client.shutdown()` /
+ * freeing the client whose turn started it.
  *
- * A view of the client's shells, not a copy: it stays readable after the client is shut down or
- * freed (the shells are killed then all the same).
+ * A view of the shells, not a copy: it stays readable after a client is shut down or freed.
  */
 open class BackgroundShells: BackgroundShellsProtocol, @unchecked Sendable {
     fileprivate let handle: UInt64
@@ -665,7 +669,18 @@ open class BackgroundShells: BackgroundShellsProtocol, @unchecked Sendable {
     public func uniffiCloneHandle() -> UInt64 {
         return try! rustCall { uniffi_contenox_uniffi_fn_clone_backgroundshells(self.handle, $0) }
     }
-    // No primary constructor declared for this class.
+    /**
+     * No shells yet; give it to clients.
+     */
+public convenience init() {
+    let handle =
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_constructor_backgroundshells_new(uniffiCallStatus
+    )
+}
+    self.init(unsafeFromHandle: handle)
+}
 
     deinit {
         if handle == 0 {
@@ -785,7 +800,8 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func asToolWith(name: String, description: String, optionsJson: String?) throws  -> SourceTool
     
     /**
-     * The client's background shells, or `null` when config `background` is off.
+     * The client's background shells (the ones given, or its own), or `null` when background
+     * shells are off.
      */
     func backgroundShells()  -> BackgroundShells?
     
@@ -955,9 +971,10 @@ open class Client: ClientProtocol, @unchecked Sendable {
      * names in every binding: `style`, `base_url`, `model`, `api_key`, `root`, `builtins`,
      * `allow`, `max_turns`, `script`, `compaction`, ...); unknown keys are an error.
      * `websearch`: a search provider, which turns on the `websearch` builtin. `on_compact`:
-     * told after every compaction.
+     * told after every compaction. `background_shells`: host-made shells (turns background
+     * shells on; several clients may share them; the host calls `closeAll()` on shutdown).
      */
-public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks? = nil, waitFor: WaitFor? = nil, websearch: WebSearchProvider? = nil, onCompact: OnCompact? = nil)throws  {
+public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks? = nil, waitFor: WaitFor? = nil, websearch: WebSearchProvider? = nil, onCompact: OnCompact? = nil, backgroundShells: BackgroundShells? = nil)throws  {
     let handle =
         try rustCallWithError(FfiConverterTypeContenoxError_lift) {
         uniffiCallStatus in
@@ -967,7 +984,8 @@ public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks
         FfiConverterOptionTypeHooks.lower(hooks),
         FfiConverterOptionTypeWaitFor.lower(waitFor),
         FfiConverterOptionTypeWebSearchProvider.lower(websearch),
-        FfiConverterOptionTypeOnCompact.lower(onCompact),uniffiCallStatus
+        FfiConverterOptionTypeOnCompact.lower(onCompact),
+        FfiConverterOptionTypeBackgroundShells.lower(backgroundShells),uniffiCallStatus
     )
 }
     self.init(unsafeFromHandle: handle)
@@ -1005,7 +1023,8 @@ open func asToolWith(name: String, description: String, optionsJson: String? = n
 }
     
     /**
-     * The client's background shells, or `null` when config `background` is off.
+     * The client's background shells (the ones given, or its own), or `null` when background
+     * shells are off.
      */
 open func backgroundShells() -> BackgroundShells?  {
     return try!  FfiConverterOptionTypeBackgroundShells.lift(try! rustCall() {
@@ -6206,6 +6225,30 @@ public enum Event: Equatable, Hashable {
          */agent: [String]
     )
     /**
+     * A piece of the model's streamed reasoning (its thinking, where the server shows it).
+     */
+    case reasoningDelta(
+        /**
+         * The new reasoning text.
+         */text: String, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
+    )
+    /**
+     * The whole text of one reasoning part of a model response (before its `Text`).
+     */
+    case reasoning(
+        /**
+         * The reasoning text.
+         */text: String, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
+    )
+    /**
      * The model asked for a tool call.
      */
     case toolCall(
@@ -6550,46 +6593,52 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
         case 4: return .text(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 5: return .toolCall(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), argumentsJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 5: return .reasoningDelta(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 6: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf), rule: try FfiConverterOptionString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 6: return .reasoning(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 7: return .pending(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), request: try FfiConverterTypePendingRequest.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 7: return .toolCall(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), argumentsJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 8: return .answer(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), answer: try FfiConverterTypeAnswer.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 8: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf), rule: try FfiConverterOptionString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 9: return .toolStart(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 9: return .pending(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), request: try FfiConverterTypePendingRequest.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 10: return .toolResult(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), content: try FfiConverterString.read(from: &buf), isError: try FfiConverterBool.read(from: &buf), metadataJson: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterOptionTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 10: return .answer(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), answer: try FfiConverterTypeAnswer.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 11: return .progress(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), dataJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 11: return .toolStart(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 12: return .todos(todosJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 12: return .toolResult(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), content: try FfiConverterString.read(from: &buf), isError: try FfiConverterBool.read(from: &buf), metadataJson: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterOptionTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 13: return .usage(usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 13: return .progress(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), dataJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 14: return .compact(trigger: try FfiConverterTypeCompactTrigger.read(from: &buf), preTokens: try FfiConverterUInt64.read(from: &buf), postTokens: try FfiConverterUInt64.read(from: &buf), summary: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 14: return .todos(todosJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 15: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 15: return .usage(usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 16: return .chainTaskStart(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf)
+        case 16: return .compact(trigger: try FfiConverterTypeCompactTrigger.read(from: &buf), preTokens: try FfiConverterUInt64.read(from: &buf), postTokens: try FfiConverterUInt64.read(from: &buf), summary: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 17: return .chainTaskEnd(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf), value: try FfiConverterOptionString.read(from: &buf), next: try FfiConverterOptionString.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        case 17: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 18: return .turnEnd(outcome: try FfiConverterTypeOutcome.read(from: &buf), finalText: try FfiConverterString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        case 18: return .chainTaskStart(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 19: return .chainTaskEnd(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf), value: try FfiConverterOptionString.read(from: &buf), next: try FfiConverterOptionString.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        )
+        
+        case 20: return .turnEnd(outcome: try FfiConverterTypeOutcome.read(from: &buf), finalText: try FfiConverterString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -6624,8 +6673,20 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .toolCall(callId,name,argumentsJson,agent):
+        case let .reasoningDelta(text,agent):
             writeInt(&buf, Int32(5))
+            FfiConverterString.write(text, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
+            
+        
+        case let .reasoning(text,agent):
+            writeInt(&buf, Int32(6))
+            FfiConverterString.write(text, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
+            
+        
+        case let .toolCall(callId,name,argumentsJson,agent):
+            writeInt(&buf, Int32(7))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(argumentsJson, into: &buf)
@@ -6633,7 +6694,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .gate(callId,name,decision,message,hints,source,rule,agent):
-            writeInt(&buf, Int32(6))
+            writeInt(&buf, Int32(8))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterTypeGateVerdict.write(decision, into: &buf)
@@ -6645,7 +6706,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .pending(callId,name,request,agent):
-            writeInt(&buf, Int32(7))
+            writeInt(&buf, Int32(9))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterTypePendingRequest.write(request, into: &buf)
@@ -6653,7 +6714,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .answer(callId,name,answer,agent):
-            writeInt(&buf, Int32(8))
+            writeInt(&buf, Int32(10))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterTypeAnswer.write(answer, into: &buf)
@@ -6661,14 +6722,14 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .toolStart(callId,name,agent):
-            writeInt(&buf, Int32(9))
+            writeInt(&buf, Int32(11))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
         case let .toolResult(callId,name,content,isError,metadataJson,usage,agent):
-            writeInt(&buf, Int32(10))
+            writeInt(&buf, Int32(12))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(content, into: &buf)
@@ -6679,7 +6740,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .progress(callId,name,dataJson,agent):
-            writeInt(&buf, Int32(11))
+            writeInt(&buf, Int32(13))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(dataJson, into: &buf)
@@ -6687,19 +6748,19 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .todos(todosJson,agent):
-            writeInt(&buf, Int32(12))
+            writeInt(&buf, Int32(14))
             FfiConverterString.write(todosJson, into: &buf)
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
         case let .usage(usage,agent):
-            writeInt(&buf, Int32(13))
+            writeInt(&buf, Int32(15))
             FfiConverterTypeUsage.write(usage, into: &buf)
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
         case let .compact(trigger,preTokens,postTokens,summary,usage,agent):
-            writeInt(&buf, Int32(14))
+            writeInt(&buf, Int32(16))
             FfiConverterTypeCompactTrigger.write(trigger, into: &buf)
             FfiConverterUInt64.write(preTokens, into: &buf)
             FfiConverterUInt64.write(postTokens, into: &buf)
@@ -6709,7 +6770,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .retry(attempt,status,error,waitMs,agent):
-            writeInt(&buf, Int32(15))
+            writeInt(&buf, Int32(17))
             FfiConverterUInt32.write(attempt, into: &buf)
             FfiConverterOptionUInt16.write(status, into: &buf)
             FfiConverterString.write(error, into: &buf)
@@ -6718,13 +6779,13 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .chainTaskStart(taskId,handler):
-            writeInt(&buf, Int32(16))
+            writeInt(&buf, Int32(18))
             FfiConverterString.write(taskId, into: &buf)
             FfiConverterString.write(handler, into: &buf)
             
         
         case let .chainTaskEnd(taskId,handler,value,next,error):
-            writeInt(&buf, Int32(17))
+            writeInt(&buf, Int32(19))
             FfiConverterString.write(taskId, into: &buf)
             FfiConverterString.write(handler, into: &buf)
             FfiConverterOptionString.write(value, into: &buf)
@@ -6733,7 +6794,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .turnEnd(outcome,finalText,usage,error):
-            writeInt(&buf, Int32(18))
+            writeInt(&buf, Int32(20))
             FfiConverterTypeOutcome.write(outcome, into: &buf)
             FfiConverterString.write(finalText, into: &buf)
             FfiConverterTypeUsage.write(usage, into: &buf)
@@ -8218,7 +8279,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_client_as_tool_with() != 47011) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_background_shells() != 5990) {
+    if (uniffi_contenox_uniffi_checksum_method_client_background_shells() != 48781) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_cancel() != 30878) {
@@ -8386,13 +8447,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_sourcetool_spec() != 57741) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 45772) {
+    if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 21440) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_constructor_transcript_empty() != 58648) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_constructor_transcript_from_json() != 33092) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_constructor_backgroundshells_new() != 6661) {
         return InitializationResult.apiChecksumMismatch
     }
 

@@ -377,7 +377,7 @@ void uniffi_contenox_uniffi_fn_free_client(uint64_t handle, RustCallStatus *_Non
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CONSTRUCTOR_CLIENT_NEW
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CONSTRUCTOR_CLIENT_NEW
-uint64_t uniffi_contenox_uniffi_fn_constructor_client_new(RustBuffer config_json, RustBuffer tools, RustBuffer hooks, RustBuffer wait_for, RustBuffer websearch, RustBuffer on_compact, RustCallStatus *_Nonnull out_status
+uint64_t uniffi_contenox_uniffi_fn_constructor_client_new(RustBuffer config_json, RustBuffer tools, RustBuffer hooks, RustBuffer wait_for, RustBuffer websearch, RustBuffer on_compact, RustBuffer background_shells, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_AS_TOOL_WITH
@@ -804,6 +804,12 @@ uint64_t uniffi_contenox_uniffi_fn_clone_backgroundshells(uint64_t handle, RustC
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_BACKGROUNDSHELLS
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_BACKGROUNDSHELLS
 void uniffi_contenox_uniffi_fn_free_backgroundshells(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CONSTRUCTOR_BACKGROUNDSHELLS_NEW
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CONSTRUCTOR_BACKGROUNDSHELLS_NEW
+uint64_t uniffi_contenox_uniffi_fn_constructor_backgroundshells_new(RustCallStatus *_Nonnull out_status
+    
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_BACKGROUNDSHELLS_CLOSE_ALL
@@ -1543,6 +1549,12 @@ uint16_t uniffi_contenox_uniffi_checksum_constructor_transcript_empty(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_CONSTRUCTOR_TRANSCRIPT_FROM_JSON
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_CONSTRUCTOR_TRANSCRIPT_FROM_JSON
 uint16_t uniffi_contenox_uniffi_checksum_constructor_transcript_from_json(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_CONSTRUCTOR_BACKGROUNDSHELLS_NEW
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_CONSTRUCTOR_BACKGROUNDSHELLS_NEW
+uint16_t uniffi_contenox_uniffi_checksum_constructor_backgroundshells_new(void
     
 );
 #endif

@@ -386,7 +386,7 @@ class BindingTest {
     }
 
     @Test
-    fun `model settings are options, and a run's are checked against the style before anything is sent`() = runBlocking {
+    fun `model settings are options, and a run's are checked against the style before anything is sent`() = runBlocking<Unit> {
         val topK = assertThrows<ContenoxException.Config> {
             Client("""{"style": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1", "top_k": 3}""")
         }
@@ -441,6 +441,8 @@ class BindingTest {
                     is Event.Request -> "request"
                     is Event.TextDelta -> "text_delta"
                     is Event.Text -> "text"
+                    is Event.ReasoningDelta -> "reasoning_delta"
+                    is Event.Reasoning -> "reasoning"
                     is Event.ToolCall -> "tool_call"
                     is Event.Gate -> "gate"
                     is Event.Pending -> "pending"

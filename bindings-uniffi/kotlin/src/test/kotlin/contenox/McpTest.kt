@@ -359,6 +359,36 @@ class McpTest {
     }
 
     @Test
+    fun `host-made shells are shared by clients and shutdown ends only what its turns started`() = runBlocking {
+        assumeProc()
+        val shells = BackgroundShells()
+        assertEquals(emptyList<String>(), shells.ids())
+        val (ma, mb) = List(2) { String.format(Locale.ROOT, "%.9f", 300 + Random.nextDouble()) }
+        fun sharing(marker: String): Client {
+            val bash = JSONObject().put("command", "sleep $marker; echo never").put("run_in_background", true)
+            val extra = JSONObject().put("builtins", JSONArray(listOf("bash")))
+            return Client(scripted(calls(Triple("c1", "bash", bash)), text("started"), extra = extra), backgroundShells = shells)
+        }
+        sharing(ma).use { a ->
+            sharing(mb).use { b ->
+                assertEquals(Outcome.DONE, a.run("start").outcome)
+                assertEquals(Outcome.DONE, b.run("start").outcome)
+                assertEquals(listOf("shell_1", "shell_2"), shells.ids())
+                assertEquals(shells.ids(), a.backgroundShells()!!.ids()) // the same shells
+                waitUntil("both sleepers run") { pidsRunning(ma).isNotEmpty() && pidsRunning(mb).isNotEmpty() }
+                a.shutdown()
+                waitUntil("a's sleeper is gone") { pidsRunning(ma).isEmpty() }
+                assertTrue(pidsRunning(mb).isNotEmpty(), "shutting a down killed b's shell")
+                assertEquals("running", shells.status("shell_2"))
+                shells.closeAll() // the host's shutdown
+                waitUntil("b's sleeper is gone") { pidsRunning(mb).isEmpty() }
+                waitUntil("shell_2 reads killed") { shells.status("shell_2") == "killed" }
+                assertFalse(b.isClosed())
+            }
+        }
+    }
+
+    @Test
     fun `shutting the client down kills its shells, which stay readable`() = runBlocking {
         assumeProc()
         val marker = String.format(Locale.ROOT, "%.9f", 300 + Random.nextDouble())
