@@ -28,6 +28,58 @@ use crate::turn::{run_turn, TurnSetup};
 ///
 /// Cheap to clone (clones share everything). Turns on one client run one at a time, in the order
 /// they were started; use several clients for concurrent conversations.
+///
+/// # Examples
+///
+/// A host tool, a gate that denies it once, and a conversation carried over two turns (the
+/// scripted model replays fixed responses: no network, the same engine):
+///
+/// ```
+/// use std::sync::Arc;
+/// use contenox::{
+///     async_trait, tool_fn, Client, Decision, HostError, Hooks, Outcome, ScriptEntry,
+///     ToolCallEvent, ToolOutput, ToolSpec,
+/// };
+/// use serde_json::json;
+///
+/// struct DenyDelete;
+/// #[async_trait]
+/// impl Hooks for DenyDelete {
+///     async fn before_tool(&self, call: &ToolCallEvent) -> Result<Decision, HostError> {
+///         Ok(if call.arguments["what"] == "everything" {
+///             Decision::deny("not that")
+///         } else {
+///             Decision::Allow
+///         })
+///     }
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let delete = tool_fn(
+///     ToolSpec::new("delete", "Delete a thing.", json!({"type": "object"})),
+///     |args, _ctx| async move { Ok(ToolOutput::text(format!("deleted {}", args["what"]))) },
+/// );
+/// let client = Client::builder()
+///     .script(vec![
+///         ScriptEntry::tool_call("c1", "delete", json!({"what": "everything"})),
+///         ScriptEntry::text("I may not."),
+///         ScriptEntry::text("Still here."),
+///     ])
+///     .builtins(Vec::<String>::new())
+///     .tool(Arc::new(delete))
+///     .hooks(Arc::new(DenyDelete))
+///     .build()
+///     .unwrap();
+///
+/// let first = client.run("Delete everything").await.unwrap();
+/// assert_eq!(first.outcome, Outcome::Done);
+/// assert_eq!(first.final_text, "I may not.");
+/// let second = client.run("Are you there?").await.unwrap();
+/// assert_eq!(second.final_text, "Still here.");
+/// // user, assistant (call), tool (denied), assistant, user, assistant
+/// assert_eq!(client.transcript().messages.len(), 6);
+/// # });
+/// ```
 #[derive(Clone)]
 pub struct Client {
     state: Arc<ClientState>,

@@ -93,7 +93,7 @@ pub use chain::Chain;
 pub use client::{Client, ClientBuilder};
 pub use compact::{CompactNotice, Compactor, OnCompact, SUMMARY_HEADER};
 pub use config::{CompactionConfig, Config, RetryPolicy};
-pub use error::{ConfigError, Error, Result};
+pub use error::{ConfigError, Error, ErrorKind, Result};
 pub use event::{CompactTrigger, Event, GateVerdict, Outcome, TurnResult, Usage};
 pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,

@@ -453,7 +453,10 @@ mod tests {
         };
         assert!(u.of(&req).is_empty());
         assert_eq!(u.of(&delta), vec![thought_chunk("Hm")]);
-        assert!(u.of(&whole).is_empty(), "streamed reasoning is not sent again");
+        assert!(
+            u.of(&whole).is_empty(),
+            "streamed reasoning is not sent again"
+        );
         assert!(u.of(&of_a_subagent).is_empty());
         u.of(&req);
         assert_eq!(u.of(&whole), vec![thought_chunk("Hmm, a.txt")]);
