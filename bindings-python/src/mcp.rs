@@ -8,6 +8,7 @@ use contenox::ToolSource;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
+use crate::client::PyClient;
 use crate::error::to_py_err;
 use crate::runtime::{produce, py_future, running_loop};
 use crate::source::{self, native_tools, reporter};
@@ -34,6 +35,11 @@ impl PyMcpSource {
     /// `[[name, {"state": "ready", "tools": n} | {"state": "failed", "error": ...}], ...]`.
     fn servers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         source::states(py, &*self.source)
+    }
+
+    /// Register every tool into the client, follow `tools/list_changed`, stop with the client.
+    fn register_into(&self, client: &PyClient) -> PyResult<()> {
+        client.add_source(self.source.clone())
     }
 
     /// Stop the servers; an awaitable.
