@@ -203,6 +203,11 @@ export interface NativeTurnResult {
   usage: NativeUsage
   /** What went wrong, for outcome `error`; which ceiling, for outcome `budget`. */
   error?: string
+  /**
+   * `refusal` | `content_filter` | `max_tokens`: why the last reply stopped short of a full
+   * answer, when it did.
+   */
+  stopReason?: string
   /** The whole conversation after the turn. */
   transcript: NativeTranscript
 }

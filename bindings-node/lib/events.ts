@@ -1,7 +1,7 @@
 // The events of a turn.
 
 import type { Answer, PendingRequest } from './gate'
-import type { Hints, Outcome, Source, Usage } from './types'
+import type { Hints, Outcome, Source, StopReason, Usage } from './types'
 
 /**
  * Events of a turn, in order. Keys as in core with camelCase spelling; `type` values as in core.
@@ -32,6 +32,8 @@ export type Event =
   | { type: 'usage'; usage: Usage; agent?: string[] }
   /** The older part of the conversation was replaced by one summary (see `CompactNotice`). */
   | { type: 'compact'; trigger: 'auto' | 'manual'; preTokens: number; postTokens: number; summary?: string; usage?: Usage; agent?: string[] }
+  /** A model reply stopped short of a full answer (refused, filtered, cut at max tokens); the turn ends after it. */
+  | { type: 'stop'; reason: StopReason; agent?: string[] }
   /** A failed request that will be retried (core: `wait_ms`). */
   | { type: 'retry'; attempt: number; status?: number; error: string; waitMs: number; agent?: string[] }
   /** A task of a chain starts (`client.runChain`). */

@@ -3,7 +3,7 @@
 import * as native from '../native'
 import type { Event } from './events'
 import { Transcript } from './transcript'
-import type { Outcome, Usage } from './types'
+import type { Outcome, StopReason, Usage } from './types'
 
 /** What a finished turn returns. */
 export interface TurnResult {
@@ -14,6 +14,8 @@ export interface TurnResult {
   usage: Usage
   /** What went wrong, for outcome `error`; which ceiling, for outcome `budget`. */
   error?: string
+  /** Why the last reply stopped short of a full answer, when it did (core: `stop_reason`). */
+  stopReason?: StopReason
   /** The whole conversation after the turn. */
   transcript: Transcript
 }
@@ -31,6 +33,7 @@ export function turnResult(r: native.NativeTurnResult): TurnResult {
     transcript: new Transcript(r.transcript),
   }
   if (r.error != null) out.error = r.error
+  if (r.stopReason != null) out.stopReason = r.stopReason as StopReason
   return out
 }
 

@@ -15,6 +15,8 @@ export type Style = 'openai' | 'anthropic' | 'ollama' | 'scripted'
 
 /** How a turn ended. */
 export type Outcome = 'done' | 'cancelled' | 'max_turns' | 'error' | 'budget'
+/** Why a model reply stopped short of a full answer; the turn ended there. */
+export type StopReason = 'refusal' | 'content_filter' | 'max_tokens'
 
 /** Where a tool comes from. */
 export type Source = 'builtin' | 'host' | 'mcp' | 'remote' | 'subagent'

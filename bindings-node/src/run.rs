@@ -49,6 +49,9 @@ pub struct NativeTurnResult {
     pub usage: NativeUsage,
     /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
     pub error: Option<String>,
+    /// `refusal` | `content_filter` | `max_tokens`: why the last reply stopped short of a full
+    /// answer, when it did.
+    pub stop_reason: Option<String>,
     /// The whole conversation after the turn.
     pub transcript: NativeTranscript,
 }
@@ -61,6 +64,7 @@ impl NativeTurnResult {
             final_text: r.final_text,
             usage: r.usage.into(),
             error: r.error,
+            stop_reason: r.stop_reason.map(|s| s.as_str().to_string()),
             transcript: NativeTranscript(snapshots.share(r.transcript)),
         }
     }

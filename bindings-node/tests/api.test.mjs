@@ -584,7 +584,7 @@ describe('options and models', () => {
     assert.deepEqual([style.option, style.value], ['style', '"nope"'])
     const typo = refused({ style: 'scripted', script: [{ txt: 'x' }] })
     assert.equal(typo.option, 'script[0]')
-    assert.match(typo.reason, /^unknown key "txt"; the keys are text, toolCalls, error, stall, usage, breakAfterBytes$/)
+    assert.match(typo.reason, /^unknown key "txt"; the keys are text, toolCalls, error, stall, usage, breakAfterBytes, stopReason$/)
     assert.equal(refused({ style: 'scripted', script: [{ text: 'a' }, {}] }).option, 'script[1]')
     const url = refused({ style: 'openai', model: 'm', baseUrl: 'not a url' })
     assert.deepEqual([url.option, url.value], ['baseUrl', '"not a url"'])
@@ -686,4 +686,18 @@ describe('mcp', () => {
   test('an invalid MCP config is refused with core\'s message', async () => {
     await assert.rejects(loadMcp('{"servers": 1}'), /mcp|config|field/i)
   })
+})
+
+test('a reply that stops short says why: a stop event and result.stopReason', async () => {
+  const client = createClient({ style: 'scripted', builtins: [],
+    script: [{ text: "I can't help with that.", stopReason: 'refusal' }, { text: 'ok' }] })
+  const run = client.stream('x')
+  const stops = []
+  for await (const e of run) if (e.type === 'stop') stops.push(e.reason)
+  const r = await run.result
+  assert.deepEqual(stops, ['refusal'])
+  assert.equal(r.stopReason, 'refusal')
+  assert.equal(r.finalText, "I can't help with that.")
+  assert.equal((await client.run('again')).stopReason, undefined)
+  client.close()
 })

@@ -21,6 +21,7 @@ pub(crate) fn result_dict(py: Python<'_>, r: TurnResult) -> PyResult<Py<PyAny>> 
     d.set_item("final_text", r.final_text)?;
     d.set_item("usage", ser_to_py(py, &r.usage)?)?;
     d.set_item("error", r.error)?;
+    d.set_item("stop_reason", r.stop_reason.map(|s| s.as_str()))?;
     d.set_item(
         "transcript",
         Py::new(py, PyTranscript::compact(r.transcript))?,

@@ -1117,3 +1117,23 @@ def test_a_loop_without_add_reader_falls_back_to_call_soon_threadsafe() -> None:
         assert _bridge._completers[loop][1] is None
     finally:
         loop.close()
+
+
+# --- replies that stop short ----------------------------------------------------------------
+
+
+async def test_a_reply_that_stops_short_says_why() -> None:
+    client = scripted({"text": "I can't help with that.", "stop_reason": "refusal"})
+    run = client.stream("x")
+    stops = [e for e in [e async for e in run] if isinstance(e, contenox.events.Stop)]
+    result = await run.result()
+    assert [s.reason for s in stops] == ["refusal"]
+    assert (result.outcome, result.stop_reason) == ("done", "refusal")
+    assert result.final_text == "I can't help with that."
+    assert result.to_dict()["stop_reason"] == "refusal"
+    # A reply cut at max_tokens: its call is not executed, and a full reply has no stop_reason.
+    client = scripted({**call("echo", {"text": "hi"}), "stop_reason": "max_tokens"}, {"text": "ok"})
+    result = await client.run("x")
+    assert result.stop_reason == "max_tokens"
+    assert "not executed" in results(result)[0]["content"]
+    assert (await client.run("again")).stop_reason is None

@@ -22,6 +22,7 @@ REFS = {
     "Usage": "Usage",
     "PendingRequest": "PendingRequest",
     "Outcome": "Outcome",
+    "StopReason": "StopReason",
     "Source": "Source",
     "CompactTrigger": 'Literal["auto", "manual"]',
     "GateVerdict": 'Literal["allow", "deny", "ask"]',

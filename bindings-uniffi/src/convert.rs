@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use contenox::{
     CompactNotice, CompactTrigger, GateVerdict, Hints, ModelInfo, Outcome, SearchRequest,
-    SearchResult, ServerState, Source, Tier, Usage,
+    SearchResult, ServerState, Source, StopReason, Tier, Usage,
 };
 
 use crate::error::ContenoxError;
@@ -25,6 +25,20 @@ pub enum Outcome {
     MaxTurns,
     Error,
     Budget,
+}
+
+#[uniffi::remote(Enum)]
+pub enum StopReason {
+    Refusal,
+    ContentFilter,
+    MaxTokens,
+}
+
+/// The snake_case name of a stop reason (`refusal`, `content_filter`, `max_tokens`), as on
+/// every wire.
+#[uniffi::export]
+pub fn stop_reason_name(reason: StopReason) -> String {
+    reason.as_str().to_string()
 }
 
 #[uniffi::remote(Enum)]
@@ -526,6 +540,9 @@ pub struct TurnResult {
     pub usage: contenox::Usage,
     /// What went wrong, for outcome `Error`.
     pub error: Option<String>,
+    /// Why the last model reply stopped short of a full answer (refused, filtered, cut at
+    /// `max_tokens`), when it did.
+    pub stop_reason: Option<StopReason>,
     /// The whole conversation after the turn.
     pub transcript: Arc<Transcript>,
 }
@@ -537,6 +554,7 @@ impl From<contenox::TurnResult> for TurnResult {
             final_text: r.final_text,
             usage: r.usage,
             error: r.error,
+            stop_reason: r.stop_reason,
             transcript: Arc::new(Transcript {
                 inner: r.transcript,
             }),

@@ -222,6 +222,16 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         agent: Vec<String>,
     },
+    /// A model reply stopped short of a full answer (refused, filtered, cut at `max_tokens`);
+    /// the turn ends after it.
+    Stop {
+        /// Why.
+        reason: contenox::StopReason,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
+    },
     /// A model request failed and will be retried.
     Retry {
         /// The attempt that failed (0-based).

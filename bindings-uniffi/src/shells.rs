@@ -7,8 +7,8 @@ use std::sync::Arc;
 /// clients given the same one share its shells) and call `closeAll()` on shutdown; or let a
 /// client make its own (config `background: true`) and get it with
 /// `Client.backgroundShells()`. Every shell is killed (its whole process group) by
-/// `closeAll()`, when the turn that started it is cancelled, and by `client.shutdown()` /
-/// freeing the client whose turn started it.
+/// `closeAll()`, when the turn that started it is cancelled, and by `shutdown()` of the client
+/// whose turn started it (freeing a client kills only the shells it made itself).
 ///
 /// A view of the shells, not a copy: it stays readable after a client is shut down or freed.
 #[derive(uniffi::Object)]

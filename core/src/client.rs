@@ -16,6 +16,7 @@ use crate::event::{CompactTrigger, TurnResult};
 use crate::gate::{Hooks, WaitFor};
 use crate::model::{backend_for, list_models, ModelInfo};
 use crate::policy::{check_backend, Policy};
+use crate::prompt::Prompt;
 use crate::run::{Run, RunOptions};
 use crate::script::ScriptEntry;
 use crate::settings::{ModelSettings, TurnSettings};
@@ -103,22 +104,24 @@ impl Client {
 
     /// Run one turn to its end. Resolves with outcome `done`, `cancelled`, `max_turns`, `budget`
     /// or `error` (the transcript kept in every case); `Err` only when the client was closed.
-    pub async fn run(&self, prompt: impl Into<String>) -> Result<TurnResult> {
+    pub async fn run(&self, prompt: impl Into<Prompt>) -> Result<TurnResult> {
         self.run_with(prompt, RunOptions::default()).await
     }
 
     /// [`Client::run`] with per-run options (a narrower allowlist, an outside cancel token).
     pub async fn run_with(
         &self,
-        prompt: impl Into<String>,
+        prompt: impl Into<Prompt>,
         options: RunOptions,
     ) -> Result<TurnResult> {
         self.check_open()?;
+        let prompt = prompt.into();
+        prompt.check()?;
         let settings = self.run_settings(&options)?;
         let (cancel, _link) = self.turn_token(&options);
         Ok(run_turn(
             self.state.clone(),
-            prompt.into(),
+            prompt,
             TurnSetup {
                 allow: options.allow,
                 max_turns: options.max_turns,
@@ -133,19 +136,21 @@ impl Client {
 
     /// Start a turn and return its [`Run`] handle: events as they happen, `cancel()`, and the
     /// result. Needs a tokio runtime (the turn is spawned on it).
-    pub fn stream(&self, prompt: impl Into<String>) -> Result<Run> {
+    pub fn stream(&self, prompt: impl Into<Prompt>) -> Result<Run> {
         self.stream_with(prompt, RunOptions::default())
     }
 
     /// [`Client::stream`] with per-run options.
-    pub fn stream_with(&self, prompt: impl Into<String>, options: RunOptions) -> Result<Run> {
+    pub fn stream_with(&self, prompt: impl Into<Prompt>, options: RunOptions) -> Result<Run> {
         self.check_open()?;
+        let prompt = prompt.into();
+        prompt.check()?;
         let settings = self.run_settings(&options)?;
         let (cancel, link) = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
         let turn = run_turn(
             self.state.clone(),
-            prompt.into(),
+            prompt,
             TurnSetup {
                 allow: options.allow,
                 max_turns: options.max_turns,
@@ -470,8 +475,9 @@ impl ClientBuilder {
         self
     }
     /// Turn on background shells with these, which the host owns and may give to several
-    /// clients: `close` (or dropping the client) kills the shells this client's turns started,
-    /// and leaves the others to the host's `close_all`.
+    /// clients: `close` kills the shells this client's turns started and leaves the others to
+    /// the host's `close_all` (dropping the client kills none of them; the last handle's drop
+    /// kills what is left).
     pub fn background_shells(mut self, shells: BackgroundShells) -> Self {
         self.config.background = true;
         self.opt_ins.shells = Some(shells);

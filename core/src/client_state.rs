@@ -78,9 +78,10 @@ pub(crate) struct Parts {
 
 impl Drop for ClientState {
     fn drop(&mut self) {
-        // A dropped client leaves no background process behind: the shells its turns started
-        // end with their turns' tokens (children of `shutdown`); its own shells all go.
-        self.shutdown.cancel();
+        // A dropped client leaves none of its own background processes behind. Host-owned
+        // shells (which other clients may share) stay for the host's `close_all`; the
+        // shutdown token is not cancelled here, since sources registered into this client
+        // watch it to stop with an explicit `close`.
         if self.owns_shells {
             if let Some(shells) = &self.shells {
                 shells.close_all();

@@ -40,6 +40,34 @@ impl Outcome {
     }
 }
 
+/// Why a model reply stopped short of a full answer. A reply with one of these ends the turn:
+/// the `stop` event says so as it happens, and the result's `stop_reason` after.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model refused to answer (anthropic `refusal`, openai `refusal`); the text, if any, is
+    /// its refusal.
+    Refusal,
+    /// The provider's content filter cut the reply (openai `content_filter`).
+    ContentFilter,
+    /// The reply reached `max_tokens` and was cut (anthropic `max_tokens`, openai `length`,
+    /// ollama `length`): its text is incomplete, and calls it made are not executed (they get
+    /// an error result saying so), since their arguments may be cut too.
+    MaxTokens,
+}
+
+impl StopReason {
+    /// The snake_case name used on every wire (`refusal`, `content_filter`, `max_tokens`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Refusal => "refusal",
+            StopReason::ContentFilter => "content_filter",
+            StopReason::MaxTokens => "max_tokens",
+        }
+    }
+}
+
 /// Token usage, per request or summed over a turn.
 ///
 /// `input_tokens` counts every token the model read, cached or not; the two cache fields say
@@ -309,6 +337,15 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         agent: Vec<String>,
     },
+    /// A model reply stopped short of a full answer (refused, filtered, cut at `max_tokens`):
+    /// the turn ends after it, and the result's `stop_reason` says the same.
+    Stop {
+        /// Why.
+        reason: StopReason,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
+    },
     /// A model request failed and will be retried.
     Retry {
         /// The attempt that failed (0-based).
@@ -382,6 +419,7 @@ impl Event {
             Event::Todos { .. } => "todos",
             Event::Usage { .. } => "usage",
             Event::Compact { .. } => "compact",
+            Event::Stop { .. } => "stop",
             Event::Retry { .. } => "retry",
             Event::ChainTaskStart { .. } => "chain_task_start",
             Event::ChainTaskEnd { .. } => "chain_task_end",
@@ -414,6 +452,7 @@ impl Event {
             | Event::Todos { agent, .. }
             | Event::Usage { agent, .. }
             | Event::Compact { agent, .. }
+            | Event::Stop { agent, .. }
             | Event::Retry { agent, .. } => agent,
         }
     }
@@ -442,6 +481,7 @@ impl Event {
             | Event::Todos { agent, .. }
             | Event::Usage { agent, .. }
             | Event::Compact { agent, .. }
+            | Event::Stop { agent, .. }
             | Event::Retry { agent, .. } => agent,
         };
         if agent.is_empty() {
@@ -477,6 +517,10 @@ pub struct TurnResult {
     /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why the last model reply stopped short of a full answer (refused, filtered, cut at
+    /// `max_tokens`), when it did; the turn ended there (outcome `done`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<StopReason>,
     /// The whole conversation after the turn.
     pub transcript: Transcript,
 }

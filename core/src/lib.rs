@@ -66,6 +66,7 @@ mod gate;
 pub mod mcp;
 mod model;
 pub mod policy;
+mod prompt;
 mod redact;
 pub mod remote;
 mod run;
@@ -94,7 +95,7 @@ pub use client::{Client, ClientBuilder};
 pub use compact::{CompactNotice, Compactor, OnCompact, SUMMARY_HEADER};
 pub use config::{CompactionConfig, Config, RetryPolicy};
 pub use error::{ConfigError, Error, ErrorKind, Result};
-pub use event::{CompactTrigger, Event, GateVerdict, Outcome, TurnResult, Usage};
+pub use event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
 pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
     DEFAULT_DENIAL,
@@ -104,6 +105,7 @@ pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 pub use model::fuzz;
 pub use model::{list_models, ModelInfo};
 pub use policy::{Policy, PolicyError, BUDGET_RESULT};
+pub use prompt::Prompt;
 pub use remote::{load_remote, HookState, RemoteHook, RemoteSource};
 pub use run::{Run, RunOptions};
 pub use sandbox::{SandboxConfig, SandboxStatus};
@@ -120,4 +122,4 @@ pub use transcript::{
     Image, Message, Part, ProviderBlock, Reasoning, ToolCall, Transcript, IMAGE_MEDIA_TYPES,
     TRANSCRIPT_VERSION,
 };
-pub use turn::MAX_TURNS_RESULT;
+pub use turn::{MAX_TURNS_RESULT, STOPPED_REPLY_RESULT};

@@ -60,6 +60,10 @@ pub struct ScriptEntry {
     /// Break the answer off after this many bytes of text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub break_after_bytes: Option<usize>,
+    /// The answer stops short of a full one for this reason (`refusal`, `content_filter`,
+    /// `max_tokens`), as a server's would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<crate::event::StopReason>,
 }
 
 impl ScriptEntry {

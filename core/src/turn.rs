@@ -12,12 +12,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client_state::ClientState;
 use crate::compact::CompactFailed;
-use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, TurnResult, Usage};
+use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
 use crate::gate::{
     Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
 };
 use crate::model::{complete_with_retry, ModelRequest, RawCall};
 use crate::policy::{self, Budget, Ceilings};
+use crate::prompt::Prompt;
 use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
 use crate::settings::TurnSettings;
 use crate::tool::{
@@ -29,6 +30,11 @@ use crate::until_cancelled::until_cancelled;
 pub(crate) use crate::tool::CANCELLED_RESULT;
 /// The result text of a call left unexecuted at `max_turns`.
 pub const MAX_TURNS_RESULT: &str = "max_turns reached";
+
+/// The result of a call made in a reply cut at `max_tokens` (or refused): its arguments may be
+/// cut too, so it is not executed.
+pub const STOPPED_REPLY_RESULT: &str =
+    "not executed: the reply stopped short of a full answer (see the turn's stop_reason)";
 
 /// How one turn runs, beyond its prompt: what `run_with` / `stream_with` pass, and what a
 /// subagent's tool call sets for its child's turn.
@@ -57,7 +63,7 @@ pub(crate) fn client_id(inner: &Arc<ClientState>) -> usize {
 /// Run one turn on `inner`'s conversation.
 pub(crate) async fn run_turn(
     inner: Arc<ClientState>,
-    prompt: String,
+    prompt: Prompt,
     setup: TurnSetup,
     cancel: CancellationToken,
     sink: EventSink,
@@ -68,7 +74,7 @@ pub(crate) async fn run_turn(
         .await
         .filter(|_| !cancel.is_cancelled());
     let Some(_one_at_a_time) = queued else {
-        return cancelled_before_start(&inner, prompt, &sink);
+        return cancelled_before_start(&inner, prompt.text(), &sink);
     };
     if setup.fresh {
         inner.replace_conversation(Transcript::default());
@@ -89,9 +95,9 @@ pub(crate) async fn run_turn(
         scope,
     };
     sink.emit_with(|| Event::TurnStart {
-        prompt: prompt.clone(),
+        prompt: prompt.text(),
     });
-    inner.append([Message::user(prompt)]);
+    inner.append([prompt.into_message()]);
     // Sources that asked for it (a remote hook that was down) are probed before the first
     // request, so what came up is offered in it.
     inner.sources().before_turn(&cancel).await;
@@ -100,6 +106,7 @@ pub(crate) async fn run_turn(
         final_text,
         usage,
         error,
+        stop_reason,
     } = turn.steps().await;
     sink.emit_with(|| Event::TurnEnd {
         outcome,
@@ -112,6 +119,7 @@ pub(crate) async fn run_turn(
         final_text,
         usage,
         error,
+        stop_reason,
         transcript: inner.transcript(),
     }
 }
@@ -125,6 +133,8 @@ struct TurnEnd {
     usage: Usage,
     /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
     error: Option<String>,
+    /// Why the last reply stopped short of a full answer.
+    stop_reason: Option<StopReason>,
 }
 
 impl TurnEnd {
@@ -134,6 +144,7 @@ impl TurnEnd {
             final_text,
             usage,
             error: None,
+            stop_reason: None,
         }
     }
 }
@@ -153,6 +164,7 @@ fn cancelled_before_start(inner: &ClientState, prompt: String, sink: &EventSink)
         final_text: String::new(),
         usage: Usage::default(),
         error: None,
+        stop_reason: None,
         transcript: inner.transcript(),
     }
 }
@@ -246,6 +258,8 @@ pub(crate) enum Response {
         /// [`Message::assistant_with`]).
         extra: Vec<(usize, Part)>,
         usage: Usage,
+        /// Why the reply stopped short of a full answer (the `stop` event was emitted).
+        stop: Option<StopReason>,
     },
     /// The turn was cancelled before the answer came.
     Cancelled,
@@ -361,11 +375,18 @@ impl Turn<'_> {
                     agent: Vec::new(),
                 });
             }
+            if let Some(reason) = response.stop {
+                self.sink.emit(Event::Stop {
+                    reason,
+                    agent: Vec::new(),
+                });
+            }
             return Response::Answer {
                 text: response.text,
                 calls,
                 extra: response.extra,
                 usage: this_request,
+                stop: response.stop,
             };
         }
     }
@@ -399,13 +420,14 @@ impl Turn<'_> {
             let response = self
                 .respond(index, inner.config().system.as_deref(), None, &mut usage)
                 .await;
-            let (text, calls, extra, used) = match response {
+            let (text, calls, extra, used, stop) = match response {
                 Response::Answer {
                     text,
                     calls,
                     extra,
                     usage,
-                } => (text, calls, extra, usage),
+                    stop,
+                } => (text, calls, extra, usage, stop),
                 Response::Cancelled => return TurnEnd::new(Outcome::Cancelled, final_text, usage),
                 Response::Failed(message) => {
                     return TurnEnd {
@@ -418,9 +440,21 @@ impl Turn<'_> {
             final_text = text.clone();
             let mut step = Vec::with_capacity(calls.len() + 1);
             step.push(Message::assistant_with(text, calls.clone(), extra));
-            if calls.is_empty() {
+            if calls.is_empty() || stop.is_some() {
+                // A reply that stopped short ends the turn; its calls (their arguments may be
+                // cut) get an error result each, so the transcript stays valid.
+                for c in &calls {
+                    step.push(self.result_message(
+                        c,
+                        ToolOutput::error(STOPPED_REPLY_RESULT),
+                        None,
+                    ));
+                }
                 inner.append(step);
-                return TurnEnd::new(Outcome::Done, final_text, usage);
+                return TurnEnd {
+                    stop_reason: stop,
+                    ..TurnEnd::new(Outcome::Done, final_text, usage)
+                };
             }
             let ceilings = self.ceilings();
             let at_limit = index >= ceilings.max_turns;

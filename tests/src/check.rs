@@ -181,11 +181,13 @@ pub fn event_matches(event: &Value, pattern: &str) -> bool {
     EventPattern::parse(pattern).matches(kind, event_name(event), &agent)
 }
 
-/// What `"type:name"` compares `name` with: the tool's name, or a chain task's id.
+/// What `"type:name"` compares `name` with: the tool's name, a chain task's id, or a `stop`
+/// event's reason.
 fn event_name(event: &Value) -> Option<&str> {
     event
         .get("name")
         .or_else(|| event.get("task_id"))
+        .or_else(|| event.get("reason"))
         .and_then(Value::as_str)
 }
 

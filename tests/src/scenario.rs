@@ -669,6 +669,15 @@ pub struct ModelEntry {
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ToolCall>>,
+    /// Extension: a recorded stream (one JSON chunk per line, see `crate::recorded`) sent as
+    /// this reply, in the style's framing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Vec<String>>,
+    /// Extension: the reply's stop reason in the style's own word (openai `finish_reason`:
+    /// `length`, `content_filter`, or `refusal` = the text sent as `delta.refusal`; anthropic
+    /// `stop_reason`: `refusal`, `max_tokens`, `pause_turn`; ollama `done_reason`: `length`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
     /// Extension: reasoning streamed before the text and calls, in the style's own shape.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasoning: Vec<ReasoningSpec>,
@@ -696,10 +705,13 @@ pub struct ModelEntry {
 pub enum EntryKind<'a> {
     Error(&'a ErrorSpec),
     Stall,
+    /// A recorded stream's chunks.
+    Replay(&'a [String]),
     Response {
         text: Option<&'a str>,
         tool_calls: &'a [ToolCall],
         reasoning: &'a [ReasoningSpec],
+        stop_reason: Option<&'a str>,
     },
 }
 
@@ -761,11 +773,14 @@ impl ModelEntry {
             EntryKind::Error(e)
         } else if self.stall {
             EntryKind::Stall
+        } else if let Some(lines) = &self.replay {
+            EntryKind::Replay(lines)
         } else {
             EntryKind::Response {
                 text: self.text.as_deref(),
                 tool_calls: self.tool_calls.as_deref().unwrap_or(&[]),
                 reasoning: &self.reasoning,
+                stop_reason: self.stop_reason.as_deref(),
             }
         }
     }
@@ -781,15 +796,20 @@ impl ModelEntry {
 
     pub fn validate(&self, style: Style) -> Result<(), String> {
         let response = self.text.is_some() || self.tool_calls.is_some();
-        let kinds = [response, self.error.is_some(), self.stall]
-            .iter()
-            .filter(|k| **k)
-            .count();
+        let kinds = [
+            response,
+            self.error.is_some(),
+            self.stall,
+            self.replay.is_some(),
+        ]
+        .iter()
+        .filter(|k| **k)
+        .count();
         if kinds == 0 {
-            return Err("an entry needs text, tool_calls, error or stall".into());
+            return Err("an entry needs text, tool_calls, error, stall or replay".into());
         }
         if kinds > 1 {
-            return Err("text/tool_calls, error and stall exclude each other".into());
+            return Err("text/tool_calls, error, stall and replay exclude each other".into());
         }
         if let Some(UsageSpec::Given(u)) = &self.usage {
             u.validate(style)?;
@@ -799,6 +819,25 @@ impl ModelEntry {
         }
         for r in &self.reasoning {
             r.validate(style)?;
+        }
+        if let Some(stop) = &self.stop_reason {
+            let known: &[&str] = match style {
+                Style::Openai => &["stop", "tool_calls", "length", "content_filter", "refusal"],
+                Style::Anthropic => &[
+                    "end_turn",
+                    "tool_use",
+                    "refusal",
+                    "max_tokens",
+                    "pause_turn",
+                ],
+                Style::Ollama => &["stop", "length"],
+            };
+            if !known.contains(&stop.as_str()) {
+                return Err(format!(
+                    "stop_reason {stop:?} is not one of {known:?} for {}",
+                    style.as_str()
+                ));
+            }
         }
         if let Some(e) = &self.error {
             if !(400..=599).contains(&e.status) {

@@ -253,7 +253,7 @@ class BackgroundShells:
     same one share its shells), and call :meth:`close_all` on shutdown; or let a client make its
     own (``background=True``) and get it with :meth:`Client.background_shells`. Every shell is
     killed (its whole process group) by :meth:`close_all`, when its turn is cancelled, and by
-    ``client.close()`` of a client that made its own."""
+    ``close()`` of the client whose turn started it."""
 
     __slots__ = ("_native",)
 

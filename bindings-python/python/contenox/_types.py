@@ -32,6 +32,8 @@ JSON = Union[dict[str, Any], list[Any], str, int, float, bool, None]
 """A JSON value as Python objects."""
 
 Outcome = Literal["done", "cancelled", "max_turns", "error", "budget"]
+StopReason = Literal["refusal", "content_filter", "max_tokens"]
+"""Why a model reply stopped short of a full answer; the turn ended there."""
 """How a turn ended."""
 
 Source = Literal["builtin", "host", "mcp", "remote", "subagent"]
@@ -321,14 +323,17 @@ class TurnResult(_Record):
     """What a finished turn returns. Immutable; compared and hashed by everything but its
     transcript."""
 
-    __slots__ = ("error", "final_text", "outcome", "transcript", "usage")
-    __match_args__ = ("outcome", "final_text", "usage", "transcript", "error")
+    __slots__ = ("error", "final_text", "outcome", "stop_reason", "transcript", "usage")
+    __match_args__ = ("outcome", "final_text", "usage", "transcript", "error", "stop_reason")
 
     outcome: Outcome
     final_text: str
     usage: Usage
     transcript: Transcript
     error: str | None
+    stop_reason: StopReason | None
+    """Why the last model reply stopped short of a full answer (``refusal``,
+    ``content_filter``, ``max_tokens``), when it did; the turn ended there."""
 
     def __init__(
         self,
@@ -337,6 +342,7 @@ class TurnResult(_Record):
         usage: Usage,
         transcript: Transcript,
         error: str | None = None,
+        stop_reason: StopReason | None = None,
     ) -> None:
         _set = object.__setattr__
         _set(self, "outcome", outcome)
@@ -344,20 +350,29 @@ class TurnResult(_Record):
         _set(self, "usage", usage)
         _set(self, "transcript", transcript)
         _set(self, "error", error)
+        _set(self, "stop_reason", stop_reason)
 
     def _compared(self) -> tuple[Any, ...]:
-        return (self.outcome, self.final_text, self.usage, self.error)
+        return (self.outcome, self.final_text, self.usage, self.error, self.stop_reason)
 
     def __repr__(self) -> str:
+        stop = f", stop_reason={self.stop_reason!r}" if self.stop_reason else ""
         return (
             f"TurnResult(outcome={self.outcome!r}, final_text={self.final_text!r}, "
-            f"usage={self.usage!r}, error={self.error!r})"
+            f"usage={self.usage!r}, error={self.error!r}{stop})"
         )
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return (
             TurnResult,
-            (self.outcome, self.final_text, self.usage, self.transcript, self.error),
+            (
+                self.outcome,
+                self.final_text,
+                self.usage,
+                self.transcript,
+                self.error,
+                self.stop_reason,
+            ),
         )
 
     @classmethod
@@ -367,6 +382,7 @@ class TurnResult(_Record):
             final_text=d["final_text"],
             usage=Usage.from_dict(d.get("usage")),
             error=d.get("error"),
+            stop_reason=d.get("stop_reason"),
             transcript=Transcript._from_native(d["transcript"]),
         )
 
@@ -378,6 +394,8 @@ class TurnResult(_Record):
         }
         if self.error is not None:
             out["error"] = self.error
+        if self.stop_reason is not None:
+            out["stop_reason"] = self.stop_reason
         out["transcript"] = self.transcript.to_dict()
         return out
 

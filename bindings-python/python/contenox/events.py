@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._callbacks import PendingRequest
 from ._hints import Hints
-from ._types import Outcome, Source, Usage
+from ._types import Outcome, Source, StopReason, Usage
 
 __all__ = [
     "Answer",
@@ -27,6 +27,7 @@ __all__ = [
     "ReasoningDelta",
     "Request",
     "Retry",
+    "Stop",
     "Text",
     "TextDelta",
     "Todos",
@@ -293,6 +294,18 @@ class Retry(_Base):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Stop(_Base):
+    """A model reply stopped short of a full answer (refused, filtered, cut at max tokens); the
+    turn ends after it, and the result's ``stop_reason`` says the same."""
+
+    type: Literal["stop"] = field(default="stop", repr=False)
+    reason: StopReason
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ChainTaskStart(_Base):
     """A task of a chain starts (:meth:`contenox.Client.run_chain`)."""
 
@@ -350,6 +363,7 @@ Event = Union[
     Todos,
     UsageEvent,
     Compact,
+    Stop,
     Retry,
     ChainTaskStart,
     ChainTaskEnd,
@@ -375,6 +389,7 @@ _CLASSES: dict[str, type[_Base]] = {
     "todos": Todos,
     "usage": UsageEvent,
     "compact": Compact,
+    "stop": Stop,
     "retry": Retry,
     "chain_task_start": ChainTaskStart,
     "chain_task_end": ChainTaskEnd,

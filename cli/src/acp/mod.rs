@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use contenox::{Config, RemoteHook};
+use contenox::{Config, Image, Part, Prompt, RemoteHook};
 use futures::FutureExt;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
@@ -210,39 +210,53 @@ fn string<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
         .ok_or_else(|| RpcError::params(format!("params.{key} must be a string")))
 }
 
-/// A prompt's content blocks as the text the model reads: text as is, resource links as
-/// Markdown links, embedded text resources inside a `<context>` block. Images and audio are
-/// refused (not advertised).
-fn prompt_text(blocks: &Value) -> Result<String, RpcError> {
+/// A prompt's content blocks as the parts the model reads: text as is, resource links as
+/// Markdown links, embedded text resources inside a `<context>` block (consecutive ones joined
+/// into one text part, a line apart), and images as image parts (PNG, JPEG, GIF or WebP, base64).
+/// Audio is refused (not advertised).
+fn prompt_parts(blocks: &Value) -> Result<Prompt, RpcError> {
     let blocks = blocks
         .as_array()
         .ok_or_else(|| RpcError::params("params.prompt must be a list of content blocks"))?;
-    let mut parts: Vec<String> = Vec::with_capacity(blocks.len());
+    let mut parts: Vec<Part> = Vec::with_capacity(blocks.len());
+    let mut text: Vec<String> = Vec::new();
+    let flush = |text: &mut Vec<String>, parts: &mut Vec<Part>| {
+        if !text.is_empty() {
+            parts.push(Part::text(text.join("\n")));
+            text.clear();
+        }
+    };
     for b in blocks {
         let field = |k: &str| b.get(k).and_then(Value::as_str);
         match field("type") {
-            Some("text") => parts.push(
+            Some("text") => text.push(
                 field("text")
                     .ok_or_else(|| RpcError::params("a text block needs its text"))?
                     .to_string(),
             ),
             Some("resource_link") => {
-                let uri = field("uri").ok_or_else(|| RpcError::params("a resource link needs a uri"))?;
-                parts.push(format!("[{}]({uri})", field("name").unwrap_or(uri)));
+                let uri =
+                    field("uri").ok_or_else(|| RpcError::params("a resource link needs a uri"))?;
+                text.push(format!("[{}]({uri})", field("name").unwrap_or(uri)));
             }
             Some("resource") => {
                 let r = b.get("resource").unwrap_or(&Value::Null);
                 let uri = r.get("uri").and_then(Value::as_str).unwrap_or("");
                 match r.get("text").and_then(Value::as_str) {
-                    Some(text) => parts.push(format!("<context uri={uri:?}>\n{text}\n</context>")),
-                    None => parts.push(format!("(the binary resource {uri} is not included)")),
+                    Some(t) => text.push(format!("<context uri={uri:?}>\n{t}\n</context>")),
+                    None => text.push(format!("(the binary resource {uri} is not included)")),
                 }
             }
-            Some(kind @ ("image" | "audio")) => {
-                return Err(RpcError::params(format!(
-                    "{kind} content is not supported by this agent (promptCapabilities.{kind} is false)"
-                )))
+            Some("image") => {
+                let wire = json!({"media_type": field("mimeType"), "data": field("data")});
+                let image: Image = serde_json::from_value(wire)
+                    .map_err(|e| RpcError::params(format!("an image block: {e}")))?;
+                flush(&mut text, &mut parts);
+                parts.push(Part::Image(image));
             }
+            Some("audio") => return Err(RpcError::params(
+                "audio content is not supported by this agent (promptCapabilities.audio is false)",
+            )),
             other => {
                 return Err(RpcError::params(format!(
                     "unknown content block type {:?}",
@@ -251,7 +265,8 @@ fn prompt_text(blocks: &Value) -> Result<String, RpcError> {
             }
         }
     }
-    Ok(parts.join("\n"))
+    flush(&mut text, &mut parts);
+    Ok(Prompt::from(parts))
 }
 
 impl Agent {
@@ -398,13 +413,13 @@ impl Agent {
             }
             "session/prompt" => {
                 let session = self.session(&params)?;
-                let text = prompt_text(params.get("prompt").unwrap_or(&Value::Null))?;
+                let prompt = prompt_parts(params.get("prompt").unwrap_or(&Value::Null))?;
                 let key = id.to_string();
                 self.prompts
                     .lock()
                     .expect("prompts lock")
                     .insert(key.clone(), session.id.clone());
-                let answer = session.prompt(shared, text).await;
+                let answer = session.prompt(shared, prompt).await;
                 self.prompts.lock().expect("prompts lock").remove(&key);
                 answer
             }
@@ -441,7 +456,7 @@ impl Agent {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": true,
-                "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
+                "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
                 "mcpCapabilities": {"http": true, "sse": false},
                 "sessionCapabilities": {"resume": {}, "close": {}},
             },
@@ -460,24 +475,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prompts_become_text() {
-        let t = prompt_text(&json!([
+    fn prompts_become_parts() {
+        let p = prompt_parts(&json!([
             {"type": "text", "text": "Look at"},
             {"type": "resource_link", "uri": "file:///w/a.rs", "name": "a.rs"},
             {"type": "resource", "resource": {"uri": "file:///w/b.rs", "text": "fn b() {}"}}
         ]))
         .unwrap();
         assert_eq!(
-            t,
-            "Look at\n[a.rs](file:///w/a.rs)\n<context uri=\"file:///w/b.rs\">\nfn b() {}\n</context>"
+            p.parts(),
+            [Part::text(
+                "Look at\n[a.rs](file:///w/a.rs)\n<context uri=\"file:///w/b.rs\">\nfn b() {}\n</context>"
+            )]
+        );
+        let p = prompt_parts(&json!([
+            {"type": "text", "text": "What is"},
+            {"type": "text", "text": "this?"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "text", "text": "And this?"}
+        ]))
+        .unwrap();
+        assert_eq!(p.images(), 1);
+        assert_eq!(p.text(), "What is\nthis?\n\nAnd this?");
+        assert!(
+            matches!(&p.parts()[1], Part::Image(Image::Data { media_type, .. }) if media_type == "image/png")
         );
         for bad in [
-            json!([{"type": "image", "data": "", "mimeType": "image/png"}]),
+            json!([{"type": "image", "data": "", "mimeType": "image/tiff"}]),
+            json!([{"type": "image", "data": "not base64!", "mimeType": "image/png"}]),
+            json!([{"type": "image", "mimeType": "image/png"}]),
+            json!([{"type": "audio", "data": "", "mimeType": "audio/wav"}]),
             json!([{"type": "nope"}]),
             json!("text"),
         ] {
             assert_eq!(
-                prompt_text(&bad).unwrap_err().code,
+                prompt_parts(&bad).unwrap_err().code,
                 wire::INVALID_PARAMS,
                 "{bad}"
             );

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use contenox::{Client, ClientBuilder, Config, McpConfig, Outcome, RunOptions, Transcript};
+use contenox::{Client, ClientBuilder, Config, McpConfig, Outcome, Prompt, RunOptions, Transcript};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -219,7 +219,7 @@ impl Session {
     }
 
     /// One prompt turn: its updates streamed to the editor, its stop reason returned.
-    pub async fn prompt(&self, shared: &Shared, prompt: String) -> Result<Value, RpcError> {
+    pub async fn prompt(&self, shared: &Shared, prompt: Prompt) -> Result<Value, RpcError> {
         let token = CancellationToken::new();
         {
             let mut turn = self.turn.lock().expect("turn lock");
@@ -241,7 +241,7 @@ impl Session {
     async fn run(
         &self,
         shared: &Shared,
-        prompt: String,
+        prompt: Prompt,
         token: CancellationToken,
     ) -> Result<Value, RpcError> {
         let peer: &Peer = &shared.peer;

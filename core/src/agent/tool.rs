@@ -102,7 +102,7 @@ impl Tool for SubagentTool {
         let _end_fresh_shells = self.settings.fresh.then(|| cancel.clone().drop_guard());
         let turn = run_turn(
             inner.clone(),
-            prompt,
+            prompt.into(),
             TurnSetup {
                 allow: self.settings.allow.clone(),
                 max_turns: self.settings.max_turns,

@@ -138,6 +138,9 @@ pub(crate) async fn run_chain(
         final_text,
         usage,
         error,
+        // A chain branches on its replies; a reply that stopped short shows as its `stop`
+        // event and the chat task's value.
+        stop_reason: None,
         transcript: inner.transcript(),
     }
 }

@@ -11,7 +11,7 @@ use super::{
     Backend, Delta, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody,
 };
 use crate::config::Config;
-use crate::event::Usage;
+use crate::event::{StopReason, Usage};
 use crate::transcript::{Part, Reasoning};
 
 /// The API version header every request carries.
@@ -108,6 +108,15 @@ impl WireUsage {
     }
 }
 
+/// The stop reasons that end a turn short of a full answer.
+fn stop_reason(reason: &str) -> Option<StopReason> {
+    match reason {
+        "refusal" => Some(StopReason::Refusal),
+        "max_tokens" => Some(StopReason::MaxTokens),
+        _ => None,
+    }
+}
+
 #[derive(Default)]
 struct Assembler {
     text: String,
@@ -119,6 +128,7 @@ struct Assembler {
     /// A message_start arrived.
     started: bool,
     stopped: bool,
+    stop: Option<StopReason>,
 }
 
 impl Assembler {
@@ -214,7 +224,12 @@ impl Assembler {
                     self.complete(block);
                 }
             }
-            "message_delta" => self.usage.read(&data["usage"]),
+            "message_delta" => {
+                self.usage.read(&data["usage"]);
+                if let Some(reason) = data["delta"]["stop_reason"].as_str() {
+                    self.stop = stop_reason(reason);
+                }
+            }
             "message_stop" => self.stopped = true,
             "error" => {
                 return Err(Failure::Fatal(format!(
@@ -292,11 +307,13 @@ impl Assembler {
             }
         }
         self.usage.read(&msg["usage"]);
+        self.stop = msg["stop_reason"].as_str().and_then(stop_reason);
         self.stopped = true;
     }
 
     fn finish(self) -> ModelResponse {
         ModelResponse {
+            stop: self.stop,
             extra: self.extra,
             text: self.text,
             calls: self.calls,
@@ -538,6 +555,23 @@ mod tests {
         assert_eq!(r.calls[0].id.as_deref(), Some("t2"));
         assert_eq!(r.calls[0].arguments, r#"{"b": 1}"#);
         assert_eq!(r.usage.input_tokens, 7);
+    }
+
+    #[test]
+    fn refusal_and_max_tokens_are_stop_reasons() {
+        for (reason, stop) in [
+            ("refusal", Some(StopReason::Refusal)),
+            ("max_tokens", Some(StopReason::MaxTokens)),
+            ("end_turn", None),
+            ("tool_use", None),
+        ] {
+            let (r, _, _) = stream(&[
+                json!({"type": "message_start", "message": {"usage": {}}}),
+                json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {}}),
+                json!({"type": "message_stop"}),
+            ]);
+            assert_eq!(r.stop, stop, "{reason}");
+        }
     }
 
     #[test]

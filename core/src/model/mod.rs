@@ -54,7 +54,7 @@ use async_trait::async_trait;
 
 use crate::config::{Config, Style};
 use crate::error::Result;
-use crate::event::Usage;
+use crate::event::{StopReason, Usage};
 use crate::tool::ToolSpec;
 use crate::transcript::{Message, Part};
 
@@ -92,6 +92,8 @@ pub(crate) struct ModelResponse {
     /// is sent back, so the assistant message keeps it where it was.
     pub extra: Vec<(usize, Part)>,
     pub usage: Usage,
+    /// Why the reply stopped short of a full answer, when it did.
+    pub stop: Option<StopReason>,
 }
 
 impl ModelResponse {

@@ -10,7 +10,7 @@ use super::{
     Backend, Delta, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody,
 };
 use crate::config::Config;
-use crate::event::Usage;
+use crate::event::{StopReason, Usage};
 use crate::transcript::{Part, Reasoning};
 
 pub(crate) struct Ollama {
@@ -45,6 +45,7 @@ struct Assembler {
     calls: Vec<RawCall>,
     usage: Usage,
     done: bool,
+    stop: Option<StopReason>,
 }
 
 impl Assembler {
@@ -81,6 +82,9 @@ impl Assembler {
         }
         if obj["done"].as_bool() == Some(true) {
             self.done = true;
+            if obj["done_reason"].as_str() == Some("length") {
+                self.stop = Some(StopReason::MaxTokens);
+            }
             // Ollama reports no cache fields; `prompt_eval_count` may leave out a prompt
             // prefix its KV cache reused (compaction's estimate covers that, see compact/).
             self.usage = Usage {
@@ -138,6 +142,7 @@ impl Backend for Ollama {
             )]
         };
         Ok(ModelResponse {
+            stop: asm.stop,
             extra,
             text: asm.text,
             calls: asm.calls,

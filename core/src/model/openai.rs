@@ -13,7 +13,7 @@ use super::{
     Backend, Delta, DeltaSink, Failure, ModelRequest, ModelResponse, RawCall, RequestBody,
 };
 use crate::config::Config;
-use crate::event::Usage;
+use crate::event::{StopReason, Usage};
 use crate::transcript::{Part, Reasoning};
 
 pub(crate) struct OpenAi {
@@ -57,6 +57,7 @@ pub(crate) struct Assembler {
     extra: Vec<(usize, Part)>,
     usage: Usage,
     finished: bool,
+    stop: Option<StopReason>,
 }
 
 /// One streamed chunk (or whole completion), read as typed borrowed fields instead of a
@@ -113,6 +114,9 @@ struct WireDelta<'a> {
     reasoning: Str<'a>,
     #[serde(borrow)]
     tool_calls: Seq<Obj<CallDelta<'a>>>,
+    /// The model's refusal message (OpenAI structured outputs), streamed like content.
+    #[serde(borrow)]
+    refusal: Str<'a>,
 }
 
 /// One part of a `content` list.
@@ -253,6 +257,11 @@ impl Assembler {
                 }
                 StrOr::Neither => {}
             }
+            if let Some(refusal) = delta.refusal.get().filter(|t| !t.is_empty()) {
+                // The refusal is the answer: it shows as text, never as an empty reply.
+                self.say(refusal, deltas);
+                self.stop = Some(StopReason::Refusal);
+            }
             if let Seq(Some(calls)) = delta.tool_calls {
                 for (pos, Obj(tc)) in calls.into_iter().enumerate() {
                     // An element that is not an object still takes a slot, as before.
@@ -282,8 +291,13 @@ impl Assembler {
                 }
             }
         }
-        if choice.finish_reason.get().is_some() {
+        if let Some(reason) = choice.finish_reason.get() {
             self.finished = true;
+            match reason {
+                "length" => self.stop = Some(StopReason::MaxTokens),
+                "content_filter" => self.stop = Some(StopReason::ContentFilter),
+                _ => {}
+            }
         }
         Ok(())
     }
@@ -335,6 +349,7 @@ impl Assembler {
         self.end_reasoning();
         self.calls.sort_by_key(|(i, _)| *i);
         ModelResponse {
+            stop: self.stop,
             extra: self.extra,
             text: self.text,
             calls: self
@@ -529,6 +544,30 @@ mod tests {
                 (0, ", so".into(), Some("reasoning_content".into()))
             ]
         );
+    }
+
+    #[test]
+    fn stop_reasons_that_end_a_turn_short() {
+        let finish = |reason: &str| {
+            collect(&[json!({"choices": [{"delta": {"content": "x"}, "finish_reason": reason}]})])
+                .0
+                .stop
+        };
+        assert_eq!(finish("length"), Some(StopReason::MaxTokens));
+        assert_eq!(finish("content_filter"), Some(StopReason::ContentFilter));
+        assert_eq!(finish("stop"), None);
+        assert_eq!(finish("tool_calls"), None);
+        // A refusal streams in its own field: it is the answer's text, and the stop reason.
+        let (r, text, _) = collect(&[
+            json!({"choices": [{"delta": {"role": "assistant", "content": null, "refusal": null}}]}),
+            json!({"choices": [{"delta": {"refusal": "I can't"}}]}),
+            json!({"choices": [{"delta": {"refusal": " do that."}, "finish_reason": "stop"}]}),
+        ]);
+        assert_eq!(
+            (r.text.as_str(), text.as_str()),
+            ("I can't do that.", "I can't do that.")
+        );
+        assert_eq!(r.stop, Some(StopReason::Refusal));
     }
 
     #[test]

@@ -89,6 +89,7 @@ impl Backend for Scripted {
             })
             .collect();
         Ok(ModelResponse {
+            stop: entry.stop_reason,
             extra: Vec::new(),
             text,
             calls,

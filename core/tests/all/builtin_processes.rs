@@ -234,9 +234,9 @@ async fn host_owned_shells_outlive_one_sharing_client_and_end_with_close_all() {
     // Closing one client ends what its turns started, and only that.
     a.close();
     assert_gone(&ma, "closing the client that started it").await;
-    // Dropping another does the same.
+    // Dropping another leaves its shell to the host.
     drop(c);
-    assert_gone(&mc, "dropping the client that started it").await;
+    assert_eq!(shells.status("shell_3").as_deref(), Some("running"));
     assert_eq!(
         running_with(&mb).len(),
         b_running,
@@ -246,6 +246,7 @@ async fn host_owned_shells_outlive_one_sharing_client_and_end_with_close_all() {
     // The host's close_all ends the rest.
     shells.close_all();
     assert_gone(&mb, "the host's close_all").await;
+    assert_gone(&mc, "the host's close_all (its client was dropped)").await;
     drop(b);
 }
 

@@ -250,3 +250,58 @@ async fn the_event_stream_ends_at_turn_end_even_if_a_tool_kept_its_context() {
     assert_eq!(drained, Some("turn_end"));
     assert_eq!(kept.lock().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_prompt_of_parts_starts_the_turn_with_its_text_and_images() {
+    let client = Client::builder()
+        .script(vec![ScriptEntry::text("a red square")])
+        .builtins(Vec::<String>::new())
+        .build()
+        .unwrap();
+    let png = contenox::Image::from_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", None).unwrap();
+    let prompt = vec![
+        contenox::Part::text("What is this?"),
+        contenox::Part::Image(png.clone()),
+    ];
+    let mut run = client.stream(prompt.clone()).unwrap();
+    let mut started = None;
+    while let Some(event) = run.next_event().await {
+        if let Event::TurnStart { prompt } = event {
+            started = Some(prompt);
+        }
+    }
+    let r = run.result().await.unwrap();
+    assert_eq!(r.outcome, Outcome::Done);
+    assert_eq!(started.as_deref(), Some("What is this?"));
+    assert_eq!(r.transcript.messages[0], Message::User { content: prompt });
+    assert_eq!(r.transcript.messages[0].images().next(), Some(&png));
+}
+
+#[tokio::test]
+async fn a_prompt_with_a_part_of_the_models_is_refused_before_the_turn() {
+    let client = Client::builder()
+        .script(vec![ScriptEntry::text("unreachable")])
+        .builtins(Vec::<String>::new())
+        .build()
+        .unwrap();
+    let call = contenox::ToolCall {
+        id: "c1".into(),
+        name: "echo".into(),
+        arguments: json!({}),
+        raw_arguments: false,
+        via: None,
+    };
+    let prompt = vec![contenox::Part::text("hi"), contenox::Part::ToolCall(call)];
+    let e = client.run(prompt).await.unwrap_err();
+    match e {
+        contenox::Error::Config(c) => {
+            assert_eq!(c.option, "prompt[1]");
+            assert!(c.reason.contains("tool_call"), "{}", c.reason);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        client.transcript().messages.is_empty(),
+        "nothing was appended"
+    );
+}

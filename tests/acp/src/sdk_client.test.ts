@@ -37,7 +37,7 @@ test("initialize advertises only what is implemented", async () => {
   const init = await a.client.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
   assert.equal(init.protocolVersion, 1);
   assert.equal(init.agentCapabilities?.loadSession, true);
-  assert.deepEqual(init.agentCapabilities?.promptCapabilities, { image: false, audio: false, embeddedContext: true });
+  assert.deepEqual(init.agentCapabilities?.promptCapabilities, { image: true, audio: false, embeddedContext: true });
   assert.deepEqual(init.agentCapabilities?.mcpCapabilities, { http: true, sse: false });
   assert.deepEqual(init.agentCapabilities?.sessionCapabilities, { resume: {}, close: {} });
   assert.equal(init.agentInfo?.name, "contenox");
@@ -100,6 +100,48 @@ for (const style of ["openai", "anthropic", "ollama"]) {
     await finish(a);
   });
 }
+
+test("an image prompt reaches the model as an image block, is saved, and is replayed", async (t) => {
+  const data = mkdtempSync(join(tmpdir(), "acp-data-"));
+  const port = await fakeModel(t, data, "anthropic", [{ text: "A red square." }]);
+  const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+  const a = Agent.start({
+    data,
+    args: ["--style", "anthropic", "--base-url", `http://127.0.0.1:${port}`, "--model", "fake", "--builtins", "none"],
+    env: { ANTHROPIC_API_KEY: "k" },
+  });
+  const sid = await a.session();
+  const r = await a.client.request("session/prompt", {
+    sessionId: sid,
+    prompt: [
+      { type: "text", text: "What is this?" },
+      { type: "image", data: png, mimeType: "image/png" },
+    ],
+  });
+  assert.equal(r.stopReason, "end_turn");
+  const text = updatesOf(a, sid, "agent_message_chunk").map((u) => (u.content as Json).text).join("");
+  assert.equal(text, "A red square.");
+  await finish(a);
+  // Saved as the user message's parts, in order, byte for byte.
+  const saved = JSON.parse(readFileSync(join(data, "acp", "sessions", `${sid}.json`), "utf8"));
+  assert.deepEqual(saved.transcript.messages[0].content, [
+    { type: "text", text: "What is this?" },
+    { type: "image", media_type: "image/png", data: png },
+  ]);
+  // And replayed to an editor that loads the session.
+  const again = Agent.start({ work: a.work, data, script: [{ text: "unused" }] });
+  await again.client.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+  await again.client.request("session/load", { sessionId: sid, cwd: a.work, mcpServers: [] });
+  const user = again.tap.updates(sid).filter((u) => u.sessionUpdate === "user_message_chunk");
+  assert.deepEqual(
+    user.map((u) => u.content),
+    [
+      { type: "text", text: "What is this?" },
+      { type: "image", mimeType: "image/png", data: png },
+    ],
+  );
+  await finish(again);
+});
 
 test("a read runs without asking; text streams; usage and the stop reason arrive", async () => {
   const a = Agent.start({

@@ -1,4 +1,9 @@
 //! `fake-model-server --scenario FILE [--style openai|anthropic|ollama] [--repeat | --by-turn-step]`
+//! `fake-model-server --replay FILE [--style openai|anthropic|ollama]`
+//!
+//! `--replay` serves a recorded stream (one JSON chunk per line, as the Vercel AI SDK's
+//! `*.chunks.txt` fixtures) as the first answer, in the framing of its style (read from the
+//! chunks unless `--style` gives it), then answers `replay over` (the request after its calls).
 //!
 //! `--repeat` cycles through the script forever and records no bodies: a zero-latency model
 //! for benchmarks. `--by-turn-step` does the same but answers each request with the entry at its
@@ -13,13 +18,21 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use contenox_conformance::fake::{self, Repeat};
-use contenox_conformance::scenario::{Scenario, Style};
+use contenox_conformance::recorded;
+use contenox_conformance::scenario::{ModelEntry, Scenario, Style};
 
-const USAGE: &str =
-    "usage: fake-model-server --scenario FILE [--style openai|anthropic|ollama] [--repeat | --by-turn-step]";
+const USAGE: &str = "usage: fake-model-server --scenario FILE [--style openai|anthropic|ollama] [--repeat | --by-turn-step]
+       fake-model-server --replay FILE [--style openai|anthropic|ollama]";
 
-fn parse_args() -> Result<(String, Option<Style>, Option<Repeat>), String> {
+/// What to serve: a scenario's script, or a recorded stream.
+enum Source {
+    Scenario(String),
+    Replay(String),
+}
+
+fn parse_args() -> Result<(Source, Option<Style>, Option<Repeat>), String> {
     let mut scenario = None;
+    let mut replay = None;
     let mut repeat = None;
     let mut style = None;
     let mut args = std::env::args().skip(1);
@@ -36,6 +49,7 @@ fn parse_args() -> Result<(String, Option<Style>, Option<Repeat>), String> {
         };
         match key.as_str() {
             "--scenario" => scenario = Some(value("--scenario")?),
+            "--replay" => replay = Some(value("--replay")?),
             "--style" => style = Some(value("--style")?.parse::<Style>()?),
             "--repeat" => repeat = Some(Repeat::Cycle),
             "--by-turn-step" => repeat = Some(Repeat::ByTurnStep),
@@ -43,12 +57,39 @@ fn parse_args() -> Result<(String, Option<Style>, Option<Repeat>), String> {
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    let scenario = scenario.ok_or("--scenario is required")?;
-    Ok((scenario, style, repeat))
+    let source = match (scenario, replay) {
+        (Some(s), None) => Source::Scenario(s),
+        (None, Some(r)) if repeat.is_none() => Source::Replay(r),
+        (None, Some(_)) => return Err("--replay does not repeat".into()),
+        (Some(_), Some(_)) => return Err("--scenario and --replay exclude each other".into()),
+        (None, None) => return Err("--scenario or --replay is required".into()),
+    };
+    Ok((source, style, repeat))
+}
+
+/// The script and style a source asks for.
+fn load(source: &Source, style: Option<Style>) -> Result<(Vec<ModelEntry>, Style), String> {
+    match source {
+        Source::Scenario(path) => {
+            let scenario = Scenario::load(path).map_err(|e| e.to_string())?;
+            Ok((scenario.model, style.unwrap_or(scenario.style)))
+        }
+        Source::Replay(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("read {path}: {e}"))?;
+            let lines = recorded::lines(&text);
+            let style = style
+                .or_else(|| recorded::style_of(&lines))
+                .ok_or_else(|| {
+                    format!("{path}: not a stream of a style contenox speaks (give --style)")
+                })?;
+            let recording = recorded::Recording { style, lines };
+            Ok((recorded::script(&recording), style))
+        }
+    }
 }
 
 fn main() -> ExitCode {
-    let (path, style, repeat) = match parse_args() {
+    let (source, style, repeat) = match parse_args() {
         Ok(a) => a,
         Err(e) => {
             if !e.is_empty() {
@@ -58,14 +99,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let scenario = match Scenario::load(&path) {
+    let (script, style) = match load(&source, style) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("fake-model-server: {e}");
             return ExitCode::from(2);
         }
     };
-    let style = style.unwrap_or(scenario.style);
 
     // Stdin EOF (or a read error) ends the process, whatever the server is doing.
     std::thread::spawn(|| {
@@ -88,8 +128,8 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async move {
         let started = match repeat {
-            Some(by) => fake::serve_repeating_by(scenario.model, style, by).await,
-            None => fake::serve(scenario.model, style).await,
+            Some(by) => fake::serve_repeating_by(script, style, by).await,
+            None => fake::serve(script, style).await,
         };
         let server = match started {
             Ok(s) => s,

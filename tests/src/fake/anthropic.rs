@@ -205,13 +205,14 @@ pub fn render(
     text: Option<&str>,
     calls: &[ToolCall],
     reasoning: &[ReasoningSpec],
+    stop_reason: Option<&str>,
     usage: Usage,
 ) -> Reply {
     let stream = ctx.request.get("stream").and_then(Value::as_bool) == Some(true);
-    let stop_reason = if calls.is_empty() {
-        "end_turn"
-    } else {
-        "tool_use"
+    let stop_reason = match stop_reason {
+        Some(s) => s,
+        None if calls.is_empty() => "end_turn",
+        None => "tool_use",
     };
     let id = format!("msg_fake_{}", ctx.n);
     let text = text.unwrap_or("");

@@ -351,10 +351,12 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             return Reply::text(StatusCode::SERVICE_UNAVAILABLE, "fake server shut down").into();
         }
         EntryKind::Error(spec) => wire::error_reply(shared.style, spec),
+        EntryKind::Replay(lines) => wire::replay_reply(shared.style, lines),
         EntryKind::Response {
             text,
             tool_calls,
             reasoning,
+            stop_reason,
         } => {
             let usage = entry.usage().unwrap_or_else(|| {
                 shared
@@ -364,9 +366,15 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
                     .count(shared.style, &request, text, tool_calls)
             });
             match shared.style {
-                Style::Openai => openai::render(&ctx, text, tool_calls, reasoning, usage),
-                Style::Anthropic => anthropic::render(&ctx, text, tool_calls, reasoning, usage),
-                Style::Ollama => ollama::render(&ctx, text, tool_calls, reasoning, usage),
+                Style::Openai => {
+                    openai::render(&ctx, text, tool_calls, reasoning, stop_reason, usage)
+                }
+                Style::Anthropic => {
+                    anthropic::render(&ctx, text, tool_calls, reasoning, stop_reason, usage)
+                }
+                Style::Ollama => {
+                    ollama::render(&ctx, text, tool_calls, reasoning, stop_reason, usage)
+                }
             }
         }
     };

@@ -25,13 +25,13 @@ fn tool_calls_json(calls: &[ToolCall]) -> Value {
         .collect()
 }
 
-fn final_object(ctx: &Ctx, message: Value, usage: Usage) -> Value {
+fn final_object(ctx: &Ctx, message: Value, usage: Usage, done_reason: &str) -> Value {
     json!({
         "model": ctx.model,
         "created_at": CREATED_AT,
         "message": message,
         "done": true,
-        "done_reason": "stop",
+        "done_reason": done_reason,
         "total_duration": 1000,
         "load_duration": 100,
         "prompt_eval_count": usage.input_tokens,
@@ -46,6 +46,7 @@ pub fn render(
     text: Option<&str>,
     calls: &[ToolCall],
     reasoning: &[ReasoningSpec],
+    stop_reason: Option<&str>,
     usage: Usage,
 ) -> Reply {
     let stream = ctx.request.get("stream").and_then(Value::as_bool) != Some(false);
@@ -59,7 +60,10 @@ pub fn render(
         if !calls.is_empty() {
             message["tool_calls"] = tool_calls_json(calls);
         }
-        return Reply::json(StatusCode::OK, &final_object(ctx, message, usage));
+        return Reply::json(
+            StatusCode::OK,
+            &final_object(ctx, message, usage, stop_reason.unwrap_or("stop")),
+        );
     }
     let line = |message: Value| {
         ndjson_line(&json!({
@@ -87,6 +91,7 @@ pub fn render(
         ctx,
         json!({"role": "assistant", "content": ""}),
         usage,
+        stop_reason.unwrap_or("stop"),
     )));
     Reply {
         status: StatusCode::OK,

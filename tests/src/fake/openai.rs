@@ -49,14 +49,17 @@ pub fn render(
     text: Option<&str>,
     calls: &[ToolCall],
     reasoning: &[ReasoningSpec],
+    stop_reason: Option<&str>,
     usage: Usage,
 ) -> Reply {
     let parts = as_parts(reasoning);
+    // `refusal`: the text is the model's refusal message, sent in its own field.
+    let refusal = stop_reason == Some("refusal");
     let stream = ctx.request.get("stream").and_then(Value::as_bool) == Some(true);
-    let finish = if calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
+    let finish = match stop_reason {
+        Some(s) if s != "refusal" => s,
+        _ if calls.is_empty() => "stop",
+        _ => "tool_calls",
     };
     let id = format!("chatcmpl-fake-{}", ctx.n);
     let text = text.unwrap_or("");
@@ -66,6 +69,10 @@ pub fn render(
             "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { Value::from(text) },
             "refusal": null,
         });
+        if refusal {
+            message["content"] = Value::Null;
+            message["refusal"] = Value::from(text);
+        }
         if parts {
             let mut content: Vec<Value> = reasoning
                 .iter()
@@ -147,7 +154,9 @@ pub fn render(
         }
     }
     for piece in split_words(text) {
-        let delta = if parts {
+        let delta = if refusal {
+            json!({ "refusal": piece })
+        } else if parts {
             json!({"content": [{"type": "text", "text": piece}]})
         } else {
             json!({ "content": piece })

@@ -63,6 +63,39 @@ pub fn ndjson_line(v: &Value) -> Bytes {
     Bytes::from(format!("{v}\n"))
 }
 
+/// A recorded stream's chunks in the style's framing: `data:` events ending with `[DONE]`
+/// (openai), named events (anthropic, the name from each chunk's `type`), NDJSON lines
+/// (ollama). A line that is not JSON is sent as it is.
+pub fn replay_reply(style: Style, lines: &[String]) -> Reply {
+    let mut chunks: Vec<Bytes> = lines
+        .iter()
+        .map(|line| match style {
+            Style::Openai => Bytes::from(format!("data: {line}\n\n")),
+            Style::Anthropic => {
+                let kind = serde_json::from_str::<Value>(line)
+                    .ok()
+                    .and_then(|v| v["type"].as_str().map(str::to_string))
+                    .unwrap_or_else(|| "message".into());
+                Bytes::from(format!("event: {kind}\ndata: {line}\n\n"))
+            }
+            Style::Ollama => Bytes::from(format!("{line}\n")),
+        })
+        .collect();
+    if style == Style::Openai {
+        chunks.push(Bytes::from("data: [DONE]\n\n"));
+    }
+    Reply {
+        status: StatusCode::OK,
+        content_type: match style {
+            Style::Ollama => "application/x-ndjson",
+            _ => "text/event-stream; charset=utf-8",
+        },
+        headers: Vec::new(),
+        chunks,
+        streaming: true,
+    }
+}
+
 /// The reply of an `error` entry: that status, the body given (a string as-is, other JSON
 /// compact) or the style's error object, and `Retry-After` when `retry_after_s` is given.
 pub fn error_reply(style: Style, spec: &ErrorSpec) -> Reply {

@@ -190,6 +190,81 @@ fn server_prints_port_serves_and_exits_on_stdin_eof() {
 }
 
 #[test]
+fn server_replays_a_recorded_stream_in_its_style() {
+    let recording = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/recorded/anthropic-thinking-tool.chunks.txt"
+    );
+    let mut child = Command::new(SERVER)
+        .args(["--replay", recording])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line.trim_end().parse().expect("the first line is the port");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let post = |n: u8| {
+        rt.block_on(async {
+            reqwest::Client::new()
+                .post(format!("http://127.0.0.1:{port}/v1/messages"))
+                .json(&json!({"model": "fake", "stream": true, "max_tokens": n,
+                              "messages": [{"role": "user", "content": "hi"}]}))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        })
+    };
+    // The style came from the chunks: anthropic's named events, each line as its data.
+    let first = post(1);
+    let lines = std::fs::read_to_string(recording).unwrap();
+    let want: String = lines
+        .lines()
+        .map(|l| {
+            let kind = serde_json::from_str::<serde_json::Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            format!("event: {kind}\ndata: {l}\n\n")
+        })
+        .collect();
+    assert_eq!(first, want);
+    // Then the answer after the replay (streamed a word per delta).
+    let second = post(2);
+    assert!(second.contains(r#""text":"replay ""#) && second.contains(r#""text":"over""#));
+    drop(child.stdin.take());
+    let status = wait_exit(&mut child, Duration::from_secs(5));
+    if status.is_none() {
+        child.kill().unwrap();
+    }
+    assert!(status.expect("still running after stdin EOF").success());
+    // A stream of a wire contenox has no style for is refused, naming the file.
+    let dir = tempfile::tempdir().unwrap();
+    let gemini = dir.path().join("g.chunks.txt");
+    std::fs::write(
+        &gemini,
+        r#"{"candidates":[{"content":{"parts":[{"text":"x"}]}}]}"#,
+    )
+    .unwrap();
+    let out = Command::new(SERVER)
+        .args(["--replay", gemini.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("g.chunks.txt"));
+}
+
+#[test]
 fn server_rejects_bad_arguments() {
     let out = Command::new(SERVER).stdin(Stdio::piped()).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -15,6 +15,7 @@ mod event_schema;
 mod fake_server;
 mod json_depth;
 mod prompt_cache;
+mod recorded_streams;
 mod remote;
 mod remote_corpus;
 mod remote_fastapi;

@@ -595,8 +595,8 @@ fileprivate struct FfiConverterString: FfiConverter {
  * clients given the same one share its shells) and call `closeAll()` on shutdown; or let a
  * client make its own (config `background: true`) and get it with
  * `Client.backgroundShells()`. Every shell is killed (its whole process group) by
- * `closeAll()`, when the turn that started it is cancelled, and by `client.shutdown()` /
- * freeing the client whose turn started it.
+ * `closeAll()`, when the turn that started it is cancelled, and by `shutdown()` of the client
+ * whose turn started it (freeing a client kills only the shells it made itself).
  *
  * A view of the shells, not a copy: it stays readable after a client is shut down or freed.
  */
@@ -625,8 +625,8 @@ public protocol BackgroundShellsProtocol: AnyObject, Sendable {
  * clients given the same one share its shells) and call `closeAll()` on shutdown; or let a
  * client make its own (config `background: true`) and get it with
  * `Client.backgroundShells()`. Every shell is killed (its whole process group) by
- * `closeAll()`, when the turn that started it is cancelled, and by `client.shutdown()` /
- * freeing the client whose turn started it.
+ * `closeAll()`, when the turn that started it is cancelled, and by `shutdown()` of the client
+ * whose turn started it (freeing a client kills only the shells it made itself).
  *
  * A view of the shells, not a copy: it stays readable after a client is shut down or freed.
  */
@@ -5278,6 +5278,11 @@ public struct TurnResult {
      */
     public var error: String?
     /**
+     * Why the last model reply stopped short of a full answer (refused, filtered, cut at
+     * `max_tokens`), when it did.
+     */
+    public var stopReason: StopReason?
+    /**
      * The whole conversation after the turn.
      */
     public var transcript: Transcript
@@ -5298,12 +5303,17 @@ public struct TurnResult {
          * What went wrong, for outcome `Error`.
          */error: String?, 
         /**
+         * Why the last model reply stopped short of a full answer (refused, filtered, cut at
+         * `max_tokens`), when it did.
+         */stopReason: StopReason?, 
+        /**
          * The whole conversation after the turn.
          */transcript: Transcript) {
         self.outcome = outcome
         self.finalText = finalText
         self.usage = usage
         self.error = error
+        self.stopReason = stopReason
         self.transcript = transcript
     }
 
@@ -5327,6 +5337,7 @@ public struct FfiConverterTypeTurnResult: FfiConverterRustBuffer {
                 finalText: FfiConverterString.read(from: &buf), 
                 usage: FfiConverterTypeUsage.read(from: &buf), 
                 error: FfiConverterOptionString.read(from: &buf), 
+                stopReason: FfiConverterOptionTypeStopReason.read(from: &buf), 
                 transcript: FfiConverterTypeTranscript.read(from: &buf)
         )
     }
@@ -5336,6 +5347,7 @@ public struct FfiConverterTypeTurnResult: FfiConverterRustBuffer {
         FfiConverterString.write(value.finalText, into: &buf)
         FfiConverterTypeUsage.write(value.usage, into: &buf)
         FfiConverterOptionString.write(value.error, into: &buf)
+        FfiConverterOptionTypeStopReason.write(value.stopReason, into: &buf)
         FfiConverterTypeTranscript.write(value.transcript, into: &buf)
     }
 }
@@ -6443,6 +6455,19 @@ public enum Event: Equatable, Hashable {
          */agent: [String]
     )
     /**
+     * A model reply stopped short of a full answer (refused, filtered, cut at `max_tokens`);
+     * the turn ends after it.
+     */
+    case stop(
+        /**
+         * Why.
+         */reason: StopReason, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
+    )
+    /**
      * A model request failed and will be retried.
      */
     case retry(
@@ -6629,16 +6654,19 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
         case 16: return .compact(trigger: try FfiConverterTypeCompactTrigger.read(from: &buf), preTokens: try FfiConverterUInt64.read(from: &buf), postTokens: try FfiConverterUInt64.read(from: &buf), summary: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 17: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 17: return .stop(reason: try FfiConverterTypeStopReason.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 18: return .chainTaskStart(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf)
+        case 18: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 19: return .chainTaskEnd(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf), value: try FfiConverterOptionString.read(from: &buf), next: try FfiConverterOptionString.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        case 19: return .chainTaskStart(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf)
         )
         
-        case 20: return .turnEnd(outcome: try FfiConverterTypeOutcome.read(from: &buf), finalText: try FfiConverterString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        case 20: return .chainTaskEnd(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf), value: try FfiConverterOptionString.read(from: &buf), next: try FfiConverterOptionString.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        )
+        
+        case 21: return .turnEnd(outcome: try FfiConverterTypeOutcome.read(from: &buf), finalText: try FfiConverterString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -6769,8 +6797,14 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .retry(attempt,status,error,waitMs,agent):
+        case let .stop(reason,agent):
             writeInt(&buf, Int32(17))
+            FfiConverterTypeStopReason.write(reason, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
+            
+        
+        case let .retry(attempt,status,error,waitMs,agent):
+            writeInt(&buf, Int32(18))
             FfiConverterUInt32.write(attempt, into: &buf)
             FfiConverterOptionUInt16.write(status, into: &buf)
             FfiConverterString.write(error, into: &buf)
@@ -6779,13 +6813,13 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .chainTaskStart(taskId,handler):
-            writeInt(&buf, Int32(18))
+            writeInt(&buf, Int32(19))
             FfiConverterString.write(taskId, into: &buf)
             FfiConverterString.write(handler, into: &buf)
             
         
         case let .chainTaskEnd(taskId,handler,value,next,error):
-            writeInt(&buf, Int32(19))
+            writeInt(&buf, Int32(20))
             FfiConverterString.write(taskId, into: &buf)
             FfiConverterString.write(handler, into: &buf)
             FfiConverterOptionString.write(value, into: &buf)
@@ -6794,7 +6828,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .turnEnd(outcome,finalText,usage,error):
-            writeInt(&buf, Int32(20))
+            writeInt(&buf, Int32(21))
             FfiConverterTypeOutcome.write(outcome, into: &buf)
             FfiConverterString.write(finalText, into: &buf)
             FfiConverterTypeUsage.write(usage, into: &buf)
@@ -7328,6 +7362,79 @@ public func FfiConverterTypeSource_lower(_ value: Source) -> RustBuffer {
 
 
 
+public enum StopReason: Equatable, Hashable {
+    
+    case refusal
+    case contentFilter
+    case maxTokens
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension StopReason: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStopReason: FfiConverterRustBuffer {
+    typealias SwiftType = StopReason
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StopReason {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .refusal
+        
+        case 2: return .contentFilter
+        
+        case 3: return .maxTokens
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: StopReason, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .refusal:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .contentFilter:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .maxTokens:
+            writeInt(&buf, Int32(3))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStopReason_lift(_ buf: RustBuffer) throws -> StopReason {
+    return try FfiConverterTypeStopReason.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStopReason_lower(_ value: StopReason) -> RustBuffer {
+    return FfiConverterTypeStopReason.lower(value)
+}
+
+
+
+
 public enum Tier: Equatable, Hashable {
     
     case core
@@ -7723,6 +7830,30 @@ fileprivate struct FfiConverterOptionTypeUsage: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeUsage.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeStopReason: FfiConverterRustBuffer {
+    typealias SwiftType = StopReason?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeStopReason.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeStopReason.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -8206,6 +8337,18 @@ public func outcomeName(outcome: Outcome) -> String  {
 })
 }
 /**
+ * The snake_case name of a stop reason (`refusal`, `content_filter`, `max_tokens`), as on
+ * every wire.
+ */
+public func stopReasonName(reason: StopReason) -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_func_stop_reason_name(
+        FfiConverterTypeStopReason_lower(reason),uniffiCallStatus
+    )
+})
+}
+/**
  * Start every server of an MCP config (`{"mcpServers": {...}}` as JSON text, the document
  * Claude Desktop and Claude Code read, plus contenox's `inject` and `timeout_ms`), list their
  * tools, and report each server to `on_server` as it settles. Servers that fail are reported and
@@ -8268,6 +8411,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_func_outcome_name() != 18011) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_func_stop_reason_name() != 63707) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_func_load_mcp() != 11857) {

@@ -430,6 +430,23 @@ class BindingTest {
     }
 
     @Test
+    fun `a reply that stops short says why`() = runBlocking {
+        val client = Client(config(text("I can't help with that.").put("stop_reason", "refusal"), text("ok")))
+        client.use {
+            val events = client.streamFlow("x").toList()
+            assertEquals(listOf(StopReason.REFUSAL), events.filterIsInstance<Event.Stop>().map { it.reason })
+            val again = client.run("again", null, null)
+            assertEquals(null, again.stopReason)
+        }
+        val cut = Client(config(text("cut").put("stop_reason", "max_tokens")))
+        cut.use {
+            val r = cut.run("x", null, null)
+            assertEquals(StopReason.MAX_TOKENS, r.stopReason)
+            assertEquals("max_tokens", stopReasonName(r.stopReason!!))
+        }
+    }
+
+    @Test
     fun `a when over events needs no else branch`() = runBlocking {
         val client = Client(config(text("hi")))
         client.use {
@@ -453,6 +470,7 @@ class BindingTest {
                     is Event.Todos -> "todos"
                     is Event.Usage -> "usage"
                     is Event.Compact -> "compact"
+                    is Event.Stop -> "stop"
                     is Event.Retry -> "retry"
                     is Event.ChainTaskStart -> "chain_task_start"
                     is Event.ChainTaskEnd -> "chain_task_end"
