@@ -16,7 +16,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$here"
 seconds=${1:-60}
 shift || true
-all=(sse ndjson path notebook html policy shell_line)
+all=(sse ndjson path notebook html policy shell_line chain)
 targets=("${@:-${all[@]}}")
 out=$here/target/fuzz
 toolchain=${FUZZ_TOOLCHAIN:-nightly}
@@ -46,7 +46,7 @@ for t in "${targets[@]}"; do
     max_len=4096
     case $t in
         html) max_len=65536 ;;
-        notebook | policy) max_len=16384 ;;
+        notebook | policy | chain) max_len=16384 ;;
         # locate probes each prefix of a missing path (quadratic in its components, bounded
         # by PATH_MAX; docs/fuzzing.md): short paths keep the runs many.
         path) max_len=512 ;;

@@ -138,6 +138,14 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         };
         let mut run = match started {
             Ok(run) => run,
+            // A chain the client refuses to start (a task's provider is not its style): the
+            // error is the trace's chain_error, as for a chain that does not read.
+            Err(e @ contenox::Error::Config(_))
+                if chain.is_some() && scenario.expect.config_error_contains.is_none() =>
+            {
+                chain_error = Some(e.to_string());
+                break;
+            }
             // A run's settings refused as a configuration: the error is the result.
             Err(e @ contenox::Error::Config(_))
                 if scenario.expect.config_error_contains.is_some() =>

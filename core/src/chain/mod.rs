@@ -86,8 +86,10 @@
 //!   `{{hookservice:tools NAME}}`, `{{now}}`, `{{now:LAYOUT}}`, `{{var:model}}`,
 //!   `{{var:provider}}`, `{{var:chain}}`, `{{chain:id}}`.
 //! - **Models.** `execute_config.model` names the model of the task's requests on the
-//!   client's connection (`{{var:model}}` or absent = the client's model). `provider` and the
-//!   other execution keys are read and reported by [`Chain::ignored_fields`].
+//!   client's connection (`{{var:model}}` or absent = the client's model). `provider`, when
+//!   given, must name the client's style (`openai`, `anthropic`, `ollama`): a chain written
+//!   for another provider is refused when it starts, naming the task. The other execution keys
+//!   are read and reported by [`Chain::ignored_fields`].
 //!
 //! A chain is checked when it is read ([`Chain::from_json`]): against the Go runtime's
 //! `task-chain.schema.json`, then strictly (unknown keys, gotos and `input_var`s that name no
@@ -124,7 +126,8 @@ use crate::turn::TurnSetup;
 
 impl Client {
     /// What a chain run starts with: the run's allowlist, `max_turns` and settings.
-    fn chain_setup(&self, options: &RunOptions) -> Result<TurnSetup> {
+    fn chain_setup(&self, chain: &Chain, options: &RunOptions) -> Result<TurnSetup> {
+        chain.check_providers(self.config().style)?;
         Ok(TurnSetup {
             allow: options.allow.clone(),
             max_turns: options.max_turns,
@@ -150,7 +153,7 @@ impl Client {
         options: RunOptions,
     ) -> Result<TurnResult> {
         self.check_open()?;
-        let setup = self.chain_setup(&options)?;
+        let setup = self.chain_setup(chain, &options)?;
         let (cancel, _link) = self.turn_token(&options);
         Ok(run::run_chain(
             self.state().clone(),
@@ -177,7 +180,7 @@ impl Client {
         options: RunOptions,
     ) -> Result<Run> {
         self.check_open()?;
-        let setup = self.chain_setup(&options)?;
+        let setup = self.chain_setup(chain, &options)?;
         let (cancel, link) = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
         let chain = run::run_chain(

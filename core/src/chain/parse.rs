@@ -15,6 +15,7 @@ use super::operator::Operator;
 use super::template::Template;
 use super::tools::TaskTools;
 use crate::error::{Error, Result};
+use crate::style::Style;
 
 /// The most tasks one run of a chain executes unless the chain says otherwise (`max_steps`).
 pub const DEFAULT_MAX_STEPS: u32 = 100;
@@ -79,6 +80,8 @@ pub(crate) struct Task {
     pub input_var: Option<String>,
     /// A model name for this task's requests (not given, or a `{{var:model}}` macro: the client's).
     pub model: Option<String>,
+    /// The provider `execute_config.provider` names (not given, or a macro: the client's).
+    pub provider: Option<String>,
     pub tools: TaskTools,
     pub call: Option<DirectCall>,
     pub input_max_bytes: Option<usize>,
@@ -166,6 +169,40 @@ impl Chain {
     /// them so nobody relies on them silently.
     pub fn ignored_fields(&self) -> &[String] {
         &self.ignored
+    }
+
+    /// Each task's `execute_config.provider`, when it names one, must be the style of the client
+    /// that runs the chain: a task's requests go through that client's connection, and a chain
+    /// written for another provider would silently talk to the wrong one. Checked before the
+    /// chain starts; the error names the task and the field.
+    pub(crate) fn check_providers(&self, style: Style) -> Result<()> {
+        let name = style_name(style);
+        for (i, task) in self.tasks.iter().enumerate() {
+            let Some(provider) = &task.provider else {
+                continue;
+            };
+            if provider.trim().eq_ignore_ascii_case(name) {
+                continue;
+            }
+            return Err(Error::config(format!(
+                "chain: at tasks[{i}].execute_config.provider: task {:?} asks for provider \
+                 {provider:?}, but this client's model is {name}: a chain task runs on its \
+                 client's connection. Run the chain on a client of that provider, or remove \
+                 the key",
+                task.id
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A style's name as a chain's `provider` spells it.
+fn style_name(style: Style) -> &'static str {
+    match style {
+        Style::Openai => "openai",
+        Style::Anthropic => "anthropic",
+        Style::Ollama => "ollama",
+        Style::Scripted => "scripted",
     }
 }
 
@@ -383,16 +420,13 @@ fn compile_task(
         .as_deref()
         .filter(|m| !m.trim().is_empty() && !is_macro(m))
         .map(str::to_string);
-    if let Some(provider) = exec
+    // A task runs on its client's connection: a provider that names it is honoured, any other
+    // is refused when the chain starts on a client (see `Chain::check_providers`).
+    let provider = exec
         .provider
         .as_deref()
-        .filter(|p| !is_macro(p) && !p.is_empty())
-    {
-        ignored.push(format!(
-            "{}: provider {provider:?} (the client's connection is used)",
-            at("execute_config.provider")
-        ));
-    }
+        .filter(|p| !is_macro(p) && !p.trim().is_empty())
+        .map(str::to_string);
     let ec = |f: &str| {
         format!(
             "{} (not supported; ignored)",
@@ -503,6 +537,7 @@ fn compile_task(
         prompt,
         input_var: t.input_var.clone(),
         model,
+        provider,
         tools,
         call,
         input_max_bytes,
@@ -763,9 +798,40 @@ mod tests {
             "{ignored}"
         );
         assert!(
-            ignored.contains("tasks[0].execute_config.provider"),
-            "{ignored}"
+            !ignored.contains("execute_config.provider"),
+            "a provider is checked, not ignored: {ignored}"
         );
         assert!(ignored.contains("tasks[1].print"), "{ignored}");
+    }
+
+    #[test]
+    fn a_provider_must_be_the_clients_style() {
+        let mut v = weather();
+        v["tasks"][0]["execute_config"]["provider"] = json!("Ollama");
+        let chain = Chain::from_value(v.clone()).unwrap();
+        chain.check_providers(Style::Ollama).unwrap();
+        let e = chain.check_providers(Style::Openai).unwrap_err();
+        let Error::Config(c) = &e else {
+            panic!("{e:?}")
+        };
+        let text = e.to_string();
+        assert!(c.reason.contains("this client's model is openai"), "{text}");
+        assert!(text.contains("tasks[0].execute_config.provider"), "{text}");
+        // A macro, an empty value or no key: the client's own connection.
+        for p in [Some(json!("{{var:provider}}")), Some(json!("")), None] {
+            match p {
+                Some(p) => v["tasks"][0]["execute_config"]["provider"] = p,
+                None => {
+                    v["tasks"][0]["execute_config"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("provider");
+                }
+            }
+            Chain::from_value(v.clone())
+                .unwrap()
+                .check_providers(Style::Anthropic)
+                .unwrap();
+        }
     }
 }
