@@ -143,7 +143,10 @@ export declare class NativeRun {
   result(): Promise<NativeTurnResult>
 }
 
-/** A tool of another source (an MCP server's tool, a resource tool), registered as it is. */
+/**
+ * A tool of another source (an MCP server's tool, a resource tool, a remote hook's tool, a
+ * subagent), registered as it is.
+ */
 export declare class NativeTool {
   /** The tool's name. */
   get name(): string

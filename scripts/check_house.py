@@ -7,8 +7,12 @@
   `crate::` paths and child-module `use`s; a module's own declaration of its children is
   structure, not an import), nor, in core, between its top-level modules (`tool/` as one).
 
-The cycles that existed when the check came (issue 26) are listed in KNOWN_CYCLES, to be broken;
-any other cycle fails, and so does a listed one that is gone (take it off the list).
+Every cycle fails (the ones that existed when the check came were broken in issue 26).
+
+- imports in the direction of the layers: ARCHITECTURE.md places each top-level module of core
+  and each file of a binding in a layer (its ```layers blocks); a module may import its own layer
+  and the ones below, never one above. A module the map does not place, or a placed one that is
+  gone, fails too: the map and the code stay one.
 
 Exits non-zero with one line per violation.
 """
@@ -28,17 +32,6 @@ SOURCE_TREES = [
     "bindings-python/src",
     "bindings-uniffi/src",
 ]
-
-# (tree, level, the modules of the cycle): still to break (issue 26).
-KNOWN_CYCLES = {
-    ("core/src", "top", ("event", "gate", "scope", "tool")),
-    ("bindings-node/src", "file", ("client", "mcp", "run")),
-    ("bindings-python/src", "file", ("client", "mcp", "run")),
-    ("bindings-python/src", "file", ("completer", "host", "runtime")),
-    ("bindings-uniffi/src", "file", ("client", "mcp")),
-    ("tests/src", "file", ("remote", "scenario")),
-}
-
 
 def workspace_crates() -> list[pathlib.Path]:
     # The members line of the root manifest (tomllib is Python 3.11+; the test command needs 3.10).
@@ -205,7 +198,6 @@ def top_level(edges: dict[Module, set[Module]]) -> dict[Module, set[Module]]:
 
 def check_cycles() -> list[str]:
     problems = []
-    seen = set()
     for tree in SOURCE_TREES:
         edges = imports(REPO / tree)
         levels = [("file", edges)] + (
@@ -213,17 +205,64 @@ def check_cycles() -> list[str]:
         )
         for level, graph in levels:
             for cycle in cycles(graph):
-                seen.add((tree, level, cycle))
-                if (tree, level, cycle) not in KNOWN_CYCLES:
+                problems.append(
+                    f"{tree}: the {'modules' if level == 'top' else 'files'} "
+                    f"{{{', '.join(cycle)}}} import each other in a circle"
+                )
+    return problems
+
+
+LAYERS_BLOCK = re.compile(
+    r"<!-- layers (\S+?):[^>]*-->\s*```layers\n(.*?)```", re.DOTALL
+)
+
+
+def layer_maps() -> dict[str, dict[str, tuple[int, str]]]:
+    """ARCHITECTURE.md's layer tables: tree -> module -> (layer number, layer name)."""
+    text = (REPO / "ARCHITECTURE.md").read_text()
+    maps: dict[str, dict[str, tuple[int, str]]] = {}
+    for block in LAYERS_BLOCK.finditer(text):
+        tree, table = block.group(1), {}
+        for line in block.group(2).splitlines():
+            if not line.strip():
+                continue
+            number, name, *modules = line.split()
+            for module in modules:
+                table[module] = (int(number), name)
+        maps[tree] = table
+    return maps
+
+
+def check_directions() -> list[str]:
+    problems = []
+    maps = layer_maps()
+    for tree in ("core/src", "bindings-node/src", "bindings-python/src", "bindings-uniffi/src"):
+        if tree not in maps:
+            problems.append(f"ARCHITECTURE.md: no layers block for {tree}")
+            continue
+        layers = maps[tree]
+        graph = top_level(imports(REPO / tree))
+        present = {v[0] for v in graph if v}
+        for module in sorted(present - layers.keys()):
+            problems.append(
+                f"{tree}: module `{module}` is in no layer of ARCHITECTURE.md: place it there"
+            )
+        for module in sorted(layers.keys() - present):
+            problems.append(
+                f"ARCHITECTURE.md: `{module}` is in a layer of {tree} but there is no such module"
+            )
+        for v, deps in sorted(graph.items()):
+            if not v or v[0] not in layers:
+                continue
+            for d in sorted(deps):
+                if not d or d[0] not in layers:
+                    continue
+                (mine, my_name), (theirs, their_name) = layers[v[0]], layers[d[0]]
+                if theirs > mine:
                     problems.append(
-                        f"{tree}: the {'modules' if level == 'top' else 'files'} "
-                        f"{{{', '.join(cycle)}}} import each other in a circle"
+                        f"{tree}: `{v[0]}` ({my_name}) imports `{d[0]}` ({their_name}), a layer "
+                        "above it (ARCHITECTURE.md: imports go down the layers)"
                     )
-    for tree, level, cycle in sorted(KNOWN_CYCLES - seen):
-        problems.append(
-            f"{tree}: the cycle {{{', '.join(cycle)}}} is gone: take it off KNOWN_CYCLES "
-            "in scripts/check_house.py"
-        )
     return problems
 
 
@@ -253,11 +292,13 @@ def check_readme_examples() -> list[str]:
 
 
 def main() -> int:
-    problems = check_test_binaries() + check_cycles() + check_readme_examples()
+    problems = (
+        check_test_binaries() + check_cycles() + check_directions() + check_readme_examples()
+    )
     for p in problems:
         print(f"check_house: {p}", file=sys.stderr)
     if not problems:
-        print(f"check_house: ok ({len(KNOWN_CYCLES)} known cycles still to break)")
+        print("check_house: ok (one test binary per crate, no import cycle, imports down the layers)")
     return 1 if problems else 0
 
 

@@ -1,12 +1,9 @@
-//! The client, its cancel tokens, transcripts and results, as napi classes.
+//! The client and its cancel tokens, as napi classes.
 
 use std::sync::Arc;
 
 use contenox::CancellationToken;
-use contenox::{
-    Client, ClientBuilder, Config, RunOptions, Spelling, SubagentOptions, ToolSpec, Transcript,
-    TurnResult, Usage,
-};
+use contenox::{Client, ClientBuilder, Config, RunOptions, Spelling, SubagentOptions, ToolSpec};
 use napi::bindgen_prelude::{Function, Promise, PromiseRaw};
 use napi::threadsafe_function::UnknownReturnValue;
 use napi::{Env, Result};
@@ -17,9 +14,9 @@ use crate::host::{
     self, AfterArgs, BeforeArgs, CompactArgs, JsCompactor, JsHooks, JsTool, JsWaitFor, JsWebSearch,
     NoticeArgs, SearchArgs, Shared, ToolArgs, WaitArgs,
 };
-use crate::run::NativeRun;
+use crate::run::{NativeRun, NativeTurnResult};
 use crate::shells::NativeBackgroundShells;
-use crate::transcript::{Snapshot, Snapshots};
+use crate::transcript::{NativeTranscript, Snapshots};
 use crate::{convert, error};
 
 /// The options of `createClient` / `listModels` (JSON text, as the host wrote them) as core's
@@ -28,98 +25,6 @@ fn config(env: &Env, options_json: &str) -> Result<Config> {
     let options: Value = serde_json::from_str(options_json).map_err(error::reason)?;
     Config::from_value(&convert::config_from_js(options), Spelling::Camel)
         .map_err(|e| error::to_js(env, e))
-}
-
-/// Token usage (`input_tokens` -> `inputTokens`).
-#[napi(object, object_from_js = false)]
-pub struct NativeUsage {
-    /// Tokens the model read (the whole prompt, cached or not).
-    pub input_tokens: i64,
-    /// Tokens the model wrote.
-    pub output_tokens: i64,
-    /// Of `input_tokens`, those read from the server's prompt cache.
-    pub cache_read_input_tokens: i64,
-    /// Of `input_tokens`, those written to the server's prompt cache.
-    pub cache_creation_input_tokens: i64,
-}
-
-impl From<Usage> for NativeUsage {
-    fn from(u: Usage) -> Self {
-        // Saturating: a count over i64 (a hostile server's) reads as the largest one.
-        let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        NativeUsage {
-            input_tokens: n(u.input_tokens),
-            output_tokens: n(u.output_tokens),
-            cache_read_input_tokens: n(u.cache_read_input_tokens),
-            cache_creation_input_tokens: n(u.cache_creation_input_tokens),
-        }
-    }
-}
-
-/// What a finished turn returns.
-#[napi(object, object_from_js = false)]
-pub struct NativeTurnResult {
-    /// `done` | `cancelled` | `max_turns` | `error` | `budget`.
-    pub outcome: String,
-    /// The text of the turn's last model response.
-    pub final_text: String,
-    /// Usage summed over the turn.
-    pub usage: NativeUsage,
-    /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
-    pub error: Option<String>,
-    /// `refusal` | `content_filter` | `max_tokens`: why the last reply stopped short of a full
-    /// answer, when it did.
-    pub stop_reason: Option<String>,
-    /// The whole conversation after the turn.
-    pub transcript: NativeTranscript,
-}
-
-impl NativeTurnResult {
-    /// The engine's result, its transcript a snapshot of `snapshots` (its client's).
-    pub(crate) fn new(r: TurnResult, snapshots: &Snapshots) -> Self {
-        NativeTurnResult {
-            outcome: r.outcome.as_str().to_string(),
-            final_text: r.final_text,
-            usage: r.usage.into(),
-            error: r.error,
-            stop_reason: r.stop_reason.map(|s| s.as_str().to_string()),
-            transcript: NativeTranscript(snapshots.share(r.transcript)),
-        }
-    }
-}
-
-/// A conversation, kept on the Rust side (its messages shared with the client's other
-/// snapshots); JSON only when asked for.
-#[napi]
-pub struct NativeTranscript(pub(crate) Snapshot);
-
-#[napi]
-impl NativeTranscript {
-    /// Parse and check a saved transcript (core's JSON document).
-    #[napi(factory)]
-    pub fn from_json(env: &Env, json: String) -> Result<NativeTranscript> {
-        Transcript::from_json(&json)
-            .map(|t| NativeTranscript(Snapshot::new(t)))
-            .map_err(|e| error::to_js(env, e))
-    }
-
-    /// Core's JSON document (the format every binding saves and loads).
-    #[napi]
-    pub fn to_json(&self) -> String {
-        self.0.to_json()
-    }
-
-    /// How many messages it holds.
-    #[napi(getter)]
-    pub fn length(&self) -> u32 {
-        self.0.len() as u32
-    }
-
-    /// The messages in JavaScript's spelling, as JSON.
-    #[napi]
-    pub fn messages_json(&self) -> String {
-        convert::messages(self.0.messages())
-    }
 }
 
 /// A cancel token an AbortSignal drives.
@@ -273,7 +178,7 @@ impl NativeClient {
 
     /// Add a tool of another source (an MCP server's, a resource tool) as it is.
     #[napi]
-    pub fn register_native(&self, env: &Env, tool: &crate::mcp::NativeTool) -> Result<()> {
+    pub fn register_native(&self, env: &Env, tool: &crate::source::NativeTool) -> Result<()> {
         self.client
             .register(tool.0.clone())
             .map_err(|e| error::to_js(env, e))
@@ -288,7 +193,7 @@ impl NativeClient {
         name: String,
         description: String,
         options_json: String,
-    ) -> Result<crate::mcp::NativeTool> {
+    ) -> Result<crate::source::NativeTool> {
         let options: Value = serde_json::from_str(&options_json).map_err(error::reason)?;
         let options = SubagentOptions::from_json_value(convert::subagent_options_from_js(options))
             .map_err(|e| error::to_js(env, e))?;
@@ -296,7 +201,7 @@ impl NativeClient {
             .client
             .as_tool_with(name, description, options)
             .map_err(|e| error::to_js(env, e))?;
-        Ok(crate::mcp::NativeTool(tool))
+        Ok(crate::source::NativeTool(tool))
     }
 
     /// Compact the conversation now: the notice as JSON text, or `null` when there was nothing

@@ -30,39 +30,25 @@ pub fn set_error_factory(
     env.set_instance_data(errors, (), |_| {})
 }
 
-/// The kind (the class `lib/errors.ts` maps it to) and the details of an engine error.
+/// The kind (the engine's kind name, which `lib/errors.ts` maps to its class) and the details
+/// of an engine error: the data of the two kinds that carry any, and the cause chain.
 fn describe(e: &contenox::Error) -> (&'static str, Value) {
     use contenox::Error as E;
     let causes: Vec<String> = std::iter::successors(std::error::Error::source(e), |c| c.source())
         .map(|c| c.to_string())
         .collect();
-    let (kind, mut details) = match e {
-        E::Config(c) => (
-            "configuration",
-            json!({"option": c.option, "value": c.value, "reason": c.reason}),
-        ),
-        E::Tool(_) => ("tool", json!({})),
-        E::Closed => ("closed", json!({})),
-        E::Busy(_) => ("busy", json!({})),
-        E::Transcript(_) => ("transcript", json!({})),
+    let mut details = match e {
+        E::Config(c) => json!({"option": c.option, "value": c.value, "reason": c.reason}),
         E::Http {
             status,
             body,
             retry_after,
-        } => (
-            "http",
-            json!({"status": status, "body": body,
-                   "retryAfter": retry_after.map(|d| d.as_secs_f64())}),
-        ),
-        E::Transport { .. } => ("transport", json!({})),
-        E::Internal(_) => ("internal", json!({})),
-        E::Compaction(_) => ("compaction", json!({})),
-        E::Serde(_) => ("serialization", json!({})),
-        E::Io(_) => ("io", json!({})),
-        _ => ("contenox", json!({})),
+        } => json!({"status": status, "body": body,
+                    "retryAfter": retry_after.map(|d| d.as_secs_f64())}),
+        _ => json!({}),
     };
     details["causes"] = json!(causes);
-    (kind, details)
+    (e.kind().as_str(), details)
 }
 
 /// An engine error as the binding's error object (thrown or used to reject on return).

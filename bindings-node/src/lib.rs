@@ -26,13 +26,13 @@ mod mcp;
 mod remote;
 mod run;
 mod shells;
+mod source;
 mod transcript;
 
-pub use client::{
-    js_name, list_models, policy_preset, NativeCancel, NativeClient, NativeTranscript,
-    NativeTurnResult, NativeUsage,
-};
+pub use client::{js_name, list_models, policy_preset, NativeCancel, NativeClient};
 pub use error::set_error_factory;
-pub use mcp::{load_mcp_source, NativeMcpSource, NativeTool};
+pub use mcp::{load_mcp_source, NativeMcpSource};
 pub use remote::{load_remote_source, NativeRemoteSource};
-pub use run::NativeRun;
+pub use run::{NativeRun, NativeTurnResult, NativeUsage};
+pub use source::NativeTool;
+pub use transcript::NativeTranscript;

@@ -1,57 +1,33 @@
 //! MCP sources: `loadMcp(config, { onServer })` and what it returns.
 
-use std::sync::Arc;
-
 use contenox::mcp::{load_mcp, McpConfig, McpSource};
-use contenox::Tool;
-use napi::bindgen_prelude::{FnArgs, Function, PromiseRaw};
-use napi::threadsafe_function::{
-    ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
-};
-use napi::{Env, Result, Status};
+use napi::bindgen_prelude::PromiseRaw;
+use napi::{Env, Result};
 use napi_derive::napi;
 
 use crate::client::NativeClient;
 use crate::error;
-
-type OnServer = ThreadsafeFunction<
-    FnArgs<(String, String)>,
-    UnknownReturnValue,
-    FnArgs<(String, String)>,
-    Status,
-    false,
-    true,
->;
-
-/// A tool of another source (an MCP server's tool, a resource tool), registered as it is.
-#[napi]
-pub struct NativeTool(pub(crate) Arc<dyn Tool>);
-
-#[napi]
-impl NativeTool {
-    /// The tool's name.
-    #[napi(getter)]
-    pub fn name(&self) -> String {
-        self.0.spec().name
-    }
-}
+use crate::source::{NativeTool, OnMemberArg, Reporter, SourceHandle};
 
 /// The servers of an MCP config, their tools and resource tools.
 #[napi]
-pub struct NativeMcpSource(McpSource);
+pub struct NativeMcpSource {
+    mcp: McpSource,
+    source: SourceHandle,
+}
 
 #[napi]
 impl NativeMcpSource {
     /// Every tool of every ready server, as they are now.
     #[napi]
     pub fn tools(&self) -> Vec<NativeTool> {
-        self.0.tools().into_iter().map(NativeTool).collect()
+        self.source.tools()
     }
 
     /// The opt-in `list_mcp_resources` and `read_mcp_resource` tools.
     #[napi]
     pub fn resource_tools(&self) -> Vec<NativeTool> {
-        self.0
+        self.mcp
             .resource_tools()
             .into_iter()
             .map(NativeTool)
@@ -61,27 +37,19 @@ impl NativeMcpSource {
     /// Each server and how it came out of the load, as JSON `[[name, {state, ...}], ...]`.
     #[napi]
     pub fn servers(&self) -> String {
-        serde_json::to_string(&self.0.servers()).unwrap_or_else(|_| "[]".to_string())
+        self.source.states()
     }
 
     /// Register every tool into the client, follow `tools/list_changed`, stop with the client.
     #[napi]
     pub fn register_into(&self, env: &Env, client: &NativeClient) -> Result<()> {
-        napi::bindgen_prelude::within_runtime_if_available(|| {
-            self.0
-                .register_into(client.core())
-                .map_err(|e| error::to_js(env, e))
-        })
+        self.source.add_to(env, client.core())
     }
 
     /// Stop every server and remove its tools from the clients. Idempotent.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
-        let source = self.0.clone();
-        env.spawn_future(async move {
-            source.close().await;
-            Ok(())
-        })
+        self.source.close(env)
     }
 }
 
@@ -94,36 +62,14 @@ impl NativeMcpSource {
 pub fn load_mcp_source<'env>(
     env: &'env Env,
     config_json: String,
-    on_server: Option<Function<'_, FnArgs<(String, String)>, UnknownReturnValue>>,
+    on_server: OnMemberArg<'_>,
 ) -> Result<PromiseRaw<'env, NativeMcpSource>> {
     let config = McpConfig::from_json(&config_json).map_err(|e| error::to_js(env, e))?;
-    let on_server: Option<OnServer> = on_server
-        .map(|f| {
-            f.build_threadsafe_function::<FnArgs<(String, String)>>()
-                .weak::<true>()
-                .callee_handled::<false>()
-                .build()
-        })
-        .transpose()?;
+    let reporter = Reporter::new(on_server)?;
     env.spawn_future(async move {
-        let notify = on_server.as_ref();
-        let source = load_mcp(config, |name, state| {
-            if let Some(f) = notify {
-                let state = serde_json::to_string(state).unwrap_or_default();
-                let _ = f.call(
-                    FnArgs::from((name.to_string(), state)),
-                    ThreadsafeFunctionCallMode::NonBlocking,
-                );
-            }
-        })
-        .await;
-        // The calls above are queued in order on the same function: one more call, awaited,
-        // means every report reached JavaScript before the promise resolves.
-        if let Some(f) = &on_server {
-            let _ = f
-                .call_async_catch(FnArgs::from((String::new(), String::new())))
-                .await;
-        }
-        Ok(NativeMcpSource(source))
+        let mcp = load_mcp(config, |name, state| reporter.report(name, state)).await;
+        reporter.flush().await;
+        let source = SourceHandle(mcp.source());
+        Ok(NativeMcpSource { mcp, source })
     })
 }

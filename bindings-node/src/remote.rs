@@ -1,80 +1,56 @@
 //! Remote sources: `loadRemote(hooks, { onHook })` and what it returns. HTTP services read
 //! from their OpenAPI document or spoken to in one of five protocols; the engine does the work.
 
-use contenox::remote::{load_remote, RemoteHook, RemoteSource};
-use napi::bindgen_prelude::{FnArgs, Function, PromiseRaw};
-use napi::threadsafe_function::{
-    ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
-};
-use napi::{Env, Result, Status};
+use contenox::remote::{load_remote, RemoteHook};
+use napi::bindgen_prelude::PromiseRaw;
+use napi::{Env, Result};
 use napi_derive::napi;
 
 use crate::client::NativeClient;
-use crate::mcp::NativeTool;
+use crate::source::{NativeTool, OnMemberArg, Reporter, SourceHandle};
 use crate::{convert, error};
-
-type OnHook = ThreadsafeFunction<
-    FnArgs<(String, String)>,
-    UnknownReturnValue,
-    FnArgs<(String, String)>,
-    Status,
-    false,
-    true,
->;
 
 /// The hooks of one `loadRemote`, their states and tools.
 #[napi]
-pub struct NativeRemoteSource(RemoteSource);
+pub struct NativeRemoteSource(SourceHandle);
 
 #[napi]
 impl NativeRemoteSource {
     /// Every tool of every ready hook, as they are now.
     #[napi]
     pub fn tools(&self) -> Vec<NativeTool> {
-        self.0.tools().into_iter().map(NativeTool).collect()
+        self.0.tools()
     }
 
     /// Each hook and its state, in the order given, as JSON `[[name, {state, ...}], ...]`.
     #[napi]
     pub fn hooks(&self) -> String {
-        serde_json::to_string(&self.0.hooks()).unwrap_or_else(|_| "[]".to_string())
+        self.0.states()
     }
 
     /// Read every hook again; the states as `hooks()` gives them.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn refresh<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, String>> {
-        let source = self.0.clone();
-        env.spawn_future(async move {
-            let states = source.refresh().await;
-            Ok(serde_json::to_string(&states).unwrap_or_else(|_| "[]".to_string()))
-        })
+        self.0.refresh(env)
     }
 
     /// Register every tool into the client, probe unavailable hooks before its turns, follow
     /// refreshes.
     #[napi]
     pub fn register_into(&self, env: &Env, client: &NativeClient) -> Result<()> {
-        napi::bindgen_prelude::within_runtime_if_available(|| {
-            self.0
-                .register_into(client.core())
-                .map_err(|e| error::to_js(env, e))
-        })
+        self.0.add_to(env, client.core())
     }
 
     /// Remove the tools from every client and make later calls error. Idempotent.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
-        let source = self.0.clone();
-        env.spawn_future(async move {
-            source.close().await;
-            Ok(())
-        })
+        self.0.close(env)
     }
 
     /// Whether `close()` was called.
     #[napi(getter)]
     pub fn closed(&self) -> bool {
-        self.0.is_closed()
+        self.0.closed()
     }
 }
 
@@ -89,7 +65,7 @@ impl NativeRemoteSource {
 pub fn load_remote_source<'env>(
     env: &'env Env,
     hooks_json: String,
-    on_hook: Option<Function<'_, FnArgs<(String, String)>, UnknownReturnValue>>,
+    on_hook: OnMemberArg<'_>,
 ) -> Result<PromiseRaw<'env, NativeRemoteSource>> {
     let value: serde_json::Value = serde_json::from_str(&hooks_json).map_err(|e| {
         error::to_js(
@@ -99,35 +75,13 @@ pub fn load_remote_source<'env>(
     })?;
     let hooks = RemoteHook::list_from_value(convert::remote_hooks_from_js(value))
         .map_err(|e| error::to_js(env, e))?;
-    let on_hook: Option<OnHook> = on_hook
-        .map(|f| {
-            f.build_threadsafe_function::<FnArgs<(String, String)>>()
-                .weak::<true>()
-                .callee_handled::<false>()
-                .build()
-        })
-        .transpose()?;
+    let reporter = Reporter::new(on_hook)?;
     env.spawn_future(async move {
-        let notify = on_hook.as_ref();
-        let source = load_remote(hooks, |name, state| {
-            if let Some(f) = notify {
-                let state = serde_json::to_string(state).unwrap_or_default();
-                let _ = f.call(
-                    FnArgs::from((name.to_string(), state)),
-                    ThreadsafeFunctionCallMode::NonBlocking,
-                );
-            }
-        })
-        .await;
-        // As in loadMcp: one more call, awaited, means every report reached JavaScript first.
-        if let Some(f) = &on_hook {
-            let _ = f
-                .call_async_catch(FnArgs::from((String::new(), String::new())))
-                .await;
-        }
+        let source = load_remote(hooks, |name, state| reporter.report(name, state)).await;
+        reporter.flush().await;
         // Hooks were checked above, so load_remote has no error left to return.
         source
-            .map(NativeRemoteSource)
+            .map(|s| NativeRemoteSource(SourceHandle(s.source())))
             .map_err(|e| napi::Error::from_reason(e.to_string()))
     })
 }

@@ -4,13 +4,71 @@
 
 use std::sync::Arc;
 
+use contenox::{TurnResult, Usage};
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Result};
 use napi_derive::napi;
 
-use crate::client::NativeTurnResult;
-use crate::transcript::Snapshots;
+use crate::transcript::{NativeTranscript, Snapshots};
 use crate::{convert, error};
+
+/// Token usage (`input_tokens` -> `inputTokens`).
+#[napi(object, object_from_js = false)]
+pub struct NativeUsage {
+    /// Tokens the model read (the whole prompt, cached or not).
+    pub input_tokens: i64,
+    /// Tokens the model wrote.
+    pub output_tokens: i64,
+    /// Of `input_tokens`, those read from the server's prompt cache.
+    pub cache_read_input_tokens: i64,
+    /// Of `input_tokens`, those written to the server's prompt cache.
+    pub cache_creation_input_tokens: i64,
+}
+
+impl From<Usage> for NativeUsage {
+    fn from(u: Usage) -> Self {
+        // Saturating: a count over i64 (a hostile server's) reads as the largest one.
+        let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        NativeUsage {
+            input_tokens: n(u.input_tokens),
+            output_tokens: n(u.output_tokens),
+            cache_read_input_tokens: n(u.cache_read_input_tokens),
+            cache_creation_input_tokens: n(u.cache_creation_input_tokens),
+        }
+    }
+}
+
+/// What a finished turn returns.
+#[napi(object, object_from_js = false)]
+pub struct NativeTurnResult {
+    /// `done` | `cancelled` | `max_turns` | `error` | `budget`.
+    pub outcome: String,
+    /// The text of the turn's last model response.
+    pub final_text: String,
+    /// Usage summed over the turn.
+    pub usage: NativeUsage,
+    /// What went wrong, for outcome `error`; which ceiling, for outcome `budget`.
+    pub error: Option<String>,
+    /// `refusal` | `content_filter` | `max_tokens`: why the last reply stopped short of a full
+    /// answer, when it did.
+    pub stop_reason: Option<String>,
+    /// The whole conversation after the turn.
+    pub transcript: NativeTranscript,
+}
+
+impl NativeTurnResult {
+    /// The engine's result, its transcript a snapshot of `snapshots` (its client's).
+    pub(crate) fn new(r: TurnResult, snapshots: &Snapshots) -> Self {
+        NativeTurnResult {
+            outcome: r.outcome.as_str().to_string(),
+            final_text: r.final_text,
+            usage: r.usage.into(),
+            error: r.error,
+            stop_reason: r.stop_reason.map(|s| s.as_str().to_string()),
+            transcript: NativeTranscript(snapshots.share(r.transcript)),
+        }
+    }
+}
 
 /// A running turn.
 #[napi]

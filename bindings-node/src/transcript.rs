@@ -17,6 +17,10 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use contenox::{Message, Transcript};
+use napi::Env;
+use napi_derive::napi;
+
+use crate::{convert, error};
 use serde::{Serialize, Serializer};
 
 /// Messages a turn added to a conversation, after those of the segments before it.
@@ -429,5 +433,39 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
+    }
+}
+
+/// A conversation, kept on the Rust side (its messages shared with the client's other
+/// snapshots); JSON only when asked for.
+#[napi]
+pub struct NativeTranscript(pub(crate) Snapshot);
+
+#[napi]
+impl NativeTranscript {
+    /// Parse and check a saved transcript (core's JSON document).
+    #[napi(factory)]
+    pub fn from_json(env: &Env, json: String) -> napi::Result<NativeTranscript> {
+        Transcript::from_json(&json)
+            .map(|t| NativeTranscript(Snapshot::new(t)))
+            .map_err(|e| error::to_js(env, e))
+    }
+
+    /// Core's JSON document (the format every binding saves and loads).
+    #[napi]
+    pub fn to_json(&self) -> String {
+        self.0.to_json()
+    }
+
+    /// How many messages it holds.
+    #[napi(getter)]
+    pub fn length(&self) -> u32 {
+        self.0.len() as u32
+    }
+
+    /// The messages in JavaScript's spelling, as JSON.
+    #[napi]
+    pub fn messages_json(&self) -> String {
+        convert::messages(self.0.messages())
     }
 }

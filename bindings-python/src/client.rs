@@ -3,25 +3,22 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use contenox::remote::RemoteSource;
 use contenox::{
     CancellationToken, ClientBuilder, Compactor, Config, Hooks, RunOptions, Style, SubagentOptions,
-    Tool, ToolSpec, Transcript, TurnResult, WaitFor, WebSearchProvider,
+    Tool, ToolSource, ToolSpec, Transcript, TurnResult, WaitFor, WebSearchProvider,
 };
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3_async_runtimes::TaskLocals;
 
 use crate::convert::{from_py, ser_to_py, to_value};
 use crate::error::to_py_err;
 use crate::host::{
     Callback, Host, Parts, PyCompactor, PyHooks, PyTool, PyWaitFor, PyWebSearch, SharedHost,
 };
-use crate::mcp::PyNativeTool;
 use crate::quiet;
 use crate::run::{result_dict, PyRun};
-use crate::runtime::{produce, py_future, runtime};
+use crate::runtime::{produce, py_future, running_loop, runtime};
 use crate::shells::PyBackgroundShells;
+use crate::source::PyNativeTool;
 use crate::transcript::PyTranscript;
 
 /// A host callable handed over by the Python layer: `(callable, is_async)`.
@@ -29,19 +26,8 @@ type PyCallable<'py> = (Bound<'py, PyAny>, bool);
 /// The web search provider's `search`: `(callable, is_async, takes_cancel)`.
 type PySearch<'py> = (Bound<'py, PyAny>, bool, bool);
 
-pub(crate) fn running_loop(py: Python<'_>, what: &str) -> PyResult<TaskLocals> {
-    TaskLocals::with_running_loop(py)
-        .and_then(|l| l.copy_context(py))
-        .map_err(|_| {
-            PyRuntimeError::new_err(format!(
-                "{what} needs a running asyncio event loop (await it from async code); \
-                 in a script without one use client.run_sync(...)"
-            ))
-        })
-}
-
 fn tool_from_py(host: &SharedHost, tool: &Bound<'_, PyAny>) -> PyResult<Arc<dyn Tool>> {
-    if let Ok(native) = tool.cast::<crate::mcp::PyNativeTool>() {
+    if let Ok(native) = tool.cast::<crate::source::PyNativeTool>() {
         if let Some(child) = &native.get().host {
             host.link(child);
         }
@@ -74,9 +60,9 @@ pub struct PyClient {
     parts: Parts,
     /// The host tools registered so far, in order (to rebuild the engine client after a fork).
     host_tools: Mutex<Vec<Arc<dyn Tool>>>,
-    /// The remote sources registered into it (registered again into a client rebuilt after a
+    /// The tool sources added to it (added again to a client rebuilt after a
     /// fork).
-    remote: Mutex<Vec<RemoteSource>>,
+    sources: Mutex<Vec<Arc<dyn ToolSource>>>,
 }
 
 fn build(
@@ -132,9 +118,14 @@ impl PyClient {
             fresh
                 .set_policy(st.client.policy().map(|p| (*p).clone()))
                 .map_err(to_py_err)?;
-            for src in self.remote.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            for src in self
+                .sources
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+            {
                 if !src.is_closed() {
-                    src.register_into(&fresh).map_err(to_py_err)?;
+                    fresh.add_source(src.clone()).map_err(to_py_err)?;
                 }
             }
             if st.client.is_closed() {
@@ -145,15 +136,15 @@ impl PyClient {
         Ok(st.client.clone())
     }
 
-    /// Register a remote source's tools (see `RemoteSource.register_into`).
-    pub(crate) fn add_remote(&self, src: &RemoteSource) -> PyResult<()> {
+    /// Add a tool source (see `RemoteSource.register_into`).
+    pub(crate) fn add_source(&self, src: Arc<dyn ToolSource>) -> PyResult<()> {
         let core = self.core()?;
         let _rt = runtime().enter();
-        src.register_into(&core).map_err(to_py_err)?;
-        self.remote
+        core.add_source(src.clone()).map_err(to_py_err)?;
+        self.sources
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(src.clone());
+            .push(src);
         Ok(())
     }
 
@@ -321,7 +312,7 @@ impl PyClient {
             host,
             parts,
             host_tools: Mutex::new(tools),
-            remote: Mutex::new(Vec::new()),
+            sources: Mutex::new(Vec::new()),
         })
     }
 

@@ -20,8 +20,18 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 
-use crate::host::bridge;
-use crate::runtime::Produce;
+use crate::bridge::bridge;
+
+/// Makes the Python value of a finished future, under the GIL.
+pub type Produce = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send>;
+
+/// A [`Produce`] from a closure (so the closure gets the higher-ranked signature).
+pub fn produce<F>(f: F) -> Produce
+where
+    F: for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    Box::new(f)
+}
 
 /// What one loop's finished futures go through.
 pub(crate) struct Queue {

@@ -3,6 +3,7 @@
 //! engine becomes the matching `OSError` subclass (`ConnectionRefusedError`, ...), any other
 //! link a `contenox.ContenoxCause`.
 
+use contenox::ErrorKind;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList};
@@ -29,17 +30,12 @@ fn build(py: Python<'_>, e: &contenox::Error) -> PyResult<PyErr> {
     let mut causes = vec![e.to_string()];
     causes.extend(sources.iter().map(|c| c.to_string()));
     kwargs.set_item("causes", PyList::new(py, causes)?)?;
-    let class = match e {
+    match e {
         E::Config(c) => {
             kwargs.set_item("option", &c.option)?;
             kwargs.set_item("value", &c.value)?;
             kwargs.set_item("reason", &c.reason)?;
-            "ConfigurationError"
         }
-        E::Tool(_) => "ToolDefinitionError",
-        E::Closed => "ClosedError",
-        E::Busy(_) => "BusyError",
-        E::Transcript(_) => "TranscriptError",
         E::Http {
             status,
             body,
@@ -48,15 +44,10 @@ fn build(py: Python<'_>, e: &contenox::Error) -> PyResult<PyErr> {
             kwargs.set_item("status", *status)?;
             kwargs.set_item("body", body)?;
             kwargs.set_item("retry_after", retry_after.map(|d| d.as_secs_f64()))?;
-            "HttpError"
         }
-        E::Transport { .. } => "TransportError",
-        E::Internal(_) => "InternalError",
-        E::Compaction(_) => "CompactionError",
-        E::Serde(_) => "SerializationError",
-        E::Io(_) => "ContenoxIOError",
-        _ => "ContenoxError",
-    };
+        _ => {}
+    }
+    let class = class_of(e.kind());
     let exc = PyErr::from_value(
         module
             .getattr(class)?
@@ -64,6 +55,24 @@ fn build(py: Python<'_>, e: &contenox::Error) -> PyResult<PyErr> {
     );
     exc.set_cause(py, cause_chain(py, module, &sources)?);
     Ok(exc)
+}
+
+/// The `contenox._errors` class of each engine error kind: the one table of this binding.
+fn class_of(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Config => "ConfigurationError",
+        ErrorKind::Tool => "ToolDefinitionError",
+        ErrorKind::Closed => "ClosedError",
+        ErrorKind::Busy => "BusyError",
+        ErrorKind::Transcript => "TranscriptError",
+        ErrorKind::Http => "HttpError",
+        ErrorKind::Transport => "TransportError",
+        ErrorKind::Internal => "InternalError",
+        ErrorKind::Compaction => "CompactionError",
+        ErrorKind::Serialization => "SerializationError",
+        ErrorKind::Io => "ContenoxIOError",
+        _ => "ContenoxError",
+    }
 }
 
 /// The sources as linked exceptions, outermost first (`None` when there are none).

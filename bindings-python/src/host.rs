@@ -18,23 +18,14 @@ use contenox::{
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use pyo3_async_runtimes::TaskLocals;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use crate::bridge::bridge;
 use crate::convert::{from_py, ser_to_py, to_py, to_value};
 use crate::runtime::{runtime, with_python};
-
-static BRIDGE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-
-/// `contenox._bridge`: the Python half of the translation (typed objects, return values).
-pub fn bridge(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
-    Ok(BRIDGE
-        .get_or_try_init(py, || py.import("contenox._bridge").map(Bound::unbind))?
-        .bind(py))
-}
 
 /// The text of a Python exception as the model sees it: its message, or its type's name when
 /// it has none.

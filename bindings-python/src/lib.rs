@@ -5,6 +5,7 @@
 //! `contenox/_types.py` and `events.py` type, and each `contenox::Error` kind becomes its
 //! `contenox.ContenoxError` subclass ([`error`]).
 
+mod bridge;
 mod client;
 mod completer;
 mod convert;
@@ -16,6 +17,7 @@ mod remote;
 mod run;
 mod runtime;
 mod shells;
+mod source;
 mod transcript;
 
 use pyo3::prelude::*;
@@ -55,7 +57,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client::list_models, m)?)?;
     m.add_function(wrap_pyfunction!(client::policy_preset, m)?)?;
     m.add_class::<mcp::PyMcpSource>()?;
-    m.add_class::<mcp::PyNativeTool>()?;
+    m.add_class::<source::PyNativeTool>()?;
     m.add_function(wrap_pyfunction!(mcp::load_mcp, m)?)?;
     m.add_class::<remote::PyRemoteSource>()?;
     m.add_function(wrap_pyfunction!(remote::load_remote, m)?)?;

@@ -3,107 +3,53 @@
 
 use std::sync::Arc;
 
-use contenox::mcp::{load_mcp as core_load_mcp, McpConfig, McpSource, ServerState};
-use contenox::Tool;
+use contenox::mcp::{load_mcp as core_load_mcp, McpConfig, McpSource};
+use contenox::ToolSource;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use crate::client::running_loop;
-use crate::convert::ser_to_py;
+use crate::client::PyClient;
 use crate::error::to_py_err;
-use crate::runtime::{produce, py_future, with_python};
-
-/// A tool that lives in the engine (an MCP server's tool, a resource tool).
-#[pyclass(frozen, module = "contenox._native", name = "NativeTool")]
-pub struct PyNativeTool {
-    pub tool: Arc<dyn Tool>,
-    /// A subagent's: the host of its client (async callbacks there run on the caller's loop).
-    pub host: Option<crate::host::SharedHost>,
-}
-
-#[pymethods]
-impl PyNativeTool {
-    /// The tool's name (MCP tools: `<server>__<tool>`).
-    #[getter]
-    fn name(&self) -> String {
-        self.tool.spec().name
-    }
-
-    /// Where it comes from: `mcp`, `builtin`, ...
-    #[getter]
-    fn source(&self) -> &'static str {
-        self.tool.source().as_str()
-    }
-
-    /// The server it belongs to, if any.
-    #[getter]
-    fn server(&self) -> Option<String> {
-        self.tool.server()
-    }
-
-    /// Its ToolSpec as a dict.
-    fn spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        ser_to_py(py, &self.tool.spec())
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "<NativeTool {} source={}>",
-            self.tool.spec().name,
-            self.tool.source().as_str()
-        )
-    }
-}
-
-pub(crate) fn native_tools<'py>(
-    py: Python<'py>,
-    tools: Vec<Arc<dyn Tool>>,
-) -> PyResult<Bound<'py, PyList>> {
-    PyList::new(
-        py,
-        tools
-            .into_iter()
-            .map(|tool| Py::new(py, PyNativeTool { tool, host: None }))
-            .collect::<PyResult<Vec<_>>>()?,
-    )
-}
+use crate::runtime::{produce, py_future, running_loop};
+use crate::source::{self, native_tools, reporter};
 
 /// The servers of an MCP config, their tools and resource tools.
 #[pyclass(frozen, module = "contenox._native", name = "McpSource")]
 pub struct PyMcpSource {
-    src: McpSource,
+    mcp: McpSource,
+    source: Arc<dyn ToolSource>,
 }
 
 #[pymethods]
 impl PyMcpSource {
     /// The tools of every server that came up.
     fn tools<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        native_tools(py, self.src.tools())
+        native_tools(py, self.source.tools())
     }
 
     /// `list_mcp_resources` and `read_mcp_resource` over these servers.
     fn resource_tools<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        native_tools(py, self.src.resource_tools())
+        native_tools(py, self.mcp.resource_tools())
     }
 
     /// `[[name, {"state": "ready", "tools": n} | {"state": "failed", "error": ...}], ...]`.
     fn servers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        ser_to_py(py, &self.src.servers())
+        source::states(py, &*self.source)
+    }
+
+    /// Register every tool into the client, follow `tools/list_changed`, stop with the client.
+    fn register_into(&self, client: &PyClient) -> PyResult<()> {
+        client.add_source(self.source.clone())
     }
 
     /// Stop the servers; an awaitable.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let locals = running_loop(py, "McpSource.close()")?;
-        let src = self.src.clone();
-        py_future(locals.event_loop(py), async move {
-            src.close().await;
-            produce(|py| Ok(py.None()))
-        })
+        source::close(py, self.source.clone(), "McpSource.close()")
     }
 
     #[getter]
     fn closed(&self) -> bool {
-        self.src.is_closed()
+        self.source.is_closed()
     }
 }
 
@@ -118,22 +64,10 @@ pub fn load_mcp<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let config = McpConfig::from_json(config_json).map_err(to_py_err)?;
     let locals = running_loop(py, "contenox.load_mcp()")?;
-    let event_loop = locals.event_loop(py).unbind();
+    let report = reporter(locals.event_loop(py).unbind(), on_server);
     py_future(locals.event_loop(py), async move {
-        let report = move |name: &str, state: &ServerState| {
-            let Some(f) = &on_server else { return };
-            with_python(|py| {
-                let call = ser_to_py(py, state).and_then(|state| {
-                    event_loop
-                        .bind(py)
-                        .call_method1("call_soon_threadsafe", (f, name, state))
-                });
-                if let Err(e) = call {
-                    e.print(py);
-                }
-            });
-        };
-        let src = core_load_mcp(config, report).await;
-        produce(move |py| Ok(Py::new(py, PyMcpSource { src })?.into_any()))
+        let mcp = core_load_mcp(config, report).await;
+        let source = mcp.source();
+        produce(move |py| Ok(Py::new(py, PyMcpSource { mcp, source })?.into_any()))
     })
 }

@@ -7,9 +7,9 @@ use contenox::TurnResult;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::client::running_loop;
 use crate::convert::ser_to_py;
 use crate::error::to_py_err;
+use crate::runtime::running_loop;
 use crate::runtime::{produce, py_future};
 use crate::transcript::PyTranscript;
 

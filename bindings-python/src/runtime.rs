@@ -20,11 +20,13 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3_async_runtimes::TaskLocals;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
+use crate::bridge::bridge;
+pub use crate::completer::{produce, Produce};
 use crate::completer::{Completer, Queue};
-use crate::host::bridge;
 
 static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 static PID: AtomicU32 = AtomicU32::new(0);
@@ -120,17 +122,6 @@ pub fn shutdown(py: Python<'_>) {
     });
 }
 
-/// Makes the Python value of a finished future, under the GIL.
-pub type Produce = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send>;
-
-/// A [`Produce`] from a closure (so the closure gets the higher-ranked signature).
-pub fn produce<F>(f: F) -> Produce
-where
-    F: for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send + 'static,
-{
-    Box::new(f)
-}
-
 /// Cancels the Rust side when the asyncio future is cancelled (or collected unfinished).
 #[pyclass(frozen, module = "contenox._native")]
 pub struct OnDone {
@@ -208,4 +199,17 @@ where
         });
     });
     Ok(py_fut)
+}
+
+/// The caller's running asyncio loop (with its context), or the error that says `what` needs
+/// one.
+pub(crate) fn running_loop(py: Python<'_>, what: &str) -> PyResult<TaskLocals> {
+    TaskLocals::with_running_loop(py)
+        .and_then(|l| l.copy_context(py))
+        .map_err(|_| {
+            PyRuntimeError::new_err(format!(
+                "{what} needs a running asyncio event loop (await it from async code); \
+                 in a script without one use client.run_sync(...)"
+            ))
+        })
 }

@@ -10,9 +10,9 @@ use crate::host::{
     Hooks, HooksAdapter, HostTool, OnCompact, OnCompactAdapter, ToolAdapter, WaitFor,
     WaitForAdapter, WebSearchAdapter, WebSearchProvider,
 };
-use crate::mcp::SourceTool;
 use crate::run::Run;
 use crate::shells::BackgroundShells;
+use crate::source::SourceTool;
 
 /// An agent client: one conversation, its tools, its gate and its model.
 ///

@@ -31,6 +31,7 @@ mod mcp;
 mod remote;
 mod run;
 mod shells;
+mod source;
 
 pub use client::{list_models, policy_preset, Client};
 pub use convert::{
@@ -40,9 +41,10 @@ pub use convert::{
 pub use error::ContenoxError;
 pub use event::Event;
 pub use host::{Hooks, HostTool, ToolContext, ToolReporter, WaitFor, WebSearchProvider};
-pub use mcp::{load_mcp, McpServer, McpServerListener, McpSource, SourceTool};
+pub use mcp::{load_mcp, McpServer, McpServerListener, McpSource};
 pub use remote::{load_remote, RemoteHookListener, RemoteHookState, RemoteSource};
 pub use run::Run;
 pub use shells::BackgroundShells;
+pub use source::SourceTool;
 
 uniffi::setup_scaffolding!("contenox");

@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use crate::client::Client;
 use contenox::ServerState;
 
-use crate::convert::{via_json, ToolSpec};
+use crate::client::Client;
 use crate::error::ContenoxError;
+use crate::source::{source_methods, source_tools, SourceHandle, SourceTool};
 
 /// One server of a source and how it came out of `loadMcp`.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
@@ -46,11 +46,11 @@ pub async fn load_mcp(
         }
     })
     .await;
+    // This runs inside the tokio runtime UniFFI polls async exports in; the source's servers
+    // live there. Sync calls (`registerInto`, freeing) enter it again.
     Ok(Arc::new(McpSource {
+        handle: SourceHandle::current(source.source()),
         inner: Some(source),
-        // This runs inside the tokio runtime UniFFI polls async exports in; the source's
-        // servers live there. Sync calls (`registerInto`, freeing) enter it again.
-        runtime: tokio::runtime::Handle::current(),
     }))
 }
 
@@ -64,7 +64,7 @@ pub async fn load_mcp(
 pub struct McpSource {
     /// Always `Some` until dropped (taken in `drop` to free it inside the runtime).
     inner: Option<contenox::McpSource>,
-    runtime: tokio::runtime::Handle,
+    handle: SourceHandle,
 }
 
 impl McpSource {
@@ -75,18 +75,11 @@ impl McpSource {
     }
 }
 
-pub(crate) fn source_tools(tools: Vec<Arc<dyn contenox::Tool>>) -> Vec<Arc<SourceTool>> {
-    tools
-        .into_iter()
-        .map(|tool| Arc::new(SourceTool { tool }))
-        .collect()
-}
-
-#[uniffi::export(async_runtime = "tokio")]
+#[uniffi::export]
 impl McpSource {
     /// Every tool of every ready server, as they are now (named `<server>__<tool>`).
     pub fn tools(&self) -> Vec<Arc<SourceTool>> {
-        source_tools(self.source().tools())
+        self.handle.tools()
     }
 
     /// The opt-in `list_mcp_resources` and `read_mcp_resource` tools (read-only) over every
@@ -106,67 +99,30 @@ impl McpSource {
             })
             .collect()
     }
-
-    /// Register every tool into `client`, keep the client's tools in step with the servers'
-    /// `notifications/tools/list_changed`, and stop the servers when the client is shut down or
-    /// freed. (The resource tools are registered separately: `client.register(tool)` for each
-    /// of `resourceTools()`.)
-    pub fn register_into(&self, client: Arc<Client>) -> Result<(), ContenoxError> {
-        // The engine watches the client from a task on the runtime the servers live in.
-        let _runtime = self.runtime.enter();
-        Ok(self.source().register_into(client.core())?)
-    }
-
-    /// Stop every server (stdio: stdin closed, then SIGTERM, then SIGKILL to its process group;
-    /// HTTP: the session ended) and remove its tools from the clients they were registered into
-    /// with `registerInto`. Returns when all have stopped. Idempotent. (The engine's `close`,
-    /// named so because Kotlin's `close()` frees the object.)
-    pub async fn shutdown(&self) {
-        self.source().close().await;
-    }
-
-    /// Whether the source was shut down.
-    pub fn is_closed(&self) -> bool {
-        self.source().is_closed()
-    }
 }
+
+source_methods!(
+    McpSource,
+    Client,
+    register_into: [
+        " Register every tool into `client`, keep the client's tools in step with the servers'",
+        " `notifications/tools/list_changed`, and stop the servers when the client is shut down or",
+        " freed. (The resource tools are registered separately: `client.register(tool)` for each",
+        " of `resourceTools()`.)"
+    ],
+    shutdown: [
+        " Stop every server (stdio: stdin closed, then SIGTERM, then SIGKILL to its process group;",
+        " HTTP: the session ended) and remove its tools from the clients they were registered into",
+        " with `registerInto`. Returns when all have stopped. Idempotent. (The engine's `close`,",
+        " named so because Kotlin's `close()` frees the object.)"
+    ]
+);
 
 impl Drop for McpSource {
     /// Freeing the last handle of the source kills its servers (the engine's drop); it runs
     /// inside the servers' runtime, as the engine's process and transport handles expect.
     fn drop(&mut self) {
-        let _runtime = self.runtime.enter();
+        let _runtime = self.handle.runtime.enter();
         drop(self.inner.take());
-    }
-}
-
-/// A tool that lives in the engine: an MCP server's tool, a resource tool, or a remote hook's
-/// tool. Register it with
-/// `client.registerSourceTool(tool)` (Kotlin also `client.register(tool)`).
-#[derive(uniffi::Object)]
-pub struct SourceTool {
-    pub(crate) tool: Arc<dyn contenox::Tool>,
-}
-
-#[uniffi::export]
-impl SourceTool {
-    /// The tool's name as the model sees it (MCP tools: `<server>__<tool>`).
-    pub fn name(&self) -> String {
-        self.tool.spec().name
-    }
-
-    /// Its declaration.
-    pub fn spec(&self) -> Result<ToolSpec, ContenoxError> {
-        via_json(&self.tool.spec())
-    }
-
-    /// Where it comes from (`Mcp` for an MCP server's tool and the resource tools).
-    pub fn source(&self) -> contenox::Source {
-        self.tool.source()
-    }
-
-    /// The MCP server it belongs to, if any.
-    pub fn server(&self) -> Option<String> {
-        self.tool.server()
     }
 }

@@ -13,7 +13,7 @@ use contenox::remote::{HookState, RemoteHook};
 
 use crate::client::Client;
 use crate::error::ContenoxError;
-use crate::mcp::{source_tools, SourceTool};
+use crate::source::{source_methods, SourceHandle, SourceTool};
 
 #[uniffi::remote(Enum)]
 pub enum HookState {
@@ -57,11 +57,11 @@ pub async fn load_remote(
         }
     })
     .await?;
+    // The runtime UniFFI polls async exports in: the hooks' HTTP clients live there, and the
+    // sync `registerInto` enters it again.
     Ok(Arc::new(RemoteSource {
+        handle: SourceHandle::current(source.source()),
         inner: source,
-        // The runtime UniFFI polls async exports in: the hooks' HTTP clients live there, and
-        // the sync `registerInto` enters it again.
-        runtime: tokio::runtime::Handle::current(),
     }))
 }
 
@@ -71,14 +71,14 @@ pub async fn load_remote(
 #[derive(uniffi::Object)]
 pub struct RemoteSource {
     inner: contenox::RemoteSource,
-    runtime: tokio::runtime::Handle,
+    handle: SourceHandle,
 }
 
 #[uniffi::export(async_runtime = "tokio")]
 impl RemoteSource {
     /// Every tool of every ready hook, as they are now.
     pub fn tools(&self) -> Vec<Arc<SourceTool>> {
-        source_tools(self.inner.tools())
+        self.handle.tools()
     }
 
     /// Each hook's name and state now, in the order given.
@@ -91,26 +91,21 @@ impl RemoteSource {
     pub async fn refresh(&self) -> Vec<RemoteHookState> {
         states(self.inner.refresh().await)
     }
-
-    /// Register every tool into `client`, probe unavailable hooks before its turns, keep its
-    /// tools in step with refreshes. Throws (registering nothing) when a name is taken there by
-    /// a tool of another source.
-    pub fn register_into(&self, client: Arc<Client>) -> Result<(), ContenoxError> {
-        let _runtime = self.runtime.enter();
-        Ok(self.inner.register_into(client.core())?)
-    }
-
-    /// Remove the tools from every client they were registered into; later calls error.
-    /// Idempotent. (The engine's `close`, named so because Kotlin's `close()` frees the object.)
-    pub async fn shutdown(&self) {
-        self.inner.close().await;
-    }
-
-    /// Whether the source was shut down.
-    pub fn is_closed(&self) -> bool {
-        self.inner.is_closed()
-    }
 }
+
+source_methods!(
+    RemoteSource,
+    Client,
+    register_into: [
+        " Register every tool into `client`, probe unavailable hooks before its turns, keep its",
+        " tools in step with refreshes. Throws (registering nothing) when a name is taken there by",
+        " a tool of another source."
+    ],
+    shutdown: [
+        " Remove the tools from every client they were registered into; later calls error.",
+        " Idempotent. (The engine's `close`, named so because Kotlin's `close()` frees the object.)"
+    ]
+);
 
 fn states(hooks: Vec<(String, HookState)>) -> Vec<RemoteHookState> {
     hooks

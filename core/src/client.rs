@@ -21,7 +21,7 @@ use crate::run::{Run, RunOptions};
 use crate::script::ScriptEntry;
 use crate::settings::{ModelSettings, TurnSettings};
 use crate::spelling::Spelling;
-use crate::tool::{Allowlist, EventSink, Tool, ToolSpec, Toolkit};
+use crate::tool::{Allowlist, EventSink, HostTools, Tool, ToolHost, ToolSource, ToolSpec, Toolkit};
 use crate::transcript::Transcript;
 use crate::turn::{run_turn, TurnSetup};
 
@@ -29,6 +29,58 @@ use crate::turn::{run_turn, TurnSetup};
 ///
 /// Cheap to clone (clones share everything). Turns on one client run one at a time, in the order
 /// they were started; use several clients for concurrent conversations.
+///
+/// # Examples
+///
+/// A host tool, a gate that denies it once, and a conversation carried over two turns (the
+/// scripted model replays fixed responses: no network, the same engine):
+///
+/// ```
+/// use std::sync::Arc;
+/// use contenox::{
+///     async_trait, tool_fn, Client, Decision, HostError, Hooks, Outcome, ScriptEntry,
+///     ToolCallEvent, ToolOutput, ToolSpec,
+/// };
+/// use serde_json::json;
+///
+/// struct DenyDelete;
+/// #[async_trait]
+/// impl Hooks for DenyDelete {
+///     async fn before_tool(&self, call: &ToolCallEvent) -> Result<Decision, HostError> {
+///         Ok(if call.arguments["what"] == "everything" {
+///             Decision::deny("not that")
+///         } else {
+///             Decision::Allow
+///         })
+///     }
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let delete = tool_fn(
+///     ToolSpec::new("delete", "Delete a thing.", json!({"type": "object"})),
+///     |args, _ctx| async move { Ok(ToolOutput::text(format!("deleted {}", args["what"]))) },
+/// );
+/// let client = Client::builder()
+///     .script(vec![
+///         ScriptEntry::tool_call("c1", "delete", json!({"what": "everything"})),
+///         ScriptEntry::text("I may not."),
+///         ScriptEntry::text("Still here."),
+///     ])
+///     .builtins(Vec::<String>::new())
+///     .tool(Arc::new(delete))
+///     .hooks(Arc::new(DenyDelete))
+///     .build()
+///     .unwrap();
+///
+/// let first = client.run("Delete everything").await.unwrap();
+/// assert_eq!(first.outcome, Outcome::Done);
+/// assert_eq!(first.final_text, "I may not.");
+/// let second = client.run("Are you there?").await.unwrap();
+/// assert_eq!(second.final_text, "Still here.");
+/// // user, assistant (call), tool (denied), assistant, user, assistant
+/// assert_eq!(client.transcript().messages.len(), 6);
+/// # });
+/// ```
 #[derive(Clone)]
 pub struct Client {
     state: Arc<ClientState>,
@@ -119,6 +171,19 @@ impl Client {
     /// offered from that turn's next model request.
     pub fn register(&self, tool: Arc<dyn Tool>) -> Result<()> {
         self.state.register(tool)
+    }
+
+    /// Add a tool source (an [`McpSource`](crate::McpSource)'s or a
+    /// [`RemoteSource`](crate::RemoteSource)'s [`source()`](crate::McpSource::source), or a
+    /// [`ToolSource`] of your own): its tools are registered now and kept in step with it, and
+    /// its work before a turn runs at the start of each of this client's turns. The client holds
+    /// the source weakly: dropping every handle of it ends that work. `Err`, with nothing
+    /// registered, when the source refuses the client (it is closed, or a name is taken).
+    pub fn add_source(&self, source: Arc<dyn ToolSource>) -> Result<()> {
+        let host = ToolHost::new(self.state.clone() as Arc<dyn HostTools>);
+        source.clone().attach(&host)?;
+        self.state.sources().add(Arc::downgrade(&source));
+        Ok(())
     }
 
     /// Remove a tool; true when it was there.

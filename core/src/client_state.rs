@@ -1,6 +1,6 @@
 //! What every clone of a [`Client`](crate::Client) shares: its config, model, tools, gate and
-//! conversation. Turns ([`crate::turn`]) and MCP sources ([`crate::mcp`]) hold it directly, so
-//! neither needs the public client type.
+//! conversation. Turns ([`crate::turn`]) hold it directly, so they do not need the public
+//! client type; tool sources see it only as a [`ToolHost`](crate::ToolHost).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +19,7 @@ use crate::model::Backend;
 use crate::policy::Policy;
 use crate::settings::TurnSettings;
 use crate::spelling::Spelling;
-use crate::tool::{Allowlist, BeforeTurnList, EventSink, Tool, ToolSpec, Toolkit};
+use crate::tool::{Allowlist, EventSink, HostTools, SourceList, Tool, ToolSpec, Toolkit};
 use crate::transcript::{Message, Transcript};
 
 /// The state of one client. Fields are private: the methods below are what turns, MCP sources
@@ -47,8 +47,8 @@ pub(crate) struct ClientState {
     owns_shells: bool,
     /// The approval policy in force; replaced whole by `set_policy`, read once per call.
     policy: RwLock<Option<Arc<Policy>>>,
-    /// Sources polled before each turn (remote hooks that were unreachable).
-    before_turn: BeforeTurnList,
+    /// The tool sources added to the client (held weakly), polled before each turn.
+    sources: SourceList,
     /// The host's part in compaction (its notice, its own compaction).
     compactor: Option<Arc<dyn Compactor>>,
     /// What the model server last reported about the conversation's size.
@@ -107,7 +107,7 @@ impl ClientState {
             shells: parts.shells,
             owns_shells: parts.owns_shells,
             policy: RwLock::new(parts.policy.map(Arc::new)),
-            before_turn: BeforeTurnList::default(),
+            sources: SourceList::default(),
             compactor: parts.compactor,
             context: Mutex::new(ContextMeasure::default()),
             settings: TurnSettings::new(parts.config.model_settings()),
@@ -158,9 +158,9 @@ impl ClientState {
         &self.secret_env
     }
 
-    /// Sources that asked to be polled before each turn (a remote hook that was down).
-    pub fn before_turn(&self) -> &BeforeTurnList {
-        &self.before_turn
+    /// The tool sources added to the client (each polled before every turn).
+    pub fn sources(&self) -> &SourceList {
+        &self.sources
     }
 
     pub fn shells(&self) -> Option<&BackgroundShells> {
@@ -292,5 +292,15 @@ impl ClientState {
 
     pub fn is_closed(&self) -> bool {
         self.shutdown.is_cancelled()
+    }
+}
+
+impl HostTools for ClientState {
+    fn toolkit(&self) -> &Toolkit {
+        &self.toolkit
+    }
+
+    fn shutdown_token(&self) -> &CancellationToken {
+        &self.shutdown
     }
 }

@@ -191,6 +191,83 @@ impl Error {
     }
 }
 
+/// What kind of error an [`Error`] is, without its data: what a binding maps to its own error
+/// class (one table per binding), and what a host can match on without naming every variant.
+///
+/// ```
+/// use contenox::{Config, ErrorKind};
+///
+/// let err = Config::from_json(r#"{"no_such_option": true}"#).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::Config);
+/// assert_eq!(err.kind().as_str(), "configuration");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::Config`].
+    Config,
+    /// [`Error::Tool`].
+    Tool,
+    /// [`Error::Closed`].
+    Closed,
+    /// [`Error::Busy`].
+    Busy,
+    /// [`Error::Transcript`].
+    Transcript,
+    /// [`Error::Http`].
+    Http,
+    /// [`Error::Transport`].
+    Transport,
+    /// [`Error::Internal`].
+    Internal,
+    /// [`Error::Compaction`].
+    Compaction,
+    /// [`Error::Serde`].
+    Serialization,
+    /// [`Error::Io`].
+    Io,
+}
+
+impl ErrorKind {
+    /// The kind's name, the same in every binding: `configuration`, `tool`, `closed`, `busy`,
+    /// `transcript`, `http`, `transport`, `internal`, `compaction`, `serialization`, `io`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Config => "configuration",
+            ErrorKind::Tool => "tool",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Transcript => "transcript",
+            ErrorKind::Http => "http",
+            ErrorKind::Transport => "transport",
+            ErrorKind::Internal => "internal",
+            ErrorKind::Compaction => "compaction",
+            ErrorKind::Serialization => "serialization",
+            ErrorKind::Io => "io",
+        }
+    }
+}
+
+impl Error {
+    /// The kind of this error (every variant has one; the match below has no catch-all, so a
+    /// new variant cannot be added without its kind).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Config(_) => ErrorKind::Config,
+            Error::Tool(_) => ErrorKind::Tool,
+            Error::Closed => ErrorKind::Closed,
+            Error::Busy(_) => ErrorKind::Busy,
+            Error::Transcript(_) => ErrorKind::Transcript,
+            Error::Http { .. } => ErrorKind::Http,
+            Error::Transport { .. } => ErrorKind::Transport,
+            Error::Internal(_) => ErrorKind::Internal,
+            Error::Compaction(_) => ErrorKind::Compaction,
+            Error::Serde(_) => ErrorKind::Serialization,
+            Error::Io(_) => ErrorKind::Io,
+        }
+    }
+}
+
 /// Shorthand for `Result<T, contenox::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::gate::{Answer, PendingRequest};
-use crate::tool::{Hints, Source};
+use crate::tool_spec::{Hints, Source};
 use crate::transcript::Transcript;
 
 /// How a turn ended.

@@ -5,7 +5,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::tool::{Hints, HostError, Source, ToolOutput};
+use crate::tool_output::{HostError, ToolOutput};
+use crate::tool_spec::{Hints, Source};
 
 /// The text of a denial that carries no message of its own.
 pub const DEFAULT_DENIAL: &str = "User denied the operation. Please ask for clarification or try a different, less destructive approach.";

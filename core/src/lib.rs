@@ -77,10 +77,12 @@ mod scope;
 mod script;
 pub mod settings;
 mod shown;
-mod source_shared;
+mod sources;
 mod spelling;
 mod style;
 pub mod tool;
+mod tool_output;
+mod tool_spec;
 mod transcript;
 mod turn;
 mod until_cancelled;
@@ -92,7 +94,7 @@ pub use chain::Chain;
 pub use client::{Client, ClientBuilder};
 pub use compact::{CompactNotice, Compactor, OnCompact, SUMMARY_HEADER};
 pub use config::{CompactionConfig, Config, RetryPolicy};
-pub use error::{ConfigError, Error, Result};
+pub use error::{ConfigError, Error, ErrorKind, Result};
 pub use event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
 pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
@@ -114,10 +116,10 @@ pub use style::Style;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     tool_fn, Allowlist, EventSink, FnTool, Hints, HostError, Source, Tier, Tool, ToolContext,
-    ToolError, ToolOutput, ToolSpec, Toolkit,
+    ToolError, ToolHost, ToolOutput, ToolSource, ToolSpec, Toolkit, CANCELLED_RESULT,
 };
 pub use transcript::{
     Image, Message, Part, ProviderBlock, Reasoning, ToolCall, Transcript, IMAGE_MEDIA_TYPES,
     TRANSCRIPT_VERSION,
 };
-pub use turn::{CANCELLED_RESULT, MAX_TURNS_RESULT, STOPPED_REPLY_RESULT};
+pub use turn::{MAX_TURNS_RESULT, STOPPED_REPLY_RESULT};

@@ -68,6 +68,50 @@ impl RunOptions {
 /// out every event that is ready in one call (one boundary crossing for many events), and
 /// [`Run::result`] may be awaited by any number of parties, any number of times, while events
 /// are still being read. `Run` is `Send + Sync`, so a binding keeps it in an `Arc`.
+///
+/// # Examples
+///
+/// Read the events of a turn as they come, then its result:
+///
+/// ```
+/// use contenox::{Client, Event, Outcome, ScriptEntry};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let client = Client::builder()
+///     .script(vec![ScriptEntry::text("Hello!")])
+///     .build()
+///     .unwrap();
+/// let mut run = client.stream("Say hello").unwrap();
+/// let mut kinds = Vec::new();
+/// while let Some(event) = run.next_event().await {
+///     if let Event::TextDelta { text, .. } = &event {
+///         print!("{text}");
+///     }
+///     kinds.push(event.kind());
+/// }
+/// assert_eq!(kinds.first(), Some(&"turn_start"));
+/// assert_eq!(kinds.last(), Some(&"turn_end"));
+/// let result = run.result().await.unwrap();
+/// assert_eq!(result.outcome, Outcome::Done);
+/// assert_eq!(result.final_text, "Hello!");
+/// # });
+/// ```
+///
+/// Cancel it (the result says so; the transcript stays valid):
+///
+/// ```
+/// use contenox::{Client, Outcome, ScriptEntry};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let client = Client::builder()
+///     .script(vec![ScriptEntry { stall: true, ..Default::default() }])
+///     .build()
+///     .unwrap();
+/// let run = client.stream("Wait forever").unwrap();
+/// run.cancel();
+/// assert_eq!(run.result().await.unwrap().outcome, Outcome::Cancelled);
+/// # });
+/// ```
 pub struct Run {
     events: tokio::sync::Mutex<UnboundedReceiver<Event>>,
     /// Set once `turn_end` was handed out (or the stream closed): the stream ends there even if

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::event::Usage;
 use crate::gate::{Decision, ToolCallEvent, WaitFor};
-use crate::tool::ToolOutput;
+use crate::tool_output::ToolOutput;
 
 /// One client's say on a call: its approval policy, then its `before_tool`.
 pub(crate) struct Judgement {

@@ -588,6 +588,36 @@ fn check_parts(m: &Message) -> std::result::Result<(), String> {
 }
 
 /// The conversation a client keeps across runs. Readable, and saved/restored as JSON.
+///
+/// # Examples
+///
+/// Save a conversation and carry it on in another client:
+///
+/// ```
+/// use contenox::{Client, Message, ScriptEntry, Transcript};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let first = Client::builder()
+///     .script(vec![ScriptEntry::text("Noted: blue.")])
+///     .build()
+///     .unwrap();
+/// first.run("My favourite colour is blue.").await.unwrap();
+/// let saved: String = first.transcript().to_json();
+///
+/// let restored = Transcript::from_json(&saved).unwrap();
+/// assert!(matches!(restored.messages[0], Message::User { .. }));
+/// let second = Client::builder()
+///     .script(vec![ScriptEntry::text("Blue.")])
+///     .build()
+///     .unwrap();
+/// second.set_transcript(restored).unwrap();
+/// second.run("What is my favourite colour?").await.unwrap();
+/// assert_eq!(second.transcript().messages.len(), 4);
+///
+/// // A transcript that was edited into an invalid one is refused, and nothing is lost.
+/// assert!(Transcript::from_json(r#"{"version": 1, "messages": [{"role": "tool"}]}"#).is_err());
+/// # });
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Transcript {
     /// The messages, oldest first.

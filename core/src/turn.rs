@@ -27,8 +27,7 @@ use crate::tool::{
 use crate::transcript::{Message, Part, ToolCall, Transcript};
 use crate::until_cancelled::until_cancelled;
 
-/// The result text of a call cut off by a cancel.
-pub const CANCELLED_RESULT: &str = "cancelled";
+pub(crate) use crate::tool::CANCELLED_RESULT;
 /// The result text of a call left unexecuted at `max_turns`.
 pub const MAX_TURNS_RESULT: &str = "max_turns reached";
 
@@ -101,7 +100,7 @@ pub(crate) async fn run_turn(
     inner.append([prompt.into_message()]);
     // Sources that asked for it (a remote hook that was down) are probed before the first
     // request, so what came up is offered in it.
-    inner.before_turn().run(&cancel).await;
+    inner.sources().before_turn(&cancel).await;
     let TurnEnd {
         outcome,
         final_text,

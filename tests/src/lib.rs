@@ -10,3 +10,4 @@ pub mod remote_support;
 pub mod runner;
 pub mod scenario;
 pub mod suite;
+pub mod texts;

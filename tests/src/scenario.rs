@@ -11,6 +11,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::texts::Texts;
+
 /// The wire style the fake model server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -910,41 +912,6 @@ pub struct ErrorSpec {
     /// A string is sent as-is; any other JSON is sent compact; absent = the style's error object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Value>,
-}
-
-/// One or several strings: `"x"` or `["x", "y"]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "Value", into = "Value")]
-pub struct Texts(pub Vec<String>);
-
-impl TryFrom<Value> for Texts {
-    type Error = String;
-    fn try_from(v: Value) -> Result<Self, String> {
-        match v {
-            Value::String(s) => Ok(Texts(vec![s])),
-            Value::Array(items) => items
-                .into_iter()
-                .map(|i| match i {
-                    Value::String(s) => Ok(s),
-                    other => Err(format!("expected a string, got {other}")),
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map(Texts),
-            other => Err(format!(
-                "expected a string or a list of strings, got {other}"
-            )),
-        }
-    }
-}
-
-impl From<Texts> for Value {
-    fn from(t: Texts) -> Value {
-        if t.0.len() == 1 {
-            Value::String(t.0.into_iter().next().unwrap_or_default())
-        } else {
-            Value::from(t.0)
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

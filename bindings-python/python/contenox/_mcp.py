@@ -60,8 +60,11 @@ class McpSource:
         return [(n, ServerState.from_dict(s)) for n, s in self._native.servers()]
 
     def register_into(self, client: Any, *, resource_tools: bool = False) -> None:
-        """Register every tool (and the resource tools, when asked) into ``client``."""
-        for t in self.tools() + (self.resource_tools() if resource_tools else []):
+        """Register every tool into ``client``, keep the client's tools in step with the servers'
+        ``notifications/tools/list_changed``, and stop the servers when the client is closed
+        (the engine's ``register_into``); the resource tools too, when asked."""
+        self._native.register_into(client._native)
+        for t in self.resource_tools() if resource_tools else []:
             client.register(t)
 
     async def close(self) -> None:

@@ -98,7 +98,7 @@ pub(crate) async fn run_chain(
         prompt: input.clone(),
     });
     // Remote hooks that were down are probed first, so what came up is offered to the chain.
-    inner.before_turn().run(&cancel).await;
+    inner.sources().before_turn(&cancel).await;
     let mut run = ChainRun {
         inner: &inner,
         chain: &chain,

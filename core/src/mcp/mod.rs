@@ -57,7 +57,8 @@
 //! the child processes. Clients only hold its tools. The servers stop when [`McpSource::close`]
 //! is awaited (graceful: stdin closed, then SIGTERM, then SIGKILL to the server's process group),
 //! when the last clone of the source is dropped (SIGKILL to each group at once, no runtime
-//! needed), or when a client it was registered into with [`McpSource::register_into`] is
+//! needed), or when a client it was added to ([`Client::add_source`](crate::Client::add_source),
+//! [`McpSource::register_into`]) is
 //! closed with [`Client::close`](crate::Client::close). A tool of a closed source answers with an
 //! error result. Each stdio server runs in its own process group, so what a launcher such as
 //! `npx` starts is stopped with it.
@@ -78,10 +79,11 @@ use serde::{Deserialize, Serialize};
 pub use config::{McpConfig, ServerConfig, Transport, DEFAULT_TIMEOUT_MS};
 pub use resource::{LIST_MCP_RESOURCES, READ_MCP_RESOURCE};
 
-use crate::client::Client;
+use async_trait::async_trait;
+
 use crate::error::Result;
 pub use crate::tool::names;
-use crate::tool::Tool;
+use crate::tool::{Tool, ToolHost, ToolSource};
 use server::{Server, Shared};
 
 /// How a server came out of [`load_mcp`].
@@ -179,12 +181,7 @@ where
 impl McpSource {
     /// Every tool of every ready server, as they are now.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.inner
-            .servers
-            .iter()
-            .flat_map(|s| s.tools())
-            .map(|t| t as Arc<dyn Tool>)
-            .collect()
+        self.inner.tools()
     }
 
     /// The opt-in resource tools `list_mcp_resources` and `read_mcp_resource` (read-only),
@@ -216,27 +213,83 @@ impl McpSource {
         out
     }
 
-    /// Register every tool into `client`, keep the client's tools in step with
-    /// `notifications/tools/list_changed`, and stop the servers when the client is closed.
-    pub fn register_into(&self, client: &Client) -> Result<()> {
-        for tool in self.tools() {
-            client.register(tool)?;
+    /// The source as a [`ToolSource`], for [`Client::add_source`](crate::Client::add_source)
+    /// (what [`register_into`](McpSource::register_into) does). The client holds it weakly.
+    pub fn source(&self) -> Arc<dyn ToolSource> {
+        self.inner.clone()
+    }
+
+    /// Whether the source was closed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// Stop every server (stdio: close stdin, then SIGTERM, then SIGKILL to its process group;
+    /// HTTP: end the session) and remove the tools from the clients they were registered into.
+    /// Returns when all have stopped. Idempotent.
+    pub async fn close(&self) {
+        self.inner.close().await
+    }
+}
+
+#[async_trait]
+impl ToolSource for SourceInner {
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.servers
+            .iter()
+            .flat_map(|s| s.tools())
+            .map(|t| t as Arc<dyn Tool>)
+            .collect()
+    }
+
+    fn states(&self) -> Vec<(String, serde_json::Value)> {
+        self.states
+            .iter()
+            .map(|(name, state)| {
+                (
+                    name.clone(),
+                    serde_json::to_value(state).unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.shared.closed.is_cancelled()
+    }
+
+    async fn close(&self) {
+        self.shared.closed.cancel();
+        let names: Vec<String> = self
+            .servers
+            .iter()
+            .flat_map(|s| s.tools())
+            .map(|t| t.spec_name.clone())
+            .collect();
+        for client in self.shared.live_clients() {
+            for name in &names {
+                client.unregister(name);
+            }
         }
-        self.inner
-            .shared
-            .clients
-            .lock()
-            .expect("clients lock")
-            .push(Arc::downgrade(client.state()));
+        futures::future::join_all(self.servers.iter().map(|s| s.shutdown())).await;
+    }
+
+    /// Register every tool into the client, keep its tools in step with
+    /// `notifications/tools/list_changed`, and stop the servers when the client is closed.
+    fn attach(self: Arc<Self>, host: &ToolHost) -> Result<()> {
+        for tool in ToolSource::tools(&*self) {
+            host.register(tool)?;
+        }
+        self.shared.add_client(host);
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let client_closed = client.state().shutdown_token().clone();
-            let source_closed = self.inner.shared.closed.clone();
-            let source = Arc::downgrade(&self.inner);
+            let client_closed = host.closed();
+            let source_closed = self.shared.closed.clone();
+            let source = Arc::downgrade(&self);
             handle.spawn(async move {
                 tokio::select! {
                     _ = client_closed.cancelled() => {
                         if let Some(inner) = source.upgrade() {
-                            McpSource { inner }.close().await;
+                            inner.close().await;
                         }
                     }
                     _ = source_closed.cancelled() => {}
@@ -244,30 +297,5 @@ impl McpSource {
             });
         }
         Ok(())
-    }
-
-    /// Whether the source was closed.
-    pub fn is_closed(&self) -> bool {
-        self.inner.shared.closed.is_cancelled()
-    }
-
-    /// Stop every server (stdio: close stdin, then SIGTERM, then SIGKILL to its process group;
-    /// HTTP: end the session) and remove the tools from the clients they were registered into.
-    /// Returns when all have stopped. Idempotent.
-    pub async fn close(&self) {
-        self.inner.shared.closed.cancel();
-        let names: Vec<String> = self
-            .inner
-            .servers
-            .iter()
-            .flat_map(|s| s.tools())
-            .map(|t| t.spec_name.clone())
-            .collect();
-        for client in self.inner.shared.live_clients() {
-            for name in &names {
-                client.unregister(name);
-            }
-        }
-        futures::future::join_all(self.inner.servers.iter().map(|s| s.shutdown())).await;
     }
 }

@@ -22,8 +22,8 @@ use super::stdio::{ChildProcess, StderrTail};
 use super::tool::{convert_result, McpTool, ToolServer};
 
 use crate::model::redact::{display_url, url_secrets, Redactor};
+use crate::tool::CANCELLED_RESULT;
 use crate::tool::{Tool, ToolOutput};
-use crate::CANCELLED_RESULT;
 
 /// How long a stdio server gets to exit on its own after its stdin closed (then SIGTERM, then the
 /// same again before SIGKILL).
@@ -33,7 +33,7 @@ const EXIT_GRACE: Duration = Duration::from_millis(500);
 pub(crate) const MIN_START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the servers or hooks of one source share (one type for MCP and remote sources).
-pub(crate) use crate::source_shared::SourceShared as Shared;
+pub(crate) use crate::tool::SourceShared as Shared;
 
 /// A live connection.
 struct Live {

@@ -18,7 +18,7 @@ use crate::tool::inject::strip_injected;
 use crate::tool::{check_spec, names, ToolSpec};
 
 /// What the servers or hooks of one source share (one type for MCP and remote sources).
-pub(crate) use crate::source_shared::SourceShared as Shared;
+pub(crate) use crate::tool::SourceShared as Shared;
 
 /// What a remote tool calls.
 pub(crate) enum ToolKind {
@@ -104,7 +104,7 @@ impl Endpoint {
         .await
         {
             Ok(a) => a,
-            Err(Failure::Cancelled) => return Err(crate::CANCELLED_RESULT.into()),
+            Err(Failure::Cancelled) => return Err(crate::tool::CANCELLED_RESULT.into()),
             Err(Failure::Message(m)) => return Err(m),
         };
         if !answer.is_success() {

@@ -86,7 +86,7 @@ mod schema;
 mod service;
 mod tool;
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -96,9 +96,8 @@ use tokio_util::sync::CancellationToken;
 pub use hook::{HookTool, Protocol, RemoteHook, DEFAULT_TIMEOUT_MS};
 pub use redact::redact_url;
 
-use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::tool::{BeforeTurn, Tool};
+use crate::tool::{Tool, ToolHost, ToolSource};
 use service::{Service, Shared};
 
 /// How a hook is now.
@@ -126,17 +125,6 @@ pub struct RemoteSource {
 struct SourceInner {
     services: Vec<Arc<Service>>,
     shared: Arc<Shared>,
-}
-
-#[async_trait]
-impl BeforeTurn for SourceInner {
-    async fn before_turn(&self, cancel: &CancellationToken) {
-        let down = self
-            .services
-            .iter()
-            .filter(|s| matches!(s.state(), HookState::Unavailable { .. }));
-        futures::future::join_all(down.map(|s| s.probe(cancel, true))).await;
-    }
 }
 
 /// Read every hook's tools at once and call `on_hook` once per hook, as each settles, with
@@ -196,44 +184,114 @@ where
 impl RemoteSource {
     /// Every tool of every ready hook, as they are now.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.inner
-            .services
-            .iter()
-            .flat_map(|s| s.tools())
-            .map(|t| t as Arc<dyn Tool>)
-            .collect()
+        self.inner.tools()
     }
 
     /// Each hook's name and state now, in the order given.
     pub fn hooks(&self) -> Vec<(String, HookState)> {
-        self.inner
-            .services
-            .iter()
-            .map(|s| (s.name().to_string(), s.state()))
-            .collect()
+        self.inner.hooks()
     }
 
     /// Read every hook again: unavailable hooks are probed (their tools appear once they
     /// answer), ready hooks re-read their document (tools that changed are replaced in the
     /// clients; a ready hook whose new read fails keeps its tools). Returns the states.
     pub async fn refresh(&self) -> Vec<(String, HookState)> {
-        let never = CancellationToken::new();
-        futures::future::join_all(self.inner.services.iter().map(|s| s.probe(&never, false))).await;
+        self.inner.probe_all().await;
         self.hooks()
     }
 
-    /// Register every tool into `client`, probe unavailable hooks before each of its turns,
-    /// and keep its tools in step with later refreshes. `Err` (and nothing registered) when a
-    /// tool's name is taken in the client by a tool of another source.
-    pub fn register_into(&self, client: &Client) -> Result<()> {
+    /// The source as a [`ToolSource`], for [`Client::add_source`](crate::Client::add_source)
+    /// (what [`register_into`](RemoteSource::register_into) does). The client holds it weakly.
+    pub fn source(&self) -> Arc<dyn ToolSource> {
+        self.inner.clone()
+    }
+
+    /// Whether the source was closed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// Remove the tools from the clients they were registered into and make calls in flight
+    /// (and later calls of a tool kept elsewhere) return an error. Idempotent.
+    pub async fn close(&self) {
+        self.inner.close().await
+    }
+}
+
+impl SourceInner {
+    fn hooks(&self) -> Vec<(String, HookState)> {
+        self.services
+            .iter()
+            .map(|s| (s.name().to_string(), s.state()))
+            .collect()
+    }
+
+    async fn probe_all(&self) {
+        let never = CancellationToken::new();
+        futures::future::join_all(self.services.iter().map(|s| s.probe(&never, false))).await;
+    }
+}
+
+#[async_trait]
+impl ToolSource for SourceInner {
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.services
+            .iter()
+            .flat_map(|s| s.tools())
+            .map(|t| t as Arc<dyn Tool>)
+            .collect()
+    }
+
+    fn states(&self) -> Vec<(String, serde_json::Value)> {
+        self.hooks()
+            .into_iter()
+            .map(|(name, state)| (name, serde_json::to_value(state).unwrap_or_default()))
+            .collect()
+    }
+
+    async fn refresh(&self) -> Vec<(String, serde_json::Value)> {
+        self.probe_all().await;
+        self.states()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.shared.closed.is_cancelled()
+    }
+
+    async fn close(&self) {
+        self.shared.closed.cancel();
+        for client in self.shared.live_clients() {
+            for service in &self.services {
+                for tool in service.tools() {
+                    if service.owns(&client, &tool.name) {
+                        client.unregister(&tool.name);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Unavailable hooks are probed again.
+    async fn before_turn(&self, cancel: &CancellationToken) {
+        let down = self
+            .services
+            .iter()
+            .filter(|s| matches!(s.state(), HookState::Unavailable { .. }));
+        futures::future::join_all(down.map(|s| s.probe(cancel, true))).await;
+    }
+
+    /// Register every tool into the client and keep its tools in step with later refreshes
+    /// (the client probes unavailable hooks before each of its turns). `Err` (and nothing
+    /// registered) when the source is closed or a tool's name is taken in the client by a tool
+    /// of another source.
+    fn attach(self: Arc<Self>, client: &ToolHost) -> Result<()> {
         if self.is_closed() {
             return Err(Error::config("the remote source is closed".into()));
         }
         let mut clashes = Vec::new();
-        let client = client.state();
-        for service in &self.inner.services {
+        for service in &self.services {
             for tool in service.tools() {
-                let taken = client.toolkit().lookup(&tool.name, &|_| true).is_some();
+                let taken = client.lookup(&tool.name).is_some();
                 if taken && !service.owns(client, &tool.name) {
                     clashes.push(format!("{} (hook {:?})", tool.name, service.name()));
                 }
@@ -245,51 +303,22 @@ impl RemoteSource {
                 clashes.join(", ")
             )));
         }
-        {
-            let mut clients = self.inner.shared.clients.lock().expect("clients lock");
-            clients.retain(|w| w.strong_count() > 0);
-            if !clients
-                .iter()
-                .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(client)))
-            {
-                clients.push(Arc::downgrade(client));
-            }
-        }
-        for service in &self.inner.services {
+        self.shared.add_client(client);
+        for service in &self.services {
             for tool in service.tools() {
                 service.register_one(client, &tool);
             }
         }
-        let me: Weak<dyn BeforeTurn> = Arc::downgrade(&self.inner) as Weak<dyn BeforeTurn>;
-        client.before_turn().add(me);
         Ok(())
-    }
-
-    /// Whether the source was closed.
-    pub fn is_closed(&self) -> bool {
-        self.inner.shared.closed.is_cancelled()
-    }
-
-    /// Remove the tools from the clients they were registered into and make calls in flight
-    /// (and later calls of a tool kept elsewhere) return an error. Idempotent.
-    pub async fn close(&self) {
-        self.inner.shared.closed.cancel();
-        for client in self.inner.shared.live_clients() {
-            for service in &self.inner.services {
-                for tool in service.tools() {
-                    if service.owns(&client, &tool.name) {
-                        client.unregister(&tool.name);
-                    }
-                }
-            }
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::Client;
     use serde_json::json;
+    use std::sync::Weak;
 
     /// A source of one langserve hook whose tool is given (no network at load).
     async fn one_hook_source() -> RemoteSource {

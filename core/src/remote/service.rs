@@ -10,8 +10,7 @@ use super::endpoint::{Endpoint, ToolDef};
 use super::hook::RemoteHook;
 use super::tool::RemoteTool;
 use super::HookState;
-use crate::client_state::ClientState;
-use crate::tool::{names, Source, Tool};
+use crate::tool::{names, Source, Tool, ToolHost};
 
 /// One hook of a source: its endpoint, its state and its tools. The tools hold the endpoint,
 /// never the service, so nothing points back up: a service is freed with the last handle of its
@@ -107,17 +106,16 @@ impl Service {
     }
 
     /// Whether `client`'s tool `name` is one of this hook's.
-    pub fn owns(&self, client: &ClientState, name: &str) -> bool {
+    pub fn owns(&self, client: &ToolHost, name: &str) -> bool {
         client
-            .toolkit()
-            .lookup(name, &|_| true)
+            .lookup(name)
             .is_some_and(|e| e.source == Source::Remote && e.server.as_deref() == Some(self.name()))
     }
 
     /// Register `tool` into `client` unless the name belongs to another tool there (a builtin,
     /// a host tool, another source's): a remote document never replaces those.
-    pub fn register_one(&self, client: &ClientState, tool: &Arc<RemoteTool>) {
-        let free = client.toolkit().lookup(&tool.name, &|_| true).is_none();
+    pub fn register_one(&self, client: &ToolHost, tool: &Arc<RemoteTool>) {
+        let free = client.lookup(&tool.name).is_none();
         if !free && !self.owns(client, &tool.name) {
             tracing::warn!(
                 hook = %self.name(),

@@ -12,8 +12,8 @@ use super::http::{self, Answer, Failure};
 use super::openapi::Operation;
 use super::protocol;
 use super::request::PreparedBody;
+use crate::tool::CANCELLED_RESULT;
 use crate::tool::{Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use crate::CANCELLED_RESULT;
 
 /// One tool of one hook.
 pub(crate) struct RemoteTool {

@@ -7,20 +7,21 @@ mod context;
 mod fn_tool;
 pub(crate) mod inject;
 pub mod names;
-mod output;
 mod source;
-mod spec;
+mod source_shared;
 mod toolkit;
 
+pub use crate::tool_output::{HostError, ToolError, ToolOutput, CANCELLED_RESULT};
+pub use crate::tool_spec::{valid_tool_name, Hints, Source, Tier, ToolSpec};
 pub use allowlist::Allowlist;
 pub use context::{EventSink, ToolContext};
 pub use fn_tool::{tool_fn, FnTool};
-pub use output::{HostError, ToolError, ToolOutput};
-pub use spec::{valid_tool_name, Hints, Source, Tier, ToolSpec};
 pub use toolkit::Toolkit;
 
 pub(crate) use call_tool::{CallTool, CALL_TOOL};
-pub(crate) use source::{BeforeTurn, BeforeTurnList};
+pub(crate) use source::{HostTools, SourceList};
+pub use source::{ToolHost, ToolSource, WeakHost};
+pub(crate) use source_shared::SourceShared;
 pub(crate) use toolkit::{allowed_by, check_spec, Entry};
 
 use async_trait::async_trait;

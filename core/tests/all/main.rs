@@ -24,6 +24,7 @@ mod policy_properties;
 mod run_handle;
 mod sandbox;
 mod subagents;
+mod tool_source;
 mod turn_loop;
 mod turn_queue;
 mod web_fetch_hostile;

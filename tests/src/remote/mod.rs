@@ -108,9 +108,9 @@ pub struct ExpectRemoteRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body_contains: Option<crate::scenario::Texts>,
+    pub body_contains: Option<crate::texts::Texts>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body_not_contains: Option<crate::scenario::Texts>,
+    pub body_not_contains: Option<crate::texts::Texts>,
 }
 
 impl RemoteService {

@@ -3310,9 +3310,9 @@ public func FfiConverterTypeRun_lower(_ value: Run) -> UInt64 {
 
 
 /**
- * A tool that lives in the engine: an MCP server's tool, a resource tool, or a remote hook's
- * tool. Register it with
- * `client.registerSourceTool(tool)` (Kotlin also `client.register(tool)`).
+ * A tool that lives in the engine: an MCP server's tool, a resource tool, a remote hook's tool
+ * or a subagent. Register it with `client.registerSourceTool(tool)` (Kotlin also
+ * `client.register(tool)`).
  */
 public protocol SourceToolProtocol: AnyObject, Sendable {
     
@@ -3322,7 +3322,7 @@ public protocol SourceToolProtocol: AnyObject, Sendable {
     func name()  -> String
     
     /**
-     * The MCP server it belongs to, if any.
+     * The MCP server or remote hook it belongs to, if any.
      */
     func server()  -> String?
     
@@ -3338,9 +3338,9 @@ public protocol SourceToolProtocol: AnyObject, Sendable {
     
 }
 /**
- * A tool that lives in the engine: an MCP server's tool, a resource tool, or a remote hook's
- * tool. Register it with
- * `client.registerSourceTool(tool)` (Kotlin also `client.register(tool)`).
+ * A tool that lives in the engine: an MCP server's tool, a resource tool, a remote hook's tool
+ * or a subagent. Register it with `client.registerSourceTool(tool)` (Kotlin also
+ * `client.register(tool)`).
  */
 open class SourceTool: SourceToolProtocol, @unchecked Sendable {
     fileprivate let handle: UInt64
@@ -3408,7 +3408,7 @@ open func name() -> String  {
 }
     
     /**
-     * The MCP server it belongs to, if any.
+     * The MCP server or remote hook it belongs to, if any.
      */
 open func server() -> String?  {
     return try!  FfiConverterOptionString.lift(try! rustCall() {
@@ -8422,7 +8422,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_func_load_remote() != 8151) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_as_tool_with() != 17442) {
+    if (uniffi_contenox_uniffi_checksum_method_client_as_tool_with() != 47011) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_background_shells() != 48781) {
@@ -8449,7 +8449,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_client_register() != 20229) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_register_source_tool() != 21830) {
+    if (uniffi_contenox_uniffi_checksum_method_client_register_source_tool() != 49553) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_run() != 49455) {
@@ -8527,7 +8527,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_mcpsource_register_into() != 44051) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_mcpsource_resource_tools() != 45182) {
+    if (uniffi_contenox_uniffi_checksum_method_mcpsource_resource_tools() != 25) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_mcpsource_servers() != 42201) {
@@ -8536,19 +8536,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_mcpsource_shutdown() != 4867) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_mcpsource_tools() != 36443) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_sourcetool_name() != 41004) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_sourcetool_server() != 42112) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_sourcetool_source() != 60564) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_contenox_uniffi_checksum_method_sourcetool_spec() != 41606) {
+    if (uniffi_contenox_uniffi_checksum_method_mcpsource_tools() != 46099) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_remotehooklistener_on_hook() != 55387) {
@@ -8569,7 +8557,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_remotesource_shutdown() != 42231) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_remotesource_tools() != 18736) {
+    if (uniffi_contenox_uniffi_checksum_method_remotesource_tools() != 11718) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_run_cancel() != 13170) {
@@ -8591,6 +8579,18 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_backgroundshells_status() != 13967) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_sourcetool_name() != 34857) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_sourcetool_server() != 64223) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_sourcetool_source() != 48985) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_sourcetool_spec() != 57741) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 21440) {

@@ -3,6 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The result text of a call cut off by a cancel (the turn's, a source's tool's).
+pub const CANCELLED_RESULT: &str = "cancelled";
+
 /// A tool's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutput {
