@@ -14,7 +14,7 @@ use crate::runtime::{produce, py_future, running_loop, with_python};
 
 /// A tool that lives in the engine (an MCP server's tool, a resource tool, a remote hook's tool,
 /// a subagent).
-#[pyclass(frozen, module = "contenox._native", name = "NativeTool")]
+#[pyclass(frozen, module = "contenox._native", name = "SourceTool")]
 pub struct PyNativeTool {
     pub tool: Arc<dyn Tool>,
     /// A subagent's: the host of its client (async callbacks there run on the caller's loop).

@@ -431,7 +431,7 @@ class Subagents:
             for name in sub.get("subagents") or []:
                 self.clients[i].register(self.tool(name))
 
-    def tool(self, name: str) -> contenox.NativeTool:
+    def tool(self, name: str) -> contenox.SourceTool:
         i = next((i for i, s in enumerate(self.specs) if s["name"] == name), None)
         if i is None:
             raise ValueError(f"no subagent {name!r}")
@@ -440,7 +440,7 @@ class Subagents:
             name, sub.get("description") or f"The subagent {name}.", **(sub.get("options") or {})
         )
 
-    def parent_tools(self) -> list[contenox.NativeTool]:
+    def parent_tools(self) -> list[contenox.SourceTool]:
         return [self.tool(s["name"]) for s in self.specs if s.get("in_parent", True)]
 
     def close(self) -> None:

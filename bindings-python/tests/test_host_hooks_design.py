@@ -247,3 +247,18 @@ def test_the_host_hooks_example_runs_to_its_end() -> None:
         "shells: ['shell_1']",
         "done: The write was refused; the build runs in the background.",
     ], r.stdout
+
+
+# --- one name per concept --------------------------------------------------------------------
+
+
+def test_source_tools_are_source_tool_and_native_tool_is_its_old_name() -> None:
+    lead = scripted({"text": "x"})
+    sub = scripted({"text": "y"})
+    tool = sub.as_tool_with("helper", "Helps.")
+    assert isinstance(tool, contenox.SourceTool)
+    assert type(tool).__name__ == "SourceTool"
+    lead.register(tool)
+    with pytest.warns(DeprecationWarning, match="SourceTool"):
+        old = contenox.NativeTool
+    assert old is contenox.SourceTool

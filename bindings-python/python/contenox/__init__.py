@@ -52,7 +52,7 @@ from ._errors import (
     TranscriptError,
     TransportError,
 )
-from ._native import CancelSignal, NativeTool, ToolContext
+from ._native import CancelSignal, SourceTool, ToolContext
 from ._tools import Tool, tool
 from ._types import (
     JSON,
@@ -141,6 +141,14 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> _Any:
+    if name == "NativeTool":
+        # The old name of SourceTool (the name in Node, Kotlin and Swift); kept for a release.
+        import warnings
+
+        warnings.warn(
+            "contenox.NativeTool is now contenox.SourceTool", DeprecationWarning, stacklevel=2
+        )
+        return SourceTool
     try:
         module_name, attr = _LAZY[name]
     except KeyError:
@@ -165,7 +173,7 @@ _atexit.register(_native.shutdown)
 __all__ = [
     "JSON",
     "McpSource",
-    "NativeTool",
+    "SourceTool",
     "ServerState",
     "load_mcp",
     "HookState",

@@ -54,12 +54,13 @@ to replace the conversation, or None to let the engine summarise it; sync or asy
 or empty result, or an exception, leaves the conversation unchanged and ends the turn with
 ``error``."""
 
-ToolLike = Union[Tool, _native.NativeTool, Callable[..., Any]]
-"""A :class:`Tool`, an engine tool (``NativeTool``: MCP tools), or a typed function."""
+ToolLike = Union[Tool, _native.SourceTool, Callable[..., Any]]
+"""A :class:`Tool`, an engine tool (``SourceTool``: MCP and remote tools, subagents), or a
+typed function."""
 
 
-def _as_tool(t: ToolLike) -> Tool | _native.NativeTool:
-    if isinstance(t, (Tool, _native.NativeTool)):
+def _as_tool(t: ToolLike) -> Tool | _native.SourceTool:
+    if isinstance(t, (Tool, _native.SourceTool)):
         return t
     if callable(t):
         return Tool.from_function(t)
@@ -70,8 +71,8 @@ def _list(v: Sequence[str] | None) -> list[str] | None:
     return None if v is None else list(v)
 
 
-def _native_parts(t: Tool | _native.NativeTool) -> Any:
-    return t if isinstance(t, _native.NativeTool) else t._native_parts()
+def _native_parts(t: Tool | _native.SourceTool) -> Any:
+    return t if isinstance(t, _native.SourceTool) else t._native_parts()
 
 
 def _policy_value(policy: PolicySource | None) -> Any:
@@ -412,7 +413,7 @@ class Client:
 
         return register(fn) if fn is not None else register
 
-    def register(self, tool: ToolLike) -> Tool | _native.NativeTool:
+    def register(self, tool: ToolLike) -> Tool | _native.SourceTool:
         """Add a tool (a :class:`Tool`, an MCP tool, or a typed function), replacing one of
         the same name. Works at any time: registered during a turn, it is offered from that
         turn's next model request."""
@@ -505,7 +506,7 @@ class Client:
         input_schema: Mapping[str, Any] | None = None,
         hints: HintsLike | None = None,
         max_depth: int | None = None,
-    ) -> _native.NativeTool:
+    ) -> _native.SourceTool:
         """This client as a tool of another client (a subagent): ``parent.register(it)``. Each
         call runs one turn of this client on the call's ``prompt`` and returns its final text;
         a turn that ends in ``error``, ``max_turns``, ``budget`` or ``cancelled`` is an error

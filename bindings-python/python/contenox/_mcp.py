@@ -46,11 +46,11 @@ class McpSource:
     def __init__(self, native: _native.McpSource) -> None:
         self._native = native
 
-    def tools(self) -> list[_native.NativeTool]:
+    def tools(self) -> list[_native.SourceTool]:
         """The tools of every server that came up (named ``<server>__<tool>``)."""
         return self._native.tools()
 
-    def resource_tools(self) -> list[_native.NativeTool]:
+    def resource_tools(self) -> list[_native.SourceTool]:
         """``list_mcp_resources`` and ``read_mcp_resource`` over these servers."""
         return self._native.resource_tools()
 

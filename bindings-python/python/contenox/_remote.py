@@ -142,7 +142,7 @@ class RemoteSource:
     def __init__(self, native: _native.RemoteSource) -> None:
         self._native = native
 
-    def tools(self) -> list[_native.NativeTool]:
+    def tools(self) -> list[_native.SourceTool]:
         """Every tool of every ready hook, as they are now."""
         return self._native.tools()
 
