@@ -1,9 +1,14 @@
 //! `fake-model-server --scenario FILE [--style openai|anthropic|ollama] [--repeat | --by-turn-step]`
 //! `fake-model-server --replay FILE [--style openai|anthropic|ollama]`
+//! `fake-model-server --replay FILE --expect`
 //!
 //! `--replay` serves a recorded stream (one JSON chunk per line, as the Vercel AI SDK's
 //! `*.chunks.txt` fixtures) as the first answer, in the framing of its style (read from the
 //! chunks unless `--style` gives it), then answers `replay over` (the request after its calls).
+//! With `--expect` it serves nothing: it prints what a reader must get out of the recording
+//! (`{"style", "replies": [{"text", "reasoning", "calls": [[name, arguments]], "stop",
+//! "error"}]}`, read the plain way, independently of the engine) and exits, so a binding's tests
+//! can replay recordings and compare.
 //!
 //! `--repeat` cycles through the script forever and records no bodies: a zero-latency model
 //! for benchmarks. `--by-turn-step` does the same but answers each request with the entry at its
@@ -22,7 +27,7 @@ use contenox_conformance::recorded;
 use contenox_conformance::scenario::{ModelEntry, Scenario, Style};
 
 const USAGE: &str = "usage: fake-model-server --scenario FILE [--style openai|anthropic|ollama] [--repeat | --by-turn-step]
-       fake-model-server --replay FILE [--style openai|anthropic|ollama]";
+       fake-model-server --replay FILE [--style openai|anthropic|ollama] [--expect]";
 
 /// What to serve: a scenario's script, or a recorded stream.
 enum Source {
@@ -30,7 +35,8 @@ enum Source {
     Replay(String),
 }
 
-fn parse_args() -> Result<(Source, Option<Style>, Option<Repeat>), String> {
+fn parse_args() -> Result<(Source, Option<Style>, Option<Repeat>, bool), String> {
+    let mut expect = false;
     let mut scenario = None;
     let mut replay = None;
     let mut repeat = None;
@@ -53,6 +59,7 @@ fn parse_args() -> Result<(Source, Option<Style>, Option<Repeat>), String> {
             "--style" => style = Some(value("--style")?.parse::<Style>()?),
             "--repeat" => repeat = Some(Repeat::Cycle),
             "--by-turn-step" => repeat = Some(Repeat::ByTurnStep),
+            "--expect" => expect = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -64,7 +71,10 @@ fn parse_args() -> Result<(Source, Option<Style>, Option<Repeat>), String> {
         (Some(_), Some(_)) => return Err("--scenario and --replay exclude each other".into()),
         (None, None) => return Err("--scenario or --replay is required".into()),
     };
-    Ok((source, style, repeat))
+    if expect && !matches!(source, Source::Replay(_)) {
+        return Err("--expect goes with --replay".into());
+    }
+    Ok((source, style, repeat, expect))
 }
 
 /// The script and style a source asks for.
@@ -88,8 +98,31 @@ fn load(source: &Source, style: Option<Style>) -> Result<(Vec<ModelEntry>, Style
     }
 }
 
+/// What `--expect` prints for `path`.
+fn expectation(path: &str, style: Option<Style>) -> Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("read {path}: {e}"))?;
+    let lines = recorded::lines(&text);
+    let style = style
+        .or_else(|| recorded::style_of(&lines))
+        .ok_or_else(|| format!("{path}: not a stream of a style contenox speaks (give --style)"))?;
+    let recording = recorded::Recording { style, lines };
+    let replies: Vec<serde_json::Value> = recorded::expected(&recording)
+        .into_iter()
+        .map(|e| {
+            serde_json::json!({
+                "text": e.text,
+                "reasoning": e.reasoning,
+                "calls": e.calls,
+                "stop": e.stop,
+                "error": e.error,
+            })
+        })
+        .collect();
+    Ok(serde_json::json!({"style": style.as_str(), "replies": replies}))
+}
+
 fn main() -> ExitCode {
-    let (source, style, repeat) = match parse_args() {
+    let (source, style, repeat, expect) = match parse_args() {
         Ok(a) => a,
         Err(e) => {
             if !e.is_empty() {
@@ -99,6 +132,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let (true, Source::Replay(path)) = (expect, &source) {
+        return match expectation(path, style) {
+            Ok(v) => {
+                println!("{v}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("fake-model-server: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let (script, style) = match load(&source, style) {
         Ok(s) => s,
         Err(e) => {
