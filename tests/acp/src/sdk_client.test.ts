@@ -101,7 +101,7 @@ for (const style of ["openai", "anthropic", "ollama"]) {
   });
 }
 
-test("an image prompt reaches the model as an image block, is saved, and is replayed", async (t) => {
+test("an image prompt is answered by the model, saved as parts in order, and replayed", async (t) => {
   const data = mkdtempSync(join(tmpdir(), "acp-data-"));
   const port = await fakeModel(t, data, "anthropic", [{ text: "A red square." }]);
   const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";

@@ -84,3 +84,66 @@ async fn unreachable_server_is_an_error_outcome_not_a_panic() {
     assert_eq!(result.outcome, Outcome::Error);
     assert!(result.error.unwrap().contains("could not reach"));
 }
+
+/// A prompt of text and an image reaches each style's request as that API takes images:
+/// anthropic an `image` block (base64 source), openai an `image_url` data URL, ollama `images`.
+#[tokio::test]
+async fn an_image_prompt_reaches_every_style_s_request() {
+    let root = tempfile::tempdir().unwrap();
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+    let image: contenox::Image =
+        serde_json::from_value(json!({"media_type": "image/png", "data": png})).unwrap();
+    for style in [Style::Openai, Style::Anthropic, Style::Ollama] {
+        let entries: Vec<ModelEntry> =
+            serde_json::from_value(json!([{"text": "A red square."}])).unwrap();
+        let server = fake::serve(entries, style).await.unwrap();
+        let client = Client::from_config(config(style, &server.base_url(), root.path())).unwrap();
+        let prompt = vec![
+            contenox::Part::text("What is this?"),
+            contenox::Part::Image(image.clone()),
+        ];
+        let r = client.run(prompt).await.unwrap();
+        assert_eq!(r.outcome, Outcome::Done, "{style:?}: {:?}", r.error);
+        let requests = server.requests();
+        let user = &requests[0]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "user")
+            .unwrap_or_else(|| panic!("{style:?}: no user message"))
+            .clone();
+        match style {
+            Style::Anthropic => {
+                assert_eq!(
+                    user["content"][0],
+                    json!({"type": "text", "text": "What is this?"})
+                );
+                // (with prompt caching's breakpoint on the newest block beside it)
+                assert_eq!(user["content"][1]["type"], "image", "{user}");
+                assert_eq!(
+                    user["content"][1]["source"],
+                    json!({"type": "base64", "media_type": "image/png", "data": png}),
+                    "{user}"
+                );
+            }
+            Style::Openai => {
+                let parts = user["content"].as_array().unwrap();
+                assert!(
+                    parts.contains(&json!({"type": "text", "text": "What is this?"})),
+                    "{user}"
+                );
+                let url = parts
+                    .iter()
+                    .find(|p| p["type"] == "image_url")
+                    .unwrap_or_else(|| panic!("no image_url: {user}"))["image_url"]["url"]
+                    .clone();
+                assert_eq!(url, json!(format!("data:image/png;base64,{png}")));
+            }
+            Style::Ollama => {
+                assert_eq!(user["content"], "What is this?", "{user}");
+                assert_eq!(user["images"], json!([png]), "{user}");
+            }
+        }
+        server.shutdown().await;
+    }
+}
