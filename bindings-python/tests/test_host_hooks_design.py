@@ -5,15 +5,13 @@ ask as ``{"result": pending(...)}``, and host-owned ``BackgroundShells`` given t
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import time
 from pathlib import Path
 from typing import Any
 
 import contenox
 import pytest
-from conftest import with_text
+from conftest import needs_proc, pids_running, wait_until, with_text
 
 
 def call(name: str, args: dict[str, Any], cid: str = "call_1") -> dict[str, Any]:
@@ -157,31 +155,6 @@ async def test_what_is_neither_a_denial_nor_an_ask_is_an_error_result(returned: 
 
 
 # --- host-owned background shells ------------------------------------------------------------
-
-
-needs_proc = pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
-
-
-def pids_running(marker: str) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline:
-            pids.append(int(entry))
-    return pids
-
-
-async def wait_until(what: str, check: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        await asyncio.sleep(0.02)
 
 
 def sharing(tmp_path: Path, shells: contenox.BackgroundShells, marker: str) -> contenox.Client:

@@ -5,16 +5,14 @@ async, as a function or an object, failing or cancelled; and the background shel
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import contenox
 import pytest
-from conftest import with_text
+from conftest import needs_proc, pids_running, wait_until, with_text
 
 RUST = "1. Rust\n   https://www.rust-lang.org/\n   A language empowering everyone.\n"
 TOKIO = "2. Tokio\n   https://tokio.rs/\n   An asynchronous runtime.\n"
@@ -227,31 +225,6 @@ def test_websearch_in_a_sync_script() -> None:
 
 
 # --- background shells ----------------------------------------------------------------------
-
-needs_proc = pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
-
-
-def pids_running(marker: str) -> list[int]:
-    """Live processes whose command line holds ``marker`` (zombies have an empty one)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline:
-            pids.append(int(entry))
-    return pids
-
-
-async def wait_until(what: str, check: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        await asyncio.sleep(0.02)
 
 
 def background_client(tmp_path: Path, *commands: str) -> contenox.Client:
