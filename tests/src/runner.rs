@@ -138,11 +138,10 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         };
         let mut run = match started {
             Ok(run) => run,
-            // A chain the client refuses to start (a task's provider is not its style): the
-            // error is the trace's chain_error, as for a chain that does not read.
-            Err(e @ contenox::Error::Config(_))
-                if chain.is_some() && scenario.expect.config_error_contains.is_none() =>
-            {
+            // A chain the client refuses to start (a task's provider is not its style, or the
+            // run's settings): the error is the trace's chain_error, as for a chain that does
+            // not read, and as every binding's runner records it.
+            Err(e @ contenox::Error::Config(_)) if chain.is_some() => {
                 chain_error = Some(e.to_string());
                 break;
             }
