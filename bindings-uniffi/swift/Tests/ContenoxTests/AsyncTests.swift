@@ -2,7 +2,7 @@
 // callbacks, on the engine's scripted model (no network): cancelling a Swift Task reaches the
 // engine (the turn ends `cancelled`, its shell process is gone, a pending `waitFor` Task is
 // cancelled), an async `waitFor`, throwing host tools, `Run.events` as an AsyncStream, the
-// `loadMcp` / `loadRemote` closure listeners. Events are read as the engine's JSON (`toJson()`).
+// `loadMcp` / `loadRemote` closure listeners, host-made background shells shared by clients. Events are read as the engine's JSON (`toJson()`).
 
 import Contenox
 import Foundation
@@ -71,6 +71,36 @@ final class AsyncTests: XCTestCase {
         XCTAssertEqual(next.outcome, .done)
         XCTAssertEqual(next.finalText, "after the cancel")
         client.shutdown()
+    }
+
+    func testHostMadeShellsAreSharedAndShutdownEndsOnlyWhatItsTurnsStarted() async throws {
+        let shells = BackgroundShells()
+        XCTAssertEqual(shells.ids(), [])
+        let ma = "300.\(Int.random(in: 100_000_000...999_999_999))"
+        let mb = "300.\(Int.random(in: 100_000_000...999_999_999))"
+        func sharing(_ marker: String) throws -> Client {
+            let bash = JSON.object(["command": .string("sleep \(marker)"), "run_in_background": .bool(true)])
+            return try Client(configJson: config([calls([("c1", "bash", bash)]), text("started")], builtins: ["bash"]),
+                              backgroundShells: shells)
+        }
+        let a = try sharing(ma)
+        let b = try sharing(mb)
+        let ra = try await a.run(prompt: "start")
+        let rb = try await b.run(prompt: "start")
+        XCTAssertEqual(ra.outcome, .done)
+        XCTAssertEqual(rb.outcome, .done)
+        XCTAssertEqual(shells.ids(), ["shell_1", "shell_2"])
+        XCTAssertEqual(a.backgroundShells()?.ids(), shells.ids())
+        try await waitUntil("both sleepers run") {
+            !processes(containing: ma).isEmpty && !processes(containing: mb).isEmpty
+        }
+        a.shutdown()
+        try await waitUntil("a's sleeper is gone") { processes(containing: ma).isEmpty }
+        XCTAssertFalse(processes(containing: mb).isEmpty, "shutting a down killed b's shell")
+        XCTAssertEqual(shells.status(id: "shell_2"), "running")
+        shells.closeAll()
+        try await waitUntil("b's sleeper is gone") { processes(containing: mb).isEmpty }
+        b.shutdown()
     }
 
     func testAnAsyncWaitForAnswersAfterAwaiting() async throws {
