@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import inspect
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
 
 from . import _native
@@ -152,8 +149,8 @@ class Run:
             if batch is None:
                 try:
                     batch = await self._native.next_batch()
-                except asyncio.CancelledError:
-                    self.cancel()
+                except BaseException as e:
+                    _cancel_on_cancelled(self, e)
                     raise
             self._take(batch)
         if self._pos < len(self.events):
@@ -176,8 +173,8 @@ class Run:
         if self._result is None:
             try:
                 d = await self._native.result()
-            except asyncio.CancelledError:
-                self.cancel()
+            except BaseException as e:
+                _cancel_on_cancelled(self, e)
                 raise
             while not self._ended:
                 batch = self._native.try_batch()
@@ -245,6 +242,31 @@ class Run:
         else:
             status = "<b>running</b>"
         return f"<div><div>▶ {cell(self.prompt, 200)}</div>{table}<div>{status}</div></div>"
+
+
+def _cancel_on_cancelled(run: Run, e: BaseException) -> None:
+    """Cancel the turn when the task awaiting it was cancelled (``e`` is asyncio's
+    CancelledError: asyncio is imported by then, whoever awaits)."""
+    import asyncio
+
+    if isinstance(e, asyncio.CancelledError):
+        run.cancel()
+
+
+def _run_coroutine(coro: Coroutine[Any, Any, TurnResult]) -> TurnResult:
+    """Run ``coro`` to its end from sync code: on a fresh event loop, or, inside a running one
+    (Jupyter), on a helper thread with its own loop. Only for a client with async callbacks,
+    which need a loop; asyncio is imported here, not with the package."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1, "contenox-run-sync") as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 class BackgroundShells:
@@ -322,16 +344,23 @@ class Client:
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
     ) -> TurnResult:
-        """:meth:`run` for scripts: blocks until the turn ends. Inside a running event loop
-        (Jupyter) the turn runs on a helper thread with its own loop."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.run(prompt, allow=allow, settings=settings))
-        with concurrent.futures.ThreadPoolExecutor(1, "contenox-run-sync") as pool:
-            return pool.submit(
-                asyncio.run, self.run(prompt, allow=allow, settings=settings)
-            ).result()
+        """:meth:`run` for scripts: blocks until the turn ends, without asyncio.
+
+        The engine runs the turn on its own threads while this thread waits (without the GIL);
+        sync tools, hooks, ``wait_for`` and the other callbacks run as they do for
+        :meth:`run`. Ctrl-C (or any exception a signal handler raises) cancels the turn, waits
+        for it to end (at most 10 s), and raises ``KeyboardInterrupt`` here. Nothing imports
+        asyncio on this path.
+
+        A client given an ``async def`` callable (tool, hook, ``wait_for``, search, compactor;
+        its own or a subagent's) needs an event loop to run it on: its turn runs through
+        ``asyncio.run`` instead (inside a running loop, such as Jupyter's, on a helper thread
+        with its own loop), as before."""
+        if self._native.needs_loop():
+            return _run_coroutine(self.run(prompt, allow=allow, settings=settings))
+        return TurnResult.from_native(
+            self._native.run_blocking(prompt, _list(allow), _settings_json(settings))
+        )
 
     def stream(
         self,
@@ -359,6 +388,24 @@ class Client:
         the output of the last task that ran. ``allow`` and ``settings`` as in :meth:`run`."""
         return TurnResult.from_native(
             await self._native.run_chain(
+                _chain_text(chain), input, _list(allow), _settings_json(settings)
+            )
+        )
+
+    def run_chain_sync(
+        self,
+        chain: Mapping[str, Any] | str,
+        input: str = "",
+        *,
+        allow: Sequence[str] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> TurnResult:
+        """:meth:`run_chain` for scripts: blocks until the chain ends, without asyncio (as
+        :meth:`run_sync`)."""
+        if self._native.needs_loop():
+            return _run_coroutine(self.run_chain(chain, input, allow=allow, settings=settings))
+        return TurnResult.from_native(
+            self._native.run_chain_blocking(
                 _chain_text(chain), input, _list(allow), _settings_json(settings)
             )
         )
@@ -560,6 +607,8 @@ def _callable(fn: Any, what: str) -> tuple[Any, bool] | None:
 
 def _takes_cancel(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` takes a second positional argument (the cancel signal)."""
+    import inspect
+
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):

@@ -75,6 +75,17 @@ class Client:
     def run(
         self, prompt: str, allow: list[str] | None = None, settings: str | None = None
     ) -> Awaitable[dict[str, Any]]: ...
+    def run_blocking(
+        self, prompt: str, allow: list[str] | None = None, settings: str | None = None
+    ) -> dict[str, Any]: ...
+    def run_chain_blocking(
+        self,
+        chain_json: str,
+        input: str,
+        allow: list[str] | None = None,
+        settings: str | None = None,
+    ) -> dict[str, Any]: ...
+    def needs_loop(self) -> bool: ...
     def stream(
         self, prompt: str, allow: list[str] | None = None, settings: str | None = None
     ) -> Run: ...
