@@ -65,6 +65,8 @@ pub struct PyClient {
     /// The tool sources added to it (added again to a client rebuilt after a
     /// fork).
     sources: Mutex<Vec<Arc<dyn ToolSource>>>,
+    /// Its `run` / `run_chain` turns still running (see [`quiet::Running`]).
+    quiet_running: quiet::Running,
 }
 
 fn build(
@@ -179,6 +181,7 @@ impl PyClient {
         let turn = quiet::spawn(
             async move { core.run_with(prompt, options).await },
             cancel.clone(),
+            &self.quiet_running,
         );
         Ok((turn, cancel))
     }
@@ -217,6 +220,7 @@ impl PyClient {
         let turn = quiet::spawn(
             async move { core.run_chain_with(&chain, input, options).await },
             cancel.clone(),
+            &self.quiet_running,
         );
         Ok((turn, cancel))
     }
@@ -339,6 +343,7 @@ impl PyClient {
             parts,
             host_tools: Mutex::new(tools),
             sources: Mutex::new(Vec::new()),
+            quiet_running: quiet::Running::default(),
         })
     }
 
@@ -399,6 +404,15 @@ impl PyClient {
     /// into it. `run_sync` runs such a client's turn through asyncio instead.
     fn needs_loop(&self) -> bool {
         self.host.needs_loop()
+    }
+
+    /// Block (without the GIL) until no `run` / `run_chain` turn of this client is running, at
+    /// most `timeout` seconds; True when none is. `run_sync` on the asyncio path calls it after
+    /// Ctrl-C, so that the cancelled turn has ended when KeyboardInterrupt reaches the script.
+    fn wait_idle(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
+        let timeout = std::time::Duration::try_from_secs_f64(timeout.max(0.0))
+            .unwrap_or(std::time::Duration::MAX);
+        self.quiet_running.wait_idle(py, timeout)
     }
 
     /// Start a turn and return its handle.

@@ -253,16 +253,24 @@ def _cancel_on_cancelled(run: Run, e: BaseException) -> None:
         run.cancel()
 
 
-def _run_coroutine(coro: Coroutine[Any, Any, TurnResult]) -> TurnResult:
-    """Run ``coro`` to its end from sync code: on a fresh event loop, or, inside a running one
-    (Jupyter), on a helper thread with its own loop. Only for a client with async callbacks,
-    which need a loop; asyncio is imported here, not with the package."""
+def _run_coroutine(native: _native.Client, coro: Coroutine[Any, Any, TurnResult]) -> TurnResult:
+    """Run ``coro`` (a turn of ``native``) to its end from sync code: on a fresh event loop, or,
+    inside a running one (Jupyter), on a helper thread with its own loop. Only for a client with
+    async callbacks, which need a loop; asyncio is imported here, not with the package.
+
+    Ctrl-C cancels the turn (asyncio.run cancels the task awaiting it); the turn's end (its
+    ``cancelled`` results in the transcript, its commands killed) is awaited, at most 10 s,
+    before KeyboardInterrupt reaches the caller, as on the path without asyncio."""
     import asyncio
 
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        try:
+            return asyncio.run(coro)
+        except KeyboardInterrupt:
+            native.wait_idle(10.0)
+            raise
     import concurrent.futures
 
     with concurrent.futures.ThreadPoolExecutor(1, "contenox-run-sync") as pool:
@@ -357,7 +365,7 @@ class Client:
         ``asyncio.run`` instead (inside a running loop, such as Jupyter's, on a helper thread
         with its own loop), as before."""
         if self._native.needs_loop():
-            return _run_coroutine(self.run(prompt, allow=allow, settings=settings))
+            return _run_coroutine(self._native, self.run(prompt, allow=allow, settings=settings))
         return TurnResult.from_native(
             self._native.run_blocking(prompt, _list(allow), _settings_json(settings))
         )
@@ -403,7 +411,9 @@ class Client:
         """:meth:`run_chain` for scripts: blocks until the chain ends, without asyncio (as
         :meth:`run_sync`)."""
         if self._native.needs_loop():
-            return _run_coroutine(self.run_chain(chain, input, allow=allow, settings=settings))
+            return _run_coroutine(
+                self._native, self.run_chain(chain, input, allow=allow, settings=settings)
+            )
         return TurnResult.from_native(
             self._native.run_chain_blocking(
                 _chain_text(chain), input, _list(allow), _settings_json(settings)
