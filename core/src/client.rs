@@ -116,7 +116,7 @@ impl Client {
     ) -> Result<TurnResult> {
         self.check_open()?;
         let prompt = prompt.into();
-        prompt.check()?;
+        prompt.check(self.state.root())?;
         let settings = self.run_settings(&options)?;
         let (cancel, _link) = self.turn_token(&options);
         Ok(run_turn(
@@ -144,7 +144,7 @@ impl Client {
     pub fn stream_with(&self, prompt: impl Into<Prompt>, options: RunOptions) -> Result<Run> {
         self.check_open()?;
         let prompt = prompt.into();
-        prompt.check()?;
+        prompt.check(self.state.root())?;
         let settings = self.run_settings(&options)?;
         let (cancel, link) = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();

@@ -63,6 +63,7 @@ mod config_read;
 mod error;
 mod event;
 mod gate;
+mod image_file;
 pub mod mcp;
 mod model;
 pub mod policy;
@@ -100,6 +101,7 @@ pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
     DEFAULT_DENIAL,
 };
+pub use image_file::MAX_IMAGE_BYTES;
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 #[doc(hidden)]
 pub use model::fuzz;
