@@ -14,6 +14,7 @@ use crate::error::to_py_err;
 use crate::host::{
     Callback, Host, Parts, PyCompactor, PyHooks, PyTool, PyWaitFor, PyWebSearch, SharedHost,
 };
+use crate::prompt::to_prompt;
 use crate::quiet;
 use crate::run::{result_dict, PyRun};
 use crate::runtime::{produce, py_future, running_loop, runtime};
@@ -150,7 +151,7 @@ impl PyClient {
 
     fn start(
         &self,
-        prompt: String,
+        prompt: contenox::Prompt,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
     ) -> PyResult<contenox::Run> {
@@ -163,7 +164,7 @@ impl PyClient {
     /// Start a turn nobody streams (`client.run`): see [`crate::quiet`].
     fn start_quiet(
         &self,
-        prompt: String,
+        prompt: contenox::Prompt,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
     ) -> PyResult<impl Future<Output = contenox::Result<TurnResult>> + Send + 'static> {
@@ -322,10 +323,11 @@ impl PyClient {
     fn run<'py>(
         &self,
         py: Python<'py>,
-        prompt: String,
+        prompt: &Bound<'py, PyAny>,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let prompt = to_prompt(prompt)?;
         let locals = running_loop(py, "client.run()")?;
         self.host.set_running(&locals);
         let turn = self.start_quiet(prompt, allow, settings)?;
@@ -342,10 +344,11 @@ impl PyClient {
     fn stream(
         &self,
         py: Python<'_>,
-        prompt: String,
+        prompt: &Bound<'_, PyAny>,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
     ) -> PyResult<PyRun> {
+        let prompt = to_prompt(prompt)?;
         self.host.capture(py);
         Ok(PyRun::new(self.start(prompt, allow, settings)?))
     }

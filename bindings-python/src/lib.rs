@@ -12,6 +12,7 @@ mod convert;
 mod error;
 mod host;
 mod mcp;
+mod prompt;
 mod quiet;
 mod remote;
 mod run;

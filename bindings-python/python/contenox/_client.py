@@ -18,6 +18,7 @@ from ._types import (
     CompactionOptions,
     ModelSettings,
     PolicySource,
+    Prompt,
     Reasoning,
     SandboxOptions,
     Tier,
@@ -117,6 +118,19 @@ def _config_json(options: Mapping[str, Any]) -> str:
         return json.dumps(config)
     except (TypeError, ValueError) as e:
         raise ConfigurationError(f"the options are not JSON: {e}") from e
+
+
+def _prompt_text(prompt: Prompt) -> str:
+    """How a run shows its prompt: its text, an image as ``[image]``."""
+    if isinstance(prompt, str):
+        return prompt
+    shown = []
+    for part in prompt:
+        if isinstance(part, Mapping) and part.get("type") == "text":
+            shown.append(str(part.get("text", "")))
+        else:
+            shown.append("[image]")
+    return " ".join(shown)
 
 
 class Run:
@@ -298,7 +312,7 @@ class Client:
 
     async def run(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
@@ -310,14 +324,20 @@ class Client:
         ``allow``: an allowlist for this turn only (``*``, names, ``!name``), intersected with
         the client's: it can only narrow. ``settings``: model settings for this turn only
         (``{"temperature": 0, "seed": 7}``; each key given replaces the client's), checked as
-        the client's are: a :class:`ConfigurationError` before anything is sent."""
+        the client's are: a :class:`ConfigurationError` before anything is sent.
+
+        ``prompt``: a string, or text and image parts in order (:data:`Prompt`):
+        ``[{"type": "text", "text": "What is this?"}, {"type": "image", "data": png_bytes}]``
+        or ``{"type": "image", "path": "shots/login.png"}`` for a file beneath the root. The
+        engine checks every part before the turn starts; a bad one is a
+        :class:`ConfigurationError` naming it (``prompt[1].data``)."""
         return TurnResult.from_native(
             await self._native.run(prompt, _list(allow), _settings_json(settings))
         )
 
     def run_sync(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
@@ -335,14 +355,17 @@ class Client:
 
     def stream(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
     ) -> Run:
         """Start a turn and return its :class:`Run` handle (``allow`` and ``settings`` as in
         :meth:`run`)."""
-        return Run(self._native.stream(prompt, _list(allow), _settings_json(settings)), prompt)
+        return Run(
+            self._native.stream(prompt, _list(allow), _settings_json(settings)),
+            _prompt_text(prompt),
+        )
 
     async def run_chain(
         self,
