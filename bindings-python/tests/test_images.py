@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -132,3 +134,13 @@ def test_a_run_shows_its_prompt_text(served: tuple[FakeServer, contenox.Client])
     _, client = served
     run = client.stream([{"type": "text", "text": "Look"}, {"type": "image", "data": PNG}])
     assert run.prompt == "Look [image]"
+
+
+def test_the_images_example_runs() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "python" / "images.py"
+    out = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert (
+        out == "done: Two red pixels.\nsent: ['text', 'image', 'image']\nrefused: prompt[0].data\n"
+    )

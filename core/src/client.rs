@@ -14,6 +14,7 @@ use crate::config_check::check_client;
 use crate::error::{ConfigError, Error, Result};
 use crate::event::{CompactTrigger, TurnResult};
 use crate::gate::{Hooks, WaitFor};
+use crate::image_file::check_prompt_paths;
 use crate::model::{backend_for, list_models, ModelInfo};
 use crate::policy::{check_backend, Policy};
 use crate::prompt::Prompt;
@@ -116,7 +117,8 @@ impl Client {
     ) -> Result<TurnResult> {
         self.check_open()?;
         let prompt = prompt.into();
-        prompt.check(self.state.root())?;
+        prompt.check()?;
+        check_prompt_paths(&prompt, self.state.root())?;
         let settings = self.run_settings(&options)?;
         let (cancel, _link) = self.turn_token(&options);
         Ok(run_turn(
@@ -144,7 +146,8 @@ impl Client {
     pub fn stream_with(&self, prompt: impl Into<Prompt>, options: RunOptions) -> Result<Run> {
         self.check_open()?;
         let prompt = prompt.into();
-        prompt.check(self.state.root())?;
+        prompt.check()?;
+        check_prompt_paths(&prompt, self.state.root())?;
         let settings = self.run_settings(&options)?;
         let (cancel, link) = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();

@@ -10,8 +10,10 @@ use base64::Engine as _;
 
 use crate::builtin::load::load_bytes;
 use crate::builtin::RootDir;
+use crate::error::Result;
 use crate::model::{ImageBytes, ResolvedImages};
-use crate::transcript::{sniff_media_type, Image, Message};
+use crate::prompt::{prompt_error, Prompt};
+use crate::transcript::{sniff_media_type, Image, Message, Part};
 
 /// The largest image file read: 3.75 MiB, whose base64 form (5 MiB) is the most Anthropic's API
 /// takes per image (OpenAI's and Ollama's limits are higher).
@@ -38,6 +40,19 @@ pub(crate) fn load_image(root: &Path, path: &str) -> Result<ImageBytes, String> 
         media_type: media_type.to_string(),
         data: base64::engine::general_purpose::STANDARD.encode(&bytes),
     })
+}
+
+/// A prompt's images given by path, each read beneath `root` now, so that one outside the root,
+/// missing or not an image is the caller's configuration error (naming the part) before
+/// anything is sent.
+pub(crate) fn check_prompt_paths(prompt: &Prompt, root: &Path) -> Result<()> {
+    for (i, part) in prompt.parts().iter().enumerate() {
+        if let Part::Image(Image::Path { path }) = part {
+            load_image(root, path)
+                .map_err(|why| prompt_error(format!("prompt[{i}].path"), None, why))?;
+        }
+    }
+    Ok(())
 }
 
 /// The paths of the images of `messages` given by path, each once, in order.

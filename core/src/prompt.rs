@@ -1,13 +1,10 @@
 //! A turn's prompt: text, or text and images in order (the parts of the user message the turn
 //! starts with).
 
-use std::path::Path;
-
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use crate::error::{ConfigError, Error, Result};
-use crate::image_file::load_image;
 use crate::transcript::{sniff_media_type, Image, Message, Part, IMAGE_MEDIA_TYPES};
 
 /// What [`crate::Client::run`] and [`crate::Client::stream`] take: a string, or parts.
@@ -98,16 +95,14 @@ impl Prompt {
     }
 
     /// A prompt holds text and images only: a reasoning, tool call or provider part is the
-    /// host's mistake, refused before the turn starts; so is an image given by a path that is
-    /// not an image file beneath `root` (the request reads it again when it is sent).
-    pub(crate) fn check(&self, root: &Path) -> Result<()> {
+    /// host's mistake, refused before the turn starts. (Images given by path are checked
+    /// beneath the root by the client, see `image_file::check_prompt_paths`.)
+    pub(crate) fn check(&self) -> Result<()> {
         for (i, part) in self.parts.iter().enumerate() {
             let kind = match part {
-                Part::Text { .. } | Part::Image(Image::Data { .. }) => continue,
-                Part::Image(Image::Path { path }) => match load_image(root, path) {
-                    Ok(_) => continue,
-                    Err(why) => return Err(prompt_error(format!("prompt[{i}].path"), None, why)),
-                },
+                Part::Text { .. } | Part::Image(Image::Data { .. } | Image::Path { .. }) => {
+                    continue
+                }
                 Part::Reasoning(_) => "reasoning",
                 Part::ToolCall(_) => "tool_call",
                 Part::Provider(_) => "provider",
@@ -163,7 +158,7 @@ impl From<Vec<Part>> for Prompt {
 }
 
 /// A configuration error about the prompt (or one of its parts).
-fn prompt_error(option: String, value: Option<String>, reason: String) -> Error {
+pub(crate) fn prompt_error(option: String, value: Option<String>, reason: String) -> Error {
     Error::Config(ConfigError {
         option,
         value,
