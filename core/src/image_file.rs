@@ -1,7 +1,7 @@
 //! Images read from files beneath the root: a prompt's `{"type": "image", "path": ...}` (checked
 //! when the turn starts, read again for each request) and, later, `read` of an image file.
 //! The bytes must be PNG, JPEG, GIF or WebP by their signature (never by the extension), and
-//! at most [`MAX_IMAGE_BYTES`].
+//! at most [`MAX_IMAGE_BYTES`](crate::MAX_IMAGE_BYTES).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,11 +13,7 @@ use crate::builtin::RootDir;
 use crate::error::Result;
 use crate::model::{ImageBytes, ResolvedImages};
 use crate::prompt::{prompt_error, Prompt};
-use crate::transcript::{sniff_media_type, Image, Message, Part};
-
-/// The largest image file read: 3.75 MiB, whose base64 form (5 MiB) is the most Anthropic's API
-/// takes per image (OpenAI's and Ollama's limits are higher).
-pub const MAX_IMAGE_BYTES: u64 = 3_932_160;
+use crate::transcript::{sniff_media_type, Image, Message, Part, MAX_IMAGE_BYTES};
 
 /// The image file `path` beneath `root`: its media type (from its bytes) and base64 bytes, or
 /// why it cannot be an image (outside the root, missing, not a regular file, over the cap, not

@@ -101,7 +101,6 @@ pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
     DEFAULT_DENIAL,
 };
-pub use image_file::MAX_IMAGE_BYTES;
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 #[doc(hidden)]
 pub use model::fuzz;
@@ -122,6 +121,6 @@ pub use tool::{
 };
 pub use transcript::{
     Image, Message, Part, ProviderBlock, Reasoning, ToolCall, Transcript, IMAGE_MEDIA_TYPES,
-    TRANSCRIPT_VERSION,
+    MAX_IMAGE_BYTES, TRANSCRIPT_VERSION,
 };
 pub use turn::{MAX_TURNS_RESULT, STOPPED_REPLY_RESULT};

@@ -646,7 +646,12 @@ impl Turn<'_> {
             usage: spent,
             agent: Vec::new(),
         });
-        Message::tool_result(call.id.clone(), call.name.clone(), content, out.is_error)
+        let mut message =
+            Message::tool_result(call.id.clone(), call.name.clone(), content, out.is_error);
+        if let Message::Tool { content, .. } = &mut message {
+            content.extend(out.images.into_iter().map(Part::Image));
+        }
+        message
     }
 
     /// Check one call, pass it through the gate, and run it.
