@@ -636,6 +636,18 @@ impl Turn<'_> {
         out: ToolOutput,
         spent: Option<Usage>,
     ) -> Message {
+        let out = if !out.images.is_empty() && !self.inner.config().takes_images() {
+            // Never a silent drop: the model learns why it gets no image.
+            ToolOutput::error(format!(
+                "{} returned {} image(s), but this model takes no images (the client's `images` \
+                 option is false); its text was: {}",
+                call.name,
+                out.images.len(),
+                out.model_text()
+            ))
+        } else {
+            out
+        };
         let content = out.model_text();
         self.sink.emit_with(|| Event::ToolResult {
             call_id: call.id.clone(),

@@ -649,6 +649,7 @@ def create_client(
     reasoning: Reasoning | None = None,
     extra_body: Mapping[str, Any] | None = None,
     prompt_cache: bool | None = None,
+    images: bool | None = None,
     on_compact: OnCompact | None = None,
     compactor: Compactor | None = None,
     hooks: Hooks | None = None,
@@ -699,7 +700,9 @@ def create_client(
     tool}``), ``parallel_tool_calls``, ``reasoning`` (``{"effort": "low"}`` or, on anthropic,
     ``{"budget_tokens": N}``) and ``extra_body`` (merged into the request body last). Each
     reaches the request in its style's spelling; one a style has no such thing for is a
-    ConfigurationError. ``prompt_cache``: anthropic prompt caching, on by default (False turns
+    ConfigurationError. ``images``: whether the model takes images (on by default; False refuses
+    a prompt with images and turns a tool result's images into an error result the model
+    sees). ``prompt_cache``: anthropic prompt caching, on by default (False turns
     it off).
 
     Compaction: ``compaction={"threshold_tokens": N, "keep_recent": 4, "instructions": ...}``
@@ -744,6 +747,7 @@ def create_client(
             "reasoning": dict(reasoning) if reasoning is not None else None,
             "extra_body": dict(extra_body) if extra_body is not None else None,
             "prompt_cache": prompt_cache,
+            "images": images,
             **options,
         }
     )
