@@ -15,6 +15,7 @@ from ._types import (
     CompactionOptions,
     ModelSettings,
     PolicySource,
+    Prompt,
     Reasoning,
     SandboxOptions,
     Tier,
@@ -114,6 +115,19 @@ def _config_json(options: Mapping[str, Any]) -> str:
         return json.dumps(config)
     except (TypeError, ValueError) as e:
         raise ConfigurationError(f"the options are not JSON: {e}") from e
+
+
+def _prompt_text(prompt: Prompt) -> str:
+    """How a run shows its prompt: its text, an image as ``[image]``."""
+    if isinstance(prompt, str):
+        return prompt
+    shown = []
+    for part in prompt:
+        if isinstance(part, Mapping) and part.get("type") == "text":
+            shown.append(str(part.get("text", "")))
+        else:
+            shown.append("[image]")
+    return " ".join(shown)
 
 
 class Run:
@@ -328,7 +342,7 @@ class Client:
 
     async def run(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
@@ -340,14 +354,20 @@ class Client:
         ``allow``: an allowlist for this turn only (``*``, names, ``!name``), intersected with
         the client's: it can only narrow. ``settings``: model settings for this turn only
         (``{"temperature": 0, "seed": 7}``; each key given replaces the client's), checked as
-        the client's are: a :class:`ConfigurationError` before anything is sent."""
+        the client's are: a :class:`ConfigurationError` before anything is sent.
+
+        ``prompt``: a string, or text and image parts in order (:data:`Prompt`):
+        ``[{"type": "text", "text": "What is this?"}, {"type": "image", "data": png_bytes}]``
+        or ``{"type": "image", "path": "shots/login.png"}`` for a file beneath the root. The
+        engine checks every part before the turn starts; a bad one is a
+        :class:`ConfigurationError` naming it (``prompt[1].data``)."""
         return TurnResult.from_native(
             await self._native.run(prompt, _list(allow), _settings_json(settings))
         )
 
     def run_sync(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
@@ -372,14 +392,17 @@ class Client:
 
     def stream(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
     ) -> Run:
         """Start a turn and return its :class:`Run` handle (``allow`` and ``settings`` as in
         :meth:`run`)."""
-        return Run(self._native.stream(prompt, _list(allow), _settings_json(settings)), prompt)
+        return Run(
+            self._native.stream(prompt, _list(allow), _settings_json(settings)),
+            _prompt_text(prompt),
+        )
 
     async def run_chain(
         self,
@@ -685,6 +708,7 @@ def create_client(
     reasoning: Reasoning | None = None,
     extra_body: Mapping[str, Any] | None = None,
     prompt_cache: bool | None = None,
+    images: bool | None = None,
     on_compact: OnCompact | None = None,
     compactor: Compactor | None = None,
     hooks: Hooks | None = None,
@@ -735,7 +759,9 @@ def create_client(
     tool}``), ``parallel_tool_calls``, ``reasoning`` (``{"effort": "low"}`` or, on anthropic,
     ``{"budget_tokens": N}``) and ``extra_body`` (merged into the request body last). Each
     reaches the request in its style's spelling; one a style has no such thing for is a
-    ConfigurationError. ``prompt_cache``: anthropic prompt caching, on by default (False turns
+    ConfigurationError. ``images``: whether the model takes images (on by default; False refuses
+    a prompt with images and turns a tool result's images into an error result the model
+    sees). ``prompt_cache``: anthropic prompt caching, on by default (False turns
     it off).
 
     Compaction: ``compaction={"threshold_tokens": N, "keep_recent": 4, "instructions": ...}``
@@ -780,6 +806,7 @@ def create_client(
             "reasoning": dict(reasoning) if reasoning is not None else None,
             "extra_body": dict(extra_body) if extra_body is not None else None,
             "prompt_cache": prompt_cache,
+            "images": images,
             **options,
         }
     )
