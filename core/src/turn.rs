@@ -495,26 +495,23 @@ impl Turn<'_> {
             let ceilings = self.ceilings();
             let at_limit = index >= ceilings.max_turns;
             let spend = budget.spend(calls.len(), used, &ceilings);
-            for (i, c) in calls.iter().enumerate() {
-                let cell = UsageCell::default();
-                let out = if at_limit {
-                    ToolOutput::error(MAX_TURNS_RESULT)
-                } else if let Some(e) = spend.exhausted.filter(|_| i >= spend.run) {
-                    ToolOutput::error(e.result_text())
-                } else if self.cancel.is_cancelled() {
-                    ToolOutput::error(CANCELLED_RESULT)
-                } else {
-                    self.handle_call(c, &cell).await
-                };
+            let settled = |i: usize| {
+                if at_limit {
+                    return Some(ToolOutput::error(MAX_TURNS_RESULT));
+                }
+                let exhausted = spend.exhausted.filter(|_| i >= spend.run);
+                exhausted.map(|e| ToolOutput::error(e.result_text()))
+            };
+            self.run_calls(&calls, settled, |c, out, spent| {
                 // What the call spent on models (a subagent's turn) is the turn's too.
-                let spent = cell.get();
                 let spent = (!spent.is_zero()).then(|| {
                     self.spend(&mut usage, spent);
                     budget.spend(0, spent, &ceilings);
                     spent
                 });
                 step.push(self.result_message(c, out, spent));
-            }
+            })
+            .await;
             inner.append(step);
             if at_limit {
                 return TurnEnd::new(Outcome::MaxTurns, final_text, usage);
@@ -641,35 +638,45 @@ impl Turn<'_> {
     /// Check one call, pass it through the gate, and run it.
     /// What the call spends on models (a subagent's turn) is added to `spent`.
     pub(crate) async fn handle_call(&self, call: &ToolCall, spent: &UsageCell) -> ToolOutput {
+        match self.admit(call).await {
+            Admission::Settled(out) => out,
+            Admission::Run { entry, event } => self.execute(&entry, &event, spent).await,
+        }
+    }
+
+    /// Check one call and pass it through the gate (its asks answered): either its result
+    /// without running (an error, a denial, an answer given as the result) or the go-ahead.
+    pub(crate) async fn admit(&self, call: &ToolCall) -> Admission {
         let allowed = |n: &str| self.allowed(n);
         if call.name == CALL_TOOL && call.via.is_none() {
-            return self.call_tool_search(call);
+            return Admission::Settled(self.call_tool_search(call));
         }
         let Some(entry) = self.inner.toolkit().lookup(&call.name, &allowed) else {
-            return ToolOutput::error(self.unknown_tool(&call.name));
+            return Admission::Settled(ToolOutput::error(self.unknown_tool(&call.name)));
         };
+        let settled = |out: ToolOutput| Admission::Settled(out);
         if call.raw_arguments {
             let raw = call.arguments.as_str().unwrap_or_default();
             let why = serde_json::from_str::<Value>(raw)
                 .err()
                 .map(|e| e.to_string())
                 .unwrap_or_default();
-            return ToolOutput::error(format!(
+            return settled(ToolOutput::error(format!(
                 "the arguments of {} are not valid JSON ({why}); send a JSON object",
                 call.name
-            ));
+            )));
         }
         if !call.arguments.is_object() {
-            return ToolOutput::error(format!(
+            return settled(ToolOutput::error(format!(
                 "the arguments of {} must be a JSON object, got {}",
                 call.name, call.arguments
-            ));
+            )));
         }
         if let Err(problems) = entry.validate(&call.arguments) {
-            return ToolOutput::error(format!(
+            return settled(ToolOutput::error(format!(
                 "the arguments of {} do not match its input schema: {problems}",
                 call.name
-            ));
+            )));
         }
         let event = ToolCallEvent {
             name: call.name.clone(),
@@ -681,7 +688,7 @@ impl Turn<'_> {
             agent: self.scope.agent(),
         };
         let Some(gated) = self.gate(&event).await else {
-            return ToolOutput::error(CANCELLED_RESULT);
+            return settled(ToolOutput::error(CANCELLED_RESULT));
         };
         let gate = |decision: GateVerdict, message: Option<String>| {
             self.sink.emit_with(|| Event::Gate {
@@ -697,11 +704,11 @@ impl Turn<'_> {
         };
         if let Some(message) = gated.denied {
             gate(GateVerdict::Deny, Some(message.clone()));
-            return ToolOutput::error(message);
+            return settled(ToolOutput::error(message));
         }
         if gated.asks.is_empty() {
             gate(GateVerdict::Allow, None);
-            return self.execute(&entry, &event, spent).await;
+            return Admission::Run { entry, event };
         }
         gate(GateVerdict::Ask, None);
         // Every gate that asked must approve, the innermost first.
@@ -710,7 +717,7 @@ impl Turn<'_> {
             request.name = event.name.clone();
             request.arguments = event.arguments.clone();
             let Some(answer) = self.ask(request, level).await else {
-                return ToolOutput::error(CANCELLED_RESULT);
+                return settled(ToolOutput::error(CANCELLED_RESULT));
             };
             self.sink.emit(Event::Answer {
                 call_id: event.call_id.clone(),
@@ -721,12 +728,14 @@ impl Turn<'_> {
             match answer {
                 Answer::Approve => {}
                 Answer::Deny(message) => {
-                    return ToolOutput::error(message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()))
+                    return settled(ToolOutput::error(
+                        message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()),
+                    ))
                 }
-                Answer::Result(value) => return ToolOutput::json(value),
+                Answer::Result(value) => return settled(ToolOutput::json(value)),
             }
         }
-        self.execute(&entry, &event, spent).await
+        Admission::Run { entry, event }
     }
 
     /// Pass `event` through every gate of the chain, the turn's own client first, then
@@ -809,7 +818,12 @@ impl Turn<'_> {
     }
 
     /// Run an allowed call, then `after_tool`.
-    async fn execute(&self, entry: &Entry, event: &ToolCallEvent, spent: &UsageCell) -> ToolOutput {
+    pub(crate) async fn execute(
+        &self,
+        entry: &Entry,
+        event: &ToolCallEvent,
+        spent: &UsageCell,
+    ) -> ToolOutput {
         self.sink.emit_with(|| Event::ToolStart {
             call_id: event.call_id.clone(),
             name: event.name.clone(),
@@ -893,4 +907,15 @@ struct Gated {
     asks: Vec<(usize, PendingRequest)>,
     /// The policy rule for the gate event.
     rule: Option<String>,
+}
+
+/// What the gate made of one call: [`Turn::admit`].
+pub(crate) enum Admission {
+    /// The call's result, without running it.
+    Settled(ToolOutput),
+    /// Allowed: run it ([`Turn::execute`]).
+    Run {
+        entry: Arc<Entry>,
+        event: ToolCallEvent,
+    },
 }

@@ -267,6 +267,7 @@ pub enum HostToolKind {
     Fail,
     Sleep,
     Register,
+    Rendezvous,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
