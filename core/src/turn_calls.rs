@@ -9,12 +9,14 @@
 //! read-only, `none` none.
 //!
 //! Everything runs in the turn's own task: the running calls are futures polled beside the gate
-//! of the next call, so cancelling the turn reaches each of them through the turn's token (each
-//! returns its cancelled result), and a call that fails or panics (caught in
-//! [`Turn::execute`]) gives its own error result and touches no other.
+//! of the next call (and beside the model's stream, for calls that start before the reply is
+//! over), so cancelling the reply's token reaches each of them (each returns its cancelled
+//! result), and a call that fails or panics (caught in [`Turn::execute`]) gives its own error
+//! result and touches no other.
 
 use std::task::Poll;
 
+use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 
 use crate::config::ToolConcurrency;
@@ -24,109 +26,149 @@ use crate::tool::{Source, ToolOutput, CALL_TOOL};
 use crate::transcript::ToolCall;
 use crate::turn::{Admission, Turn, CANCELLED_RESULT};
 
-/// The results of a reply's calls as they come in, handed on in the model's order.
-struct InOrder<'c, F> {
-    calls: &'c [ToolCall],
+/// One call's end: its position in the reply, its result, what it spent on models.
+type Ended = (usize, ToolOutput, Usage);
+
+/// The calls of one reply, taken one after another in the model's order.
+pub(crate) struct ReplyCalls<'t, 'a> {
+    turn: &'t Turn<'a>,
+    mode: ToolConcurrency,
+    cap: usize,
+    running: FuturesUnordered<BoxFuture<'t, Ended>>,
+    /// One slot per call taken; filled when it ends.
     finished: Vec<Option<(ToolOutput, Usage)>>,
+    /// The next result to hand on.
     next: usize,
-    done: F,
 }
 
-impl<'c, F: FnMut(&'c ToolCall, ToolOutput, Usage)> InOrder<'c, F> {
-    fn put(&mut self, i: usize, out: ToolOutput, spent: Usage) {
+impl<'t, 'a> ReplyCalls<'t, 'a> {
+    /// The calls of one reply, run by `turn` (whose cancel token is the reply's).
+    pub(crate) fn new(turn: &'t Turn<'a>) -> Self {
+        let config = turn.inner.config();
+        ReplyCalls {
+            turn,
+            mode: config.tool_concurrency,
+            cap: config.max_concurrent_tools.max(1) as usize,
+            running: FuturesUnordered::new(),
+            finished: Vec::new(),
+            next: 0,
+        }
+    }
+
+    /// How many calls were taken.
+    pub(crate) fn taken(&self) -> usize {
+        self.finished.len()
+    }
+
+    fn end(&mut self, (i, out, spent): Ended) {
         self.finished[i] = Some((out, spent));
+    }
+
+    /// Whether `call` may run beside others (else it runs alone, after the calls before it).
+    pub(crate) fn runs_beside(&self, call: &ToolCall) -> bool {
+        self.turn.runs_beside(call, self.mode)
+    }
+
+    /// Before taking `call`: when it must run alone, wait for the calls running now (then
+    /// their results can be handed on before its gate, as when calls ran one at a time).
+    pub(crate) async fn clear_for(&mut self, call: &ToolCall) {
+        if !self.runs_beside(call) {
+            while let Some(ended) = self.running.next().await {
+                self.end(ended);
+            }
+        }
+    }
+
+    /// Take the reply's next call: `settled` is its result without running it (a ceiling
+    /// reached); else it is gated and started as the module's rule allows. Returns once it
+    /// started (or, when it may not run beside others, once it ended).
+    pub(crate) async fn take(&mut self, call: &ToolCall, settled: Option<ToolOutput>) {
+        let i = self.finished.len();
+        self.finished.push(None);
+        if let Some(out) = settled {
+            self.end((i, out, Usage::default()));
+            return;
+        }
+        let beside = self.runs_beside(call);
+        // Alone: the calls before it finish first.
+        self.clear_for(call).await;
+        if self.turn.cancel.is_cancelled() {
+            self.end((i, ToolOutput::error(CANCELLED_RESULT), Usage::default()));
+            return;
+        }
+        // Gate this call while the ones already running go on.
+        let admission = {
+            let admit = self.turn.admit(call);
+            tokio::pin!(admit);
+            loop {
+                tokio::select! {
+                    biased;
+                    a = &mut admit => break a,
+                    Some(ended) = self.running.next(), if !self.running.is_empty() => {
+                        self.finished[ended.0] = Some((ended.1, ended.2));
+                    }
+                }
+            }
+        };
+        let (entry, event) = match admission {
+            Admission::Settled(out) => {
+                self.end((i, out, Usage::default()));
+                return;
+            }
+            Admission::Run { entry, event } => (entry, event),
+        };
+        let turn = self.turn;
+        let run: BoxFuture<'t, Ended> = Box::pin(async move {
+            let cell = UsageCell::default();
+            let out = turn.execute(&entry, &event, &cell).await;
+            (i, out, cell.get())
+        });
+        if !beside {
+            let ended = run.await;
+            self.end(ended);
+            return;
+        }
+        while self.running.len() >= self.cap {
+            if let Some(ended) = self.running.next().await {
+                self.end(ended);
+            }
+        }
+        self.running.push(run);
+        // Start it now (up to its first wait), not when something next waits: its `tool_start`
+        // comes before the next call's gate, and a host tool is on its way.
+        while let Poll::Ready(Some(ended)) = futures::poll!(self.running.next()) {
+            self.end(ended);
+        }
+    }
+
+    /// Hand on the results that are in, in the model's order (`calls` are the reply's calls,
+    /// the ones taken first).
+    pub(crate) fn hand_on<'c>(
+        &mut self,
+        calls: &'c [ToolCall],
+        done: &mut impl FnMut(&'c ToolCall, ToolOutput, Usage),
+    ) {
         while let Some((out, spent)) = self.finished.get_mut(self.next).and_then(Option::take) {
-            (self.done)(&self.calls[self.next], out, spent);
+            done(&calls[self.next], out, spent);
             self.next += 1;
+        }
+    }
+
+    /// Wait for every running call, handing the results on in the model's order.
+    pub(crate) async fn finish<'c>(
+        mut self,
+        calls: &'c [ToolCall],
+        done: &mut impl FnMut(&'c ToolCall, ToolOutput, Usage),
+    ) {
+        self.hand_on(calls, done);
+        while let Some(ended) = self.running.next().await {
+            self.end(ended);
+            self.hand_on(calls, done);
         }
     }
 }
 
 impl Turn<'_> {
-    /// Run a reply's `calls`: a call for which `settled` gives a result (a ceiling reached) is
-    /// not run; every other one is admitted through the gate in order and run as the module's
-    /// rule allows. `done` gets each call's result and what it spent on models, in the model's
-    /// order, as soon as the calls before it have theirs.
-    pub(crate) async fn run_calls<'c>(
-        &self,
-        calls: &'c [ToolCall],
-        settled: impl Fn(usize) -> Option<ToolOutput>,
-        done: impl FnMut(&'c ToolCall, ToolOutput, Usage),
-    ) {
-        let config = self.inner.config();
-        let cap = config.max_concurrent_tools.max(1) as usize;
-        let mut results = InOrder {
-            calls,
-            finished: (0..calls.len()).map(|_| None).collect(),
-            next: 0,
-            done,
-        };
-        let mut running = FuturesUnordered::new();
-        for (i, call) in calls.iter().enumerate() {
-            if let Some(out) = settled(i) {
-                results.put(i, out, Usage::default());
-                continue;
-            }
-            let beside = self.runs_beside(call, config.tool_concurrency);
-            if !beside {
-                // Alone: the calls before it finish first.
-                while let Some((j, out, spent)) = running.next().await {
-                    results.put(j, out, spent);
-                }
-            }
-            if self.cancel.is_cancelled() {
-                results.put(i, ToolOutput::error(CANCELLED_RESULT), Usage::default());
-                continue;
-            }
-            // Gate this call while the ones already running go on (and their results are
-            // handed on as they finish).
-            let admission = {
-                let admit = self.admit(call);
-                tokio::pin!(admit);
-                loop {
-                    tokio::select! {
-                        biased;
-                        a = &mut admit => break a,
-                        Some((j, out, spent)) = running.next(), if !running.is_empty() => {
-                            results.put(j, out, spent);
-                        }
-                    }
-                }
-            };
-            let (entry, event) = match admission {
-                Admission::Settled(out) => {
-                    results.put(i, out, Usage::default());
-                    continue;
-                }
-                Admission::Run { entry, event } => (entry, event),
-            };
-            let run = async move {
-                let cell = UsageCell::default();
-                let out = self.execute(&entry, &event, &cell).await;
-                (i, out, cell.get())
-            };
-            if beside {
-                while running.len() >= cap {
-                    if let Some((j, out, spent)) = running.next().await {
-                        results.put(j, out, spent);
-                    }
-                }
-                running.push(run);
-                // Start it now (up to its first wait), not when the next gate waits: its
-                // `tool_start` comes before the next call's gate, and a host tool is on its way.
-                while let Poll::Ready(Some((j, out, spent))) = futures::poll!(running.next()) {
-                    results.put(j, out, spent);
-                }
-            } else {
-                let (j, out, spent) = run.await;
-                results.put(j, out, spent);
-            }
-        }
-        while let Some((j, out, spent)) = running.next().await {
-            results.put(j, out, spent);
-        }
-    }
-
     /// Whether `call` may run beside others under `mode`: read-only and subagent calls under
     /// `read_only`. A call that names no tool it may use gets its error at the gate and runs
     /// nothing, so it waits for nothing either.

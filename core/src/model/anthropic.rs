@@ -140,6 +140,12 @@ struct Assembler {
     paused: bool,
 }
 
+/// Arguments that are whole: empty, or one complete JSON value.
+pub(super) fn whole_json(text: &str) -> bool {
+    let text = text.trim();
+    text.is_empty() || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+}
+
 impl Assembler {
     fn event(&mut self, kind: &str, data: &Value, deltas: DeltaSink<'_>) -> Result<(), Failure> {
         match kind {
@@ -236,7 +242,14 @@ impl Assembler {
                 let index = data["index"].as_u64().unwrap_or(0);
                 if let Some(pos) = self.blocks.iter().position(|(i, _)| *i == index) {
                     let (_, block) = self.blocks.remove(pos);
+                    let calls = self.calls.len();
                     self.complete(block);
+                    // A call's block is over: its arguments are complete now (unless the reply
+                    // was cut inside them: then they are not whole JSON, and the call waits for
+                    // the reply's end like any other).
+                    if let Some(call) = self.calls.get(calls).filter(|c| whole_json(&c.arguments)) {
+                        deltas(Delta::Call(call));
+                    }
                 }
             }
             "message_delta" => {
@@ -488,6 +501,7 @@ mod tests {
         let sink = |d: Delta<'_>| match d {
             Delta::Text(t) => text.lock().unwrap().push_str(t),
             Delta::Reasoning(t) => reasoning.lock().unwrap().push_str(t),
+            Delta::Call(_) => {}
         };
         let mut asm = Assembler::default();
         for e in events {

@@ -249,6 +249,7 @@ pub fn render(
         return Reply::json(StatusCode::OK, &body);
     }
 
+    let mut pauses = Vec::new();
     let mut chunks = vec![
         sse_event(
             "message_start",
@@ -336,6 +337,9 @@ pub fn render(
             "content_block_stop",
             &json!({"type": "content_block_stop", "index": index}),
         ));
+        if let Some(ms) = call.pause_after_ms {
+            pauses.push((chunks.len(), ms));
+        }
         index += 1;
     }
     chunks.push(sse_event(
@@ -351,6 +355,7 @@ pub fn render(
         headers: Vec::new(),
         chunks,
         streaming: true,
+        pauses,
     }
 }
 
