@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client_state::ClientState;
 use crate::compact::CompactFailed;
+use crate::config::ToolConcurrency;
 use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
 use crate::gate::{
     Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
@@ -23,10 +24,11 @@ use crate::prompt::Prompt;
 use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
 use crate::settings::TurnSettings;
 use crate::tool::{
-    allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, ToolSpec, CALL_TOOL,
+    allowed_by, Allowlist, CallTool, Entry, EventSink, Source, ToolContext, ToolOutput, ToolSpec,
+    CALL_TOOL,
 };
 use crate::transcript::{Message, Part, ToolCall, Transcript};
-use crate::turn_calls::ReplyCalls;
+use crate::turn_calls::{Admission, CallRunner, ReplyCalls};
 use crate::until_cancelled::until_cancelled;
 
 pub(crate) use crate::tool::CANCELLED_RESULT;
@@ -464,7 +466,7 @@ impl Turn<'_> {
             let reply_turn = self.with_cancel(&reply_cancel);
             let anew_cancel = self.cancel.child_token();
             let anew_turn = self.with_cancel(&anew_cancel);
-            let mut runner = ReplyCalls::new(&reply_turn);
+            let mut runner = self.reply_calls(&reply_turn);
             let mut early_calls = Vec::new();
             let response = self
                 .respond_starting_calls(index, &mut usage, &budget, &mut runner, &mut early_calls)
@@ -498,7 +500,7 @@ impl Turn<'_> {
                 // stream that started over): those are cancelled, and its own calls run anew.
                 let spent = self.abandon(runner, &reply_cancel, &early_calls).await;
                 self.spend(&mut usage, spent);
-                runner = ReplyCalls::new(&anew_turn);
+                runner = self.reply_calls(&anew_turn);
             }
             index += 1;
             final_text = text.clone();
@@ -583,7 +585,7 @@ impl Turn<'_> {
         index: u32,
         usage: &mut Usage,
         budget: &Budget,
-        runner: &mut ReplyCalls<'_, '_>,
+        runner: &mut ReplyCalls<'_, Turn<'_>>,
         early_calls: &mut Vec<ToolCall>,
     ) -> Response {
         let ceilings = self.ceilings();
@@ -631,7 +633,7 @@ impl Turn<'_> {
     /// they spent on models.
     async fn abandon(
         &self,
-        runner: ReplyCalls<'_, '_>,
+        runner: ReplyCalls<'_, Turn<'_>>,
         reply_cancel: &CancellationToken,
         calls: &[ToolCall],
     ) -> Usage {
@@ -643,6 +645,12 @@ impl Turn<'_> {
         };
         runner.finish(calls, &mut done).await;
         spent_all
+    }
+
+    /// The calls of one reply, run by `turn` as the client's `tool_concurrency` allows.
+    fn reply_calls<'t, 'b>(&self, turn: &'t Turn<'b>) -> ReplyCalls<'t, Turn<'b>> {
+        let config = self.inner.config();
+        ReplyCalls::new(turn, config.tool_concurrency, config.max_concurrent_tools)
     }
 
     /// This turn with another cancel token (the calls of one reply run under their own).
@@ -799,7 +807,7 @@ impl Turn<'_> {
     /// Check one call, pass it through the gate, and run it.
     /// What the call spends on models (a subagent's turn) is added to `spent`.
     pub(crate) async fn handle_call(&self, call: &ToolCall, spent: &UsageCell) -> ToolOutput {
-        match self.admit(call).await {
+        match self.admit_call(call).await {
             Admission::Settled(out) => out,
             Admission::Run { entry, event } => self.execute(&entry, &event, spent).await,
         }
@@ -807,7 +815,7 @@ impl Turn<'_> {
 
     /// Check one call and pass it through the gate (its asks answered): either its result
     /// without running (an error, a denial, an answer given as the result) or the go-ahead.
-    pub(crate) async fn admit(&self, call: &ToolCall) -> Admission {
+    pub(crate) async fn admit_call(&self, call: &ToolCall) -> Admission {
         let allowed = |n: &str| self.allowed(n);
         if call.name == CALL_TOOL && call.via.is_none() {
             return Admission::Settled(self.call_tool_search(call));
@@ -1070,13 +1078,42 @@ struct Gated {
     rule: Option<String>,
 }
 
-/// What the gate made of one call: [`Turn::admit`].
-pub(crate) enum Admission {
-    /// The call's result, without running it.
-    Settled(ToolOutput),
-    /// Allowed: run it ([`Turn::execute`]).
-    Run {
-        entry: Arc<Entry>,
-        event: ToolCallEvent,
-    },
+/// The turn runs a reply's calls ([`ReplyCalls`]) under the reply's cancel token (its own).
+impl CallRunner for Turn<'_> {
+    fn cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Read-only and subagent calls under `read_only`. A call that names no tool it may use
+    /// gets its error at the gate and runs nothing, so it waits for nothing either.
+    fn runs_beside(&self, call: &ToolCall, mode: ToolConcurrency) -> bool {
+        match mode {
+            ToolConcurrency::All => true,
+            ToolConcurrency::Sequential => false,
+            ToolConcurrency::ReadOnly => {
+                if call.name == CALL_TOOL && call.via.is_none() {
+                    return true;
+                }
+                let allowed = |n: &str| self.allowed(n);
+                match self.inner.toolkit().lookup(&call.name, &allowed) {
+                    None => true,
+                    Some(entry) => {
+                        entry.spec.hints.read_only == Some(true) || entry.source == Source::Subagent
+                    }
+                }
+            }
+        }
+    }
+
+    fn admit<'s>(&'s self, call: &'s ToolCall) -> BoxFuture<'s, Admission> {
+        Box::pin(self.admit_call(call))
+    }
+
+    fn run(&self, entry: Arc<Entry>, event: ToolCallEvent) -> BoxFuture<'_, (ToolOutput, Usage)> {
+        Box::pin(async move {
+            let cell = UsageCell::default();
+            let out = self.execute(&entry, &event, &cell).await;
+            (out, cell.get())
+        })
+    }
 }

@@ -14,6 +14,7 @@
 //! result), and a call that fails or panics (caught in [`Turn::execute`]) gives its own error
 //! result and touches no other.
 
+use std::sync::Arc;
 use std::task::Poll;
 
 use futures::future::BoxFuture;
@@ -21,17 +22,40 @@ use futures::stream::{FuturesUnordered, StreamExt};
 
 use crate::config::ToolConcurrency;
 use crate::event::Usage;
-use crate::scope::UsageCell;
-use crate::tool::{Source, ToolOutput, CALL_TOOL};
+use crate::gate::ToolCallEvent;
+use crate::tool::{Entry, ToolOutput, CANCELLED_RESULT};
 use crate::transcript::ToolCall;
-use crate::turn::{Admission, Turn, CANCELLED_RESULT};
+
+/// What the gate made of one call ([`CallRunner::admit`]).
+pub(crate) enum Admission {
+    /// The call's result, without running it.
+    Settled(ToolOutput),
+    /// Allowed: run it ([`CallRunner::run`]).
+    Run {
+        entry: Arc<Entry>,
+        event: ToolCallEvent,
+    },
+}
+
+/// What takes a reply's calls through the gate and runs them: the turn (`turn.rs`), under the
+/// reply's cancel token.
+pub(crate) trait CallRunner: Sync {
+    /// The reply's token was cancelled.
+    fn cancelled(&self) -> bool;
+    /// `call` may run beside others under `mode`.
+    fn runs_beside(&self, call: &ToolCall, mode: ToolConcurrency) -> bool;
+    /// Check `call` and pass it through the gate (its asks answered).
+    fn admit<'s>(&'s self, call: &'s ToolCall) -> BoxFuture<'s, Admission>;
+    /// Run an admitted call: its result and what it spent on models.
+    fn run(&self, entry: Arc<Entry>, event: ToolCallEvent) -> BoxFuture<'_, (ToolOutput, Usage)>;
+}
 
 /// One call's end: its position in the reply, its result, what it spent on models.
 type Ended = (usize, ToolOutput, Usage);
 
 /// The calls of one reply, taken one after another in the model's order.
-pub(crate) struct ReplyCalls<'t, 'a> {
-    turn: &'t Turn<'a>,
+pub(crate) struct ReplyCalls<'t, R: CallRunner> {
+    turn: &'t R,
     mode: ToolConcurrency,
     cap: usize,
     running: FuturesUnordered<BoxFuture<'t, Ended>>,
@@ -41,14 +65,14 @@ pub(crate) struct ReplyCalls<'t, 'a> {
     next: usize,
 }
 
-impl<'t, 'a> ReplyCalls<'t, 'a> {
-    /// The calls of one reply, run by `turn` (whose cancel token is the reply's).
-    pub(crate) fn new(turn: &'t Turn<'a>) -> Self {
-        let config = turn.inner.config();
+impl<'t, R: CallRunner> ReplyCalls<'t, R> {
+    /// The calls of one reply, run by `turn` (whose cancel token is the reply's) as `mode`
+    /// allows, at most `cap` at once.
+    pub(crate) fn new(turn: &'t R, mode: ToolConcurrency, cap: u32) -> Self {
         ReplyCalls {
             turn,
-            mode: config.tool_concurrency,
-            cap: config.max_concurrent_tools.max(1) as usize,
+            mode,
+            cap: cap.max(1) as usize,
             running: FuturesUnordered::new(),
             finished: Vec::new(),
             next: 0,
@@ -92,7 +116,7 @@ impl<'t, 'a> ReplyCalls<'t, 'a> {
         let beside = self.runs_beside(call);
         // Alone: the calls before it finish first.
         self.clear_for(call).await;
-        if self.turn.cancel.is_cancelled() {
+        if self.turn.cancelled() {
             self.end((i, ToolOutput::error(CANCELLED_RESULT), Usage::default()));
             return;
         }
@@ -117,11 +141,10 @@ impl<'t, 'a> ReplyCalls<'t, 'a> {
             }
             Admission::Run { entry, event } => (entry, event),
         };
-        let turn = self.turn;
+        let run = self.turn.run(entry, event);
         let run: BoxFuture<'t, Ended> = Box::pin(async move {
-            let cell = UsageCell::default();
-            let out = turn.execute(&entry, &event, &cell).await;
-            (i, out, cell.get())
+            let (out, spent) = run.await;
+            (i, out, spent)
         });
         if !beside {
             let ended = run.await;
@@ -164,30 +187,6 @@ impl<'t, 'a> ReplyCalls<'t, 'a> {
         while let Some(ended) = self.running.next().await {
             self.end(ended);
             self.hand_on(calls, done);
-        }
-    }
-}
-
-impl Turn<'_> {
-    /// Whether `call` may run beside others under `mode`: read-only and subagent calls under
-    /// `read_only`. A call that names no tool it may use gets its error at the gate and runs
-    /// nothing, so it waits for nothing either.
-    fn runs_beside(&self, call: &ToolCall, mode: ToolConcurrency) -> bool {
-        match mode {
-            ToolConcurrency::All => true,
-            ToolConcurrency::Sequential => false,
-            ToolConcurrency::ReadOnly => {
-                if call.name == CALL_TOOL && call.via.is_none() {
-                    return true;
-                }
-                let allowed = |n: &str| self.allowed(n);
-                match self.inner.toolkit().lookup(&call.name, &allowed) {
-                    None => true,
-                    Some(entry) => {
-                        entry.spec.hints.read_only == Some(true) || entry.source == Source::Subagent
-                    }
-                }
-            }
         }
     }
 }

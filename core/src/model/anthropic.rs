@@ -140,12 +140,6 @@ struct Assembler {
     paused: bool,
 }
 
-/// Arguments that are whole: empty, or one complete JSON value.
-pub(super) fn whole_json(text: &str) -> bool {
-    let text = text.trim();
-    text.is_empty() || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
-}
-
 impl Assembler {
     fn event(&mut self, kind: &str, data: &Value, deltas: DeltaSink<'_>) -> Result<(), Failure> {
         match kind {
@@ -247,7 +241,7 @@ impl Assembler {
                     // A call's block is over: its arguments are complete now (unless the reply
                     // was cut inside them: then they are not whole JSON, and the call waits for
                     // the reply's end like any other).
-                    if let Some(call) = self.calls.get(calls).filter(|c| whole_json(&c.arguments)) {
+                    if let Some(call) = self.calls.get(calls).filter(|c| c.whole()) {
                         deltas(Delta::Call(call));
                     }
                 }

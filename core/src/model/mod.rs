@@ -82,6 +82,14 @@ pub(crate) struct RawCall {
     pub arguments: String,
 }
 
+impl RawCall {
+    /// Its arguments are whole: empty, or one complete JSON value (not cut off mid-way).
+    pub fn whole(&self) -> bool {
+        let text = self.arguments.trim();
+        text.is_empty() || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+    }
+}
+
 /// One complete model response.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ModelResponse {

@@ -360,16 +360,15 @@ impl Assembler {
         let Some((last, parts)) = self.calls.last() else {
             return;
         };
-        let whole = super::anthropic::whole_json(&parts.arguments);
-        if index <= *last || !whole || parts.name.is_empty() {
-            self.no_more_announcing = true;
-            return;
-        }
         let call = RawCall {
             id: parts.id.clone(),
             name: parts.name.clone(),
             arguments: parts.arguments.clone(),
         };
+        if index <= *last || !call.whole() || call.name.is_empty() {
+            self.no_more_announcing = true;
+            return;
+        }
         self.announced += 1;
         deltas(Delta::Call(&call));
     }
