@@ -246,7 +246,12 @@ pub fn render(
             "stop_sequence": null,
             "usage": usage_json(usage, usage.output_tokens),
         });
-        return Reply::json(StatusCode::OK, &body);
+        // The whole answer comes once the reply is complete: after its calls' pauses.
+        let held = calls.iter().filter_map(|c| c.pause_after_ms).sum();
+        return Reply {
+            pauses: vec![(0, held)],
+            ..Reply::json(StatusCode::OK, &body)
+        };
     }
 
     let mut pauses = Vec::new();

@@ -56,7 +56,7 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    fn json(status: StatusCode, value: &Value) -> Reply {
+    pub(crate) fn json(status: StatusCode, value: &Value) -> Reply {
         Reply {
             status,
             content_type: "application/json",
@@ -433,8 +433,16 @@ fn respond(reply: Reply, break_after: Option<usize>, delay: Option<Duration>) ->
         }
     }
     let delay = delay.filter(|d| !d.is_zero());
-    let body = if break_after.is_none() && delay.is_none() && !reply.streaming {
+    // Not streamed, the answer comes when the whole reply is there: after every pause.
+    let held: u64 = reply.pauses.iter().map(|(_, ms)| *ms).sum();
+    let body = if break_after.is_none() && delay.is_none() && !reply.streaming && held == 0 {
         Body::from(reply.chunks.concat())
+    } else if break_after.is_none() && delay.is_none() && !reply.streaming {
+        let whole = reply.chunks.concat();
+        Body::from_stream(futures::stream::once(async move {
+            tokio::time::sleep(Duration::from_millis(held)).await;
+            Ok::<Bytes, io::Error>(Bytes::from(whole))
+        }))
     } else {
         let chunks = match break_after {
             Some(n) => truncate(reply.chunks, n),

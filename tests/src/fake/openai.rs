@@ -112,7 +112,12 @@ pub fn render(
             "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
             "usage": usage_json(usage),
         });
-        return Reply::json(StatusCode::OK, &body);
+        // The whole answer comes once the reply is complete: after its calls' pauses.
+        let held = calls.iter().filter_map(|c| c.pause_after_ms).sum();
+        return Reply {
+            pauses: vec![(0, held)],
+            ..Reply::json(StatusCode::OK, &body)
+        };
     }
 
     let include_usage = ctx
