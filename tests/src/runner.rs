@@ -128,10 +128,18 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
                 Err(e) => return Err(e.to_string()),
             }
         }
-        let started = match &chain {
-            None => client.stream_with(prompt.clone(), options),
-            Some(Ok(c)) => client.stream_chain_with(c, prompt.clone(), options),
-            Some(Err(e)) => {
+        // Extension `prompt_parts`: the first prompt as text and image parts (the engine's JSON).
+        let parts = match (i, scenario.extra.get("prompt_parts")) {
+            (0, Some(v)) => Some(contenox::Prompt::from_json(v)),
+            _ => None,
+        };
+        let started = match (&chain, parts) {
+            (None, Some(Ok(p))) => client.stream_with(p, options),
+            (None, Some(Err(e))) => Err(e),
+            (None, None) => client.stream_with(prompt.clone(), options),
+            (Some(_), Some(_)) => return Err("prompt_parts is not for a chain".into()),
+            (Some(Ok(c)), None) => client.stream_chain_with(c, prompt.clone(), options),
+            (Some(Err(e)), None) => {
                 chain_error = Some(e.clone());
                 break;
             }
@@ -547,11 +555,12 @@ fn host_tool(t: &HostTool, client: ClientCell, meeting: &Arc<Meeting>) -> FnTool
         }),
         HostToolKind::Sleep => tool_fn(spec, |args, ctx| async move {
             let ms = args["ms"].as_u64().unwrap_or(0);
+            // Woken by the cancel, it says so: the call's result must still be the engine's
+            // `cancelled` (the conformance README).
             tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
-                _ = ctx.cancel.cancelled() => {}
+                _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(ToolOutput::text("slept")),
+                _ = ctx.cancel.cancelled() => Ok(ToolOutput::text("interrupted")),
             }
-            Ok(ToolOutput::text("slept"))
         }),
         HostToolKind::Register => tool_fn(spec, move |args, _ctx| {
             let client = client.clone();
