@@ -4,12 +4,11 @@
 
 import { strict as assert } from "node:assert";
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
-import { BIN } from "./harness.js";
+import { BIN, tempDir } from "./harness.js";
 
 const require = createRequire(import.meta.url);
 const acpxCli = join(dirname(require.resolve("acpx/package.json")), "dist", "cli.js");
@@ -22,7 +21,7 @@ interface Run {
 
 /** `acpx --agent "contenox acp --script ..." --cwd WORK <policy> exec PROMPT` in a fresh home. */
 function acpx(policyFlag: string, work: string): Promise<Run> {
-  const home = mkdtempSync(join(tmpdir(), "acpx-home-"));
+  const home = tempDir("acpx-home-");
   const script = join(home, "script.json");
   writeFileSync(
     script,
@@ -47,7 +46,7 @@ function acpx(policyFlag: string, work: string): Promise<Run> {
 }
 
 function workspace(): string {
-  const work = realpathSync(mkdtempSync(join(tmpdir(), "acpx-work-")));
+  const work = tempDir("acpx-work-");
   writeFileSync(join(work, "a.txt"), "old\n");
   return work;
 }

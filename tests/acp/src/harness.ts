@@ -6,7 +6,7 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { EditorSide } from "./editor.js";
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync, realpathSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -220,8 +220,8 @@ export class Agent {
 
   /** Start `contenox acp --script ... --data-dir ...`. */
   static start(opts: AgentOptions = {}): Agent {
-    const work = opts.work ?? realpathSync(mkdtempSync(join(tmpdir(), "acp-work-")));
-    const data = opts.data ?? mkdtempSync(join(tmpdir(), "acp-data-"));
+    const work = opts.work ?? tempDir("acp-work-");
+    const data = opts.data ?? tempDir("acp-data-");
     const args = ["acp", "--data-dir", data];
     if (opts.script) {
       const script = join(data, `script-${Date.now()}-${Math.random()}.json`);
@@ -292,6 +292,20 @@ export class Agent {
     }
     return code;
   }
+}
+
+/** Every directory `tempDir` made in this test process, removed when the process exits. */
+const madeDirs: string[] = [];
+process.on("exit", () => {
+  for (const d of madeDirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A fresh directory under the system's temp dir (its real path: macOS links /tmp), removed
+ * when this test process exits, so no run leaves workspaces or data dirs behind. */
+export function tempDir(prefix: string): string {
+  const d = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+  madeDirs.push(d);
+  return d;
 }
 
 /** The pids of processes whose command line contains `marker` (on Linux's /proc). */

@@ -5,13 +5,12 @@
 
 import { strict as assert } from "node:assert";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { test } from "node:test";
 import * as acp from "@agentclientprotocol/sdk";
-import { Agent, goneWithin, repo } from "./harness.js";
+import { Agent, goneWithin, repo, tempDir } from "./harness.js";
 
 type Json = Record<string, unknown>;
 
@@ -79,7 +78,7 @@ async function fakeModel(
 
 for (const style of ["openai", "anthropic", "ollama"]) {
   test(`the model's reasoning streams as agent_thought_chunk (${style} style, a real stream)`, async (t) => {
-    const data = mkdtempSync(join(tmpdir(), "acp-data-"));
+    const data = tempDir("acp-data-");
     const port = await fakeModel(t, data, style, [
       { reasoning: [{ text: "The notes are short; I answer." }], text: "They say hello." },
     ]);
@@ -102,7 +101,7 @@ for (const style of ["openai", "anthropic", "ollama"]) {
 }
 
 test("an image prompt is answered by the model, saved as parts in order, and replayed", async (t) => {
-  const data = mkdtempSync(join(tmpdir(), "acp-data-"));
+  const data = tempDir("acp-data-");
   const port = await fakeModel(t, data, "anthropic", [{ text: "A red square." }]);
   const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
   const a = Agent.start({
