@@ -1,6 +1,8 @@
 //! `Client`: the engine's client as a UniFFI object.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use contenox::{CancellationToken, CompactNotice, ModelInfo, RunOptions, SubagentOptions};
 
@@ -41,7 +43,7 @@ impl Client {
         allow: Option<Vec<String>>,
         settings_json: Option<String>,
     ) -> Result<RunOptions, ContenoxError> {
-        let token = self.turns.lock().expect("turns lock").child_token();
+        let token = self.turns.lock().child_token();
         let mut options = RunOptions::default().cancel(token);
         if let Some(patterns) = allow {
             options = options.allow(&patterns)?;
@@ -213,7 +215,7 @@ impl Client {
     /// Cancel every turn of this client started before this call (running or queued). The
     /// client stays usable.
     pub fn cancel(&self) {
-        let mut turns = self.turns.lock().expect("turns lock");
+        let mut turns = self.turns.lock();
         turns.cancel();
         *turns = CancellationToken::new();
     }
@@ -319,6 +321,7 @@ impl Client {
 
     /// The config the client was built with, as JSON.
     pub fn config_json(&self) -> String {
+        // Cannot fail: a config holds strings, numbers and `Value`s, whose map keys are strings.
         serde_json::to_string(self.inner.config()).expect("a config always serializes")
     }
 

@@ -670,6 +670,7 @@ impl<'de> Deserialize<'de> for Transcript {
 impl Transcript {
     /// The transcript as pretty JSON.
     pub fn to_json(&self) -> String {
+        // Cannot fail: messages hold strings and `Value`s, whose map keys are strings.
         serde_json::to_string_pretty(self).expect("a transcript always serializes")
     }
 
