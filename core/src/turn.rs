@@ -2,11 +2,12 @@
 //! answers, the turn is cancelled, it fails, or it reaches `max_turns`.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio_util::sync::CancellationToken;
@@ -344,7 +345,7 @@ impl Turn<'_> {
             let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
             let on_call = |raw: &RawCall| {
                 let Some(early) = early else { return };
-                let mut announced = announced.lock().unwrap_or_else(|e| e.into_inner());
+                let mut announced = announced.lock();
                 let before: Vec<ToolCall> = announced.iter().map(|(_, c)| c.clone()).collect();
                 let call = self.parse_call(raw.clone(), &before, call_tool_offered);
                 self.emit_tool_call(&call);
@@ -420,8 +421,7 @@ impl Turn<'_> {
                     agent: Vec::new(),
                 });
             }
-            let announced =
-                std::mem::take(&mut *announced.lock().unwrap_or_else(|e| e.into_inner()));
+            let announced = std::mem::take(&mut *announced.lock());
             let (calls, early) =
                 self.parse_reply_calls(response.calls, announced, call_tool_offered);
             for c in &calls[early..] {
