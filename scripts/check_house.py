@@ -273,16 +273,17 @@ def check_directions() -> list[str]:
 
 # A README shows a runnable example as `<!-- example: PATH -->` and the fenced block right after
 # it; the block must be the file, which the test command runs (examples' own tests).
-EXAMPLE_MARK = re.compile(r"<!-- example: (\S+) -->\n```[a-z]*\n(.*?)```", re.S)
+EXAMPLE_MARK = re.compile(r"^<!-- example: (\S+) -->\n```[a-z]*\n(.*?)```", re.S | re.M)
 
 
 def check_readme_examples() -> list[str]:
     problems = []
-    for readme in sorted(REPO.glob("**/README.md")):
+    # READMEs, and the concept pages of docs/ (docs/images.md, ...).
+    for readme in sorted([*REPO.glob("**/README.md"), *REPO.glob("docs/*.md")]):
         if "node_modules" in readme.parts or "target" in readme.parts:
             continue
         text = readme.read_text()
-        marks = text.count("<!-- example: ")
+        marks = len(re.findall(r"^<!-- example: ", text, re.M))
         found = EXAMPLE_MARK.findall(text)
         where = readme.relative_to(REPO)
         if len(found) != marks:

@@ -100,6 +100,11 @@ export interface ModelSettings {
 export interface ClientOptions extends ModelSettings {
   /** Anthropic prompt caching: `cache_control` breakpoints, on by default; `false` turns it off. */
   promptCache?: boolean
+  /**
+   * Whether the model takes images (on by default). `false` refuses a prompt with images
+   * (ConfigurationError) and turns a tool result's images into an error result the model sees.
+   */
+  images?: boolean
   /** Default `openai`. */
   style?: Style
   /** As that style's official SDK takes it: openai `…/v1`, anthropic and ollama the host root. */

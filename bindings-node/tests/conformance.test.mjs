@@ -159,6 +159,10 @@ function fixedWebsearch(spec) {
   return async () => results
 }
 
+/** A scenario's `prompt_parts` as a Node host writes them: image data as a Buffer. */
+const nodeParts = (parts) =>
+  parts.map((p) => (typeof p.data === 'string' ? { ...p, data: Buffer.from(p.data, 'base64') } : p))
+
 /** `run_settings` in JavaScript's spelling (`extra_body`'s own keys stay as written). */
 function runSettings(settings) {
   if (settings === undefined) return undefined
@@ -421,9 +425,11 @@ async function runScenario(file, scenario, deadline) {
       // Extension `run_settings`: the first prompt's run has its own model settings, in
       // JavaScript's spelling; a refusal of them is the trace's config_error.
       const settings = i === 0 ? runSettings(scenario.run_settings) : undefined
+      // Extension `prompt_parts`: the first prompt as parts, image data as a Buffer.
+      const parts = i === 0 ? scenario.prompt_parts : undefined
       if (scenario.chain === undefined) {
         try {
-          run = client.stream(prompt, { signal: deadline, settings })
+          run = client.stream(parts === undefined ? prompt : nodeParts(parts), { signal: deadline, settings })
         } catch (e) {
           client.close()
           return await refused(e)

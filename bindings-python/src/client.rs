@@ -9,11 +9,13 @@ use contenox::{
 };
 use pyo3::prelude::*;
 
+use crate::blocking;
 use crate::convert::{from_py, ser_to_py, to_value};
 use crate::error::to_py_err;
 use crate::host::{
     Callback, Host, Parts, PyCompactor, PyHooks, PyTool, PyWaitFor, PyWebSearch, SharedHost,
 };
+use crate::prompt::to_prompt;
 use crate::quiet;
 use crate::run::{result_dict, PyRun};
 use crate::runtime::{produce, py_future, running_loop, runtime};
@@ -34,6 +36,7 @@ fn tool_from_py(host: &SharedHost, tool: &Bound<'_, PyAny>) -> PyResult<Arc<dyn 
         return Ok(native.get().tool.clone());
     }
     let (spec, invoke, is_async): (Bound<'_, PyAny>, Bound<'_, PyAny>, bool) = tool.extract()?;
+    host.note(is_async);
     let spec: ToolSpec = from_py(&spec).map_err(|e| {
         to_py_err(contenox::Error::Tool(format!(
             "{} (a spec has name, description, input_schema, hints, tier)",
@@ -63,6 +66,8 @@ pub struct PyClient {
     /// The tool sources added to it (added again to a client rebuilt after a
     /// fork).
     sources: Mutex<Vec<Arc<dyn ToolSource>>>,
+    /// Its `run` / `run_chain` turns still running (see [`quiet::Running`]).
+    quiet_running: quiet::Running,
 }
 
 fn build(
@@ -150,7 +155,7 @@ impl PyClient {
 
     fn start(
         &self,
-        prompt: String,
+        prompt: contenox::Prompt,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
     ) -> PyResult<contenox::Run> {
@@ -160,20 +165,26 @@ impl PyClient {
         core.stream_with(prompt, options).map_err(to_py_err)
     }
 
-    /// Start a turn nobody streams (`client.run`): see [`crate::quiet`].
+    /// Start a turn nobody streams (`client.run`, `client.run_sync`): see [`crate::quiet`].
+    /// Returns its result's future and its outside cancel token.
     fn start_quiet(
         &self,
-        prompt: String,
+        prompt: contenox::Prompt,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
-    ) -> PyResult<impl Future<Output = contenox::Result<TurnResult>> + Send + 'static> {
+    ) -> PyResult<(
+        impl Future<Output = contenox::Result<TurnResult>> + Send + 'static,
+        CancellationToken,
+    )> {
         let cancel = CancellationToken::new();
         let options = run_options(allow, settings)?.cancel(cancel.clone());
         let core = self.open_core()?;
-        Ok(quiet::spawn(
+        let turn = quiet::spawn(
             async move { core.run_with(prompt, options).await },
-            cancel,
-        ))
+            cancel.clone(),
+            &self.quiet_running,
+        );
+        Ok((turn, cancel))
     }
 
     /// Start a task chain (its JSON text) on `input`; the engine reads and runs it.
@@ -199,15 +210,20 @@ impl PyClient {
         input: String,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
-    ) -> PyResult<impl Future<Output = contenox::Result<TurnResult>> + Send + 'static> {
+    ) -> PyResult<(
+        impl Future<Output = contenox::Result<TurnResult>> + Send + 'static,
+        CancellationToken,
+    )> {
         let chain = contenox::Chain::from_json(chain_json).map_err(to_py_err)?;
         let cancel = CancellationToken::new();
         let options = run_options(allow, settings)?.cancel(cancel.clone());
         let core = self.open_core()?;
-        Ok(quiet::spawn(
+        let turn = quiet::spawn(
             async move { core.run_chain_with(&chain, input, options).await },
-            cancel,
-        ))
+            cancel.clone(),
+            &self.quiet_running,
+        );
+        Ok((turn, cancel))
     }
 
     /// The engine client, refusing (as `stream_with` does, at the call) when it is closed.
@@ -261,6 +277,21 @@ impl PyClient {
     ) -> PyResult<PyClient> {
         let config = Config::from_json(config_json).map_err(to_py_err)?;
         let host: SharedHost = Arc::new(Host::default());
+        for (_, is_async) in [
+            &before_tool,
+            &after_tool,
+            &wait_for,
+            &on_compact,
+            &compactor,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            host.note(*is_async);
+        }
+        if let Some((_, is_async, _)) = &websearch {
+            host.note(*is_async);
+        }
         let tools = tools
             .iter()
             .map(|t| tool_from_py(&host, t))
@@ -313,6 +344,7 @@ impl PyClient {
             parts,
             host_tools: Mutex::new(tools),
             sources: Mutex::new(Vec::new()),
+            quiet_running: quiet::Running::default(),
         })
     }
 
@@ -322,13 +354,14 @@ impl PyClient {
     fn run<'py>(
         &self,
         py: Python<'py>,
-        prompt: String,
+        prompt: &Bound<'py, PyAny>,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let prompt = to_prompt(prompt)?;
         let locals = running_loop(py, "client.run()")?;
         self.host.set_running(&locals);
-        let turn = self.start_quiet(prompt, allow, settings)?;
+        let (turn, _) = self.start_quiet(prompt, allow, settings)?;
         // Cancelling the asyncio future drops this one, and with it the turn's guard: that
         // cancels the turn.
         py_future(locals.event_loop(py), async move {
@@ -337,15 +370,63 @@ impl PyClient {
         })
     }
 
-    /// Start a turn and return its handle.
+    /// Run one turn and block until it ends, without the GIL and without an event loop
+    /// (`client.run_sync`); sync callbacks only (see `needs_loop`). Ctrl-C cancels the turn,
+    /// waits for it to end, and raises KeyboardInterrupt (see [`crate::blocking`]).
     #[pyo3(signature = (prompt, allow=None, settings=None))]
-    fn stream(
+    fn run_blocking(
         &self,
         py: Python<'_>,
         prompt: String,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let (turn, cancel) = self.start_quiet(prompt, allow, settings)?;
+        let r = blocking::wait(py, turn, &cancel)?;
+        result_dict(py, r.map_err(to_py_err)?)
+    }
+
+    /// `run_blocking` for a task chain (`client.run_chain_sync`).
+    #[pyo3(signature = (chain_json, input, allow=None, settings=None))]
+    fn run_chain_blocking(
+        &self,
+        py: Python<'_>,
+        chain_json: &str,
+        input: String,
+        allow: Option<Vec<String>>,
+        settings: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let (turn, cancel) = self.start_chain_quiet(chain_json, input, allow, settings)?;
+        let r = blocking::wait(py, turn, &cancel)?;
+        result_dict(py, r.map_err(to_py_err)?)
+    }
+
+    /// Whether a turn of this client needs an asyncio event loop: an async callable (tool,
+    /// hook, wait_for, web search, compactor) was handed to it or to a subagent registered
+    /// into it. `run_sync` runs such a client's turn through asyncio instead.
+    fn needs_loop(&self) -> bool {
+        self.host.needs_loop()
+    }
+
+    /// Block (without the GIL) until no `run` / `run_chain` turn of this client is running, at
+    /// most `timeout` seconds; True when none is. `run_sync` on the asyncio path calls it after
+    /// Ctrl-C, so that the cancelled turn has ended when KeyboardInterrupt reaches the script.
+    fn wait_idle(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
+        let timeout = std::time::Duration::try_from_secs_f64(timeout.max(0.0))
+            .unwrap_or(std::time::Duration::MAX);
+        self.quiet_running.wait_idle(py, timeout)
+    }
+
+    /// Start a turn and return its handle.
+    #[pyo3(signature = (prompt, allow=None, settings=None))]
+    fn stream(
+        &self,
+        py: Python<'_>,
+        prompt: &Bound<'_, PyAny>,
+        allow: Option<Vec<String>>,
+        settings: Option<&str>,
     ) -> PyResult<PyRun> {
+        let prompt = to_prompt(prompt)?;
         self.host.capture(py);
         Ok(PyRun::new(self.start(prompt, allow, settings)?))
     }
@@ -362,7 +443,7 @@ impl PyClient {
     ) -> PyResult<Bound<'py, PyAny>> {
         let locals = running_loop(py, "client.run_chain()")?;
         self.host.set_running(&locals);
-        let turn = self.start_chain_quiet(chain_json, input, allow, settings)?;
+        let (turn, _) = self.start_chain_quiet(chain_json, input, allow, settings)?;
         py_future(locals.event_loop(py), async move {
             let r = turn.await;
             produce(move |py| result_dict(py, r.map_err(to_py_err)?))

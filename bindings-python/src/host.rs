@@ -63,6 +63,8 @@ pub struct Host {
     /// The hosts of the subagents registered into this client: their turns run inside this
     /// client's, started by the engine rather than from Python, so they take its loop.
     subagents: Mutex<Vec<std::sync::Weak<Host>>>,
+    /// Whether an async callable was handed to this client (it then needs an event loop).
+    has_async: std::sync::atomic::AtomicBool,
 }
 
 impl Host {
@@ -113,6 +115,38 @@ impl Host {
             // Weak: a subagent registered into itself is no cycle of Arcs.
             subagents.push(Arc::downgrade(child));
         }
+    }
+
+    /// Remember that an async callable was handed over (an `async def` tool, hook, ...).
+    pub fn note(&self, is_async: bool) {
+        if is_async {
+            self.has_async
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Whether this client, or a subagent registered into it (at any depth), was handed an async
+    /// callable: its turns then need an asyncio event loop to run those callables on.
+    pub fn needs_loop(&self) -> bool {
+        self.needs_loop_seen(&mut Vec::new())
+    }
+
+    fn needs_loop_seen(&self, seen: &mut Vec<*const Host>) -> bool {
+        if seen.contains(&(self as *const Host)) {
+            return false;
+        }
+        seen.push(self as *const Host);
+        if self.has_async.load(std::sync::atomic::Ordering::Relaxed) {
+            return true;
+        }
+        let subagents: Vec<Arc<Host>> = self
+            .subagents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect();
+        subagents.iter().any(|h| h.needs_loop_seen(seen))
     }
 
     fn locals(&self) -> Option<TaskLocals> {

@@ -5,6 +5,7 @@
 //! `contenox/_types.py` and `events.py` type, and each `contenox::Error` kind becomes its
 //! `contenox.ContenoxError` subclass ([`error`]).
 
+mod blocking;
 mod bridge;
 mod client;
 mod completer;
@@ -12,6 +13,7 @@ mod convert;
 mod error;
 mod host;
 mod mcp;
+mod prompt;
 mod quiet;
 mod remote;
 mod run;

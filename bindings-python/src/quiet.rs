@@ -10,6 +10,11 @@
 
 use std::any::Any;
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
 
 use contenox::{CancellationToken, TurnResult};
 
@@ -17,15 +22,21 @@ use crate::runtime::runtime;
 
 /// Spawn `turn`, which runs with `cancel` as its outside token, and return the future of its
 /// result. Dropping that future (or its completion) cancels `cancel`: the engine's link from
-/// the outside token to the turn's own then ends too.
+/// the outside token to the turn's own then ends too. `running` counts the turn until its task
+/// ends, also when nobody awaits it any more (see [`Running`]).
 pub(crate) fn spawn<F>(
     turn: F,
     cancel: CancellationToken,
+    running: &Running,
 ) -> impl Future<Output = contenox::Result<TurnResult>> + Send + 'static
 where
     F: Future<Output = contenox::Result<TurnResult>> + Send + 'static,
 {
-    let handle = runtime().spawn(turn);
+    let counted = running.enter();
+    let handle = runtime().spawn(async move {
+        let _counted = counted;
+        turn.await
+    });
     async move {
         let _cancel_on_drop = cancel.drop_guard();
         match handle.await {
@@ -44,5 +55,45 @@ fn panic_text(panic: &(dyn Any + Send)) -> String {
         (Some(s), _) => format!("the turn panicked: {s}"),
         (_, Some(s)) => format!("the turn panicked: {s}"),
         _ => "the turn panicked".to_string(),
+    }
+}
+
+/// How many quiet turns of one client are still running, counted from spawn to the end of the
+/// turn's task. A cancelled `await client.run()` returns at once while its turn winds down
+/// (tools told, commands killed, the transcript's `cancelled` results written); `run_sync` on
+/// the asyncio path waits for that before re-raising Ctrl-C, as the native path does.
+#[derive(Clone, Default)]
+pub(crate) struct Running(Arc<AtomicUsize>);
+
+/// One counted turn; uncounts on drop.
+pub(crate) struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Running {
+    fn enter(&self) -> Counted {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Counted(self.0.clone())
+    }
+
+    /// Wait (without the GIL) until no quiet turn runs, for at most `timeout`; true when none
+    /// does. A signal handler's exception (a second Ctrl-C) ends the wait and is raised.
+    pub(crate) fn wait_idle(&self, py: Python<'_>, timeout: Duration) -> PyResult<bool> {
+        // None: a timeout too long to add to now, so no deadline.
+        let deadline = Instant::now().checked_add(timeout);
+        loop {
+            if self.0.load(Ordering::SeqCst) == 0 {
+                return Ok(true);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(false);
+            }
+            py.detach(|| std::thread::sleep(Duration::from_millis(5)));
+            py.check_signals()?;
+        }
     }
 }

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import json
 import os
@@ -52,6 +53,16 @@ def scenario_files() -> list[Path]:
             if f.resolve() not in seen:
                 seen.add(f.resolve())
                 out.append(f)
+    return out
+
+
+def _python_parts(parts: list[dict[str, Any]]) -> list[Any]:
+    """A scenario's ``prompt_parts`` as a Python host writes them: image data as ``bytes``."""
+    out: list[Any] = []
+    for part in parts:
+        if isinstance(part.get("data"), str):
+            part = {**part, "data": base64.b64decode(part["data"])}
+        out.append(part)
     return out
 
 
@@ -539,9 +550,13 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
             # Extension `run_settings`: the first prompt's run has its own model settings; a
             # refusal of them is the trace's config_error.
             settings = scenario.get("run_settings") if i == 0 else None
+            # Extension `prompt_parts`: the first prompt as parts, image data as bytes.
+            parts = scenario.get("prompt_parts") if i == 0 else None
             if chain is None:
                 try:
-                    run = client.stream(prompt, settings=settings)
+                    run = client.stream(
+                        prompt if parts is None else _python_parts(parts), settings=settings
+                    )
                 except contenox.ConfigurationError as e:
                     client.close()
                     return refused(e)

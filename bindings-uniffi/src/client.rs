@@ -12,6 +12,7 @@ use crate::host::{
     Hooks, HooksAdapter, HostTool, OnCompact, OnCompactAdapter, ToolAdapter, WaitFor,
     WaitForAdapter, WebSearchAdapter, WebSearchProvider,
 };
+use crate::prompt::{to_prompt, PromptPart};
 use crate::run::Run;
 use crate::shells::BackgroundShells;
 use crate::source::SourceTool;
@@ -143,6 +144,36 @@ impl Client {
         allow: Option<Vec<String>>,
         settings_json: Option<String>,
     ) -> Result<Arc<Run>, ContenoxError> {
+        let options = self.turn_options(allow, settings_json)?;
+        let run = self.inner.stream_with(prompt, options)?;
+        Ok(Arc::new(Run::new(run)))
+    }
+
+    /// [`Client::run`] with a prompt of parts: text and images in order
+    /// (`listOf(PromptPart.Text("What is this?"), PromptPart.Image(pngBytes, null))`). A bad
+    /// part throws `ContenoxError.Config` naming it (`prompt[1].data`) before anything is sent.
+    #[uniffi::method(default(allow = None, settings_json = None))]
+    pub async fn run_parts(
+        &self,
+        parts: Vec<PromptPart>,
+        allow: Option<Vec<String>>,
+        settings_json: Option<String>,
+    ) -> Result<TurnResult, ContenoxError> {
+        let prompt = to_prompt(parts)?;
+        let options = self.turn_options(allow, settings_json)?;
+        let run = self.inner.stream_with(prompt, options)?;
+        Ok(run.result().await?.into())
+    }
+
+    /// [`Client::stream`] with a prompt of parts (as [`Client::run_parts`]).
+    #[uniffi::method(default(allow = None, settings_json = None))]
+    pub async fn stream_parts(
+        &self,
+        parts: Vec<PromptPart>,
+        allow: Option<Vec<String>>,
+        settings_json: Option<String>,
+    ) -> Result<Arc<Run>, ContenoxError> {
+        let prompt = to_prompt(parts)?;
         let options = self.turn_options(allow, settings_json)?;
         let run = self.inner.stream_with(prompt, options)?;
         Ok(Arc::new(Run::new(run)))

@@ -14,6 +14,7 @@ use crate::config_check::check_client;
 use crate::error::{ConfigError, Error, Result};
 use crate::event::{CompactTrigger, TurnResult};
 use crate::gate::{Hooks, WaitFor};
+use crate::image_file::check_prompt_paths;
 use crate::model::{backend_for, list_models, ModelInfo};
 use crate::policy::{check_backend, Policy};
 use crate::prompt::Prompt;
@@ -117,6 +118,7 @@ impl Client {
         self.check_open()?;
         let prompt = prompt.into();
         prompt.check()?;
+        self.check_prompt_images(&prompt)?;
         let settings = self.run_settings(&options)?;
         let (cancel, _link) = self.turn_token(&options);
         Ok(run_turn(
@@ -134,6 +136,22 @@ impl Client {
         .await)
     }
 
+    /// A prompt's images: refused when the model takes none (`images: false`); those given by
+    /// path read beneath the root now, so a bad one is the caller's error before anything is
+    /// sent.
+    fn check_prompt_images(&self, prompt: &Prompt) -> Result<()> {
+        if prompt.images() > 0 && !self.state.config().takes_images() {
+            return Err(Error::Config(ConfigError {
+                option: "prompt".into(),
+                value: None,
+                reason: "holds images, but this client's model takes none (its `images` option \
+                         is false)"
+                    .into(),
+            }));
+        }
+        check_prompt_paths(prompt, self.state.root())
+    }
+
     /// Start a turn and return its [`Run`] handle: events as they happen, `cancel()`, and the
     /// result. Needs a tokio runtime (the turn is spawned on it).
     pub fn stream(&self, prompt: impl Into<Prompt>) -> Result<Run> {
@@ -145,6 +163,7 @@ impl Client {
         self.check_open()?;
         let prompt = prompt.into();
         prompt.check()?;
+        self.check_prompt_images(&prompt)?;
         let settings = self.run_settings(&options)?;
         let (cancel, link) = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
@@ -520,6 +539,12 @@ impl ClientBuilder {
     /// [`crate::settings`]), replacing any set before.
     pub fn settings(mut self, settings: ModelSettings) -> Self {
         self.config.set_model_settings(settings);
+        self
+    }
+    /// Whether the model takes images (the default); `false` refuses a prompt with images and
+    /// turns a tool result's images into an error result.
+    pub fn images(mut self, takes: bool) -> Self {
+        self.config.images = Some(takes);
         self
     }
     /// Anthropic prompt caching on (the default) or off.

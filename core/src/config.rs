@@ -213,6 +213,12 @@ pub struct Config {
     /// no breakpoints (openai-style servers cache on their own): giving it there is refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_cache: Option<bool>,
+    /// Whether the model takes images. `None` = yes (every style has a wire form for them);
+    /// `Some(false)` for a model that takes none: a prompt with images is refused before
+    /// anything is sent, and a tool result holding images (`read` of an image file, a host
+    /// tool's image parts) becomes an error result saying so, never a silent drop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<bool>,
 }
 
 impl Default for Config {
@@ -254,6 +260,7 @@ impl Default for Config {
             reasoning: None,
             extra_body: None,
             prompt_cache: None,
+            images: None,
         }
     }
 }
@@ -299,6 +306,7 @@ impl fmt::Debug for Config {
             reasoning,
             extra_body,
             prompt_cache,
+            images,
         } = self;
         f.debug_struct("Config")
             .field("style", style)
@@ -350,6 +358,7 @@ impl fmt::Debug for Config {
                 &extra_body.as_ref().map(|m| m.keys().collect::<Vec<_>>()),
             )
             .field("prompt_cache", prompt_cache)
+            .field("images", images)
             .finish()
     }
 }
@@ -413,6 +422,11 @@ impl Config {
         self.parallel_tool_calls = parallel_tool_calls;
         self.reasoning = reasoning;
         self.extra_body = extra_body;
+    }
+
+    /// Whether the model takes images (the `images` option, on unless `false`).
+    pub fn takes_images(&self) -> bool {
+        self.images != Some(false)
     }
 
     /// Whether requests carry anthropic `cache_control` breakpoints.

@@ -63,6 +63,7 @@ mod config_read;
 mod error;
 mod event;
 mod gate;
+mod image_file;
 pub mod mcp;
 mod model;
 pub mod policy;
@@ -120,6 +121,6 @@ pub use tool::{
 };
 pub use transcript::{
     Image, Message, Part, ProviderBlock, Reasoning, ToolCall, Transcript, IMAGE_MEDIA_TYPES,
-    TRANSCRIPT_VERSION,
+    MAX_IMAGE_BYTES, TRANSCRIPT_VERSION,
 };
 pub use turn::{MAX_TURNS_RESULT, STOPPED_REPLY_RESULT};

@@ -16,6 +16,7 @@ use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, Turn
 use crate::gate::{
     Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
 };
+use crate::image_file::{image_paths, resolve_images};
 use crate::model::{complete_with_retry, ModelRequest, RawCall, RequestFailed};
 use crate::policy::{self, Budget, Ceilings};
 use crate::prompt::Prompt;
@@ -309,6 +310,16 @@ impl Turn<'_> {
                 Err(stopped) => return stopped,
             }
             let settings = self.settings.unwrap_or(inner.settings());
+            // Images given by path are read (beneath the root) outside the conversation's lock.
+            let paths = inner.with_messages(image_paths);
+            let images = if paths.is_empty() {
+                None
+            } else {
+                let root = inner.root().clone();
+                tokio::task::spawn_blocking(move || resolve_images(&root, paths))
+                    .await
+                    .unwrap_or(None)
+            };
             let (body, sent) = inner.with_messages(|messages| {
                 let body = inner.backend().body(&ModelRequest {
                     system,
@@ -316,7 +327,7 @@ impl Turn<'_> {
                     messages,
                     tools: &tools,
                     settings: settings.for_request(index),
-                    images: None,
+                    images: images.as_ref(),
                 });
                 (body, messages.len())
             });
@@ -625,6 +636,18 @@ impl Turn<'_> {
         out: ToolOutput,
         spent: Option<Usage>,
     ) -> Message {
+        let out = if !out.images.is_empty() && !self.inner.config().takes_images() {
+            // Never a silent drop: the model learns why it gets no image.
+            ToolOutput::error(format!(
+                "{} returned {} image(s), but this model takes no images (the client's `images` \
+                 option is false); its text was: {}",
+                call.name,
+                out.images.len(),
+                out.model_text()
+            ))
+        } else {
+            out
+        };
         let content = out.model_text();
         self.sink.emit_with(|| Event::ToolResult {
             call_id: call.id.clone(),
@@ -635,7 +658,12 @@ impl Turn<'_> {
             usage: spent,
             agent: Vec::new(),
         });
-        Message::tool_result(call.id.clone(), call.name.clone(), content, out.is_error)
+        let mut message =
+            Message::tool_result(call.id.clone(), call.name.clone(), content, out.is_error);
+        if let Message::Tool { content, .. } = &mut message {
+            content.extend(out.images.into_iter().map(Part::Image));
+        }
+        message
     }
 
     /// Check one call, pass it through the gate, and run it.

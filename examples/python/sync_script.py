@@ -1,4 +1,5 @@
 """The sync facade for scripts: run_sync, a sync tool, a sync gate, and a saved transcript.
+Nothing here imports asyncio: run_sync waits for the engine's turn directly.
 
 python examples/python/sync_script.py
 """

@@ -128,10 +128,18 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
                 Err(e) => return Err(e.to_string()),
             }
         }
-        let started = match &chain {
-            None => client.stream_with(prompt.clone(), options),
-            Some(Ok(c)) => client.stream_chain_with(c, prompt.clone(), options),
-            Some(Err(e)) => {
+        // Extension `prompt_parts`: the first prompt as text and image parts (the engine's JSON).
+        let parts = match (i, scenario.extra.get("prompt_parts")) {
+            (0, Some(v)) => Some(contenox::Prompt::from_json(v)),
+            _ => None,
+        };
+        let started = match (&chain, parts) {
+            (None, Some(Ok(p))) => client.stream_with(p, options),
+            (None, Some(Err(e))) => Err(e),
+            (None, None) => client.stream_with(prompt.clone(), options),
+            (Some(_), Some(_)) => return Err("prompt_parts is not for a chain".into()),
+            (Some(Ok(c)), None) => client.stream_chain_with(c, prompt.clone(), options),
+            (Some(Err(e)), None) => {
                 chain_error = Some(e.clone());
                 break;
             }

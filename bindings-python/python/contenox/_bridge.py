@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import json
@@ -26,6 +25,10 @@ from . import _native
 from ._types import Transcript
 
 if TYPE_CHECKING:
+    # Only async callers use the loop machinery below, and they have asyncio already: a script
+    # that calls client.run_sync does not import it (issue 27).
+    import asyncio
+
     from ._callbacks import CompactNotice, PendingRequest, ToolCallEvent, ToolOutput
     from ._websearch import SearchRequest
 
@@ -43,6 +46,8 @@ class Call:
 
     def start(self, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
         """On the loop: call ``func(*args)`` and run the awaitable it returns as a task."""
+        import asyncio
+
         if self._cancelled:
             self._done(None, asyncio.CancelledError())
             return
@@ -54,6 +59,8 @@ class Call:
         self._task.add_done_callback(self._finished)
 
     def _finished(self, task: asyncio.Future[Any]) -> None:
+        import asyncio
+
         if task.cancelled():
             self._done(None, asyncio.CancelledError("cancelled"))
             return

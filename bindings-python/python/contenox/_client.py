@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import inspect
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
 
 from . import _native
@@ -18,6 +15,7 @@ from ._types import (
     CompactionOptions,
     ModelSettings,
     PolicySource,
+    Prompt,
     Reasoning,
     SandboxOptions,
     Tier,
@@ -119,6 +117,19 @@ def _config_json(options: Mapping[str, Any]) -> str:
         raise ConfigurationError(f"the options are not JSON: {e}") from e
 
 
+def _prompt_text(prompt: Prompt) -> str:
+    """How a run shows its prompt: its text, an image as ``[image]``."""
+    if isinstance(prompt, str):
+        return prompt
+    shown = []
+    for part in prompt:
+        if isinstance(part, Mapping) and part.get("type") == "text":
+            shown.append(str(part.get("text", "")))
+        else:
+            shown.append("[image]")
+    return " ".join(shown)
+
+
 class Run:
     """A running turn: ``async for event in run``, ``run.cancel()``, ``await run.result()``
     (or ``await run``).
@@ -152,8 +163,8 @@ class Run:
             if batch is None:
                 try:
                     batch = await self._native.next_batch()
-                except asyncio.CancelledError:
-                    self.cancel()
+                except BaseException as e:
+                    _cancel_on_cancelled(self, e)
                     raise
             self._take(batch)
         if self._pos < len(self.events):
@@ -176,8 +187,8 @@ class Run:
         if self._result is None:
             try:
                 d = await self._native.result()
-            except asyncio.CancelledError:
-                self.cancel()
+            except BaseException as e:
+                _cancel_on_cancelled(self, e)
                 raise
             while not self._ended:
                 batch = self._native.try_batch()
@@ -247,6 +258,39 @@ class Run:
         return f"<div><div>▶ {cell(self.prompt, 200)}</div>{table}<div>{status}</div></div>"
 
 
+def _cancel_on_cancelled(run: Run, e: BaseException) -> None:
+    """Cancel the turn when the task awaiting it was cancelled (``e`` is asyncio's
+    CancelledError: asyncio is imported by then, whoever awaits)."""
+    import asyncio
+
+    if isinstance(e, asyncio.CancelledError):
+        run.cancel()
+
+
+def _run_coroutine(native: _native.Client, coro: Coroutine[Any, Any, TurnResult]) -> TurnResult:
+    """Run ``coro`` (a turn of ``native``) to its end from sync code: on a fresh event loop, or,
+    inside a running one (Jupyter), on a helper thread with its own loop. Only for a client with
+    async callbacks, which need a loop; asyncio is imported here, not with the package.
+
+    Ctrl-C cancels the turn (asyncio.run cancels the task awaiting it); the turn's end (its
+    ``cancelled`` results in the transcript, its commands killed) is awaited, at most 10 s,
+    before KeyboardInterrupt reaches the caller, as on the path without asyncio."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        try:
+            return asyncio.run(coro)
+        except KeyboardInterrupt:
+            native.wait_idle(10.0)
+            raise
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1, "contenox-run-sync") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 class BackgroundShells:
     """Background shells: the processes ``bash`` with ``run_in_background`` started.
 
@@ -298,7 +342,7 @@ class Client:
 
     async def run(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
@@ -310,39 +354,55 @@ class Client:
         ``allow``: an allowlist for this turn only (``*``, names, ``!name``), intersected with
         the client's: it can only narrow. ``settings``: model settings for this turn only
         (``{"temperature": 0, "seed": 7}``; each key given replaces the client's), checked as
-        the client's are: a :class:`ConfigurationError` before anything is sent."""
+        the client's are: a :class:`ConfigurationError` before anything is sent.
+
+        ``prompt``: a string, or text and image parts in order (:data:`Prompt`):
+        ``[{"type": "text", "text": "What is this?"}, {"type": "image", "data": png_bytes}]``
+        or ``{"type": "image", "path": "shots/login.png"}`` for a file beneath the root. The
+        engine checks every part before the turn starts; a bad one is a
+        :class:`ConfigurationError` naming it (``prompt[1].data``)."""
         return TurnResult.from_native(
             await self._native.run(prompt, _list(allow), _settings_json(settings))
         )
 
     def run_sync(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
     ) -> TurnResult:
-        """:meth:`run` for scripts: blocks until the turn ends. Inside a running event loop
-        (Jupyter) the turn runs on a helper thread with its own loop."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.run(prompt, allow=allow, settings=settings))
-        with concurrent.futures.ThreadPoolExecutor(1, "contenox-run-sync") as pool:
-            return pool.submit(
-                asyncio.run, self.run(prompt, allow=allow, settings=settings)
-            ).result()
+        """:meth:`run` for scripts: blocks until the turn ends, without asyncio.
+
+        The engine runs the turn on its own threads while this thread waits (without the GIL);
+        sync tools, hooks, ``wait_for`` and the other callbacks run as they do for
+        :meth:`run`. Ctrl-C (or any exception a signal handler raises) cancels the turn, waits
+        for it to end (at most 10 s), and raises ``KeyboardInterrupt`` here. Nothing imports
+        asyncio on this path.
+
+        A client given an ``async def`` callable (tool, hook, ``wait_for``, search, compactor;
+        its own or a subagent's) needs an event loop to run it on: its turn runs through
+        ``asyncio.run`` instead (inside a running loop, such as Jupyter's, on a helper thread
+        with its own loop), as before."""
+        if self._native.needs_loop():
+            return _run_coroutine(self._native, self.run(prompt, allow=allow, settings=settings))
+        return TurnResult.from_native(
+            self._native.run_blocking(prompt, _list(allow), _settings_json(settings))
+        )
 
     def stream(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
     ) -> Run:
         """Start a turn and return its :class:`Run` handle (``allow`` and ``settings`` as in
         :meth:`run`)."""
-        return Run(self._native.stream(prompt, _list(allow), _settings_json(settings)), prompt)
+        return Run(
+            self._native.stream(prompt, _list(allow), _settings_json(settings)),
+            _prompt_text(prompt),
+        )
 
     async def run_chain(
         self,
@@ -359,6 +419,26 @@ class Client:
         the output of the last task that ran. ``allow`` and ``settings`` as in :meth:`run`."""
         return TurnResult.from_native(
             await self._native.run_chain(
+                _chain_text(chain), input, _list(allow), _settings_json(settings)
+            )
+        )
+
+    def run_chain_sync(
+        self,
+        chain: Mapping[str, Any] | str,
+        input: str = "",
+        *,
+        allow: Sequence[str] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> TurnResult:
+        """:meth:`run_chain` for scripts: blocks until the chain ends, without asyncio (as
+        :meth:`run_sync`)."""
+        if self._native.needs_loop():
+            return _run_coroutine(
+                self._native, self.run_chain(chain, input, allow=allow, settings=settings)
+            )
+        return TurnResult.from_native(
+            self._native.run_chain_blocking(
                 _chain_text(chain), input, _list(allow), _settings_json(settings)
             )
         )
@@ -560,6 +640,8 @@ def _callable(fn: Any, what: str) -> tuple[Any, bool] | None:
 
 def _takes_cancel(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` takes a second positional argument (the cancel signal)."""
+    import inspect
+
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -626,6 +708,7 @@ def create_client(
     reasoning: Reasoning | None = None,
     extra_body: Mapping[str, Any] | None = None,
     prompt_cache: bool | None = None,
+    images: bool | None = None,
     on_compact: OnCompact | None = None,
     compactor: Compactor | None = None,
     hooks: Hooks | None = None,
@@ -676,7 +759,9 @@ def create_client(
     tool}``), ``parallel_tool_calls``, ``reasoning`` (``{"effort": "low"}`` or, on anthropic,
     ``{"budget_tokens": N}``) and ``extra_body`` (merged into the request body last). Each
     reaches the request in its style's spelling; one a style has no such thing for is a
-    ConfigurationError. ``prompt_cache``: anthropic prompt caching, on by default (False turns
+    ConfigurationError. ``images``: whether the model takes images (on by default; False refuses
+    a prompt with images and turns a tool result's images into an error result the model
+    sees). ``prompt_cache``: anthropic prompt caching, on by default (False turns
     it off).
 
     Compaction: ``compaction={"threshold_tokens": N, "keep_recent": 4, "instructions": ...}``
@@ -721,6 +806,7 @@ def create_client(
             "reasoning": dict(reasoning) if reasoning is not None else None,
             "extra_body": dict(extra_body) if extra_body is not None else None,
             "prompt_cache": prompt_cache,
+            "images": images,
             **options,
         }
     )

@@ -205,6 +205,7 @@ pub(crate) async fn run_foreground(
             content: Value::String(text),
             is_error: true,
             metadata: Some(meta),
+            images: Vec::new(),
         });
     }
     Ok(ToolOutput::text(text).with_metadata(meta))

@@ -28,7 +28,7 @@ mod wire_json;
 
 pub use list_models::{list_models, ModelInfo};
 
-pub(crate) use images::ResolvedImages;
+pub(crate) use images::{ImageBytes, ResolvedImages};
 pub(crate) use retry::{complete_with_retry, RequestFailed};
 
 /// Entry points for fuzz targets (cargo-fuzz): they feed arbitrary bytes through the stream

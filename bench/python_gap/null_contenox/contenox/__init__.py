@@ -1,5 +1,6 @@
 """A stand-in with contenox's Python surface and no work: what the harness's contenox client
-costs by itself (its _common, asyncio, asyncio.run, the Timer and emit)."""
+costs by itself (its _common, asyncio, asyncio.run, the Timer and emit); through
+py_contenox_sync.py, what the synchronous client costs by itself (no asyncio)."""
 
 __version__ = "null"
 
@@ -16,6 +17,9 @@ class _Client:
         return lambda fn: fn
 
     async def run(self, prompt):
+        return _Result("done " + prompt.split()[-1])
+
+    def run_sync(self, prompt):
         return _Result("done " + prompt.split()[-1])
 
 

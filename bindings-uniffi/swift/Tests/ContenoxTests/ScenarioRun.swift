@@ -136,8 +136,14 @@ final class ScenarioRun: @unchecked Sendable {
                     break
                 }
             } else {
+                // Extension `prompt_parts`: the first prompt as parts, image data as Data.
+                let parts = i == 0 ? scenario["prompt_parts"]?.array.map(swiftParts) : nil
                 do {
-                    run = try await current.stream(prompt: prompt, settingsJson: settings)
+                    if let parts {
+                        run = try await current.streamParts(parts: parts, settingsJson: settings)
+                    } else {
+                        run = try await current.stream(prompt: prompt, settingsJson: settings)
+                    }
                 } catch let error as ContenoxError {
                     release()
                     return try await refused(error)
@@ -529,4 +535,15 @@ final class FakeServer: @unchecked Sendable {
     }
 
     func stop() async { await child.stop() }
+}
+
+/// A scenario's `prompt_parts` as a Swift host writes them: image data as `Data`.
+private func swiftParts(_ parts: [JSON]) -> [PromptPart] {
+    parts.map { p in
+        if p["type"]?.string == "text" { return .text(text: p["text"]?.string ?? "") }
+        if let data = p["data"]?.string {
+            return .image(data: Data(base64Encoded: data) ?? Data(), mediaType: p["media_type"]?.string)
+        }
+        return .imagePath(path: p["path"]?.string ?? "")
+    }
 }

@@ -180,9 +180,12 @@ private class ScenarioRun(
                 // Extension `run_settings`: the first prompt's run has its own model settings; a
                 // refusal of them is the trace's config_error.
                 val settings = if (i == 0) scenario.optJSONObject("run_settings")?.toString() else null
+                // Extension `prompt_parts`: the first prompt as parts, image data as a ByteArray.
+                val parts = if (i == 0) scenario.optJSONArray("prompt_parts")?.let(::kotlinParts) else null
                 val run = if (chain == null) {
                     try {
-                        current.stream(prompt, null, settings)
+                        if (parts == null) current.stream(prompt, null, settings)
+                        else current.streamParts(parts, null, settings)
                     } catch (e: ContenoxException.Config) {
                         release()
                         return refused(e)
@@ -725,5 +728,18 @@ private class FakeServer(private val process: Process, val port: Int) {
                 throw e
             }
         }
+    }
+}
+
+/** A scenario's `prompt_parts` as a Kotlin host writes them: image data as a ByteArray. */
+private fun kotlinParts(parts: JSONArray): List<PromptPart> = (0 until parts.length()).map { i ->
+    val p = parts.getJSONObject(i)
+    when {
+        p.optString("type") == "text" -> PromptPart.Text(p.getString("text"))
+        p.has("data") -> PromptPart.Image(
+            java.util.Base64.getDecoder().decode(p.getString("data")),
+            if (p.has("media_type")) p.getString("media_type") else null,
+        )
+        else -> PromptPart.ImagePath(p.getString("path"))
     }
 }
