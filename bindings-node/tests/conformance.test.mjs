@@ -107,6 +107,11 @@ function hostTool(t, state) {
             signal.addEventListener('abort', () => (clearTimeout(timer), done('interrupted')), { once: true })
           }),
       })
+    case 'rendezvous':
+      // Shared by the client's rendezvous tools (README): the calls running now, and the
+      // meetings so far (a call that finds `count` running releases every call running then).
+      state.meeting ??= { running: 0, epoch: 0 }
+      return tool({ ...spec, execute: (args, { signal }) => rendezvous(state.meeting, args, signal) })
     case 'register':
       return tool({
         ...spec,
@@ -117,6 +122,30 @@ function hostTool(t, state) {
       })
     default:
       throw new Error(`unknown host tool kind ${t.kind}`)
+  }
+}
+
+async function rendezvous(m, args, signal) {
+  const count = args.count ?? 1
+  const deadline = Date.now() + (args.timeout_ms ?? 5000)
+  m.running += 1
+  const entered = m.epoch
+  const running = m.running
+  if (running >= count) m.epoch += 1
+  const over = args.max !== undefined && running > args.max ? `; over max: ${running} running` : ''
+  const pause = (ms) => new Promise((done) => setTimeout(done, ms))
+  try {
+    for (;;) {
+      if (signal.aborted) return 'cancelled'
+      if (m.epoch > entered) {
+        await pause(args.hold_ms ?? 0)
+        return `met ${count}${over}`
+      }
+      if (Date.now() >= deadline) return `timed out with ${m.running} running${over}`
+      await pause(5)
+    }
+  } finally {
+    m.running -= 1
   }
 }
 

@@ -95,3 +95,32 @@ describe('image prompts', () => {
     assert.equal((await server.requests()).length, before)
   })
 })
+
+test('an image read by read survives an afterTool copy', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'contenox-node-read-image-'))
+  writeFileSync(join(dir, 'shot.png'), GIF)
+  const seen = []
+  const client = createClient({
+    style: 'scripted',
+    builtins: ['read'],
+    root: dir,
+    script: [{ toolCalls: [{ id: 'c1', name: 'read', args: { path: 'shot.png' } }] }, { text: 'a pixel' }],
+    hooks: {
+      afterTool: (e, result) => {
+        seen.push(result)
+        return { ...result, metadata: { seen: true } }
+      },
+    },
+  })
+  const r = await client.run('look')
+  client.close()
+  rmSync(dir, { recursive: true, force: true })
+  const b64 = GIF.toString('base64')
+  assert.deepEqual(seen[0].images, [{ media_type: 'image/gif', data: b64 }])
+  const tool = r.transcript.messages.find((m) => m.role === 'tool')
+  assert.ok(
+    tool.content.some((p) => p.type === 'image' && p.data === b64),
+    JSON.stringify(tool),
+  )
+  assert.match(JSON.stringify(tool), /seen/)
+})

@@ -377,10 +377,11 @@ impl PyClient {
     fn run_blocking(
         &self,
         py: Python<'_>,
-        prompt: String,
+        prompt: &Bound<'_, PyAny>,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
+        let prompt = to_prompt(prompt)?;
         let (turn, cancel) = self.start_quiet(prompt, allow, settings)?;
         let r = blocking::wait(py, turn, &cancel)?;
         result_dict(py, r.map_err(to_py_err)?)

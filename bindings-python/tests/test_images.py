@@ -5,6 +5,7 @@ bad part is a ConfigurationError naming it (the engine's check, the same in ever
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import subprocess
 import sys
@@ -144,3 +145,33 @@ def test_the_images_example_runs() -> None:
     assert (
         out == "done: Two red pixels.\nsent: ['text', 'image', 'image']\nrefused: prompt[0].data\n"
     )
+
+
+def test_an_image_read_by_read_survives_an_after_tool_copy(tmp_path: Path) -> None:
+    """``read`` of an image returns it; an ``after_tool`` that returns a ``replace`` of the
+    result it was given keeps the image (never a silent drop)."""
+    (tmp_path / "shot.png").write_bytes(GIF)
+    seen: list[contenox.ToolOutput] = []
+
+    def after(call: contenox.ToolCallEvent, result: contenox.ToolOutput) -> contenox.ToolOutput:
+        seen.append(result)
+        return dataclasses.replace(result, metadata={"seen": True})
+
+    client = contenox.create_client(
+        style="scripted",
+        script=[
+            {"tool_calls": [{"id": "c1", "name": "read", "arguments": {"path": "shot.png"}}]},
+            {"text": "a pixel"},
+        ],
+        builtins=["read"],
+        root=str(tmp_path),
+        hooks={"after_tool": after},
+    )
+    r = client.run_sync("look")
+    client.close()
+    b64 = base64.b64encode(GIF).decode()
+    assert seen[0].images == ({"media_type": "image/gif", "data": b64},)
+    assert "image/gif, 26 bytes" in seen[0].content
+    tool = next(m for m in r.transcript.messages if m["role"] == "tool")
+    assert {"type": "image", "media_type": "image/gif", "data": b64} in tool["content"]
+    assert "seen" in json.dumps(tool)

@@ -513,6 +513,21 @@ impl ClientBuilder {
         self.config.max_tool_calls = Some(n);
         self
     }
+    /// Which calls of one reply run side by side ([`crate::ToolConcurrency`]; default read-only ones).
+    pub fn tool_concurrency(mut self, mode: crate::ToolConcurrency) -> Self {
+        self.config.tool_concurrency = mode;
+        self
+    }
+    /// At most `n` calls of one reply run at once (default 8).
+    pub fn max_concurrent_tools(mut self, n: u32) -> Self {
+        self.config.max_concurrent_tools = n;
+        self
+    }
+    /// Start calls while the model still streams its reply (default on).
+    pub fn stream_tools(mut self, on: bool) -> Self {
+        self.config.stream_tools = on;
+        self
+    }
     /// Tokens (input + output) per turn before the turn ends with outcome `budget`.
     pub fn max_turn_tokens(mut self, n: u64) -> Self {
         self.config.max_turn_tokens = Some(n);

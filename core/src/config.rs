@@ -12,6 +12,26 @@ use crate::script::ScriptEntry;
 use crate::settings::{ModelSettings, Reasoning, ToolChoice};
 pub use crate::style::Style;
 
+/// How many calls of one reply run at once unless `max_concurrent_tools` says otherwise.
+pub const DEFAULT_MAX_CONCURRENT_TOOLS: u32 = 8;
+
+/// Which calls of one model reply run side by side (`tool_concurrency`). Every call is gated in
+/// the model's order first; this only decides when an allowed call may start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolConcurrency {
+    /// Calls of tools whose hints say read-only, and subagent calls, run side by side; any
+    /// other call starts when the calls before it have finished, and the calls after it wait
+    /// for it (a write never races a read).
+    #[default]
+    ReadOnly,
+    /// Every call runs side by side with the others (the host vouches that its tools may).
+    All,
+    /// One call after another, each when the one before it has finished.
+    #[serde(rename = "none")]
+    Sequential,
+}
+
 /// How failed model requests are retried: on 429, 5xx and broken connections, only when no byte
 /// of the response body arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -177,6 +197,15 @@ pub struct Config {
     /// (`web_fetch` refuses them by default). For hosts whose model should read a local
     /// service.
     pub web_fetch_allow_private: bool,
+    /// Which calls of one reply run side by side (they are gated one after another in the
+    /// model's order either way, and their results keep that order). Default `read_only`.
+    pub tool_concurrency: ToolConcurrency,
+    /// At most this many calls of one reply run at once (default 8; at least 1).
+    pub max_concurrent_tools: u32,
+    /// Start a call while the model is still streaming its reply, as soon as the stream says
+    /// the call's arguments are complete (anthropic `content_block_stop`; openai when the next
+    /// call begins). Default on; off = every call waits for the whole reply.
+    pub stream_tools: bool,
 
     // The model settings (see [`ModelSettings`], which documents each; a run may replace
     // them with its own, `RunOptions::settings`).
@@ -250,6 +279,9 @@ impl Default for Config {
             shell_env: Vec::new(),
             sandbox: SandboxConfig::default(),
             web_fetch_allow_private: false,
+            tool_concurrency: ToolConcurrency::ReadOnly,
+            max_concurrent_tools: DEFAULT_MAX_CONCURRENT_TOOLS,
+            stream_tools: true,
             temperature: None,
             top_p: None,
             top_k: None,
@@ -295,6 +327,9 @@ impl fmt::Debug for Config {
             shell_env,
             sandbox,
             web_fetch_allow_private,
+            tool_concurrency,
+            max_concurrent_tools,
+            stream_tools,
             compaction,
             temperature,
             top_p,
@@ -342,6 +377,9 @@ impl fmt::Debug for Config {
             .field("shell_env", &RedactedAssignments(shell_env))
             .field("sandbox", sandbox)
             .field("web_fetch_allow_private", web_fetch_allow_private)
+            .field("tool_concurrency", tool_concurrency)
+            .field("max_concurrent_tools", max_concurrent_tools)
+            .field("stream_tools", stream_tools)
             // Compaction's instructions are the host's prompt text, not secrets.
             .field("compaction", compaction)
             .field("temperature", temperature)

@@ -86,6 +86,7 @@ mod tool_output;
 mod tool_spec;
 mod transcript;
 mod turn;
+mod turn_calls;
 mod until_cancelled;
 
 pub use agent::{Conversation, SubagentOptions, DEFAULT_MAX_DEPTH};
@@ -94,7 +95,9 @@ pub use builtin::{BackgroundShells, SearchRequest, SearchResult, WebSearchProvid
 pub use chain::Chain;
 pub use client::{Client, ClientBuilder};
 pub use compact::{CompactNotice, Compactor, OnCompact, SUMMARY_HEADER};
-pub use config::{CompactionConfig, Config, RetryPolicy};
+pub use config::{
+    CompactionConfig, Config, RetryPolicy, ToolConcurrency, DEFAULT_MAX_CONCURRENT_TOOLS,
+};
 pub use error::{ConfigError, Error, ErrorKind, Result};
 pub use event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
 pub use gate::{

@@ -697,6 +697,9 @@ def create_client(
     shell_env: Sequence[str] | None = None,
     sandbox: SandboxOptions | None = None,
     web_fetch_allow_private: bool | None = None,
+    tool_concurrency: Literal["read_only", "all", "none"] | None = None,
+    max_concurrent_tools: int | None = None,
+    stream_tools: bool | None = None,
     compaction: CompactionOptions | None = None,
     temperature: float | None = None,
     top_p: float | None = None,
@@ -731,7 +734,12 @@ def create_client(
 
     The turn: ``system``, ``max_turns`` (model responses per turn), and the per-turn ceilings
     ``max_tool_calls`` and ``max_turn_tokens`` (input + output tokens), which end the turn with
-    outcome ``budget``.
+    outcome ``budget``. ``tool_concurrency``: which calls of one reply run side by side
+    (``"read_only"``, the default: read-only and subagent calls, a write waits for the calls
+    before it and the calls after it wait for it; ``"all"``; ``"none"``), at most
+    ``max_concurrent_tools`` at once (default 8); gates, events' order and results keep the
+    model's order. ``stream_tools`` (default True): a call starts while the model still
+    streams, once its arguments are complete.
 
     Tools: ``root`` (file tools are confined to it), ``builtins``, ``allow``, the opt-ins
     ``background`` (True, or a host-made :class:`BackgroundShells`) and ``notebook_edit``,
@@ -795,6 +803,9 @@ def create_client(
             "shell_env": list(shell_env) if shell_env is not None else None,
             "sandbox": sandbox,
             "web_fetch_allow_private": web_fetch_allow_private,
+            "tool_concurrency": tool_concurrency,
+            "max_concurrent_tools": max_concurrent_tools,
+            "stream_tools": stream_tools,
             "compaction": dict(compaction) if compaction is not None else None,
             "temperature": temperature,
             "top_p": top_p,

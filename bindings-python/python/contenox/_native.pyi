@@ -78,7 +78,7 @@ class Client:
         self, prompt: Prompt, allow: list[str] | None = None, settings: str | None = None
     ) -> Awaitable[dict[str, Any]]: ...
     def run_blocking(
-        self, prompt: str, allow: list[str] | None = None, settings: str | None = None
+        self, prompt: Prompt, allow: list[str] | None = None, settings: str | None = None
     ) -> dict[str, Any]: ...
     def run_chain_blocking(
         self,

@@ -560,6 +560,7 @@ impl ChainRun<'_> {
                 system.as_deref(),
                 task.model.as_deref(),
                 &mut spent,
+                None,
             )
             .await;
         // Counted whatever the answer: a failed request (or its compaction) still cost this.

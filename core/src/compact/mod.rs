@@ -276,7 +276,7 @@ impl Compaction<'_> {
         let response = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return Err(CompactFailed::Cancelled),
-            r = complete_with_retry(self.backend, &body, self.retry, &quiet, 0) => r,
+            r = complete_with_retry(self.backend, &body, self.retry, &quiet, 0, None) => r,
         };
         let response = response.map_err(|f| {
             CompactFailed::Failed(format!(

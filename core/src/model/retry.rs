@@ -85,8 +85,14 @@ pub(crate) async fn complete_with_retry(
     policy: &RetryPolicy,
     sink: &EventSink,
     index: u32,
+    on_call: Option<&(dyn Fn(&super::RawCall) + Send + Sync)>,
 ) -> Result<ModelResponse, RequestFailed> {
     let deltas = |delta: super::Delta<'_>| match delta {
+        super::Delta::Call(call) => {
+            if let Some(on_call) = on_call {
+                on_call(call)
+            }
+        }
         super::Delta::Text(text) => sink.emit_with(|| Event::TextDelta {
             text: text.to_string(),
             agent: Vec::new(),

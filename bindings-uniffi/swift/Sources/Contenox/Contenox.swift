@@ -5164,6 +5164,12 @@ public struct ToolOutput: Equatable, Hashable {
      * as JSON text.
      */
     public var metadataJson: String?
+    /**
+     * The images the model sees after the text (`read` of an image file), as the engine's
+     * JSON text (`[{"media_type", "data"}]`, base64); kept when `afterTool` returns a copy of
+     * the result it was given.
+     */
+    public var imagesJson: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -5177,10 +5183,16 @@ public struct ToolOutput: Equatable, Hashable {
         /**
          * Facts about the result that are not the result itself (`truncated`, `nextOffset`...),
          * as JSON text.
-         */metadataJson: String? = nil) {
+         */metadataJson: String? = nil, 
+        /**
+         * The images the model sees after the text (`read` of an image file), as the engine's
+         * JSON text (`[{"media_type", "data"}]`, base64); kept when `afterTool` returns a copy of
+         * the result it was given.
+         */imagesJson: String? = nil) {
         self.content = content
         self.isError = isError
         self.metadataJson = metadataJson
+        self.imagesJson = imagesJson
     }
 
     
@@ -5201,7 +5213,8 @@ public struct FfiConverterTypeToolOutput: FfiConverterRustBuffer {
             try ToolOutput(
                 content: FfiConverterString.read(from: &buf), 
                 isError: FfiConverterBool.read(from: &buf), 
-                metadataJson: FfiConverterOptionString.read(from: &buf)
+                metadataJson: FfiConverterOptionString.read(from: &buf), 
+                imagesJson: FfiConverterOptionString.read(from: &buf)
         )
     }
 
@@ -5209,6 +5222,7 @@ public struct FfiConverterTypeToolOutput: FfiConverterRustBuffer {
         FfiConverterString.write(value.content, into: &buf)
         FfiConverterBool.write(value.isError, into: &buf)
         FfiConverterOptionString.write(value.metadataJson, into: &buf)
+        FfiConverterOptionString.write(value.imagesJson, into: &buf)
     }
 }
 

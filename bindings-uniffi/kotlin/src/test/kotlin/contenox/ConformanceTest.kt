@@ -116,6 +116,7 @@ private class ScenarioRun(
     private val root: Path = Files.createDirectories(workdir.resolve("root"))
     private val answers = ConcurrentLinkedQueue<Any>()
     private var client: Client? = null
+    private val meeting = Meeting()
     /** The scenario's `subagents`, built before the scenario's client and shut down after it. */
     private val subagentSpecs = scenario.optJSONArray("subagents")?.map { it as JSONObject } ?: emptyList()
     private val subagents = mutableListOf<Client>()
@@ -418,6 +419,7 @@ private class ScenarioRun(
                 delay(JSONObject(args).optLong("ms", 0))
                 ToolOutput("slept", false, null)
             }
+            "rendezvous" -> hostTool(spec) { args, _ -> ToolOutput(meeting.rendezvous(JSONObject(args)), false, null) }
             "register" -> hostTool(spec) { args, _ ->
                 val name = JSONObject(args).getString("name")
                 val c = client ?: error("the client is not built yet")
@@ -465,6 +467,40 @@ private fun canonicalJson(v: Any?): String = when (v) {
     is Boolean -> v.toString()
     is Number -> JSONObject.numberToString(v)
     else -> error("not JSON: $v")
+}
+
+/**
+ * What the run's `rendezvous` tools share (README): the calls running now, and the meetings so
+ * far (a call that finds `count` running releases every call running then).
+ */
+private class Meeting {
+    private var running = 0L
+    private var epoch = 0L
+
+    suspend fun rendezvous(args: JSONObject): String {
+        val count = args.optLong("count", 1)
+        val deadline = System.nanoTime() + args.optLong("timeout_ms", 5000) * 1_000_000
+        val (entered, seen) = synchronized(this) {
+            running += 1
+            val e = epoch
+            if (running >= count) epoch += 1
+            e to running
+        }
+        val over = if (args.has("max") && seen > args.getLong("max")) "; over max: $seen running" else ""
+        try {
+            while (true) {
+                val (now, ep) = synchronized(this) { running to epoch }
+                if (ep > entered) {
+                    delay(args.optLong("hold_ms", 0))
+                    return "met $count$over"
+                }
+                if (System.nanoTime() >= deadline) return "timed out with $now running$over"
+                delay(5)
+            }
+        } finally {
+            synchronized(this) { running -= 1 }
+        }
+    }
 }
 
 private class RuleHooks(scenario: JSONObject) : Hooks {
