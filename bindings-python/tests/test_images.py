@@ -175,3 +175,44 @@ def test_an_image_read_by_read_survives_an_after_tool_copy(tmp_path: Path) -> No
     tool = next(m for m in r.transcript.messages if m["role"] == "tool")
     assert {"type": "image", "media_type": "image/gif", "data": b64} in tool["content"]
     assert "seen" in json.dumps(tool)
+
+
+def test_a_host_tool_returns_images_checked_by_the_engine(tmp_path: Path) -> None:
+    good_out = contenox.ToolOutput(
+        "the screen", images=({"media_type": "image/png", "data": PNG_B64},)
+    )
+    bad_out = contenox.ToolOutput(
+        "the screen", images=({"media_type": "image/gif", "data": PNG_B64},)
+    )
+    client = contenox.create_client(
+        style="scripted",
+        script=[
+            {
+                "tool_calls": [
+                    {"id": "c1", "name": "good", "arguments": {}},
+                    {"id": "c2", "name": "bad", "arguments": {}},
+                ]
+            },
+            {"text": "seen"},
+        ],
+        builtins=[],
+        root=str(tmp_path),
+    )
+
+    @client.tool
+    def good() -> contenox.ToolOutput:
+        """A screenshot."""
+        return good_out
+
+    @client.tool
+    def bad() -> contenox.ToolOutput:
+        """A mislabelled screenshot."""
+        return bad_out
+
+    r = client.run_sync("look")
+    client.close()
+    tools = [m for m in r.transcript.messages if m["role"] == "tool"]
+    assert {"type": "image", "media_type": "image/png", "data": PNG_B64} in tools[0]["content"]
+    assert tools[0]["is_error"] is False
+    assert tools[1]["is_error"] is True
+    assert "bytes are image/png, not image/gif" in json.dumps(tools[1])

@@ -13,6 +13,7 @@ use crate::builtin::RootDir;
 use crate::error::Result;
 use crate::model::{ImageBytes, ResolvedImages};
 use crate::prompt::{prompt_error, Prompt};
+use crate::tool_output::ToolOutput;
 use crate::transcript::{sniff_media_type, Image, Message, Part, MAX_IMAGE_BYTES};
 
 /// The image file `path` beneath `root`: its media type (from its bytes) and base64 bytes, or
@@ -78,4 +79,44 @@ pub(crate) fn resolve_images(root: &Path, paths: Vec<String>) -> Option<Resolved
         resolved.insert(path, image);
     }
     Some(resolved)
+}
+
+/// A tool's result with its images checked as a prompt's are: each image's bytes must be
+/// base64 of a PNG, JPEG, GIF or WebP of at most [`MAX_IMAGE_BYTES`], whose signature is the
+/// media type given. A host tool's image that is not is the call's error result naming why,
+/// never sent for the provider to refuse the whole request. (Images given by path are read per
+/// request; one that cannot be is a note to the model.)
+pub(crate) fn check_result_images(tool: &str, out: ToolOutput) -> ToolOutput {
+    let why = out.images.iter().enumerate().find_map(|(i, image)| {
+        let Image::Data { media_type, data } = image else {
+            return None;
+        };
+        let clean: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+        let bytes = match base64::engine::general_purpose::STANDARD.decode(clean) {
+            Ok(b) => b,
+            Err(e) => return Some(format!("image {i}'s data is not base64: {e}")),
+        };
+        if bytes.len() as u64 > MAX_IMAGE_BYTES {
+            return Some(format!(
+                "image {i} is {} bytes, over the {MAX_IMAGE_BYTES} bytes an image may have",
+                bytes.len()
+            ));
+        }
+        match sniff_media_type(&bytes) {
+            None => Some(format!(
+                "image {i}'s bytes are not a PNG, JPEG, GIF or WebP image"
+            )),
+            Some(sniffed) if sniffed != media_type => {
+                Some(format!("image {i}'s bytes are {sniffed}, not {media_type}"))
+            }
+            Some(_) => None,
+        }
+    });
+    match why {
+        None => out,
+        Some(why) => ToolOutput::error(format!(
+            "{tool} returned an image that cannot be sent ({why}); its text was: {}",
+            out.model_text()
+        )),
+    }
 }

@@ -18,7 +18,7 @@ use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, Turn
 use crate::gate::{
     Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
 };
-use crate::image_file::{image_paths, resolve_images};
+use crate::image_file::{check_result_images, image_paths, resolve_images};
 use crate::model::{complete_with_retry, ModelRequest, RawCall, RequestFailed};
 use crate::policy::{self, Budget, Ceilings};
 use crate::prompt::Prompt;
@@ -802,6 +802,11 @@ impl Turn<'_> {
         out: ToolOutput,
         spent: Option<Usage>,
     ) -> Message {
+        let out = if out.images.is_empty() {
+            out
+        } else {
+            check_result_images(&call.name, out)
+        };
         let out = if !out.images.is_empty() && !self.inner.config().takes_images() {
             // Never a silent drop: the model learns why it gets no image.
             ToolOutput::error(format!(

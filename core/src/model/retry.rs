@@ -184,7 +184,7 @@ mod tests {
         let started = Instant::now();
         let out = tokio::time::timeout(
             Duration::from_secs(20),
-            complete_with_retry(&backend, &RequestBody::new(), policy, &sink, 0),
+            complete_with_retry(&backend, &RequestBody::new(), policy, &sink, 0, None),
         )
         .await
         .expect("the retry loop kept waiting past its policy");

@@ -312,3 +312,78 @@ fn bad_prompt_parts_are_named() {
         "hi"
     );
 }
+
+/// A host tool's result may carry images: each is checked as a prompt's are (its bytes an image
+/// of the media type given) and sent; one that is not is the call's error result naming why.
+#[tokio::test]
+async fn a_host_tool_s_images_are_checked_and_sent() {
+    use contenox::{async_trait, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+
+    struct Shot(&'static str);
+    #[async_trait]
+    impl Tool for Shot {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec::new(self.0, "A screenshot.", json!({"type": "object"}))
+        }
+        async fn call(
+            &self,
+            _args: serde_json::Value,
+            _ctx: ToolContext,
+        ) -> Result<ToolOutput, ToolError> {
+            let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+            let (media_type, data) = match self.0 {
+                "good" => ("image/png", png),
+                "mislabelled" => ("image/jpeg", png),
+                _ => ("image/png", "aGVsbG8="),
+            };
+            Ok(
+                ToolOutput::text("the screen").with_image(contenox::Image::Data {
+                    media_type: media_type.into(),
+                    data: data.into(),
+                }),
+            )
+        }
+    }
+    let root = tempfile::tempdir().unwrap();
+    let entries: Vec<ModelEntry> = serde_json::from_value(json!([
+        {"tool_calls": [{"id": "c1", "name": "good", "arguments": {}},
+                        {"id": "c2", "name": "mislabelled", "arguments": {}},
+                        {"id": "c3", "name": "not_an_image", "arguments": {}}]},
+        {"text": "seen"}
+    ]))
+    .unwrap();
+    let server = fake::serve(entries, Style::Anthropic).await.unwrap();
+    let client =
+        Client::from_config(config(Style::Anthropic, &server.base_url(), root.path())).unwrap();
+    for name in ["good", "mislabelled", "not_an_image"] {
+        client.register(std::sync::Arc::new(Shot(name))).unwrap();
+    }
+    let r = client.run("look").await.unwrap();
+    assert_eq!(r.outcome, Outcome::Done, "{:?}", r.error);
+    let requests = server.requests();
+    let results: Vec<serde_json::Value> = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results[0]["content"][1]["type"], "image", "{}", results[0]);
+    assert_eq!(results[0]["is_error"], false);
+    let text = |r: &serde_json::Value| r["content"].to_string();
+    assert_eq!(results[1]["is_error"], true);
+    assert!(
+        text(&results[1]).contains("bytes are image/png, not image/jpeg"),
+        "{}",
+        results[1]
+    );
+    assert_eq!(results[2]["is_error"], true);
+    assert!(
+        text(&results[2]).contains("not a PNG, JPEG, GIF or WebP"),
+        "{}",
+        results[2]
+    );
+    assert!(!text(&results[2]).contains("\"image\""), "{}", results[2]);
+    server.shutdown().await;
+}
