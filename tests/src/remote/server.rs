@@ -15,6 +15,7 @@ use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Map, Value};
+use tokio::net::TcpSocket;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -37,6 +38,9 @@ impl RemoteLog {
 struct Running {
     spec: Arc<RemoteService>,
     port: u16,
+    /// An `unreachable` service's port while it is down: bound, not listening (a connection is
+    /// refused) and held, so no other process on the machine can be handed the port meanwhile.
+    reserved: Option<TcpSocket>,
     /// `None` while an `unreachable` service is down.
     task: Option<JoinHandle<()>>,
 }
@@ -48,11 +52,13 @@ pub struct FakeRemote {
     cancel: CancellationToken,
 }
 
-/// A loopback port nobody listens on (bound, then released): an `unreachable` service's
-/// address until it comes up.
-fn reserve_port() -> io::Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
+/// A loopback port nobody listens on, held: an `unreachable` service's address until it comes
+/// up. (Bound and released, as it was, the kernel could hand the port to another process's
+/// `bind(0)` before the service came up, and the "down" service answered.)
+fn reserve_port() -> io::Result<(u16, TcpSocket)> {
+    let socket = TcpSocket::new_v4()?;
+    socket.bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+    Ok((socket.local_addr()?.port(), socket))
 }
 
 impl FakeRemote {
@@ -66,14 +72,20 @@ impl FakeRemote {
         };
         for spec in specs {
             let spec = Arc::new(spec.clone());
-            let (port, task) = if spec.unreachable {
-                (reserve_port()?, None)
+            let (port, reserved, task) = if spec.unreachable {
+                let (port, socket) = reserve_port()?;
+                (port, Some(socket), None)
             } else {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
                 let port = listener.local_addr()?.port();
-                (port, Some(me.serve(spec.clone(), listener)))
+                (port, None, Some(me.serve(spec.clone(), listener)))
             };
-            me.services.push(Running { spec, port, task });
+            me.services.push(Running {
+                spec,
+                port,
+                reserved,
+                task,
+            });
         }
         Ok(me)
     }
@@ -94,14 +106,13 @@ impl FakeRemote {
         })
     }
 
-    /// Start the `unreachable` services on their reserved ports.
+    /// Start the `unreachable` services on their reserved ports (listening on the held socket).
     pub async fn bring_up(&mut self) -> io::Result<()> {
         for i in 0..self.services.len() {
-            if self.services[i].task.is_some() {
+            let Some(socket) = self.services[i].reserved.take() else {
                 continue;
-            }
-            let addr = SocketAddr::from(([127, 0, 0, 1], self.services[i].port));
-            let listener = tokio::net::TcpListener::bind(addr).await?;
+            };
+            let listener = socket.listen(1024)?;
             let task = self.serve(self.services[i].spec.clone(), listener);
             self.services[i].task = Some(task);
         }
@@ -350,6 +361,31 @@ mod tests {
         assert!(!rule_fits("GET /users/{id}", "POST", "/users/42"));
         assert!(rule_fits("POST /", "POST", "/"));
         assert!(rule_fits("GET /a b", "GET", "/a%20b"));
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_service_holds_its_port_until_it_comes_up() {
+        let spec: RemoteService = serde_json::from_value(json!({
+            "name": "late", "unreachable": true, "openapi": {"openapi": "3.0.0", "paths": {}}
+        }))
+        .unwrap();
+        let mut fake = FakeRemote::start(&[spec]).await.unwrap();
+        let url = fake.url("late").unwrap();
+        let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+        // Down: connections are refused, and nobody else can take the port meanwhile (a
+        // released reservation could be handed to another process's server, which answered).
+        assert!(tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err());
+        let taken = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap_err();
+        assert_eq!(taken.kind(), io::ErrorKind::AddrInUse);
+        assert!(tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .is_err());
+        // Up: the same port answers.
+        fake.bring_up().await.unwrap();
+        let doc = reqwest::get(format!("{url}/openapi.json")).await.unwrap();
+        assert!(doc.status().is_success(), "{}", doc.status());
     }
 
     #[test]
