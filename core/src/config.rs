@@ -39,6 +39,67 @@ impl Default for RetryPolicy {
     }
 }
 
+/// A model tried when the one before it fails (option `fallback`, tried in order): after its
+/// retries, with an overload (529), a rate limit (429), another server error (5xx), a failed
+/// connection or a timeout, and only while no byte of the answer had arrived. See
+/// `docs/fallback.md`.
+///
+/// An entry of the main model's style without a `base_url` talks to the main model's server
+/// with its `api_key` and `headers` (unless it gives its own): a second model of the same
+/// provider. Any other entry gets only what it gives: its `base_url` (else the style's usual
+/// environment variable or public endpoint), its `api_key`, the variable `api_key_env` names,
+/// else the style's usual variable; the main model's headers are not sent to another server.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FallbackModel {
+    /// The wire style; `None` = the main model's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub style: Option<Style>,
+    /// The base URL, spelled as the main model's `base_url`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The model name (required).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The API key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// The environment variable holding the API key (read at client creation; an unset one is
+    /// a configuration error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Extra HTTP headers sent to this model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+}
+
+impl fmt::Debug for FallbackModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let FallbackModel {
+            style,
+            base_url,
+            model,
+            api_key,
+            api_key_env,
+            headers,
+        } = self;
+        f.debug_struct("FallbackModel")
+            .field("style", style)
+            .field(
+                "base_url",
+                &base_url
+                    .as_deref()
+                    .map(|url| RedactedUrl(url, UrlParts::KeepPath)),
+            )
+            .field("model", model)
+            .field("api_key", &redacted_option(api_key))
+            // The variable's name, not its value.
+            .field("api_key_env", api_key_env)
+            .field("headers", &headers.as_ref().map(RedactedValues))
+            .finish()
+    }
+}
+
 /// Compaction of a long conversation (option `compaction`; see [`crate::compact`]): before
 /// each model request, when the context is measured over `threshold_tokens`, the older part of
 /// the conversation is replaced by one summary the same model writes.
@@ -213,6 +274,10 @@ pub struct Config {
     /// no breakpoints (openai-style servers cache on their own): giving it there is refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_cache: Option<bool>,
+    /// Models tried in order when the model fails after its retries with an overload, a rate
+    /// limit, a server error, a failed connection or a timeout ([`FallbackModel`]). Empty = none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallback: Vec<FallbackModel>,
 }
 
 impl Default for Config {
@@ -254,6 +319,7 @@ impl Default for Config {
             reasoning: None,
             extra_body: None,
             prompt_cache: None,
+            fallback: Vec::new(),
         }
     }
 }
@@ -299,6 +365,7 @@ impl fmt::Debug for Config {
             reasoning,
             extra_body,
             prompt_cache,
+            fallback,
         } = self;
         f.debug_struct("Config")
             .field("style", style)
@@ -350,6 +417,8 @@ impl fmt::Debug for Config {
                 &extra_body.as_ref().map(|m| m.keys().collect::<Vec<_>>()),
             )
             .field("prompt_cache", prompt_cache)
+            // Each entry's Debug redacts its key and header values.
+            .field("fallback", fallback)
             .finish()
     }
 }
@@ -418,6 +487,54 @@ impl Config {
     /// Whether requests carry anthropic `cache_control` breakpoints.
     pub fn prompt_cache_on(&self) -> bool {
         self.style == Style::Anthropic && self.prompt_cache != Some(false)
+    }
+
+    /// The name of the model requests go to (`scripted` for the scripted style without one).
+    pub fn model_name(&self) -> &str {
+        match (&self.model, self.style) {
+            (Some(m), _) => m,
+            (None, Style::Scripted) => "scripted",
+            (None, _) => "",
+        }
+    }
+
+    /// The config of fallback model `i`: this config with the entry's style, endpoint, model,
+    /// key and headers (see [`FallbackModel`] for what it inherits), without fallbacks of its
+    /// own. `None` when there is no entry `i`. A key named by `api_key_env` is read here.
+    pub fn fallback_config(&self, i: usize) -> Option<Config> {
+        let entry = self.fallback.get(i)?;
+        let style = entry.style.unwrap_or(self.style);
+        let same_server = style == self.style && entry.base_url.is_none();
+        let mut config = self.clone();
+        config.fallback = Vec::new();
+        config.script = None;
+        config.style = style;
+        config.model = entry.model.clone();
+        config.base_url = if same_server {
+            self.base_url.clone()
+        } else {
+            entry.base_url.clone()
+        };
+        let from_env = entry
+            .api_key_env
+            .as_deref()
+            .and_then(|k| std::env::var(k).ok())
+            .filter(|v| !v.is_empty());
+        config.api_key = match (&entry.api_key, from_env) {
+            (Some(key), _) => Some(key.clone()),
+            (None, Some(key)) => Some(key),
+            (None, None) if same_server && entry.api_key_env.is_none() => self.api_key.clone(),
+            (None, None) => None,
+        };
+        config.headers = match &entry.headers {
+            Some(h) => h.clone(),
+            None if same_server => self.headers.clone(),
+            None => BTreeMap::new(),
+        };
+        if style != Style::Anthropic || self.style != Style::Anthropic {
+            config.prompt_cache = None;
+        }
+        Some(config)
     }
 
     /// The API key in use, if any.

@@ -138,7 +138,69 @@ pub(crate) fn check_client(config: &Config, spelling: Spelling) -> Result<()> {
         }
         _ => {}
     }
-    check_endpoint(config, spelling)
+    check_endpoint(config, spelling)?;
+    check_fallback(config).map_err(bad)
+}
+
+/// Each `fallback` entry is a model the client can send the same requests to: a style that
+/// talks to a server, a model name, a key where it says to read one, and the main config's
+/// options (settings, timeouts) valid for its style. Errors name the entry (`fallback[1].model`).
+fn check_fallback(config: &Config) -> Result<(), ConfigError> {
+    for (i, entry) in config.fallback.iter().enumerate() {
+        let at = |name: &str| format!("fallback[{i}].{name}");
+        if entry.style == Some(Style::Scripted) {
+            return Err(ConfigError::new(
+                at("style"),
+                "\"scripted\" is not a model server; a fallback is openai, anthropic or ollama",
+            ));
+        }
+        if entry.model.as_deref().unwrap_or("").is_empty() {
+            return Err(ConfigError::new(at("model"), "is missing: a fallback names its model"));
+        }
+        if let Some(var) = &entry.api_key_env {
+            if entry.api_key.is_some() {
+                return Err(ConfigError::new(
+                    at("api_key_env"),
+                    "is given beside api_key; give one of them",
+                ));
+            }
+            if std::env::var(var).map_or(true, |v| v.is_empty()) {
+                return Err(ConfigError::new(
+                    at("api_key_env"),
+                    "names an environment variable that is not set (or is empty)",
+                )
+                .with_value(quote(var)));
+            }
+        }
+        let Some(derived) = config.fallback_config(i) else {
+            continue;
+        };
+        if derived.style == Style::Scripted {
+            return Err(ConfigError::new(
+                at("style"),
+                "is needed: the main model is scripted, so a fallback says which server style \
+                 it speaks",
+            ));
+        }
+        // The entry's own options keep their names; the main config's options (settings the
+        // entry's style has no such thing for) are named as they are, with the entry.
+        let own = ["style", "base_url", "model", "api_key", "headers"];
+        if let Err(Error::Config(e)) = check_client(&derived, Spelling::Snake) {
+            let root = e.option.split(['.', '[']).next().unwrap_or("");
+            return Err(if own.contains(&root) {
+                ConfigError {
+                    option: at(&e.option),
+                    ..e
+                }
+            } else {
+                ConfigError::new(
+                    format!("fallback[{i}]"),
+                    format!("option {} does not fit this model: {}", e.option, e.reason),
+                )
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Every entry answers something: an empty entry (`{}`, or one whose keys were all misspelled)
