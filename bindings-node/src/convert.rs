@@ -88,6 +88,7 @@ const NESTED: &[(&str, &[&str])] = &[
     ("tool", &[]),
     ("compaction", &[]),
     ("reasoning", &[]),
+    ("fallback", &[]),
 ];
 
 /// The options of `createClient` (without the host callbacks) in core's vocabulary. Core checks
@@ -96,7 +97,14 @@ pub fn config_from_js(options: Value) -> Value {
     rename_tree(
         options,
         snake,
-        &nested_of(&["retry", "script", "sandbox", "compaction", "reasoning"]),
+        &nested_of(&[
+            "retry",
+            "script",
+            "sandbox",
+            "compaction",
+            "reasoning",
+            "fallback",
+        ]),
     )
 }
 

@@ -155,7 +155,10 @@ fn check_fallback(config: &Config) -> Result<(), ConfigError> {
             ));
         }
         if entry.model.as_deref().unwrap_or("").is_empty() {
-            return Err(ConfigError::new(at("model"), "is missing: a fallback names its model"));
+            return Err(ConfigError::new(
+                at("model"),
+                "is missing: a fallback names its model",
+            ));
         }
         if let Some(var) = &entry.api_key_env {
             if entry.api_key.is_some() {

@@ -370,9 +370,9 @@ pub enum Event {
     /// goes to the next model of the config's `fallback`, which answers the rest of the turn.
     Fallback {
         /// The model that failed.
-        from: String,
+        from_model: String,
         /// The model the request goes to now.
-        to: String,
+        to_model: String,
         /// Its HTTP status, when there was one (529, 429, 503, ...).
         #[serde(skip_serializing_if = "Option::is_none")]
         status: Option<u16>,

@@ -51,8 +51,8 @@ pub(crate) async fn complete_with_fallback<R>(
             }
             Err(f) if f.fall_back && slot + 1 < models.len() => {
                 sink.emit_with(|| Event::Fallback {
-                    from: model.name.clone(),
-                    to: models[slot + 1].name.clone(),
+                    from_model: model.name.clone(),
+                    to_model: models[slot + 1].name.clone(),
                     status: f.status,
                     error: f.message.clone(),
                     agent: Vec::new(),
