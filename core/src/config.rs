@@ -585,4 +585,66 @@ mod tests {
             "{print}"
         );
     }
+
+    #[test]
+    fn a_fallback_inherits_the_main_server_only_when_it_is_the_same_one() {
+        let config: Config = serde_json::from_value(serde_json::json!({
+            "style": "anthropic",
+            "base_url": "http://127.0.0.1:9/",
+            "model": "big",
+            "api_key": "MAIN-KEY",
+            "headers": {"x-main": "MAIN-HEADER"},
+            "prompt_cache": false,
+            "fallback": [
+                {"model": "small"},
+                {"model": "small-own-key", "api_key": "OWN-KEY"},
+                {"style": "openai", "model": "gpt", "base_url": "http://127.0.0.1:8/v1"},
+                {"style": "openai", "model": "gpt", "api_key_env": "PATH"},
+                {"model": "elsewhere", "base_url": "http://127.0.0.1:7", "headers": {"x-own": "v"}}
+            ]
+        }))
+        .unwrap();
+        let same = config.fallback_config(0).unwrap();
+        assert_eq!(
+            (same.style, same.model_name(), same.base_url.as_deref()),
+            (Style::Anthropic, "small", Some("http://127.0.0.1:9/"))
+        );
+        assert_eq!(same.api_key.as_deref(), Some("MAIN-KEY"));
+        assert_eq!(same.headers, config.headers);
+        assert_eq!(same.prompt_cache, Some(false));
+        assert!(same.fallback.is_empty());
+        let own = config.fallback_config(1).unwrap();
+        assert_eq!(own.api_key.as_deref(), Some("OWN-KEY"));
+        let other = config.fallback_config(2).unwrap();
+        assert_eq!(other.style, Style::Openai);
+        assert_eq!(other.base_url.as_deref(), Some("http://127.0.0.1:8/v1"));
+        // Another server gets none of the main model's key, headers or anthropic-only option.
+        assert_eq!(other.api_key, None);
+        assert!(other.headers.is_empty());
+        assert_eq!(other.prompt_cache, None);
+        let from_env = config.fallback_config(3).unwrap();
+        assert_eq!(from_env.api_key, std::env::var("PATH").ok());
+        assert_eq!(from_env.base_url, None);
+        let elsewhere = config.fallback_config(4).unwrap();
+        assert_eq!(elsewhere.api_key, None);
+        assert_eq!(elsewhere.headers.len(), 1);
+        assert!(config.fallback_config(5).is_none());
+    }
+
+    #[test]
+    fn fallback_entries_print_without_their_secrets() {
+        let config: Config = serde_json::from_value(serde_json::json!({
+            "model": "m",
+            "fallback": [{"model": "f", "api_key": "sk-MARKER", "api_key_env": "FALLBACK_KEY",
+                          "base_url": "https://u:MARKER@x.example/v1",
+                          "headers": {"authorization": "MARKER"}}]
+        }))
+        .unwrap();
+        let print = format!("{config:?}");
+        assert!(!print.contains("MARKER"), "{print}");
+        assert!(
+            print.contains("FALLBACK_KEY") && print.contains("authorization"),
+            "{print}"
+        );
+    }
 }

@@ -371,4 +371,69 @@ mod tests {
             check_client(&config, Spelling::Snake).unwrap_or_else(|e| panic!("{v}: {e}"));
         }
     }
+
+    #[test]
+    fn each_bad_fallback_entry_is_named() {
+        let main = json!({"style": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1"});
+        let with = |fallback: serde_json::Value, spelling| {
+            let mut v = main.clone();
+            v["fallback"] = fallback;
+            check(v, spelling)
+        };
+        assert_eq!(
+            with(
+                json!([{"model": "a"}, {"style": "anthropic"}]),
+                Spelling::Snake
+            ),
+            "invalid configuration: fallback[1].model: is missing: a fallback names its model"
+        );
+        assert!(with(
+            json!([{"style": "scripted", "model": "x"}]),
+            Spelling::Snake
+        )
+        .starts_with("invalid configuration: fallback[0].style: \"scripted\" is not"));
+        assert_eq!(
+            with(
+                json!([{"model": "a", "api_key_env": "CONTENOX_TEST_SURELY_UNSET_VAR"}]),
+                Spelling::Camel
+            ),
+            "invalid configuration: fallback[0].apiKeyEnv: \"CONTENOX_TEST_SURELY_UNSET_VAR\" \
+             names an environment variable that is not set (or is empty)"
+        );
+        assert!(with(
+            json!([{"model": "a", "api_key": "k", "api_key_env": "PATH"}]),
+            Spelling::Snake
+        )
+        .contains("fallback[0].api_key_env: is given beside api_key"));
+        assert!(with(
+            json!([{"model": "a", "base_url": "ftp://x/"}]),
+            Spelling::Camel
+        )
+        .contains("fallback[0].baseUrl: \"ftp://x\" is not an http:// or https:// URL"));
+        // A main option the entry's style has no such thing for names the entry.
+        let mut v = main.clone();
+        v["style"] = json!("anthropic");
+        v["top_k"] = json!(5);
+        v["fallback"] = json!([{"style": "openai", "model": "gpt"}]);
+        let e = check(v, Spelling::Snake);
+        assert!(
+            e.starts_with("invalid configuration: fallback[0]: option top_k does not fit"),
+            "{e}"
+        );
+        // A scripted main model needs its fallback's style.
+        let v = json!({"style": "scripted", "script": [{"text": "a"}],
+                       "fallback": [{"model": "m"}]});
+        assert!(check(v, Spelling::Snake).contains("fallback[0].style: is needed"));
+        // Valid entries pass.
+        for fallback in [
+            json!([{"model": "second"}]),
+            json!([{"style": "ollama", "model": "llama", "base_url": "http://127.0.0.1:2"},
+                   {"style": "anthropic", "model": "c", "api_key_env": "PATH"}]),
+        ] {
+            let mut v = main.clone();
+            v["fallback"] = fallback.clone();
+            let config: Config = serde_json::from_value(v).unwrap();
+            check_client(&config, Spelling::Snake).unwrap_or_else(|e| panic!("{fallback}: {e}"));
+        }
+    }
 }
