@@ -19,7 +19,7 @@ async fn anthropic_falls_back_to_openai_without_its_thinking() {
     let anthropic = fake::serve(
         entries(json!([
             {"reasoning": [{"text": "PRIVATE-THOUGHT about the notes"}],
-             "tool_calls": [{"id": "toolu_1", "name": "read", "arguments": {"file_path": "notes.txt"}}],
+             "tool_calls": [{"id": "toolu_1", "name": "read", "arguments": {"path": "notes.txt"}}],
              "usage": {"input_tokens": 11, "output_tokens": 3}},
             {"error": {"status": 529, "body": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}}},
             {"error": {"status": 529, "body": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}}},
