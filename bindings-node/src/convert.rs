@@ -357,6 +357,20 @@ mod tests {
     }
 
     #[test]
+    fn fallback_entries_rename_their_keys_but_not_their_headers() {
+        let v = config_from_js(json!({
+            "fallback": [{"style": "openai", "baseUrl": "u", "model": "m", "apiKeyEnv": "K",
+                          "headers": {"X-Api-Key": "k", "someHeader": "v"}}]
+        }));
+        assert_eq!(
+            v,
+            json!({"fallback": [{"style": "openai", "base_url": "u", "model": "m",
+                                 "api_key_env": "K",
+                                 "headers": {"X-Api-Key": "k", "someHeader": "v"}}]})
+        );
+    }
+
+    #[test]
     fn options_rename_their_keys_and_never_host_values() {
         let v = config_from_js(json!({
             "baseUrl": "u", "maxTurns": 3, "retry": {"maxRetries": 1},
