@@ -363,9 +363,11 @@ describe('cancellation', () => {
   test('a signal aborted during a run: outcome cancelled with its transcript', async () => {
     const client = stalled()
     const controller = new AbortController()
-    setTimeout(() => controller.abort(), 50)
     const started = Date.now()
-    const result = await client.run('go', { signal: controller.signal })
+    const run = client.stream('go', { signal: controller.signal })
+    // Aborted while the turn waits for the model, not before it started.
+    for await (const e of run) if (e.type === 'request') controller.abort()
+    const result = await run.result
     assert.equal(result.outcome, 'cancelled')
     assert.ok(Date.now() - started < 5000)
     assert.equal(result.transcript.length, 1)
@@ -374,6 +376,8 @@ describe('cancellation', () => {
 
   test('aborting during a tool aborts ctx.signal and the call gets the result "cancelled"', async () => {
     let toolSignal
+    let seenAbort
+    const aborted = new Promise((r) => (seenAbort = r))
     const client = scripted(['slow'], {
       tools: [
         tool({
@@ -382,6 +386,7 @@ describe('cancellation', () => {
           inputSchema: { type: 'object' },
           execute: (_args, { signal }) => {
             toolSignal = signal
+            signal.addEventListener('abort', seenAbort, { once: true })
             return new Promise(() => {}) // never settles by itself
           },
         }),
@@ -398,7 +403,13 @@ describe('cancellation', () => {
     assert.equal(result.outcome, 'cancelled')
     const [r] = toolResults(result)
     assert.deepEqual([r.content, r.isError], ['cancelled', true])
-    await new Promise((r) => setTimeout(r, 20))
+    // The tool's signal fires (bounded: a signal never aborted fails here, not by the runner's
+    // timeout).
+    let timer
+    const late = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('ctx.signal was not aborted within 10 s')), 10_000)
+    })
+    await Promise.race([aborted, late]).finally(() => clearTimeout(timer))
     assert.equal(toolSignal.aborted, true)
     client.close()
   })
@@ -455,9 +466,10 @@ describe('cancellation', () => {
 
   test('close() cancels running turns and refuses new ones', async () => {
     const client = stalled()
-    const running = client.run('go')
-    setTimeout(() => client.close(), 20)
-    assert.equal((await running).outcome, 'cancelled')
+    const run = client.stream('go')
+    // Closed while the turn waits for the model, not before it started.
+    for await (const e of run) if (e.type === 'request') client.close()
+    assert.equal((await run.result).outcome, 'cancelled')
     assert.equal(client.closed, true)
     await assert.rejects(client.run('again'), /closed/)
     assert.throws(() => client.stream('again'), /closed/)

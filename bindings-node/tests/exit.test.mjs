@@ -27,6 +27,9 @@ async function child(body, ms = 10_000) {
 const prelude = `
 import { createClient, tool, pending } from 'contenox'
 const never = () => new Promise(() => {})
+// Settles when the callback under test is running: close() comes then, not after a guess.
+let called
+const calling = new Promise((r) => (called = r))
 `
 
 test('a pending waitFor does not keep the process alive after close()', async () => {
@@ -51,11 +54,12 @@ test('a host tool that never settles does not keep the process alive after close
 const client = createClient({
   style: 'scripted', builtins: [],
   script: [{ toolCalls: [{ id: 'c1', name: 'hang', args: {} }] }, { text: 'unreachable' }],
-  tools: [tool({ name: 'hang', description: 'h', inputSchema: { type: 'object' }, execute: never })],
+  tools: [tool({ name: 'hang', description: 'h', inputSchema: { type: 'object' }, execute: () => (called(), never()) })],
   hooks: { beforeTool: () => undefined },
 })
 const result = client.run('go')
-setTimeout(() => client.close(), 50)
+await calling
+client.close()
 console.log('outcome', (await result).outcome)
 `)
   assert.equal(code, 0, err)
@@ -67,10 +71,11 @@ test('a websearch provider that never settles does not keep the process alive af
 const client = createClient({
   style: 'scripted', builtins: [],
   script: [{ toolCalls: [{ id: 'c1', name: 'websearch', args: { query: 'forever' } }] }, { text: 'unreachable' }],
-  websearch: never,
+  websearch: () => (called(), never()),
 })
 const result = client.run('go')
-setTimeout(() => client.close(), 50)
+await calling
+client.close()
 console.log('outcome', (await result).outcome)
 `)
   assert.equal(code, 0, err)

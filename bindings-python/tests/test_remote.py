@@ -37,7 +37,7 @@ DOC = {
 class Service:
     """One loopback HTTP service: serves DOC and answers /greet/<who>; records each call."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.calls: list[dict[str, Any]] = []
         service = self
 
@@ -70,7 +70,7 @@ class Service:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
@@ -161,7 +161,28 @@ async def test_an_unreachable_hook_is_unavailable_and_comes_up_on_refresh() -> N
     assert name == "greeter" and state.state == "unavailable" and state.error
     _never_shows_secrets(state.error or "", repr(source))
     assert source.tools() == []
-    await source.close()
+    # The service comes up on that port: refresh() reads it and its tool appears.
+    service = Service(port)
+    try:
+        states = await source.refresh()
+        assert states == [("greeter", contenox.HookState(state="ready", tools=1))]
+        assert source.hooks == states
+        assert [t.name for t in source.tools()] == ["greet"]
+        client = contenox.create_client(
+            style="scripted",
+            script=[
+                {"tool_calls": [{"id": "c1", "name": "greet", "arguments": {"who": "ann"}}]},
+                {"text": "done"},
+            ],
+            remote=source,
+        )
+        result = await client.run("greet ann")
+        assert result.outcome == "done"
+        assert [c["path"] for c in service.calls] == ["/greet/ann"]
+        client.close()
+    finally:
+        await source.close()
+        service.stop()
 
 
 async def test_invalid_hooks_are_configuration_errors_that_do_not_print_values() -> None:

@@ -10,7 +10,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::scenario::{EventPattern, Expect, ExpectCompaction, Scenario, Style, Texts, Usage};
+use crate::scenario::{
+    EventPattern, Expect, ExpectCompaction, ExpectEventFields, Scenario, Style, Texts, Usage,
+};
 
 /// What a runner writes after running one scenario.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -312,6 +314,9 @@ fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>
                 Show(pattern)
             ));
         }
+    }
+    for want in e.event_fields.iter().flatten() {
+        check_event_fields(want, &trace.events, fails);
     }
     for (i, want) in e.requests.iter().flatten().enumerate() {
         let Some(body) = trace.requests.get(want.index) else {
@@ -639,6 +644,33 @@ fn check_compactions(want: &[ExpectCompaction], trace: &Trace, fails: &mut Vec<S
     }
 }
 
+/// `event_fields`: some event matches the pattern, and every one that does has the fields.
+fn check_event_fields(want: &ExpectEventFields, events: &[Value], fails: &mut Vec<String>) {
+    let matching: Vec<&Value> = events
+        .iter()
+        .filter(|e| event_matches(e, &want.event))
+        .collect();
+    if matching.is_empty() {
+        fails.push(format!(
+            "event_fields: no event matches {}",
+            Show(&want.event)
+        ));
+    }
+    for (n, event) in matching.iter().enumerate() {
+        for (key, value) in &want.fields {
+            let got = event.get(key);
+            if got != Some(value) {
+                fails.push(format!(
+                    "event_fields: {} #{n} has {key} {}, expected {}",
+                    Show(&want.event),
+                    Show(&got),
+                    Show(value)
+                ));
+            }
+        }
+    }
+}
+
 fn count_events(events: &[Value], pattern: &str) -> usize {
     events.iter().filter(|e| event_matches(e, pattern)).count()
 }
@@ -776,6 +808,46 @@ mod tests {
                 .any(|f| f.contains("unknown key(s) tool_reslts")),
             "{fails:?}"
         );
+    }
+
+    #[test]
+    fn event_fields_hold_for_every_matching_event() {
+        let expect = json!({"event_fields": [
+            {"event": "tool_result:nap", "fields": {"content": "cancelled", "is_error": true}}
+        ]});
+        let s = scenario("anthropic", expect.clone());
+        let cancelled = json!({"events": [
+            {"type": "tool_result", "name": "nap", "content": "cancelled", "is_error": true}
+        ]});
+        assert!(check(&s, &trace(cancelled)).is_empty());
+        // The tool's own answer passed through instead of the engine's: fails, naming it.
+        let slept = json!({"events": [
+            {"type": "tool_result", "name": "nap", "content": "cancelled", "is_error": true},
+            {"type": "tool_result", "name": "nap", "content": "interrupted", "is_error": false}
+        ]});
+        let fails = check(&s, &trace(slept));
+        assert!(
+            fails
+                .iter()
+                .any(|f| f.contains("#1 has content \"interrupted\"")),
+            "{fails:?}"
+        );
+        assert!(
+            fails.iter().any(|f| f.contains("#1 has is_error false")),
+            "{fails:?}"
+        );
+        // No matching event at all fails too.
+        let none = json!({"events": [{"type": "turn_end"}]});
+        let fails = check(&s, &trace(none));
+        assert!(
+            fails.iter().any(|f| f.contains("no event matches")),
+            "{fails:?}"
+        );
+        // A misspelt entry key is refused when the scenario is read.
+        let bad: Result<Expect, _> = serde_json::from_value(json!({"event_fields": [
+            {"event": "retry", "field": {"wait_ms": 1}}
+        ]}));
+        assert!(bad.is_err());
     }
 
     fn openai_body(tools: &[&str], messages: Value) -> Value {

@@ -505,11 +505,12 @@ fn host_tool(t: &HostTool, client: ClientCell) -> FnTool {
         }),
         HostToolKind::Sleep => tool_fn(spec, |args, ctx| async move {
             let ms = args["ms"].as_u64().unwrap_or(0);
+            // Woken by the cancel, it says so: the call's result must still be the engine's
+            // `cancelled` (the conformance README).
             tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
-                _ = ctx.cancel.cancelled() => {}
+                _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(ToolOutput::text("slept")),
+                _ = ctx.cancel.cancelled() => Ok(ToolOutput::text("interrupted")),
             }
-            Ok(ToolOutput::text("slept"))
         }),
         HostToolKind::Register => tool_fn(spec, move |args, _ctx| {
             let client = client.clone();

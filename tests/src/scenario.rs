@@ -990,8 +990,23 @@ pub struct Expect {
     /// `compact` event of the trace with the same numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compactions: Option<Vec<ExpectCompaction>>,
+    /// Extension: for each entry, some event matches `event` (a pattern as in `events`) and
+    /// every event that matches it has each of `fields` with exactly that JSON value (in
+    /// core's serialized form), e.g. the `content` of a cancelled call's `tool_result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_fields: Option<Vec<ExpectEventFields>>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// One `event_fields` entry: which events, and the fields each of them must have.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectEventFields {
+    /// An event pattern (`"type"`, `"type:name"`, optionally `@agent`).
+    pub event: String,
+    /// Field name -> the exact value every matching event has.
+    pub fields: Map<String, Value>,
 }
 
 /// One compaction as `on_compact` saw it; every key given must hold.

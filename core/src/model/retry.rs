@@ -160,7 +160,173 @@ pub(crate) async fn complete_with_retry(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+    use std::time::Instant;
+
+    use async_trait::async_trait;
+
     use super::*;
+    use crate::model::{DeltaSink, ModelRequest, RequestBody};
+
+    /// Answers each send with the next scripted result and records when each send came.
+    struct Scripted {
+        answers: Mutex<VecDeque<Result<ModelResponse, Failure>>>,
+        sent_at: Mutex<Vec<Instant>>,
+    }
+
+    impl Scripted {
+        fn new(answers: Vec<Result<ModelResponse, Failure>>) -> Self {
+            Scripted {
+                answers: Mutex::new(answers.into()),
+                sent_at: Mutex::new(Vec::new()),
+            }
+        }
+
+        /// The time between the first two sends.
+        fn gap(&self) -> Duration {
+            let at = self.sent_at.lock().unwrap();
+            at[1] - at[0]
+        }
+    }
+
+    #[async_trait]
+    impl Backend for Scripted {
+        fn body(&self, _req: &ModelRequest<'_>) -> RequestBody {
+            RequestBody::new()
+        }
+
+        async fn send(
+            &self,
+            _body: &RequestBody,
+            _deltas: DeltaSink<'_>,
+        ) -> Result<ModelResponse, Failure> {
+            self.sent_at.lock().unwrap().push(Instant::now());
+            self.answers
+                .lock()
+                .unwrap()
+                .pop_front()
+                .expect("a send past the script")
+        }
+    }
+
+    fn too_many(retry_after: Option<Duration>) -> Result<ModelResponse, Failure> {
+        Err(Failure::BeforeData {
+            status: Some(429),
+            message: "model server answered HTTP 429: slow down".into(),
+            retry_after,
+            retryable: true,
+        })
+    }
+
+    fn answer() -> Result<ModelResponse, Failure> {
+        Ok(ModelResponse {
+            text: "ok".into(),
+            ..Default::default()
+        })
+    }
+
+    /// Runs the retry loop over `backend` (bounded: a wait that ignored the policy fails here
+    /// instead of hanging), returning its result and the `retry` events' `wait_ms`.
+    async fn run(
+        backend: &Scripted,
+        policy: &RetryPolicy,
+    ) -> (Result<ModelResponse, RequestFailed>, Vec<u64>) {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let sink = EventSink::new(tx);
+        let out = tokio::time::timeout(
+            Duration::from_secs(20),
+            complete_with_retry(backend, &RequestBody::new(), policy, &sink, 0),
+        )
+        .await
+        .expect("the retry loop kept waiting past its policy");
+        drop(sink);
+        let mut waits = Vec::new();
+        while let Some(e) = rx.recv().await {
+            if let Event::Retry { wait_ms, .. } = e {
+                waits.push(wait_ms);
+            }
+        }
+        (out, waits)
+    }
+
+    /// Backoff far from the Retry-After values below, so a wait that took one for the other
+    /// shows.
+    const POLICY: RetryPolicy = RetryPolicy {
+        max_retries: 3,
+        initial_backoff_ms: 5,
+        max_backoff_ms: 5,
+        max_retry_after_ms: 400,
+    };
+
+    #[tokio::test]
+    async fn retry_after_is_the_wait() {
+        let backend = Scripted::new(vec![too_many(Some(Duration::from_millis(250))), answer()]);
+        let (out, waits) = run(&backend, &POLICY).await;
+        assert_eq!(out.unwrap().text, "ok");
+        assert_eq!(waits, vec![250]);
+        // The loop slept that long before sending again (a sleep never ends early).
+        assert!(
+            backend.gap() >= Duration::from_millis(250),
+            "{:?}",
+            backend.gap()
+        );
+    }
+
+    #[tokio::test]
+    async fn retry_after_is_capped_at_max_retry_after_ms() {
+        // A server asking for an hour gets `max_retry_after_ms`.
+        let backend = Scripted::new(vec![too_many(Some(Duration::from_secs(3600))), answer()]);
+        let (out, waits) = run(&backend, &POLICY).await;
+        assert_eq!(out.unwrap().text, "ok");
+        assert_eq!(waits, vec![400]);
+        assert!(
+            backend.gap() >= Duration::from_millis(400),
+            "{:?}",
+            backend.gap()
+        );
+    }
+
+    #[tokio::test]
+    async fn without_retry_after_the_wait_is_the_backoff() {
+        let policy = RetryPolicy {
+            initial_backoff_ms: 100,
+            max_backoff_ms: 150,
+            ..POLICY
+        };
+        let backend = Scripted::new(vec![too_many(None), too_many(None), answer()]);
+        let (out, waits) = run(&backend, &policy).await;
+        assert_eq!(out.unwrap().text, "ok");
+        // 100 ms, then 200 ms capped at 150 ms, each ±20%.
+        assert_eq!(waits.len(), 2, "{waits:?}");
+        assert!((80..=120).contains(&waits[0]), "{waits:?}");
+        assert!((120..=180).contains(&waits[1]), "{waits:?}");
+        assert!(backend.gap() >= Duration::from_millis(waits[0]));
+    }
+
+    #[tokio::test]
+    async fn the_retries_run_out_and_say_how_many_attempts_were_made() {
+        let policy = RetryPolicy {
+            max_retries: 2,
+            ..POLICY
+        };
+        let backend = Scripted::new(vec![
+            too_many(Some(Duration::from_millis(1))),
+            too_many(Some(Duration::from_millis(1))),
+            too_many(Some(Duration::from_millis(1))),
+            answer(),
+        ]);
+        let (out, waits) = run(&backend, &policy).await;
+        let failed = out.unwrap_err();
+        assert!(failed.message.contains("HTTP 429"), "{}", failed.message);
+        assert!(
+            failed.message.ends_with("(after 3 attempts)"),
+            "{}",
+            failed.message
+        );
+        assert_eq!(waits, vec![1, 1]);
+        assert_eq!(backend.sent_at.lock().unwrap().len(), 3);
+    }
 
     fn refused(status: u16, body: &str) -> Failure {
         Failure::BeforeData {

@@ -366,8 +366,9 @@ async fn escapes_leave_nothing_when_the_command_ends() {
             ScriptEntry::tool_call(
                 "c1",
                 "bash",
-                // Give the escapes time to start before the command ends.
-                json!({"command": format!("{}; sleep 0.5; echo done", escapes(&m))}),
+                // The command ends once the escapes run (nohup's sleep, the double fork's and
+                // bash -c's; the two setsid ones are refused).
+                json!({"command": format!("{}; {}; echo done", escapes(&m), until_running(&m, 3))}),
             ),
             ScriptEntry::text("ok"),
         ],
@@ -378,6 +379,7 @@ async fn escapes_leave_nothing_when_the_command_ends() {
     let (content, is_error) = last_result(&c);
     assert!(!is_error, "{content}");
     assert!(content.contains("done"), "{content}");
+    assert!(content.contains("running: 3"), "{content}");
     assert!(
         content.contains("Operation not permitted"),
         "setsid was not refused: {content}"
@@ -424,7 +426,10 @@ async fn escapes_leave_nothing_after_a_timeout() {
             ScriptEntry::tool_call(
                 "c1",
                 "bash",
-                json!({"command": format!("{}; sleep {m}", escapes(&m)), "timeout_ms": 1500}),
+                json!({
+                    "command": format!("{}; {}; sleep {m}", escapes(&m), until_running(&m, 3)),
+                    "timeout_ms": 3000
+                }),
             ),
             ScriptEntry::text("ok"),
         ],
@@ -435,6 +440,8 @@ async fn escapes_leave_nothing_after_a_timeout() {
     let (content, is_error) = last_result(&c);
     assert!(is_error);
     assert!(content.contains("\"timedOut\":true"), "{content}");
+    // The escapes ran when the timeout struck.
+    assert!(content.contains("running: 3"), "{content}");
     assert_gone(&m, "a timeout").await;
 }
 
@@ -456,6 +463,15 @@ async fn background_escapes_leave_nothing_after_kill_shell() {
     wait_running(&m, 4).await;
     c.run("kill").await.unwrap();
     assert_gone(&m, "kill_shell").await;
+}
+
+/// Shell lines that wait (at most 10 s) until `n` processes `sleep {m}` run, then print
+/// `running: <how many>`: a command that goes on only once its escapes are under way.
+fn until_running(m: &str, n: usize) -> String {
+    format!(
+        "i=0; while [ \"$(pgrep -xfc 'sleep {m}')\" -lt {n} ] && [ $i -lt 200 ]; do \
+         sleep 0.05; i=$((i+1)); done; echo \"running: $(pgrep -xfc 'sleep {m}')\""
+    )
 }
 
 /// A host that cancels its outside token as soon as a turn's result arrives (the Python

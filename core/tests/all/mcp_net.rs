@@ -349,8 +349,7 @@ async fn a_burst_of_list_changed_costs_one_refresh_task() {
         let source = source.clone();
         tokio::spawn(async move { call_once(&source, "f__burst", json!({})).await })
     };
-    // The refresh is under way (the server is answering it slowly): every notification has been
-    // handled by now; what is still alive waits for that refresh.
+    // A refresh is under way (the server answers it 1.5 s after writing the marker).
     tokio::time::timeout(HANG, async {
         while !marker.exists() {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -358,10 +357,22 @@ async fn a_burst_of_list_changed_costs_one_refresh_task() {
     })
     .await
     .expect("no refresh came");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let during = tokio::runtime::Handle::current()
-        .metrics()
-        .num_alive_tasks();
+    // The burst's call returns once that refresh is done (a call waits for the refresh its
+    // notifications started): count the live tasks all along until then, and keep the most.
+    let tasks = || {
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
+    };
+    let mut during = tasks();
+    tokio::time::timeout(HANG, async {
+        while !burst.is_finished() {
+            during = during.max(tasks());
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the burst's call never returned");
     // One task per notification would be some 2,000 tasks waiting on the refresh lock.
     assert!(
         during < before + 500,

@@ -424,14 +424,25 @@ async fn a_childs_own_wait_for_answers_its_own_asks() {
 }
 
 /// Logs `started`, then `finished` after a while, ignoring cancellation (the engine must stop
-/// it by dropping it).
+/// it by dropping it); dropped unfinished, it logs `dropped`.
 fn stubborn(log: Arc<Mutex<Vec<&'static str>>>) -> Arc<contenox::FnTool> {
+    /// Logs `dropped` unless the tool finished.
+    struct Unfinished(Arc<Mutex<Vec<&'static str>>>);
+    impl Drop for Unfinished {
+        fn drop(&mut self) {
+            let mut log = self.0.lock().unwrap();
+            if !log.contains(&"finished") {
+                log.push("dropped");
+            }
+        }
+    }
     Arc::new(tool_fn(
         ToolSpec::new("slow", "Takes a while.", json!({"type": "object"}))
             .with_hints(Hints::read_only()),
         move |_args, _ctx| {
             let log = log.clone();
             async move {
+                let _guard = Unfinished(log.clone());
                 log.lock().unwrap().push("started");
                 tokio::time::sleep(Duration::from_millis(400)).await;
                 log.lock().unwrap().push("finished");
@@ -439,6 +450,19 @@ fn stubborn(log: Arc<Mutex<Vec<&'static str>>>) -> Arc<contenox::FnTool> {
             }
         },
     ))
+}
+
+/// Waits (at most 10 s) until the stubborn tool's log shows it ended, dropped or finished.
+async fn until_ended(log: &Mutex<Vec<&'static str>>) -> Vec<&'static str> {
+    let ended = |l: &Vec<&str>| l.contains(&"dropped") || l.contains(&"finished");
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !ended(&log.lock().unwrap()) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the slow tool neither finished nor was dropped");
+    log.lock().unwrap().clone()
 }
 
 fn process_alive(pid: i32) -> bool {
@@ -493,6 +517,9 @@ async fn cancelling_the_parent_stops_the_child_and_its_processes() {
                 .unwrap(),
         )
         .unwrap();
+    let before = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
     let mut run = parent.stream("go").unwrap();
     let mut events = Vec::new();
     while let Some(e) = run.next_event().await {
@@ -538,10 +565,24 @@ async fn cancelling_the_parent_stops_the_child_and_its_processes() {
         !alive,
         "the child's bash (pid {pid}) outlived the parent's turn"
     );
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert!(
-        !log.lock().unwrap().contains(&"finished"),
-        "a child tool ran on after the parent's turn ended"
+    // Every task the turn started has ended (bounded): a child turn left running on would be
+    // one of them, and its slow tool would have logged `started` and `finished` before it ended.
+    let tasks = || {
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
+    };
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while tasks() > before {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{} tasks still alive ({before} before the turn)", tasks()));
+    assert_eq!(
+        *log.lock().unwrap(),
+        Vec::<&str>::new(),
+        "a child tool ran after the parent's turn ended"
     );
 }
 
@@ -591,9 +632,9 @@ async fn cancelling_the_parent_mid_tool_drops_the_childs_tool() {
     // move any more, and its tool never finishes.
     let at_end = child.transcript();
     at_end.validate().unwrap();
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // The slow tool was dropped, not left to finish (it would log `finished` at 400 ms).
+    assert_eq!(until_ended(&log).await, vec!["started", "dropped"]);
     assert_eq!(child.transcript(), at_end);
-    assert_eq!(*log.lock().unwrap(), vec!["started"]);
 }
 
 #[tokio::test]

@@ -43,7 +43,7 @@ pub const MAX_ATTRS: usize = 32;
 /// The longest attribute value kept (a longer one, such as an inline `data:` image, is dropped).
 pub const MAX_ATTR_BYTES: usize = 8 * 1024;
 /// Tokens between two looks at the stop flag.
-const STOP_CHECK_EVERY: u32 = 4096;
+pub(super) const STOP_CHECK_EVERY: u32 = 4096;
 
 /// Tokenize `html` and build its tree through the filter. The tree is partial when `stop` was
 /// set on the way.
