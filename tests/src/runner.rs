@@ -414,7 +414,10 @@ fn point_fallbacks_here(
     let Some(serde_json::Value::Array(entries)) = config.get_mut("fallback") else {
         return;
     };
-    for entry in entries.iter_mut().filter_map(serde_json::Value::as_object_mut) {
+    for entry in entries
+        .iter_mut()
+        .filter_map(serde_json::Value::as_object_mut)
+    {
         let other = match entry.get("style").and_then(serde_json::Value::as_str) {
             Some(s) if s != style.as_str() => s.to_string(),
             _ => continue,
