@@ -117,8 +117,11 @@ export interface FallbackModel {
 export interface ClientOptions extends ModelSettings {
   /** Anthropic prompt caching: `cache_control` breakpoints, on by default; `false` turns it off. */
   promptCache?: boolean
-  /** Models tried in order when the model fails after its retries (see `FallbackModel`). */
-  fallback?: FallbackModel[]
+  /**
+   * Models tried in order when the model fails after its retries (see `FallbackModel`); a string
+   * is a model name on the same server.
+   */
+  fallback?: (FallbackModel | string)[]
   /** Default `openai`. */
   style?: Style
   /** As that style's official SDK takes it: openai `…/v1`, anthropic and ollama the host root. */

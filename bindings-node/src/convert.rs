@@ -360,13 +360,14 @@ mod tests {
     fn fallback_entries_rename_their_keys_but_not_their_headers() {
         let v = config_from_js(json!({
             "fallback": [{"style": "openai", "baseUrl": "u", "model": "m", "apiKeyEnv": "K",
-                          "headers": {"X-Api-Key": "k", "someHeader": "v"}}]
+                          "headers": {"X-Api-Key": "k", "someHeader": "v"}}, "modelName"]
         }));
         assert_eq!(
             v,
             json!({"fallback": [{"style": "openai", "base_url": "u", "model": "m",
                                  "api_key_env": "K",
-                                 "headers": {"X-Api-Key": "k", "someHeader": "v"}}]})
+                                 "headers": {"X-Api-Key": "k", "someHeader": "v"}},
+                                "modelName"]})
         );
     }
 

@@ -183,7 +183,7 @@ function clientOptions(scenario, server, root) {
   // serves every style's chat endpoint).
   if (Array.isArray(options.fallback)) {
     options.fallback = options.fallback.map((f) =>
-      f.style && f.style !== style && f.base_url === undefined ? { ...f, base_url: base(f.style) } : f)
+      typeof f === 'object' && f.style && f.style !== style && f.base_url === undefined ? { ...f, base_url: base(f.style) } : f)
   }
   return { ...options, style, baseUrl: style === 'openai' ? `${server.root}/v1` : server.root, model: 'fake', apiKey: 'test', root }
 }

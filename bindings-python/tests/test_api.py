@@ -1148,7 +1148,10 @@ def test_fallback_entries_are_checked_at_creation_and_the_event_reads() -> None:
             fallback=[{"model": "second"}, {"style": "anthropic"}],
         )
     contenox.create_client(
-        style="openai", model="m", base_url="http://127.0.0.1:9/v1", fallback=[{"model": "two"}]
+        style="openai",
+        model="m",
+        base_url="http://127.0.0.1:9/v1",
+        fallback=[{"model": "two"}, "three"],
     ).close()
     from contenox import events
 

@@ -49,8 +49,9 @@ impl Default for RetryPolicy {
 /// provider. Any other entry gets only what it gives: its `base_url` (else the style's usual
 /// environment variable or public endpoint), its `api_key`, the variable `api_key_env` names,
 /// else the style's usual variable; the main model's headers are not sent to another server.
-#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+///
+/// A plain string is the short form of `{"model": NAME}`: another model on the client's server.
+#[derive(Clone, Default, PartialEq, Serialize)]
 pub struct FallbackModel {
     /// The wire style; `None` = the main model's.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,6 +72,55 @@ pub struct FallbackModel {
     /// Extra HTTP headers sent to this model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub headers: Option<BTreeMap<String, String>>,
+}
+
+/// What an entry given as an object reads into (a string is only the model's name).
+#[derive(Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct FallbackEntry {
+    style: Option<Style>,
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key: Option<String>,
+    api_key_env: Option<String>,
+    headers: Option<BTreeMap<String, String>>,
+}
+
+impl<'de> Deserialize<'de> for FallbackModel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = FallbackModel;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a model name or a model config object")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<FallbackModel, E> {
+                Ok(FallbackModel {
+                    model: Some(name.to_string()),
+                    ..FallbackModel::default()
+                })
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<FallbackModel, A::Error> {
+                let e =
+                    FallbackEntry::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(FallbackModel {
+                    style: e.style,
+                    base_url: e.base_url,
+                    model: e.model,
+                    api_key: e.api_key,
+                    api_key_env: e.api_key_env,
+                    headers: e.headers,
+                })
+            }
+        }
+        d.deserialize_any(Entry)
+    }
 }
 
 impl fmt::Debug for FallbackModel {
@@ -629,6 +679,13 @@ mod tests {
         assert_eq!(elsewhere.api_key, None);
         assert_eq!(elsewhere.headers.len(), 1);
         assert!(config.fallback_config(5).is_none());
+        // A string is a model on the client's server.
+        let short: Config = serde_json::from_value(serde_json::json!({
+            "style": "openai", "model": "a", "fallback": ["b"]
+        }))
+        .unwrap();
+        assert_eq!(short.fallback[0].model.as_deref(), Some("b"));
+        assert_eq!(short.fallback_config(0).unwrap().model_name(), "b");
     }
 
     #[test]

@@ -420,6 +420,21 @@ mod tests {
             e.starts_with("invalid configuration: fallback[0]: option top_k does not fit"),
             "{e}"
         );
+        // Misspelt keys and wrong shapes name the entry (the config reader's messages).
+        let read = |fallback: serde_json::Value| {
+            let mut v = main.clone();
+            v["fallback"] = fallback;
+            Config::from_value(&v, Spelling::Camel)
+                .unwrap_err()
+                .to_string()
+        };
+        let e = read(json!([{"model": "a", "base_ur": "x"}]));
+        assert!(e.contains("fallback[0]: unknown key \"baseUr\""), "{e}");
+        let e = read(json!([3]));
+        assert!(
+            e.contains("fallback[0]") && e.contains("a model name or a model config"),
+            "{e}"
+        );
         // A scripted main model needs its fallback's style.
         let v = json!({"style": "scripted", "script": [{"text": "a"}],
                        "fallback": [{"model": "m"}]});

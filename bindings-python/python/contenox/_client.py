@@ -686,7 +686,7 @@ def create_client(
     reasoning: Reasoning | None = None,
     extra_body: Mapping[str, Any] | None = None,
     prompt_cache: bool | None = None,
-    fallback: Sequence[FallbackModel] | None = None,
+    fallback: Sequence[FallbackModel | str] | None = None,
     on_compact: OnCompact | None = None,
     compactor: Compactor | None = None,
     hooks: Hooks | None = None,
@@ -708,7 +708,8 @@ def create_client(
     ``idle_timeout_ms`` (the longest silence inside an answer; default 10 minutes).
     ``fallback``: models tried in order when the model fails after its retries with an
     overload, a rate limit, a server error, a failed connection or a timeout
-    (:class:`FallbackModel`; a ``fallback`` event tells the move).
+    (:class:`FallbackModel`, or a model name alone for another model on the same server; a
+    ``fallback`` event tells the move).
 
     The turn: ``system``, ``max_turns`` (model responses per turn), and the per-turn ceilings
     ``max_tool_calls`` and ``max_turn_tokens`` (input + output tokens), which end the turn with
@@ -785,7 +786,9 @@ def create_client(
             "reasoning": dict(reasoning) if reasoning is not None else None,
             "extra_body": dict(extra_body) if extra_body is not None else None,
             "prompt_cache": prompt_cache,
-            "fallback": [dict(f) for f in fallback] if fallback is not None else None,
+            "fallback": [f if isinstance(f, str) else dict(f) for f in fallback]
+            if fallback is not None
+            else None,
             **options,
         }
     )

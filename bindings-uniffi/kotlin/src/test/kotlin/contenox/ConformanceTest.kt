@@ -293,7 +293,7 @@ private class ScenarioRun(
         // (it serves every style's chat endpoint).
         val serverRoot = baseUrl.removeSuffix("/v1")
         cfg.optJSONArray("fallback")?.forEach { entry ->
-            val f = entry as JSONObject
+            val f = entry as? JSONObject ?: return@forEach
             val other = f.optString("style", scenario.getString("style"))
             if (other != scenario.getString("style") && !f.has("base_url")) {
                 f.put("base_url", if (other == "openai") "$serverRoot/v1" else serverRoot)
