@@ -55,6 +55,7 @@ export type { Hints, JsonObject, JsonValue, ModelInfo, Outcome, Source, Style, T
 export { Client, createClient, listModels } from './lib/client'
 export { BackgroundShells } from './lib/shells'
 export { Run } from './lib/run'
+export type { ImageDataPart, ImagePathPart, Prompt, PromptPart, TextPart } from './lib/prompt'
 export type { TurnResult } from './lib/run'
 export { Transcript } from './lib/transcript'
 export type { ContentPart, Message, TranscriptData, TranscriptToolCall } from './lib/transcript'

@@ -65,9 +65,9 @@ export declare class NativeClient {
   /** The names of the registered tools (before allowlists). */
   toolNames(): Array<string>
   /** Run one turn to its end. */
-  run(prompt: string, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null): Promise<NativeTurnResult>
+  run(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null): Promise<NativeTurnResult>
   /** Start a turn and return its handle (events, cancel, result). */
-  stream(prompt: string, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null): NativeRun
+  stream(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null): NativeRun
   /** Run a task chain (its JSON text) on `input` to its end; the engine reads and runs it. */
   runChain(chainJson: string, input: string, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null): Promise<NativeTurnResult>
   /** Start a task chain on `input` and return its handle (events, cancel, result). */

@@ -14,6 +14,11 @@ Every cycle fails (the ones that existed when the check came were broken in issu
   and the ones below, never one above. A module the map does not place, or a placed one that is
   gone, fails too: the map and the code stay one.
 
+- no `unwrap()` / `expect(..)` outside tests without its reason: product code (core, cli, the
+  bindings; not tests.rs, *_tests.rs, `#[cfg(test)]` modules) says in a comment with the words
+  `cannot fail`, on the line or the six above, why the call cannot panic. `--unwraps` lists
+  every call with its file and line (issue 26's count).
+
 Exits non-zero with one line per violation.
 """
 
@@ -268,16 +273,17 @@ def check_directions() -> list[str]:
 
 # A README shows a runnable example as `<!-- example: PATH -->` and the fenced block right after
 # it; the block must be the file, which the test command runs (examples' own tests).
-EXAMPLE_MARK = re.compile(r"<!-- example: (\S+) -->\n```[a-z]*\n(.*?)```", re.S)
+EXAMPLE_MARK = re.compile(r"^<!-- example: (\S+) -->\n```[a-z]*\n(.*?)```", re.S | re.M)
 
 
 def check_readme_examples() -> list[str]:
     problems = []
-    for readme in sorted(REPO.glob("**/README.md")):
+    # READMEs, and the concept pages of docs/ (docs/images.md, ...).
+    for readme in sorted([*REPO.glob("**/README.md"), *REPO.glob("docs/*.md")]):
         if "node_modules" in readme.parts or "target" in readme.parts:
             continue
         text = readme.read_text()
-        marks = text.count("<!-- example: ")
+        marks = len(re.findall(r"^<!-- example: ", text, re.M))
         found = EXAMPLE_MARK.findall(text)
         where = readme.relative_to(REPO)
         if len(found) != marks:
@@ -291,14 +297,70 @@ def check_readme_examples() -> list[str]:
     return problems
 
 
+# Product code whose unwraps must say why they cannot fail (the harness in tests/src is test code).
+PRODUCT_TREES = [t for t in SOURCE_TREES if t != "tests/src"]
+UNWRAP = re.compile(r"\.unwrap\(\)|\.expect\(")
+TEST_MOD_DECL = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([a-z]+\))? )?mod (\w+);")
+TEST_MOD_BLOCK = re.compile(r"\s*#\[cfg\(test\)\]\n\s*(?:pub(?:\([a-z]+\))? )?mod \w+ \{")
+
+
+def unwraps() -> list[tuple[str, int, bool]]:
+    """Every unwrap/expect call outside tests: (file, line, justified)."""
+    test_files: set[pathlib.Path] = set()
+    for tree in PRODUCT_TREES:
+        for f in (REPO / tree).rglob("*.rs"):
+            for name in TEST_MOD_DECL.findall(f.read_text()):
+                base = f.parent if f.name in ("mod.rs", "lib.rs", "main.rs") else f.parent / f.stem
+                test_files.update({base / f"{name}.rs", base / name / "mod.rs"})
+    found = []
+    for tree in PRODUCT_TREES:
+        for f in sorted((REPO / tree).rglob("*.rs")):
+            if f.name == "tests.rs" or f.name.endswith("_tests.rs") or f in test_files:
+                continue
+            text = f.read_text()
+            # A test module comes last in its file: what follows it is test code.
+            block = TEST_MOD_BLOCK.search(text)
+            if block:
+                text = text[: block.start()]
+            lines = text.splitlines()
+            for n, line in enumerate(lines, 1):
+                if line.strip().startswith("//"):
+                    continue
+                for _ in UNWRAP.findall(line):
+                    near = " ".join(lines[max(0, n - 7) : n]).lower()
+                    found.append((str(f.relative_to(REPO)), n, "cannot fail" in near))
+    return found
+
+
+def check_unwraps() -> list[str]:
+    return [
+        f"{file}:{line}: an unwrap/expect outside tests without a `cannot fail` comment saying why"
+        for file, line, justified in unwraps()
+        if not justified
+    ]
+
+
 def main() -> int:
+    if "--unwraps" in sys.argv:
+        found = unwraps()
+        for file, line, justified in found:
+            print(f"{file}:{line}{'' if justified else ' (no reason given)'}")
+        print(f"{len(found)} unwrap/expect outside tests, {sum(not j for *_, j in found)} without a reason")
+        return 0
     problems = (
-        check_test_binaries() + check_cycles() + check_directions() + check_readme_examples()
+        check_test_binaries()
+        + check_cycles()
+        + check_directions()
+        + check_readme_examples()
+        + check_unwraps()
     )
     for p in problems:
         print(f"check_house: {p}", file=sys.stderr)
     if not problems:
-        print("check_house: ok (one test binary per crate, no import cycle, imports down the layers)")
+        print(
+            "check_house: ok (one test binary per crate, no import cycle, imports down the layers,"
+            " every unwrap outside tests with its reason)"
+        )
     return 1 if problems else 0
 
 

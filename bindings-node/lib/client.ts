@@ -8,6 +8,8 @@ import { envelope, withSignal } from './host'
 import { ConfigurationError } from './errors'
 import type { ClientOptions, ModelSettings, RunOptions, SubagentOptions } from './options'
 import type { PolicyDocument, PolicySource } from './policy'
+import { promptValue } from './prompt'
+import type { Prompt } from './prompt'
 import { Run, linkSignal, turnResult } from './run'
 import type { TurnResult } from './run'
 import { BackgroundShells } from './shells'
@@ -86,21 +88,28 @@ export class Client {
     for (const t of options.tools ?? []) this.register(t)
   }
 
-  /** Run one turn to its end. Resolves with outcome `cancelled` when `signal` aborts. */
-  async run(prompt: string, options: RunOptions = {}): Promise<TurnResult> {
+  /**
+   * Run one turn to its end. Resolves with outcome `cancelled` when `signal` aborts.
+   *
+   * `prompt`: a string, or text and image parts in order:
+   * `[{ type: 'text', text: 'What is this?' }, { type: 'image', data: pngBytes }]`, or
+   * `{ type: 'image', path: 'shots/login.png' }` for a file beneath the root. The engine checks
+   * every part before the turn starts; a bad one throws a ConfigurationError naming it.
+   */
+  async run(prompt: Prompt, options: RunOptions = {}): Promise<TurnResult> {
     const { token, unlink } = linkSignal(options.signal)
     try {
-      return turnResult(await this.#native.run(prompt, options.allow, token, settingsJson(options.settings)))
+      return turnResult(await this.#native.run(promptValue(prompt), options.allow, token, settingsJson(options.settings)))
     } finally {
       unlink()
     }
   }
 
   /** Start a turn; read its events as they happen. */
-  stream(prompt: string, options: RunOptions = {}): Run {
+  stream(prompt: Prompt, options: RunOptions = {}): Run {
     const { token, unlink } = linkSignal(options.signal)
     try {
-      return new Run(this.#native.stream(prompt, options.allow, token, settingsJson(options.settings)), unlink)
+      return new Run(this.#native.stream(promptValue(prompt), options.allow, token, settingsJson(options.settings)), unlink)
     } catch (e) {
       unlink()
       throw e

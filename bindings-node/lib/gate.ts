@@ -25,6 +25,12 @@ export interface ToolResult {
   isError?: boolean
   /** Facts about the result that are not the result (`truncated`, `nextOffset`, `total`). */
   metadata?: unknown
+  /**
+   * The images the model sees after the content (`read` of an image file), in the engine's
+   * form (`media_type`, base64 `data`, as a transcript holds them); kept when `afterTool`
+   * returns `{ ...result }`.
+   */
+  images?: Array<{ media_type: string; data: string }>
 }
 
 /** What `pending(request)` takes: the hook's part of a request. */

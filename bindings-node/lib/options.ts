@@ -122,6 +122,11 @@ export interface ClientOptions extends ModelSettings {
    * is a model name on the same server.
    */
   fallback?: (FallbackModel | string)[]
+  /**
+   * Whether the model takes images (on by default). `false` refuses a prompt with images
+   * (ConfigurationError) and turns a tool result's images into an error result the model sees.
+   */
+  images?: boolean
   /** Default `openai`. */
   style?: Style
   /** As that style's official SDK takes it: openai `…/v1`, anthropic and ollama the host root. */
@@ -169,6 +174,16 @@ export interface ClientOptions extends ModelSettings {
   maxToolCalls?: number
   /** Input + output tokens per turn; reaching it ends the turn with outcome `budget`. */
   maxTurnTokens?: number
+  /**
+   * Which calls of one reply run side by side: `'read_only'` (default: read-only and subagent
+   * calls; a write waits for the calls before it and the calls after it wait for it), `'all'`
+   * or `'none'`. Gates, events and results keep the model's order either way.
+   */
+  toolConcurrency?: 'read_only' | 'all' | 'none'
+  /** At most this many calls of one reply run at once (default 8). */
+  maxConcurrentTools?: number
+  /** Start a call while the model still streams, once its arguments are complete (default true). */
+  streamTools?: boolean
   /** What bash gets besides its allowlisted environment: `NAME`, `PREFIX*`, `NAME=value`. */
   shellEnv?: string[]
   /** How bash and background shells are confined. */

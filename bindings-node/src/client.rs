@@ -232,11 +232,12 @@ impl NativeClient {
     pub fn run<'env>(
         &self,
         env: &'env Env,
-        prompt: String,
+        #[napi(ts_arg_type = "string | Array<Record<string, unknown>>")] prompt: Value,
         allow: Option<Vec<String>>,
         cancel: Option<&NativeCancel>,
         settings_json: Option<String>,
     ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
+        let prompt = contenox::Prompt::from_json(&prompt).map_err(|e| error::to_js(env, e))?;
         let options = run_options(env, allow, cancel, settings_json)?;
         let client = self.client.clone();
         let snapshots = self.snapshots.clone();
@@ -254,11 +255,12 @@ impl NativeClient {
     pub fn stream(
         &self,
         env: &Env,
-        prompt: String,
+        #[napi(ts_arg_type = "string | Array<Record<string, unknown>>")] prompt: Value,
         allow: Option<Vec<String>>,
         cancel: Option<&NativeCancel>,
         settings_json: Option<String>,
     ) -> Result<NativeRun> {
+        let prompt = contenox::Prompt::from_json(&prompt).map_err(|e| error::to_js(env, e))?;
         let options = run_options(env, allow, cancel, settings_json)?;
         // Core spawns the turn on the current tokio runtime: napi's.
         napi::bindgen_prelude::within_runtime_if_available(|| {

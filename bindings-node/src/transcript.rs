@@ -134,6 +134,7 @@ impl Snapshot {
                 s.collect_seq(self.0.messages())
             }
         }
+        // Cannot fail: messages hold strings and `Value`s, whose map keys are strings.
         serde_json::to_string_pretty(&Document {
             version: contenox::TRANSCRIPT_VERSION,
             messages: Messages(self),

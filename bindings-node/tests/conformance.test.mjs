@@ -107,6 +107,11 @@ function hostTool(t, state) {
             signal.addEventListener('abort', () => (clearTimeout(timer), done('interrupted')), { once: true })
           }),
       })
+    case 'rendezvous':
+      // Shared by the client's rendezvous tools (README): the calls running now, and the
+      // meetings so far (a call that finds `count` running releases every call running then).
+      state.meeting ??= { running: 0, epoch: 0 }
+      return tool({ ...spec, execute: (args, { signal }) => rendezvous(state.meeting, args, signal) })
     case 'register':
       return tool({
         ...spec,
@@ -117,6 +122,30 @@ function hostTool(t, state) {
       })
     default:
       throw new Error(`unknown host tool kind ${t.kind}`)
+  }
+}
+
+async function rendezvous(m, args, signal) {
+  const count = args.count ?? 1
+  const deadline = Date.now() + (args.timeout_ms ?? 5000)
+  m.running += 1
+  const entered = m.epoch
+  const running = m.running
+  if (running >= count) m.epoch += 1
+  const over = args.max !== undefined && running > args.max ? `; over max: ${running} running` : ''
+  const pause = (ms) => new Promise((done) => setTimeout(done, ms))
+  try {
+    for (;;) {
+      if (signal.aborted) return 'cancelled'
+      if (m.epoch > entered) {
+        await pause(args.hold_ms ?? 0)
+        return `met ${count}${over}`
+      }
+      if (Date.now() >= deadline) return `timed out with ${m.running} running${over}`
+      await pause(5)
+    }
+  } finally {
+    m.running -= 1
   }
 }
 
@@ -158,6 +187,10 @@ function fixedWebsearch(spec) {
   const results = spec.results.map(({ title, url, snippet }) => ({ title, url, snippet }))
   return async () => results
 }
+
+/** A scenario's `prompt_parts` as a Node host writes them: image data as a Buffer. */
+const nodeParts = (parts) =>
+  parts.map((p) => (typeof p.data === 'string' ? { ...p, data: Buffer.from(p.data, 'base64') } : p))
 
 /** `run_settings` in JavaScript's spelling (`extra_body`'s own keys stay as written). */
 function runSettings(settings) {
@@ -428,9 +461,11 @@ async function runScenario(file, scenario, deadline) {
       // Extension `run_settings`: the first prompt's run has its own model settings, in
       // JavaScript's spelling; a refusal of them is the trace's config_error.
       const settings = i === 0 ? runSettings(scenario.run_settings) : undefined
+      // Extension `prompt_parts`: the first prompt as parts, image data as a Buffer.
+      const parts = i === 0 ? scenario.prompt_parts : undefined
       if (scenario.chain === undefined) {
         try {
-          run = client.stream(prompt, { signal: deadline, settings })
+          run = client.stream(parts === undefined ? prompt : nodeParts(parts), { signal: deadline, settings })
         } catch (e) {
           client.close()
           return await refused(e)

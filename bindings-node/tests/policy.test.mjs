@@ -154,9 +154,15 @@ describe('options beside the policy', () => {
       shellEnv: ['LANG', 'CI_*', 'MODE=test'],
       sandbox: { enabled: true, network: false, writable: ['/var/cache/build'] },
       webFetchAllowPrivate: true,
+      toolConcurrency: 'all',
+      maxConcurrentTools: 2,
+      streamTools: false,
     })
     assert.ok(c.tools.includes('echo'))
-    for (const option of ['requestTimeoutMs', 'idleTimeoutMs', 'maxToolCalls', 'maxTurnTokens']) {
+    const mode = refused({ toolConcurrency: 'sometimes' })
+    assert.equal(mode.option, 'toolConcurrency')
+    assert.match(mode.message, /read_only/)
+    for (const option of ['requestTimeoutMs', 'idleTimeoutMs', 'maxToolCalls', 'maxTurnTokens', 'maxConcurrentTools']) {
       const e = refused({ [option]: 0 })
       assert.deepEqual([e.option, e.value], [option, '0'])
     }

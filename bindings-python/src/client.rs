@@ -15,6 +15,7 @@ use crate::error::to_py_err;
 use crate::host::{
     Callback, Host, Parts, PyCompactor, PyHooks, PyTool, PyWaitFor, PyWebSearch, SharedHost,
 };
+use crate::prompt::to_prompt;
 use crate::quiet;
 use crate::run::{result_dict, PyRun};
 use crate::runtime::{produce, py_future, running_loop, runtime};
@@ -154,7 +155,7 @@ impl PyClient {
 
     fn start(
         &self,
-        prompt: String,
+        prompt: contenox::Prompt,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
     ) -> PyResult<contenox::Run> {
@@ -168,7 +169,7 @@ impl PyClient {
     /// Returns its result's future and its outside cancel token.
     fn start_quiet(
         &self,
-        prompt: String,
+        prompt: contenox::Prompt,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
     ) -> PyResult<(
@@ -353,10 +354,11 @@ impl PyClient {
     fn run<'py>(
         &self,
         py: Python<'py>,
-        prompt: String,
+        prompt: &Bound<'py, PyAny>,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let prompt = to_prompt(prompt)?;
         let locals = running_loop(py, "client.run()")?;
         self.host.set_running(&locals);
         let (turn, _) = self.start_quiet(prompt, allow, settings)?;
@@ -375,10 +377,11 @@ impl PyClient {
     fn run_blocking(
         &self,
         py: Python<'_>,
-        prompt: String,
+        prompt: &Bound<'_, PyAny>,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
+        let prompt = to_prompt(prompt)?;
         let (turn, cancel) = self.start_quiet(prompt, allow, settings)?;
         let r = blocking::wait(py, turn, &cancel)?;
         result_dict(py, r.map_err(to_py_err)?)
@@ -420,10 +423,11 @@ impl PyClient {
     fn stream(
         &self,
         py: Python<'_>,
-        prompt: String,
+        prompt: &Bound<'_, PyAny>,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
     ) -> PyResult<PyRun> {
+        let prompt = to_prompt(prompt)?;
         self.host.capture(py);
         Ok(PyRun::new(self.start(prompt, allow, settings)?))
     }

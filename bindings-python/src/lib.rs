@@ -13,6 +13,7 @@ mod convert;
 mod error;
 mod host;
 mod mcp;
+mod prompt;
 mod quiet;
 mod remote;
 mod run;

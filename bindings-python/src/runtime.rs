@@ -48,6 +48,8 @@ pub fn runtime() -> &'static Runtime {
             .enable_all()
             .thread_name("contenox")
             .build()
+            // Cannot fail short of the OS refusing threads, and then nothing of the binding
+            // can run: the panic reaches Python as a PanicException.
             .expect("contenox: cannot start the tokio runtime"),
     ));
     // Threads that were inside Python in the parent do not exist here.

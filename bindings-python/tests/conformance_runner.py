@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import json
 import os
@@ -52,6 +53,16 @@ def scenario_files() -> list[Path]:
             if f.resolve() not in seen:
                 seen.add(f.resolve())
                 out.append(f)
+    return out
+
+
+def _python_parts(parts: list[dict[str, Any]]) -> list[Any]:
+    """A scenario's ``prompt_parts`` as a Python host writes them: image data as ``bytes``."""
+    out: list[Any] = []
+    for part in parts:
+        if isinstance(part.get("data"), str):
+            part = {**part, "data": base64.b64decode(part["data"])}
+        out.append(part)
     return out
 
 
@@ -140,7 +151,38 @@ def _echo(name: str, spec: dict[str, Any] | None = None) -> contenox.Tool:
     )
 
 
-def _host_tool(t: dict[str, Any], current: list[contenox.Client]) -> contenox.Tool:
+class _Meeting:
+    """What the ``rendezvous`` tools of one client share: how many of their calls run now, and
+    how many times a call arrived to find ``count`` running (each meeting releases every call
+    running then)."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.epoch = 0
+
+    async def rendezvous(self, args: dict[str, Any]) -> str:
+        count = int(args.get("count", 1))
+        deadline = asyncio.get_running_loop().time() + float(args.get("timeout_ms", 5000)) / 1000
+        self.running += 1
+        entered, running = self.epoch, self.running
+        if running >= count:
+            self.epoch += 1
+        over = f"; over max: {running} running" if "max" in args and running > args["max"] else ""
+        try:
+            while True:
+                if self.epoch > entered:
+                    await asyncio.sleep(float(args.get("hold_ms", 0)) / 1000)
+                    return f"met {count}{over}"
+                if asyncio.get_running_loop().time() >= deadline:
+                    return f"timed out with {self.running} running{over}"
+                await asyncio.sleep(0.005)
+        finally:
+            self.running -= 1
+
+
+def _host_tool(
+    t: dict[str, Any], current: list[contenox.Client], meeting: _Meeting
+) -> contenox.Tool:
     kind = t["kind"]
     common: dict[str, Any] = {
         "description": t.get("description") or f"Host tool {t['name']} ({kind}).",
@@ -163,6 +205,12 @@ def _host_tool(t: dict[str, Any], current: list[contenox.Client]) -> contenox.To
             return "slept"
 
         return contenox.Tool(t["name"], sleep, **common)
+    if kind == "rendezvous":
+
+        async def rendezvous(args: dict[str, Any], ctx: contenox.ToolContext) -> str:
+            return await meeting.rendezvous(args)
+
+        return contenox.Tool(t["name"], rendezvous, **common)
     if kind == "register":
 
         def register(args: dict[str, Any]) -> str:
@@ -415,10 +463,11 @@ class Subagents:
         self.clients: list[contenox.Client] = []
         for sub in self.specs:
             cell: list[contenox.Client] = []
+            meeting = _Meeting()
             options: dict[str, Any] = {
                 **(sub.get("config") or {}),
                 **common,
-                "tools": [_host_tool(t, cell) for t in sub.get("host_tools") or []],
+                "tools": [_host_tool(t, cell, meeting) for t in sub.get("host_tools") or []],
             }
             if "before_tool" in sub:
                 options["hooks"] = _hooks(sub)
@@ -494,11 +543,12 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
             compactions.append(notice.to_dict())
 
         def build() -> contenox.Client:
+            meeting = _Meeting()
             client = contenox.create_client(
                 **config,
                 **common,
                 tools=[
-                    *(_host_tool(t, current) for t in scenario.get("host_tools") or []),
+                    *(_host_tool(t, current, meeting) for t in scenario.get("host_tools") or []),
                     *subagents.parent_tools(),
                 ],
                 hooks=_hooks(scenario),
@@ -547,9 +597,13 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
             # Extension `run_settings`: the first prompt's run has its own model settings; a
             # refusal of them is the trace's config_error.
             settings = scenario.get("run_settings") if i == 0 else None
+            # Extension `prompt_parts`: the first prompt as parts, image data as bytes.
+            parts = scenario.get("prompt_parts") if i == 0 else None
             if chain is None:
                 try:
-                    run = client.stream(prompt, settings=settings)
+                    run = client.stream(
+                        prompt if parts is None else _python_parts(parts), settings=settings
+                    )
                 except contenox.ConfigurationError as e:
                     client.close()
                     return refused(e)

@@ -191,6 +191,9 @@ def test_the_new_options_are_typed_and_checked_in_pythons_names(tmp_path: Path) 
         shell_env=["LANG", "CI_*", "MODE=test"],
         sandbox={"enabled": True, "network": False, "writable": [tmp_path]},
         web_fetch_allow_private=True,
+        tool_concurrency="all",
+        max_concurrent_tools=2,
+        stream_tools=False,
     )
     c = client.config
     assert (c["request_timeout_ms"], c["idle_timeout_ms"]) == (1_000, 2_000)
@@ -198,13 +201,26 @@ def test_the_new_options_are_typed_and_checked_in_pythons_names(tmp_path: Path) 
     assert c["shell_env"] == ["LANG", "CI_*", "MODE=test"]
     assert c["sandbox"] == {"enabled": True, "network": False, "writable": [str(tmp_path)]}
     assert c["web_fetch_allow_private"] is True
+    assert (c["tool_concurrency"], c["max_concurrent_tools"], c["stream_tools"]) == (
+        "all",
+        2,
+        False,
+    )
 
     def refused(**options: Any) -> contenox.ConfigurationError:
         with pytest.raises(contenox.ConfigurationError) as e:
             contenox.create_client(style="scripted", script=[{"text": "x"}], **options)
         return e.value
 
-    for name in ("request_timeout_ms", "idle_timeout_ms", "max_tool_calls", "max_turn_tokens"):
+    e = refused(tool_concurrency="sometimes")
+    assert e.option == "tool_concurrency" and "read_only" in str(e), e
+    for name in (
+        "request_timeout_ms",
+        "idle_timeout_ms",
+        "max_tool_calls",
+        "max_turn_tokens",
+        "max_concurrent_tools",
+    ):
         e = refused(**{name: 0})
         assert (e.option, e.value) == (name, "0"), e
     e = refused(shell_env=["LANG", "*"])

@@ -1,6 +1,8 @@
 //! `Client`: the engine's client as a UniFFI object.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use contenox::{CancellationToken, CompactNotice, ModelInfo, RunOptions, SubagentOptions};
 
@@ -10,6 +12,7 @@ use crate::host::{
     Hooks, HooksAdapter, HostTool, OnCompact, OnCompactAdapter, ToolAdapter, WaitFor,
     WaitForAdapter, WebSearchAdapter, WebSearchProvider,
 };
+use crate::prompt::{to_prompt, PromptPart};
 use crate::run::Run;
 use crate::shells::BackgroundShells;
 use crate::source::SourceTool;
@@ -40,7 +43,7 @@ impl Client {
         allow: Option<Vec<String>>,
         settings_json: Option<String>,
     ) -> Result<RunOptions, ContenoxError> {
-        let token = self.turns.lock().expect("turns lock").child_token();
+        let token = self.turns.lock().child_token();
         let mut options = RunOptions::default().cancel(token);
         if let Some(patterns) = allow {
             options = options.allow(&patterns)?;
@@ -146,6 +149,36 @@ impl Client {
         Ok(Arc::new(Run::new(run)))
     }
 
+    /// [`Client::run`] with a prompt of parts: text and images in order
+    /// (`listOf(PromptPart.Text("What is this?"), PromptPart.Image(pngBytes, null))`). A bad
+    /// part throws `ContenoxError.Config` naming it (`prompt[1].data`) before anything is sent.
+    #[uniffi::method(default(allow = None, settings_json = None))]
+    pub async fn run_parts(
+        &self,
+        parts: Vec<PromptPart>,
+        allow: Option<Vec<String>>,
+        settings_json: Option<String>,
+    ) -> Result<TurnResult, ContenoxError> {
+        let prompt = to_prompt(parts)?;
+        let options = self.turn_options(allow, settings_json)?;
+        let run = self.inner.stream_with(prompt, options)?;
+        Ok(run.result().await?.into())
+    }
+
+    /// [`Client::stream`] with a prompt of parts (as [`Client::run_parts`]).
+    #[uniffi::method(default(allow = None, settings_json = None))]
+    pub async fn stream_parts(
+        &self,
+        parts: Vec<PromptPart>,
+        allow: Option<Vec<String>>,
+        settings_json: Option<String>,
+    ) -> Result<Arc<Run>, ContenoxError> {
+        let prompt = to_prompt(parts)?;
+        let options = self.turn_options(allow, settings_json)?;
+        let run = self.inner.stream_with(prompt, options)?;
+        Ok(Arc::new(Run::new(run)))
+    }
+
     /// Run a task chain (the chain JSON text) on `input` to its end, as one turn of this
     /// client (its gate, allowlists and events, plus `ChainTaskStart` / `ChainTaskEnd`). A
     /// chain that does not read throws `ContenoxError.Config` naming the field, before anything
@@ -182,7 +215,7 @@ impl Client {
     /// Cancel every turn of this client started before this call (running or queued). The
     /// client stays usable.
     pub fn cancel(&self) {
-        let mut turns = self.turns.lock().expect("turns lock");
+        let mut turns = self.turns.lock();
         turns.cancel();
         *turns = CancellationToken::new();
     }
@@ -288,6 +321,7 @@ impl Client {
 
     /// The config the client was built with, as JSON.
     pub fn config_json(&self) -> String {
+        // Cannot fail: a config holds strings, numbers and `Value`s, whose map keys are strings.
         serde_json::to_string(self.inner.config()).expect("a config always serializes")
     }
 

@@ -207,6 +207,17 @@ pub struct ToolOutput {
     #[uniffi(default = None)]
     #[serde(rename = "metadata", default, with = "json_text::option")]
     pub metadata_json: Option<String>,
+    /// The images the model sees after the text (`read` of an image file), as the engine's
+    /// JSON text (`[{"media_type", "data"}]`, base64); kept when `afterTool` returns a copy of
+    /// the result it was given.
+    #[uniffi(default = None)]
+    #[serde(
+        rename = "images",
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "json_text::option"
+    )]
+    pub images_json: Option<String>,
 }
 
 /// A result's content as text: a string as it is, any other value as its JSON text (what the

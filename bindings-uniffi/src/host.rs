@@ -9,7 +9,9 @@
 //! callback and drops its future; UniFFI then cancels the foreign call (the Kotlin coroutine /
 //! the Swift `Task`), so a pending `waitFor` or a running host tool sees the cancellation.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use contenox::{CompactNotice, SearchRequest, SearchResult};
@@ -116,7 +118,7 @@ impl ToolReporter {
     /// already ended (nothing was emitted).
     pub fn progress(&self, data_json: String) -> Result<bool, ContenoxError> {
         let data = crate::error::parse_json("progress data", &data_json)?;
-        let ctx = self.ctx.lock().expect("reporter lock");
+        let ctx = self.ctx.lock();
         if let Some(ctx) = ctx.as_ref() {
             ctx.progress(data);
         }
@@ -129,7 +131,7 @@ struct EndReporter(Arc<ToolReporter>);
 
 impl Drop for EndReporter {
     fn drop(&mut self) {
-        self.0.ctx.lock().expect("reporter lock").take();
+        self.0.ctx.lock().take();
     }
 }
 

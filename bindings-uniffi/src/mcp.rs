@@ -69,6 +69,7 @@ pub struct McpSource {
 
 impl McpSource {
     fn source(&self) -> &contenox::McpSource {
+        // Cannot fail: `inner` is taken only by Drop.
         self.inner
             .as_ref()
             .expect("the source is alive until dropped")

@@ -66,6 +66,7 @@ impl SourceHandle {
     }
 
     fn source(&self) -> &Arc<dyn ToolSource> {
+        // Cannot fail: `source` is taken only by Drop.
         self.source
             .as_ref()
             .expect("the source is alive until dropped")

@@ -453,6 +453,7 @@ fn write_hook(
     updated: &str,
     new: bool,
 ) -> rusqlite::Result<()> {
+    // Cannot fail: maps of strings serialize.
     let headers = serde_json::to_string(&hook.headers).expect("headers serialize");
     let inject = serde_json::to_string(&hook.inject).expect("inject serializes");
     let sql = if new {

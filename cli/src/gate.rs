@@ -9,7 +9,9 @@
 
 use std::io::BufRead;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use contenox::{async_trait, Answer, CancellationToken, HostError, PendingRequest, WaitFor};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
@@ -109,7 +111,7 @@ impl WaitFor for TerminalGate {
             _ => question(&request.name, &request.arguments),
         };
         {
-            let _one = self.asking.lock().expect("ask lock");
+            let _one = self.asking.lock();
             self.printer.prompt(&format!("{shown}{question} [y/N] "));
         }
         tokio::select! {

@@ -210,6 +210,7 @@ async fn add(db: &Path, name: String, fields: HookFields) -> CliResult<()> {
     let mut hook = RemoteHook::new(name.clone(), url);
     given.apply(&mut hook);
     check(&hook)?;
+    // Cannot fail: with `Access::Create`, `open` makes the file when it is missing or empty.
     let mut registry = Registry::open(db, Access::Create)?.expect("created");
     if registry.get(&name)?.is_some() {
         return Err(already_registered(&name));

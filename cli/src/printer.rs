@@ -3,7 +3,8 @@
 //! safe for a terminal.
 
 use std::io::{IsTerminal, Write};
-use std::sync::Mutex;
+
+use parking_lot::Mutex;
 
 use contenox::{Answer, Event, GateVerdict, Outcome};
 use serde_json::Value;
@@ -65,7 +66,7 @@ impl Printer {
     }
 
     fn close_line(&self) {
-        let mut mid = self.mid_line.lock().expect("printer lock");
+        let mut mid = self.mid_line.lock();
         if *mid && self.stdout_tty {
             stdout_write("\n");
             *mid = false;
@@ -80,13 +81,13 @@ impl Printer {
         };
         stdout_write(&shown);
         if !text.is_empty() {
-            *self.mid_line.lock().expect("printer lock") = !text.ends_with('\n');
+            *self.mid_line.lock() = !text.ends_with('\n');
         }
     }
 
     /// End the answer's line on stdout when the model's text left it open.
     pub fn finish(&self) {
-        let mut mid = self.mid_line.lock().expect("printer lock");
+        let mut mid = self.mid_line.lock();
         if *mid {
             stdout_write("\n");
             *mid = false;
@@ -100,7 +101,7 @@ impl Printer {
             // streams to stdout.
             Event::TextDelta { text, agent } if agent.is_empty() => self.text(text),
             Event::Text { .. } => {
-                let mut mid = self.mid_line.lock().expect("printer lock");
+                let mut mid = self.mid_line.lock();
                 if *mid {
                     stdout_write("\n");
                     *mid = false;

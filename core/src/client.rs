@@ -14,6 +14,7 @@ use crate::config_check::check_client;
 use crate::error::{ConfigError, Error, Result};
 use crate::event::{CompactTrigger, TurnResult};
 use crate::gate::{Hooks, WaitFor};
+use crate::image_file::check_prompt_paths;
 use crate::model::{backend_for, list_models, Model, ModelInfo};
 use crate::policy::{check_backend, Policy};
 use crate::prompt::Prompt;
@@ -117,6 +118,7 @@ impl Client {
         self.check_open()?;
         let prompt = prompt.into();
         prompt.check()?;
+        self.check_prompt_images(&prompt)?;
         let settings = self.run_settings(&options)?;
         let (cancel, _link) = self.turn_token(&options);
         Ok(run_turn(
@@ -134,6 +136,22 @@ impl Client {
         .await)
     }
 
+    /// A prompt's images: refused when the model takes none (`images: false`); those given by
+    /// path read beneath the root now, so a bad one is the caller's error before anything is
+    /// sent.
+    fn check_prompt_images(&self, prompt: &Prompt) -> Result<()> {
+        if prompt.images() > 0 && !self.state.config().takes_images() {
+            return Err(Error::Config(ConfigError {
+                option: "prompt".into(),
+                value: None,
+                reason: "holds images, but this client's model takes none (its `images` option \
+                         is false)"
+                    .into(),
+            }));
+        }
+        check_prompt_paths(prompt, self.state.root())
+    }
+
     /// Start a turn and return its [`Run`] handle: events as they happen, `cancel()`, and the
     /// result. Needs a tokio runtime (the turn is spawned on it).
     pub fn stream(&self, prompt: impl Into<Prompt>) -> Result<Run> {
@@ -145,6 +163,7 @@ impl Client {
         self.check_open()?;
         let prompt = prompt.into();
         prompt.check()?;
+        self.check_prompt_images(&prompt)?;
         let settings = self.run_settings(&options)?;
         let (cancel, link) = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
@@ -494,6 +513,21 @@ impl ClientBuilder {
         self.config.max_tool_calls = Some(n);
         self
     }
+    /// Which calls of one reply run side by side ([`crate::ToolConcurrency`]; default read-only ones).
+    pub fn tool_concurrency(mut self, mode: crate::ToolConcurrency) -> Self {
+        self.config.tool_concurrency = mode;
+        self
+    }
+    /// At most `n` calls of one reply run at once (default 8).
+    pub fn max_concurrent_tools(mut self, n: u32) -> Self {
+        self.config.max_concurrent_tools = n;
+        self
+    }
+    /// Start calls while the model still streams its reply (default on).
+    pub fn stream_tools(mut self, on: bool) -> Self {
+        self.config.stream_tools = on;
+        self
+    }
     /// Tokens (input + output) per turn before the turn ends with outcome `budget`.
     pub fn max_turn_tokens(mut self, n: u64) -> Self {
         self.config.max_turn_tokens = Some(n);
@@ -520,6 +554,12 @@ impl ClientBuilder {
     /// [`crate::settings`]), replacing any set before.
     pub fn settings(mut self, settings: ModelSettings) -> Self {
         self.config.set_model_settings(settings);
+        self
+    }
+    /// Whether the model takes images (the default); `false` refuses a prompt with images and
+    /// turns a tool result's images into an error result.
+    pub fn images(mut self, takes: bool) -> Self {
+        self.config.images = Some(takes);
         self
     }
     /// Anthropic prompt caching on (the default) or off.

@@ -4,7 +4,9 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
 
 use tokio_util::sync::CancellationToken;
 
@@ -197,12 +199,12 @@ impl ClientState {
 
     /// The policy in force now.
     pub fn policy(&self) -> Option<Arc<Policy>> {
-        self.policy.read().expect("policy lock").clone()
+        self.policy.read().clone()
     }
 
     /// Replace the policy (already checked); the next call sees it.
     pub fn set_policy(&self, policy: Option<Policy>) {
-        *self.policy.write().expect("policy lock") = policy.map(Arc::new);
+        *self.policy.write() = policy.map(Arc::new);
     }
 
     /// A call id no call of this conversation has: `call_cxN`.
@@ -253,15 +255,12 @@ impl ClientState {
     /// What the server reported about the old one's size no longer applies.
     pub fn replace_conversation(&self, transcript: Transcript) {
         *self.lock_conversation() = transcript;
-        self.context.lock().expect("context lock").reset();
+        self.context.lock().reset();
     }
 
     /// Note what the server reported for a request that carried the first `sent` messages.
     pub fn record_context(&self, sent: usize, usage: Usage) {
-        self.context
-            .lock()
-            .expect("context lock")
-            .record(sent, usage);
+        self.context.lock().record(sent, usage);
     }
 
     /// The compaction of the conversation, with these settings, tools, sink and token.
@@ -287,8 +286,8 @@ impl ClientState {
         }
     }
 
-    fn lock_conversation(&self) -> std::sync::MutexGuard<'_, Transcript> {
-        self.conversation.lock().expect("conversation lock")
+    fn lock_conversation(&self) -> parking_lot::MutexGuard<'_, Transcript> {
+        self.conversation.lock()
     }
 
     pub fn register(&self, tool: Arc<dyn Tool>) -> Result<()> {

@@ -12,6 +12,26 @@ use crate::script::ScriptEntry;
 use crate::settings::{ModelSettings, Reasoning, ToolChoice};
 pub use crate::style::Style;
 
+/// How many calls of one reply run at once unless `max_concurrent_tools` says otherwise.
+pub const DEFAULT_MAX_CONCURRENT_TOOLS: u32 = 8;
+
+/// Which calls of one model reply run side by side (`tool_concurrency`). Every call is gated in
+/// the model's order first; this only decides when an allowed call may start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolConcurrency {
+    /// Calls of tools whose hints say read-only, and subagent calls, run side by side; any
+    /// other call starts when the calls before it have finished, and the calls after it wait
+    /// for it (a write never races a read).
+    #[default]
+    ReadOnly,
+    /// Every call runs side by side with the others (the host vouches that its tools may).
+    All,
+    /// One call after another, each when the one before it has finished.
+    #[serde(rename = "none")]
+    Sequential,
+}
+
 /// How failed model requests are retried: on 429, 5xx and broken connections, only when no byte
 /// of the response body arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -288,6 +308,15 @@ pub struct Config {
     /// (`web_fetch` refuses them by default). For hosts whose model should read a local
     /// service.
     pub web_fetch_allow_private: bool,
+    /// Which calls of one reply run side by side (they are gated one after another in the
+    /// model's order either way, and their results keep that order). Default `read_only`.
+    pub tool_concurrency: ToolConcurrency,
+    /// At most this many calls of one reply run at once (default 8; at least 1).
+    pub max_concurrent_tools: u32,
+    /// Start a call while the model is still streaming its reply, as soon as the stream says
+    /// the call's arguments are complete (anthropic `content_block_stop`; openai when the next
+    /// call begins). Default on; off = every call waits for the whole reply.
+    pub stream_tools: bool,
 
     // The model settings (see [`ModelSettings`], which documents each; a run may replace
     // them with its own, `RunOptions::settings`).
@@ -324,6 +353,12 @@ pub struct Config {
     /// no breakpoints (openai-style servers cache on their own): giving it there is refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_cache: Option<bool>,
+    /// Whether the model takes images. `None` = yes (every style has a wire form for them);
+    /// `Some(false)` for a model that takes none: a prompt with images is refused before
+    /// anything is sent, and a tool result holding images (`read` of an image file, a host
+    /// tool's image parts) becomes an error result saying so, never a silent drop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<bool>,
     /// Models tried in order when the model fails after its retries with an overload, a rate
     /// limit, a server error, a failed connection or a timeout ([`FallbackModel`]). Empty = none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -359,6 +394,9 @@ impl Default for Config {
             shell_env: Vec::new(),
             sandbox: SandboxConfig::default(),
             web_fetch_allow_private: false,
+            tool_concurrency: ToolConcurrency::ReadOnly,
+            max_concurrent_tools: DEFAULT_MAX_CONCURRENT_TOOLS,
+            stream_tools: true,
             temperature: None,
             top_p: None,
             top_k: None,
@@ -369,6 +407,7 @@ impl Default for Config {
             reasoning: None,
             extra_body: None,
             prompt_cache: None,
+            images: None,
             fallback: Vec::new(),
         }
     }
@@ -404,6 +443,9 @@ impl fmt::Debug for Config {
             shell_env,
             sandbox,
             web_fetch_allow_private,
+            tool_concurrency,
+            max_concurrent_tools,
+            stream_tools,
             compaction,
             temperature,
             top_p,
@@ -415,6 +457,7 @@ impl fmt::Debug for Config {
             reasoning,
             extra_body,
             prompt_cache,
+            images,
             fallback,
         } = self;
         f.debug_struct("Config")
@@ -451,6 +494,9 @@ impl fmt::Debug for Config {
             .field("shell_env", &RedactedAssignments(shell_env))
             .field("sandbox", sandbox)
             .field("web_fetch_allow_private", web_fetch_allow_private)
+            .field("tool_concurrency", tool_concurrency)
+            .field("max_concurrent_tools", max_concurrent_tools)
+            .field("stream_tools", stream_tools)
             // Compaction's instructions are the host's prompt text, not secrets.
             .field("compaction", compaction)
             .field("temperature", temperature)
@@ -467,6 +513,7 @@ impl fmt::Debug for Config {
                 &extra_body.as_ref().map(|m| m.keys().collect::<Vec<_>>()),
             )
             .field("prompt_cache", prompt_cache)
+            .field("images", images)
             // Each entry's Debug redacts its key and header values.
             .field("fallback", fallback)
             .finish()
@@ -532,6 +579,11 @@ impl Config {
         self.parallel_tool_calls = parallel_tool_calls;
         self.reasoning = reasoning;
         self.extra_body = extra_body;
+    }
+
+    /// Whether the model takes images (the `images` option, on unless `false`).
+    pub fn takes_images(&self) -> bool {
+        self.images != Some(false)
     }
 
     /// Whether requests carry anthropic `cache_control` breakpoints.

@@ -86,6 +86,9 @@ pub(crate) fn check_client(config: &Config, spelling: Spelling) -> Result<()> {
     if config.max_turns == 0 {
         return Err(bad(at_least_one("max_turns")));
     }
+    if config.max_concurrent_tools == 0 {
+        return Err(bad(at_least_one("max_concurrent_tools")));
+    }
     for (name, ceiling) in [
         ("max_tool_calls", config.max_tool_calls),
         ("max_turn_tokens", config.max_turn_tokens),

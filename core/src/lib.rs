@@ -63,6 +63,7 @@ mod config_read;
 mod error;
 mod event;
 mod gate;
+mod image_file;
 pub mod mcp;
 mod model;
 pub mod policy;
@@ -85,6 +86,7 @@ mod tool_output;
 mod tool_spec;
 mod transcript;
 mod turn;
+mod turn_calls;
 mod until_cancelled;
 
 pub use agent::{Conversation, SubagentOptions, DEFAULT_MAX_DEPTH};
@@ -93,7 +95,9 @@ pub use builtin::{BackgroundShells, SearchRequest, SearchResult, WebSearchProvid
 pub use chain::Chain;
 pub use client::{Client, ClientBuilder};
 pub use compact::{CompactNotice, Compactor, OnCompact, SUMMARY_HEADER};
-pub use config::{CompactionConfig, Config, RetryPolicy};
+pub use config::{
+    CompactionConfig, Config, RetryPolicy, ToolConcurrency, DEFAULT_MAX_CONCURRENT_TOOLS,
+};
 pub use error::{ConfigError, Error, ErrorKind, Result};
 pub use event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
 pub use gate::{
@@ -120,6 +124,6 @@ pub use tool::{
 };
 pub use transcript::{
     Image, Message, Part, ProviderBlock, Reasoning, ToolCall, Transcript, IMAGE_MEDIA_TYPES,
-    TRANSCRIPT_VERSION,
+    MAX_IMAGE_BYTES, TRANSCRIPT_VERSION,
 };
 pub use turn::{MAX_TURNS_RESULT, STOPPED_REPLY_RESULT};

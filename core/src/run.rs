@@ -232,6 +232,7 @@ impl Run {
     pub async fn result(&self) -> Result<TurnResult> {
         let mut finished = self.finished.clone();
         let outcome = match finished.wait_for(Option::is_some).await {
+            // Cannot fail: `wait_for` returns once the value is Some.
             Ok(done) => done.clone().expect("waited for Some"),
             Err(_) => Err(Arc::from(
                 "the turn's task ended without a result (its runtime shut down)",

@@ -6,7 +6,9 @@
 //! the chain, and the chain is how a subagent that would call itself is recognised.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -135,10 +137,10 @@ pub(crate) struct UsageCell(Arc<Mutex<Usage>>);
 
 impl UsageCell {
     pub fn add(&self, usage: Usage) {
-        self.0.lock().expect("usage lock").add(usage);
+        self.0.lock().add(usage);
     }
 
     pub fn get(&self) -> Usage {
-        *self.0.lock().expect("usage lock")
+        *self.0.lock()
     }
 }

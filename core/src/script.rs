@@ -19,6 +19,10 @@ pub struct ScriptCall {
     /// A JSON object, or a string sent as is (which may be invalid JSON).
     #[serde(default)]
     pub arguments: Value,
+    /// The reply pauses this long (milliseconds) after this call is complete, before the rest
+    /// of it comes: a call that may start while the model still streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_after_ms: Option<u64>,
 }
 
 /// An HTTP error a script entry stands for.
@@ -82,6 +86,7 @@ impl ScriptEntry {
                 id: Some(id.into()),
                 name: name.into(),
                 arguments,
+                pause_after_ms: None,
             }]),
             ..Default::default()
         }

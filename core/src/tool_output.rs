@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::transcript::Image;
+
 /// The result text of a call cut off by a cancel (the turn's, a source's tool's).
 pub const CANCELLED_RESULT: &str = "cancelled";
 
@@ -17,6 +19,10 @@ pub struct ToolOutput {
     /// Facts about the result that are not the result itself (`truncated`, `nextOffset`, `total`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
+    /// Images the model sees after the text (`read` of an image file; a host tool's image
+    /// parts), in order. Each style sends them as its API takes a tool result's images.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
 }
 
 impl ToolOutput {
@@ -26,6 +32,7 @@ impl ToolOutput {
             content: Value::String(text.into()),
             is_error: false,
             metadata: None,
+            images: Vec::new(),
         }
     }
 
@@ -35,6 +42,7 @@ impl ToolOutput {
             content: value,
             is_error: false,
             metadata: None,
+            images: Vec::new(),
         }
     }
 
@@ -44,7 +52,14 @@ impl ToolOutput {
             content: Value::String(message.into()),
             is_error: true,
             metadata: None,
+            images: Vec::new(),
         }
+    }
+
+    /// Attach an image, shown to the model after the text.
+    pub fn with_image(mut self, image: Image) -> Self {
+        self.images.push(image);
+        self
     }
 
     /// Attach metadata.

@@ -70,6 +70,11 @@ pub enum Image {
     },
 }
 
+/// The largest image the engine reads from a file (a prompt's image path, `read` of an image):
+/// 3.75 MiB, whose base64 form (5 MiB) is the most Anthropic's API takes per image (OpenAI's and
+/// Ollama's limits are higher).
+pub const MAX_IMAGE_BYTES: u64 = 3_932_160;
+
 /// The image media types every style takes.
 pub const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
@@ -665,6 +670,7 @@ impl<'de> Deserialize<'de> for Transcript {
 impl Transcript {
     /// The transcript as pretty JSON.
     pub fn to_json(&self) -> String {
+        // Cannot fail: messages hold strings and `Value`s, whose map keys are strings.
         serde_json::to_string_pretty(self).expect("a transcript always serializes")
     }
 

@@ -2,29 +2,34 @@
 //! answers, the turn is cancelled, it fails, or it reaches `max_turns`.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::Value;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
 use crate::client_state::ClientState;
 use crate::compact::CompactFailed;
+use crate::config::ToolConcurrency;
 use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
 use crate::gate::{
     Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
 };
+use crate::image_file::{check_result_images, image_paths, resolve_images};
 use crate::model::{complete_with_fallback, Backend, ModelRequest, RawCall, RequestFailed};
 use crate::policy::{self, Budget, Ceilings};
 use crate::prompt::Prompt;
 use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
 use crate::settings::TurnSettings;
 use crate::tool::{
-    allowed_by, Allowlist, CallTool, Entry, EventSink, ToolContext, ToolOutput, ToolSpec, CALL_TOOL,
+    allowed_by, Allowlist, CallTool, Entry, EventSink, Source, ToolContext, ToolOutput, ToolSpec,
+    CALL_TOOL,
 };
 use crate::transcript::{Message, Part, ToolCall, Transcript};
+use crate::turn_calls::{Admission, CallRunner, ReplyCalls};
 use crate::until_cancelled::until_cancelled;
 
 pub(crate) use crate::tool::CANCELLED_RESULT;
@@ -263,6 +268,8 @@ pub(crate) enum Response {
         /// The server paused the turn (anthropic `pause_turn`): send the reply back and ask
         /// again.
         paused: bool,
+        /// How many of the first `calls` are those sent to `early` while the reply streamed.
+        early: usize,
     },
     /// The turn was cancelled before the answer came.
     Cancelled,
@@ -289,8 +296,12 @@ impl Turn<'_> {
         system: Option<&str>,
         model: Option<&str>,
         spent: &mut Usage,
+        early: Option<&UnboundedSender<ToolCall>>,
     ) -> Response {
         let inner = self.inner;
+        // The calls announced complete while the reply streams, as they came and as parsed
+        // (sent to `early`, their `tool_call` events emitted then).
+        let announced: Mutex<Vec<(RawCall, ToolCall)>> = Mutex::default();
         let allowed = |n: &str| self.allowed(n);
         let mut this_request = Usage::default();
         // Set when a refusal as over the context length was answered by compacting: the same
@@ -309,6 +320,16 @@ impl Turn<'_> {
                 Err(stopped) => return stopped,
             }
             let settings = self.settings.unwrap_or(inner.settings());
+            // Images given by path are read (beneath the root) outside the conversation's lock.
+            let paths = inner.with_messages(image_paths);
+            let images = if paths.is_empty() {
+                None
+            } else {
+                let root = inner.root().clone();
+                tokio::task::spawn_blocking(move || resolve_images(&root, paths))
+                    .await
+                    .unwrap_or(None)
+            };
             // Rendered for the model the turn is on, and again for each fallback it moves to
             // (a fallback model has its own name: a chain task's `model` is the first one's).
             let render = |slot: usize, backend: &dyn Backend| {
@@ -319,12 +340,22 @@ impl Turn<'_> {
                         messages,
                         tools: &tools,
                         settings: settings.for_request(index),
-                        images: None,
+                        images: images.as_ref(),
                     });
                     (body, messages.len())
                 })
             };
             let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
+            let on_call = |raw: &RawCall| {
+                let Some(early) = early else { return };
+                let mut announced = announced.lock().unwrap_or_else(|e| e.into_inner());
+                let before: Vec<ToolCall> = announced.iter().map(|(_, c)| c.clone()).collect();
+                let call = self.parse_call(raw.clone(), &before, call_tool_offered);
+                self.emit_tool_call(&call);
+                // The receiver is gone only when the step stopped listening: nothing to do.
+                let _ = early.send(call.clone());
+                announced.push((raw.clone(), call));
+            };
             let request = complete_with_fallback(
                 inner.models(),
                 inner.model_at(),
@@ -332,6 +363,7 @@ impl Turn<'_> {
                 &inner.config().retry,
                 self.sink,
                 index,
+                early.map(|_| &on_call as &(dyn Fn(&RawCall) + Send + Sync)),
             );
             let Some(response) = until_cancelled(self.cancel, request).await else {
                 return Response::Cancelled;
@@ -401,14 +433,12 @@ impl Turn<'_> {
                     agent: Vec::new(),
                 });
             }
-            let calls = self.parse_calls(response.calls, call_tool_offered);
-            for c in &calls {
-                self.sink.emit_with(|| Event::ToolCall {
-                    call_id: c.id.clone(),
-                    name: c.name.clone(),
-                    arguments: c.arguments.clone(),
-                    agent: Vec::new(),
-                });
+            let announced =
+                std::mem::take(&mut *announced.lock().unwrap_or_else(|e| e.into_inner()));
+            let (calls, early) =
+                self.parse_reply_calls(response.calls, announced, call_tool_offered);
+            for c in &calls[early..] {
+                self.emit_tool_call(c);
             }
             if let Some(reason) = response.stop {
                 self.sink.emit(Event::Stop {
@@ -423,6 +453,7 @@ impl Turn<'_> {
                 usage: this_request,
                 stop: response.stop,
                 paused: response.paused,
+                early,
             };
         }
     }
@@ -453,10 +484,18 @@ impl Turn<'_> {
         let mut index = 0u32;
         let mut budget = Budget::default();
         loop {
+            // The reply's calls run under a token of their own (a child of the turn's): a
+            // stream that fails after some started cancels those, not the turn.
+            let reply_cancel = self.cancel.child_token();
+            let reply_turn = self.with_cancel(&reply_cancel);
+            let anew_cancel = self.cancel.child_token();
+            let anew_turn = self.with_cancel(&anew_cancel);
+            let mut runner = self.reply_calls(&reply_turn);
+            let mut early_calls = Vec::new();
             let response = self
-                .respond(index, inner.config().system.as_deref(), None, &mut usage)
+                .respond_starting_calls(index, &mut usage, &budget, &mut runner, &mut early_calls)
                 .await;
-            let (text, calls, extra, used, stop, paused) = match response {
+            let (text, calls, extra, used, stop, paused, early) = match response {
                 Response::Answer {
                     text,
                     calls,
@@ -464,15 +503,29 @@ impl Turn<'_> {
                     usage,
                     stop,
                     paused,
-                } => (text, calls, extra, usage, stop, paused),
-                Response::Cancelled => return TurnEnd::new(Outcome::Cancelled, final_text, usage),
+                    early,
+                } => (text, calls, extra, usage, stop, paused, early),
+                Response::Cancelled => {
+                    let spent = self.abandon(runner, &reply_cancel, &early_calls).await;
+                    self.spend(&mut usage, spent);
+                    return TurnEnd::new(Outcome::Cancelled, final_text, usage);
+                }
                 Response::Failed(message) => {
+                    let spent = self.abandon(runner, &reply_cancel, &early_calls).await;
+                    self.spend(&mut usage, spent);
                     return TurnEnd {
                         error: Some(message),
                         ..TurnEnd::new(Outcome::Error, final_text, usage)
-                    }
+                    };
                 }
             };
+            if runner.taken() > early {
+                // The reply does not list the calls started early as they were announced (a
+                // stream that started over): those are cancelled, and its own calls run anew.
+                let spent = self.abandon(runner, &reply_cancel, &early_calls).await;
+                self.spend(&mut usage, spent);
+                runner = self.reply_calls(&anew_turn);
+            }
             index += 1;
             final_text = text.clone();
             let mut step = Vec::with_capacity(calls.len() + 1);
@@ -489,50 +542,51 @@ impl Turn<'_> {
                 }
                 continue;
             }
-            if calls.is_empty() || stop.is_some() {
-                // A reply that stopped short ends the turn; its calls (their arguments may be
-                // cut) get an error result each, so the transcript stays valid.
-                for c in &calls {
-                    step.push(self.result_message(
-                        c,
-                        ToolOutput::error(STOPPED_REPLY_RESULT),
-                        None,
-                    ));
-                }
-                inner.append(step);
-                return TurnEnd {
-                    stop_reason: stop,
-                    ..TurnEnd::new(Outcome::Done, final_text, usage)
-                };
-            }
+            // A reply that stopped short ends the turn; its calls (their arguments may be cut)
+            // get an error result each, so the transcript stays valid (a call started while
+            // the reply streamed was whole, and keeps its own result).
+            let stopped = calls.is_empty() || stop.is_some();
             let ceilings = self.ceilings();
             let at_limit = index >= ceilings.max_turns;
-            let spend = budget.spend(calls.len(), used, &ceilings);
-            for (i, c) in calls.iter().enumerate() {
-                let cell = UsageCell::default();
-                let out = if at_limit {
-                    ToolOutput::error(MAX_TURNS_RESULT)
-                } else if let Some(e) = spend.exhausted.filter(|_| i >= spend.run) {
-                    ToolOutput::error(e.result_text())
-                } else if self.cancel.is_cancelled() {
-                    ToolOutput::error(CANCELLED_RESULT)
-                } else {
-                    self.handle_call(c, &cell).await
-                };
+            let spend = (!stopped).then(|| budget.spend(calls.len(), used, &ceilings));
+            let settled = |i: usize| {
+                if stopped {
+                    return Some(ToolOutput::error(STOPPED_REPLY_RESULT));
+                }
+                if at_limit {
+                    return Some(ToolOutput::error(MAX_TURNS_RESULT));
+                }
+                let spend = spend?;
+                let exhausted = spend.exhausted.filter(|_| i >= spend.run);
+                exhausted.map(|e| ToolOutput::error(e.result_text()))
+            };
+            let mut done = |c: &ToolCall, out: ToolOutput, spent: Usage| {
                 // What the call spent on models (a subagent's turn) is the turn's too.
-                let spent = cell.get();
                 let spent = (!spent.is_zero()).then(|| {
                     self.spend(&mut usage, spent);
                     budget.spend(0, spent, &ceilings);
                     spent
                 });
                 step.push(self.result_message(c, out, spent));
+            };
+            for (i, call) in calls.iter().enumerate().skip(runner.taken()) {
+                runner.clear_for(call).await;
+                runner.hand_on(&calls, &mut done);
+                runner.take(call, settled(i)).await;
+                runner.hand_on(&calls, &mut done);
             }
+            runner.finish(&calls, &mut done).await;
             inner.append(step);
+            if stopped {
+                return TurnEnd {
+                    stop_reason: stop,
+                    ..TurnEnd::new(Outcome::Done, final_text, usage)
+                };
+            }
             if at_limit {
                 return TurnEnd::new(Outcome::MaxTurns, final_text, usage);
             }
-            if let Some(e) = spend.exhausted {
+            if let Some(e) = spend.and_then(|s| s.exhausted) {
                 return TurnEnd {
                     error: Some(e.to_string()),
                     ..TurnEnd::new(Outcome::Budget, final_text, usage)
@@ -541,6 +595,100 @@ impl Turn<'_> {
             if self.cancel.is_cancelled() {
                 return TurnEnd::new(Outcome::Cancelled, final_text, usage);
             }
+        }
+    }
+
+    /// [`Turn::respond`] with the client's system prompt; while the reply streams, each call it
+    /// announces complete is gated and started in `runner` (and kept in `early_calls`), as long
+    /// as the call runs whatever the reply turns out to be (`stream_tools` on, not the last
+    /// response `max_turns` allows, within the budget, no token ceiling) and may run beside
+    /// others: from the first that may not, the rest wait for the reply. The stream goes on
+    /// while a call is gated.
+    async fn respond_starting_calls(
+        &self,
+        index: u32,
+        usage: &mut Usage,
+        budget: &Budget,
+        runner: &mut ReplyCalls<'_, Turn<'_>>,
+        early_calls: &mut Vec<ToolCall>,
+    ) -> Response {
+        let ceilings = self.ceilings();
+        let starting = self.inner.config().stream_tools
+            && index.saturating_add(1) < ceilings.max_turns
+            && budget.may_run(0, &ceilings);
+        let (tx, mut rx) = unbounded_channel();
+        let system = self.inner.config().system.as_deref();
+        let respond = self.respond(index, system, None, usage, starting.then_some(&tx));
+        tokio::pin!(respond);
+        let mut taking = starting;
+        loop {
+            let call = tokio::select! {
+                biased;
+                r = &mut respond => return r,
+                Some(call) = rx.recv() => call,
+            };
+            let i = early_calls.len();
+            // A call that must run alone (a write) starts after the reply, as every call after
+            // it: it waits for the calls before it, whose results come after the reply.
+            taking = taking && budget.may_run(i, &ceilings) && runner.runs_beside(&call);
+            early_calls.push(call);
+            if !taking {
+                continue;
+            }
+            let take = runner.take(&early_calls[i], None);
+            tokio::pin!(take);
+            let mut answered = None;
+            loop {
+                tokio::select! {
+                    biased;
+                    () = &mut take => break,
+                    r = &mut respond, if answered.is_none() => answered = Some(r),
+                }
+            }
+            if let Some(r) = answered {
+                return r;
+            }
+        }
+    }
+
+    /// The reply that `calls` were started from is not going on (its stream failed, the turn
+    /// was cancelled, or it listed other calls): cancel them, and emit each one's result (its
+    /// `tool_result`, so every `tool_call` has one); none goes into the conversation. What
+    /// they spent on models.
+    async fn abandon(
+        &self,
+        runner: ReplyCalls<'_, Turn<'_>>,
+        reply_cancel: &CancellationToken,
+        calls: &[ToolCall],
+    ) -> Usage {
+        reply_cancel.cancel();
+        let mut spent_all = Usage::default();
+        let mut done = |c: &ToolCall, out: ToolOutput, spent: Usage| {
+            spent_all.add(spent);
+            let _ = self.result_message(c, out, (!spent.is_zero()).then_some(spent));
+        };
+        runner.finish(calls, &mut done).await;
+        spent_all
+    }
+
+    /// The calls of one reply, run by `turn` as the client's `tool_concurrency` allows.
+    fn reply_calls<'t, 'b>(&self, turn: &'t Turn<'b>) -> ReplyCalls<'t, Turn<'b>> {
+        let config = self.inner.config();
+        ReplyCalls::new(turn, config.tool_concurrency, config.max_concurrent_tools)
+    }
+
+    /// This turn with another cancel token (the calls of one reply run under their own).
+    pub(crate) fn with_cancel<'b>(&'b self, cancel: &'b CancellationToken) -> Turn<'b> {
+        Turn {
+            inner: self.inner,
+            run_allow: self.run_allow,
+            narrow: self.narrow,
+            max_turns: self.max_turns,
+            settings: self.settings,
+            report_to: self.report_to,
+            cancel,
+            sink: self.sink,
+            scope: self.scope.clone(),
         }
     }
 
@@ -593,41 +741,70 @@ impl Turn<'_> {
         }
     }
 
-    /// Give every call an id, parse its arguments, and unwrap `call_tool`.
-    pub(crate) fn parse_calls(&self, raw: Vec<RawCall>, call_tool_offered: bool) -> Vec<ToolCall> {
+    /// The reply's calls, parsed: the first ones as they were announced while the reply
+    /// streamed (`early`: the same ids), as long as the reply lists them the same; and how many
+    /// of the reply's first calls are those.
+    fn parse_reply_calls(
+        &self,
+        raw: Vec<RawCall>,
+        early: Vec<(RawCall, ToolCall)>,
+        call_tool_offered: bool,
+    ) -> (Vec<ToolCall>, usize) {
+        let same = raw
+            .iter()
+            .zip(&early)
+            .take_while(|(r, (e, _))| *r == e)
+            .count();
         let mut calls: Vec<ToolCall> = Vec::with_capacity(raw.len());
-        for r in raw {
-            let id = match r.id.filter(|id| !id.is_empty()) {
-                Some(id) if !calls.iter().any(|c| c.id == id) => id,
-                _ => self.inner.next_call_id(),
-            };
-            let text = r.arguments.trim();
-            let (arguments, raw_arguments) = if text.is_empty() {
-                (Value::Object(Default::default()), false)
-            } else {
-                match serde_json::from_str::<Value>(text) {
-                    Ok(v) => (v, false),
-                    Err(_) => (Value::String(r.arguments.clone()), true),
-                }
-            };
-            let mut call = ToolCall {
-                id,
-                name: r.name,
-                arguments,
-                raw_arguments,
-                via: None,
-            };
-            if call_tool_offered && call.name == CALL_TOOL && !call.raw_arguments {
-                if let Some((name, args)) = CallTool::unwrap(&call.arguments) {
-                    call.raw_arguments = args.is_string();
-                    call.name = name;
-                    call.arguments = args;
-                    call.via = Some(CALL_TOOL.to_string());
-                }
-            }
+        calls.extend(early.into_iter().take(same).map(|(_, c)| c));
+        for r in raw.into_iter().skip(same) {
+            let call = self.parse_call(r, &calls, call_tool_offered);
             calls.push(call);
         }
-        calls
+        (calls, same)
+    }
+
+    /// One call: its id (the wire's, unless empty or taken by one of `before`), its arguments
+    /// parsed, `call_tool` unwrapped.
+    fn parse_call(&self, r: RawCall, before: &[ToolCall], call_tool_offered: bool) -> ToolCall {
+        let id = match r.id.filter(|id| !id.is_empty()) {
+            Some(id) if !before.iter().any(|c| c.id == id) => id,
+            _ => self.inner.next_call_id(),
+        };
+        let text = r.arguments.trim();
+        let (arguments, raw_arguments) = if text.is_empty() {
+            (Value::Object(Default::default()), false)
+        } else {
+            match serde_json::from_str::<Value>(text) {
+                Ok(v) => (v, false),
+                Err(_) => (Value::String(r.arguments.clone()), true),
+            }
+        };
+        let mut call = ToolCall {
+            id,
+            name: r.name,
+            arguments,
+            raw_arguments,
+            via: None,
+        };
+        if call_tool_offered && call.name == CALL_TOOL && !call.raw_arguments {
+            if let Some((name, args)) = CallTool::unwrap(&call.arguments) {
+                call.raw_arguments = args.is_string();
+                call.name = name;
+                call.arguments = args;
+                call.via = Some(CALL_TOOL.to_string());
+            }
+        }
+        call
+    }
+
+    fn emit_tool_call(&self, c: &ToolCall) {
+        self.sink.emit_with(|| Event::ToolCall {
+            call_id: c.id.clone(),
+            name: c.name.clone(),
+            arguments: c.arguments.clone(),
+            agent: Vec::new(),
+        });
     }
 
     /// Emit `tool_result` for `out` (with what the call `spent` on models, if anything) and
@@ -638,6 +815,23 @@ impl Turn<'_> {
         out: ToolOutput,
         spent: Option<Usage>,
     ) -> Message {
+        let out = if out.images.is_empty() {
+            out
+        } else {
+            check_result_images(&call.name, out)
+        };
+        let out = if !out.images.is_empty() && !self.inner.config().takes_images() {
+            // Never a silent drop: the model learns why it gets no image.
+            ToolOutput::error(format!(
+                "{} returned {} image(s), but this model takes no images (the client's `images` \
+                 option is false); its text was: {}",
+                call.name,
+                out.images.len(),
+                out.model_text()
+            ))
+        } else {
+            out
+        };
         let content = out.model_text();
         self.sink.emit_with(|| Event::ToolResult {
             call_id: call.id.clone(),
@@ -648,41 +842,56 @@ impl Turn<'_> {
             usage: spent,
             agent: Vec::new(),
         });
-        Message::tool_result(call.id.clone(), call.name.clone(), content, out.is_error)
+        let mut message =
+            Message::tool_result(call.id.clone(), call.name.clone(), content, out.is_error);
+        if let Message::Tool { content, .. } = &mut message {
+            content.extend(out.images.into_iter().map(Part::Image));
+        }
+        message
     }
 
     /// Check one call, pass it through the gate, and run it.
     /// What the call spends on models (a subagent's turn) is added to `spent`.
     pub(crate) async fn handle_call(&self, call: &ToolCall, spent: &UsageCell) -> ToolOutput {
+        match self.admit_call(call).await {
+            Admission::Settled(out) => out,
+            Admission::Run { entry, event } => self.execute(&entry, &event, spent).await,
+        }
+    }
+
+    /// Check one call and pass it through the gate (its asks answered): either its result
+    /// without running (an error, a denial, an answer given as the result) or the go-ahead.
+    pub(crate) async fn admit_call(&self, call: &ToolCall) -> Admission {
         let allowed = |n: &str| self.allowed(n);
         if call.name == CALL_TOOL && call.via.is_none() {
-            return self.call_tool_search(call);
+            return Admission::Settled(self.call_tool_search(call));
         }
         let Some(entry) = self.inner.toolkit().lookup(&call.name, &allowed) else {
-            return ToolOutput::error(self.unknown_tool(&call.name));
+            return Admission::Settled(ToolOutput::error(self.unknown_tool(&call.name)));
         };
+        let settled = |out: ToolOutput| Admission::Settled(out);
         if call.raw_arguments {
             let raw = call.arguments.as_str().unwrap_or_default();
             let why = serde_json::from_str::<Value>(raw)
                 .err()
                 .map(|e| e.to_string())
                 .unwrap_or_default();
-            return ToolOutput::error(format!(
+            return settled(ToolOutput::error(format!(
                 "the arguments of {} are not valid JSON ({why}); send a JSON object",
                 call.name
-            ));
+            )));
         }
         if !call.arguments.is_object() {
-            return ToolOutput::error(format!(
+            return settled(ToolOutput::error(format!(
                 "the arguments of {} must be a JSON object, got {}",
                 call.name, call.arguments
-            ));
+            )));
         }
         if let Err(problems) = entry.validate(&call.arguments) {
-            return ToolOutput::error(format!(
+            return settled(ToolOutput::error(format!(
                 "the arguments of {} do not match its input schema: {problems}",
                 call.name
-            ));
+            )));
         }
         let event = ToolCallEvent {
             name: call.name.clone(),
@@ -694,7 +903,7 @@ impl Turn<'_> {
             agent: self.scope.agent(),
         };
         let Some(gated) = self.gate(&event).await else {
-            return ToolOutput::error(CANCELLED_RESULT);
+            return settled(ToolOutput::error(CANCELLED_RESULT));
         };
         let gate = |decision: GateVerdict, message: Option<String>| {
             self.sink.emit_with(|| Event::Gate {
@@ -710,11 +919,11 @@ impl Turn<'_> {
         };
         if let Some(message) = gated.denied {
             gate(GateVerdict::Deny, Some(message.clone()));
-            return ToolOutput::error(message);
+            return settled(ToolOutput::error(message));
         }
         if gated.asks.is_empty() {
             gate(GateVerdict::Allow, None);
-            return self.execute(&entry, &event, spent).await;
+            return Admission::Run { entry, event };
         }
         gate(GateVerdict::Ask, None);
         // Every gate that asked must approve, the innermost first.
@@ -723,7 +932,7 @@ impl Turn<'_> {
             request.name = event.name.clone();
             request.arguments = event.arguments.clone();
             let Some(answer) = self.ask(request, level).await else {
-                return ToolOutput::error(CANCELLED_RESULT);
+                return settled(ToolOutput::error(CANCELLED_RESULT));
             };
             self.sink.emit(Event::Answer {
                 call_id: event.call_id.clone(),
@@ -734,12 +943,14 @@ impl Turn<'_> {
             match answer {
                 Answer::Approve => {}
                 Answer::Deny(message) => {
-                    return ToolOutput::error(message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()))
+                    return settled(ToolOutput::error(
+                        message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()),
+                    ))
                 }
-                Answer::Result(value) => return ToolOutput::json(value),
+                Answer::Result(value) => return settled(ToolOutput::json(value)),
             }
         }
-        self.execute(&entry, &event, spent).await
+        Admission::Run { entry, event }
     }
 
     /// Pass `event` through every gate of the chain, the turn's own client first, then
@@ -822,7 +1033,12 @@ impl Turn<'_> {
     }
 
     /// Run an allowed call, then `after_tool`.
-    async fn execute(&self, entry: &Entry, event: &ToolCallEvent, spent: &UsageCell) -> ToolOutput {
+    pub(crate) async fn execute(
+        &self,
+        entry: &Entry,
+        event: &ToolCallEvent,
+        spent: &UsageCell,
+    ) -> ToolOutput {
         self.sink.emit_with(|| Event::ToolStart {
             call_id: event.call_id.clone(),
             name: event.name.clone(),
@@ -906,4 +1122,44 @@ struct Gated {
     asks: Vec<(usize, PendingRequest)>,
     /// The policy rule for the gate event.
     rule: Option<String>,
+}
+
+/// The turn runs a reply's calls ([`ReplyCalls`]) under the reply's cancel token (its own).
+impl CallRunner for Turn<'_> {
+    fn cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Read-only and subagent calls under `read_only`. A call that names no tool it may use
+    /// gets its error at the gate and runs nothing, so it waits for nothing either.
+    fn runs_beside(&self, call: &ToolCall, mode: ToolConcurrency) -> bool {
+        match mode {
+            ToolConcurrency::All => true,
+            ToolConcurrency::Sequential => false,
+            ToolConcurrency::ReadOnly => {
+                if call.name == CALL_TOOL && call.via.is_none() {
+                    return true;
+                }
+                let allowed = |n: &str| self.allowed(n);
+                match self.inner.toolkit().lookup(&call.name, &allowed) {
+                    None => true,
+                    Some(entry) => {
+                        entry.spec.hints.read_only == Some(true) || entry.source == Source::Subagent
+                    }
+                }
+            }
+        }
+    }
+
+    fn admit<'s>(&'s self, call: &'s ToolCall) -> BoxFuture<'s, Admission> {
+        Box::pin(self.admit_call(call))
+    }
+
+    fn run(&self, entry: Arc<Entry>, event: ToolCallEvent) -> BoxFuture<'_, (ToolOutput, Usage)> {
+        Box::pin(async move {
+            let cell = UsageCell::default();
+            let out = self.execute(&entry, &event, &cell).await;
+            (out, cell.get())
+        })
+    }
 }

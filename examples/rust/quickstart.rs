@@ -58,6 +58,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     id: Some("call_2".into()),
                     name: "write".into(),
                     arguments: json!({"path": "todo.md", "content": "- [ ] buy milk\n- [ ] call Ada\n"}),
+                    pause_after_ms: None,
                 }]),
                 ..Default::default()
             },

@@ -128,10 +128,18 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
                 Err(e) => return Err(e.to_string()),
             }
         }
-        let started = match &chain {
-            None => client.stream_with(prompt.clone(), options),
-            Some(Ok(c)) => client.stream_chain_with(c, prompt.clone(), options),
-            Some(Err(e)) => {
+        // Extension `prompt_parts`: the first prompt as text and image parts (the engine's JSON).
+        let parts = match (i, scenario.extra.get("prompt_parts")) {
+            (0, Some(v)) => Some(contenox::Prompt::from_json(v)),
+            _ => None,
+        };
+        let started = match (&chain, parts) {
+            (None, Some(Ok(p))) => client.stream_with(p, options),
+            (None, Some(Err(e))) => Err(e),
+            (None, None) => client.stream_with(prompt.clone(), options),
+            (Some(_), Some(_)) => return Err("prompt_parts is not for a chain".into()),
+            (Some(Ok(c)), None) => client.stream_chain_with(c, prompt.clone(), options),
+            (Some(Err(e)), None) => {
                 chain_error = Some(e.clone());
                 break;
             }
@@ -300,8 +308,9 @@ fn build_subagent(
             answers: Mutex::new(answers.iter().cloned().collect()),
         }));
     }
+    let meeting = Arc::new(Meeting::default());
     for t in &sub.host_tools {
-        builder = builder.tool(Arc::new(host_tool(t, cell.clone())));
+        builder = builder.tool(Arc::new(host_tool(t, cell.clone(), &meeting)));
     }
     let client = builder.build().map_err(|e| e.to_string())?;
     *cell.lock().expect("client cell") = Some(client.clone());
@@ -334,8 +343,9 @@ fn build_client(scenario: &Scenario, parts: &Parts<'_>) -> Result<Client, String
                 told.lock().expect("compactions").push(v);
             }
         });
+    let meeting = Arc::new(Meeting::default());
     for t in &scenario.host_tools {
-        builder = builder.tool(Arc::new(host_tool(t, parts.current.clone())));
+        builder = builder.tool(Arc::new(host_tool(t, parts.current.clone(), &meeting)));
     }
     for t in parts.subagent_tools {
         builder = builder.tool(t.clone());
@@ -498,9 +508,77 @@ fn echo_tool(name: &str, spec: Option<ToolSpec>) -> FnTool {
     })
 }
 
-fn host_tool(t: &HostTool, client: ClientCell) -> FnTool {
+/// What the `rendezvous` tools of one client share: how many of their calls run now, and how
+/// many times a call arrived to find `count` running (each such meeting releases every call
+/// running then).
+#[derive(Default)]
+struct Meeting {
+    state: Mutex<(u64, u64)>,
+}
+
+/// Decrements the running count however the call ends (finished, or dropped when cancelled).
+struct Leave<'a>(&'a Meeting);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.state.lock().expect("meeting").0 -= 1;
+    }
+}
+
+/// The `rendezvous` kind (README): wait until `count` calls run at once, at most `timeout_ms`.
+async fn rendezvous(meeting: &Meeting, args: &Value, cancel: &CancellationToken) -> String {
+    let count = args["count"].as_u64().unwrap_or(1);
+    let timeout = Duration::from_millis(args["timeout_ms"].as_u64().unwrap_or(5000));
+    let max = args["max"].as_u64();
+    let (entered_epoch, running) = {
+        let mut s = meeting.state.lock().expect("meeting");
+        s.0 += 1;
+        let epoch = s.1;
+        if s.0 >= count {
+            s.1 += 1;
+        }
+        (epoch, s.0)
+    };
+    let _leave = Leave(meeting);
+    let over = match max {
+        Some(m) if running > m => format!("; over max: {running} running"),
+        _ => String::new(),
+    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let (now_running, epoch) = *meeting.state.lock().expect("meeting");
+        if epoch > entered_epoch {
+            let hold = Duration::from_millis(args["hold_ms"].as_u64().unwrap_or(0));
+            tokio::select! {
+                _ = tokio::time::sleep(hold) => {}
+                _ = cancel.cancelled() => return "cancelled".to_string(),
+            }
+            return format!("met {count}{over}");
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return format!("timed out with {now_running} running{over}");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+            _ = cancel.cancelled() => return "cancelled".to_string(),
+        }
+    }
+}
+
+fn host_tool(t: &HostTool, client: ClientCell, meeting: &Arc<Meeting>) -> FnTool {
     let spec = spec_of(t);
     match t.kind {
+        HostToolKind::Rendezvous => {
+            let meeting = meeting.clone();
+            tool_fn(spec, move |args, ctx| {
+                let meeting = meeting.clone();
+                async move {
+                    Ok(ToolOutput::text(
+                        rendezvous(&meeting, &args, &ctx.cancel).await,
+                    ))
+                }
+            })
+        }
         HostToolKind::Echo => echo_tool(&t.name, Some(spec)),
         HostToolKind::Fail => tool_fn(spec, |args, _ctx| async move {
             let msg = args["message"].as_str().unwrap_or("failed").to_string();

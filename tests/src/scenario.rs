@@ -267,6 +267,7 @@ pub enum HostToolKind {
     Fail,
     Sleep,
     Register,
+    Rendezvous,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -852,6 +853,13 @@ impl ModelEntry {
                         call.name
                     ));
                 }
+                if call.pause_after_ms.is_some() {
+                    return Err(format!(
+                        "tool call {:?}: pause_after_ms is not for ollama (its calls come in \
+                         one line)",
+                        call.name
+                    ));
+                }
             }
         }
         Ok(())
@@ -866,6 +874,12 @@ pub struct ToolCall {
     pub name: String,
     #[serde(default)]
     pub arguments: Arguments,
+    /// The stream pauses this long (ms) once this call is complete, before the rest of the
+    /// reply: anthropic after its block's `content_block_stop`; openai after the next call's
+    /// first delta (for the last call, before the finish chunk). Refused for ollama (all calls
+    /// come in one line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_after_ms: Option<u64>,
 }
 
 /// A JSON object, or a raw string sent as-is (which may be invalid JSON).

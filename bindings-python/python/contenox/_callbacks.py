@@ -120,11 +120,18 @@ class ToolOutput:
     content: Any
     is_error: bool = False
     metadata: dict[str, Any] | None = None
+    images: tuple[dict[str, Any], ...] = ()
+    """The images the model sees after the content (``read`` of an image file), in the
+    engine's form (``{"media_type", "data"}``, base64): kept when ``after_tool`` returns a
+    ``dataclasses.replace`` of the result it was given."""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ToolOutput:
         return cls(
-            content=d.get("content"), is_error=bool(d.get("is_error")), metadata=d.get("metadata")
+            content=d.get("content"),
+            is_error=bool(d.get("is_error")),
+            metadata=d.get("metadata"),
+            images=tuple(d.get("images") or ()),
         )
 
     @classmethod
@@ -136,6 +143,8 @@ class ToolOutput:
         out: dict[str, Any] = {"content": self.content, "is_error": self.is_error}
         if self.metadata is not None:
             out["metadata"] = self.metadata
+        if self.images:
+            out["images"] = list(self.images)
         return out
 
 

@@ -16,6 +16,7 @@ from ._types import (
     FallbackModel,
     ModelSettings,
     PolicySource,
+    Prompt,
     Reasoning,
     SandboxOptions,
     Tier,
@@ -115,6 +116,19 @@ def _config_json(options: Mapping[str, Any]) -> str:
         return json.dumps(config)
     except (TypeError, ValueError) as e:
         raise ConfigurationError(f"the options are not JSON: {e}") from e
+
+
+def _prompt_text(prompt: Prompt) -> str:
+    """How a run shows its prompt: its text, an image as ``[image]``."""
+    if isinstance(prompt, str):
+        return prompt
+    shown = []
+    for part in prompt:
+        if isinstance(part, Mapping) and part.get("type") == "text":
+            shown.append(str(part.get("text", "")))
+        else:
+            shown.append("[image]")
+    return " ".join(shown)
 
 
 class Run:
@@ -329,7 +343,7 @@ class Client:
 
     async def run(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
@@ -341,14 +355,20 @@ class Client:
         ``allow``: an allowlist for this turn only (``*``, names, ``!name``), intersected with
         the client's: it can only narrow. ``settings``: model settings for this turn only
         (``{"temperature": 0, "seed": 7}``; each key given replaces the client's), checked as
-        the client's are: a :class:`ConfigurationError` before anything is sent."""
+        the client's are: a :class:`ConfigurationError` before anything is sent.
+
+        ``prompt``: a string, or text and image parts in order (:data:`Prompt`):
+        ``[{"type": "text", "text": "What is this?"}, {"type": "image", "data": png_bytes}]``
+        or ``{"type": "image", "path": "shots/login.png"}`` for a file beneath the root. The
+        engine checks every part before the turn starts; a bad one is a
+        :class:`ConfigurationError` naming it (``prompt[1].data``)."""
         return TurnResult.from_native(
             await self._native.run(prompt, _list(allow), _settings_json(settings))
         )
 
     def run_sync(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
@@ -373,14 +393,17 @@ class Client:
 
     def stream(
         self,
-        prompt: str,
+        prompt: Prompt,
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
     ) -> Run:
         """Start a turn and return its :class:`Run` handle (``allow`` and ``settings`` as in
         :meth:`run`)."""
-        return Run(self._native.stream(prompt, _list(allow), _settings_json(settings)), prompt)
+        return Run(
+            self._native.stream(prompt, _list(allow), _settings_json(settings)),
+            _prompt_text(prompt),
+        )
 
     async def run_chain(
         self,
@@ -675,6 +698,9 @@ def create_client(
     shell_env: Sequence[str] | None = None,
     sandbox: SandboxOptions | None = None,
     web_fetch_allow_private: bool | None = None,
+    tool_concurrency: Literal["read_only", "all", "none"] | None = None,
+    max_concurrent_tools: int | None = None,
+    stream_tools: bool | None = None,
     compaction: CompactionOptions | None = None,
     temperature: float | None = None,
     top_p: float | None = None,
@@ -687,6 +713,7 @@ def create_client(
     extra_body: Mapping[str, Any] | None = None,
     prompt_cache: bool | None = None,
     fallback: Sequence[FallbackModel | str] | None = None,
+    images: bool | None = None,
     on_compact: OnCompact | None = None,
     compactor: Compactor | None = None,
     hooks: Hooks | None = None,
@@ -713,7 +740,12 @@ def create_client(
 
     The turn: ``system``, ``max_turns`` (model responses per turn), and the per-turn ceilings
     ``max_tool_calls`` and ``max_turn_tokens`` (input + output tokens), which end the turn with
-    outcome ``budget``.
+    outcome ``budget``. ``tool_concurrency``: which calls of one reply run side by side
+    (``"read_only"``, the default: read-only and subagent calls, a write waits for the calls
+    before it and the calls after it wait for it; ``"all"``; ``"none"``), at most
+    ``max_concurrent_tools`` at once (default 8); gates, events' order and results keep the
+    model's order. ``stream_tools`` (default True): a call starts while the model still
+    streams, once its arguments are complete.
 
     Tools: ``root`` (file tools are confined to it), ``builtins``, ``allow``, the opt-ins
     ``background`` (True, or a host-made :class:`BackgroundShells`) and ``notebook_edit``,
@@ -741,7 +773,9 @@ def create_client(
     tool}``), ``parallel_tool_calls``, ``reasoning`` (``{"effort": "low"}`` or, on anthropic,
     ``{"budget_tokens": N}``) and ``extra_body`` (merged into the request body last). Each
     reaches the request in its style's spelling; one a style has no such thing for is a
-    ConfigurationError. ``prompt_cache``: anthropic prompt caching, on by default (False turns
+    ConfigurationError. ``images``: whether the model takes images (on by default; False refuses
+    a prompt with images and turns a tool result's images into an error result the model
+    sees). ``prompt_cache``: anthropic prompt caching, on by default (False turns
     it off).
 
     Compaction: ``compaction={"threshold_tokens": N, "keep_recent": 4, "instructions": ...}``
@@ -775,6 +809,9 @@ def create_client(
             "shell_env": list(shell_env) if shell_env is not None else None,
             "sandbox": sandbox,
             "web_fetch_allow_private": web_fetch_allow_private,
+            "tool_concurrency": tool_concurrency,
+            "max_concurrent_tools": max_concurrent_tools,
+            "stream_tools": stream_tools,
             "compaction": dict(compaction) if compaction is not None else None,
             "temperature": temperature,
             "top_p": top_p,
@@ -789,6 +826,7 @@ def create_client(
             "fallback": [f if isinstance(f, str) else dict(f) for f in fallback]
             if fallback is not None
             else None,
+            "images": images,
             **options,
         }
     )

@@ -4,6 +4,8 @@ the ``contenox`` package, which wraps it."""
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ._types import Prompt
+
 class CancelSignal:
     """A cancel signal handed to host code: ``wait_for``'s second argument and ``ctx.cancel``."""
 
@@ -73,10 +75,10 @@ class Client:
         background_shells: BackgroundShells | None = None,
     ) -> Client: ...
     def run(
-        self, prompt: str, allow: list[str] | None = None, settings: str | None = None
+        self, prompt: Prompt, allow: list[str] | None = None, settings: str | None = None
     ) -> Awaitable[dict[str, Any]]: ...
     def run_blocking(
-        self, prompt: str, allow: list[str] | None = None, settings: str | None = None
+        self, prompt: Prompt, allow: list[str] | None = None, settings: str | None = None
     ) -> dict[str, Any]: ...
     def run_chain_blocking(
         self,
@@ -88,7 +90,7 @@ class Client:
     def needs_loop(self) -> bool: ...
     def wait_idle(self, timeout: float) -> bool: ...
     def stream(
-        self, prompt: str, allow: list[str] | None = None, settings: str | None = None
+        self, prompt: Prompt, allow: list[str] | None = None, settings: str | None = None
     ) -> Run: ...
     def run_chain(
         self,

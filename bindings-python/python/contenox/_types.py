@@ -57,6 +57,43 @@ ToolChoice = Union[Literal["auto", "required", "none"], Mapping[str, str]]
 model must call. A choice that forces a call holds for the turn's first request only."""
 
 
+class TextPart(TypedDict):
+    """A prompt's text: ``{"type": "text", "text": "..."}``."""
+
+    type: Literal["text"]
+    text: str
+
+
+class _ImageDataRequired(TypedDict):
+    type: Literal["image"]
+    data: str | bytes | bytearray | memoryview
+
+
+class ImageDataPart(_ImageDataRequired, total=False):
+    """An image's bytes: ``data`` as ``bytes`` (or base64 text); ``media_type``
+    (``image/png``, ``image/jpeg``, ``image/gif``, ``image/webp``) may be left out, the engine
+    reads it from the bytes' signature (and refuses one the bytes contradict)."""
+
+    media_type: str
+
+
+class ImagePathPart(TypedDict):
+    """An image file beneath the client's root (checked when the turn starts, read for each
+    request; PNG, JPEG, GIF or WebP by its bytes, at most 3.75 MiB)."""
+
+    type: Literal["image"]
+    path: str
+
+
+PromptPart = Union[TextPart, ImageDataPart, ImagePathPart]
+"""One part of a prompt given as a list."""
+
+Prompt = Union[str, Sequence[PromptPart]]
+"""What ``run`` and ``stream`` take: a string, or text and image parts in order. A bad part
+(unknown ``type``, data that is not base64 or is empty, bytes that are not an image, a path
+outside the root) is a :class:`ConfigurationError` naming it (``prompt[1].data``)."""
+
+
 class Reasoning(TypedDict, total=False):
     """The option ``reasoning``: an ``effort`` (openai ``reasoning_effort``, anthropic
     ``thinking`` with a budget of 1024/2048/4096/8192 tokens, ollama ``think``) or, on the

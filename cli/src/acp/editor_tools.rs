@@ -107,6 +107,7 @@ impl Editor {
 }
 
 fn spec_of(name: &str) -> ToolSpec {
+    // Cannot fail: called only with the names of the engine's file builtins.
     builtin(name)
         .expect("a builtin the engine implements")
         .spec()

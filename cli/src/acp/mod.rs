@@ -24,8 +24,10 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use contenox::{Config, Image, Part, Prompt, RemoteHook};
 use futures::FutureExt;
@@ -176,13 +178,7 @@ pub async fn run(db: &Path, args: AcpArgs) -> CliResult<i32> {
     }
     // The editor is gone (or stopped talking): cancel every turn, end every session's tools,
     // and let the requests in flight answer (bounded).
-    let sessions: Vec<Arc<Session>> = agent
-        .sessions
-        .lock()
-        .expect("sessions lock")
-        .drain()
-        .map(|(_, s)| s)
-        .collect();
+    let sessions: Vec<Arc<Session>> = agent.sessions.lock().drain().map(|(_, s)| s).collect();
     for s in &sessions {
         s.cancel();
     }
@@ -274,7 +270,6 @@ impl Agent {
         let id = string(params, "sessionId")?;
         self.sessions
             .lock()
-            .expect("sessions lock")
             .get(id)
             .cloned()
             .ok_or_else(|| RpcError::new(RESOURCE_NOT_FOUND, "no active session has that id"))
@@ -282,7 +277,7 @@ impl Agent {
 
     /// Refuse a new live session past [`MAX_SESSIONS`].
     fn room_for_a_session(&self) -> Result<(), RpcError> {
-        if self.sessions.lock().expect("sessions lock").len() >= MAX_SESSIONS {
+        if self.sessions.lock().len() >= MAX_SESSIONS {
             return Err(RpcError::new(
                 INVALID_REQUEST,
                 format!("{MAX_SESSIONS} sessions are open: close one (session/close) first"),
@@ -301,19 +296,8 @@ impl Agent {
                 let Some(id) = params.get("requestId") else {
                     return;
                 };
-                let session = self
-                    .prompts
-                    .lock()
-                    .expect("prompts lock")
-                    .get(&id.to_string())
-                    .cloned();
-                let live = session.and_then(|sid| {
-                    self.sessions
-                        .lock()
-                        .expect("sessions lock")
-                        .get(&sid)
-                        .cloned()
-                });
+                let session = self.prompts.lock().get(&id.to_string()).cloned();
+                let live = session.and_then(|sid| self.sessions.lock().get(&sid).cloned());
                 if let Some(s) = live {
                     s.cancel();
                 }
@@ -347,21 +331,13 @@ impl Agent {
                 let session = Session::start(shared, new_id(), cwd, mcp, None).await?;
                 session.save_new(shared);
                 let sid = session.id.clone();
-                self.sessions
-                    .lock()
-                    .expect("sessions lock")
-                    .insert(sid.clone(), Arc::new(session));
+                self.sessions.lock().insert(sid.clone(), Arc::new(session));
                 Ok(json!({"sessionId": sid}))
             }
             "session/load" | "session/resume" => {
                 let sid = string(&params, "sessionId")?;
                 let cwd = string(&params, "cwd")?;
-                if !self
-                    .sessions
-                    .lock()
-                    .expect("sessions lock")
-                    .contains_key(sid)
-                {
+                if !self.sessions.lock().contains_key(sid) {
                     self.room_for_a_session()?;
                 }
                 let saved = shared
@@ -383,7 +359,6 @@ impl Agent {
                 let old = self
                     .sessions
                     .lock()
-                    .expect("sessions lock")
                     .insert(sid.to_string(), session.clone());
                 if let Some(old) = old {
                     old.close().await;
@@ -404,10 +379,7 @@ impl Agent {
             }
             "session/close" => {
                 let session = self.session(&params)?;
-                self.sessions
-                    .lock()
-                    .expect("sessions lock")
-                    .remove(&session.id);
+                self.sessions.lock().remove(&session.id);
                 session.close().await;
                 Ok(json!({}))
             }
@@ -415,12 +387,9 @@ impl Agent {
                 let session = self.session(&params)?;
                 let prompt = prompt_parts(params.get("prompt").unwrap_or(&Value::Null))?;
                 let key = id.to_string();
-                self.prompts
-                    .lock()
-                    .expect("prompts lock")
-                    .insert(key.clone(), session.id.clone());
+                self.prompts.lock().insert(key.clone(), session.id.clone());
                 let answer = session.prompt(shared, prompt).await;
-                self.prompts.lock().expect("prompts lock").remove(&key);
+                self.prompts.lock().remove(&key);
                 answer
             }
             other => Err(RpcError::new(
@@ -443,11 +412,7 @@ impl Agent {
                 "contenox acp: the client asked for protocol v{asked}; this agent speaks v{PROTOCOL_VERSION}"
             );
         }
-        *self
-            .shared
-            .client_capabilities
-            .lock()
-            .expect("capabilities lock") = params
+        *self.shared.client_capabilities.lock() = params
             .get("clientCapabilities")
             .cloned()
             .unwrap_or(Value::Null);

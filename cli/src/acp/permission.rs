@@ -12,9 +12,11 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 #[cfg(test)]
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use contenox::policy::shell::{self, SimpleCommand};
 use contenox::{async_trait, Answer, CancellationToken, HostError, PendingRequest, WaitFor};
@@ -211,7 +213,7 @@ impl EditorGate {
     }
 
     fn remember(&self, scopes: Vec<Scope>, allow: bool) {
-        let mut r = self.remembered.lock().expect("remembered lock");
+        let mut r = self.remembered.lock();
         for s in scopes {
             if allow {
                 r.allowed.insert(s);
@@ -333,7 +335,6 @@ impl WaitFor for EditorGate {
         let remembered = self
             .remembered
             .lock()
-            .expect("remembered lock")
             .answer(&request.name, &request.arguments);
         if let Some(answer) = remembered {
             return Ok(answer);

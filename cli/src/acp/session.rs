@@ -3,7 +3,9 @@
 //! conversation, saved after every prompt.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use contenox::{Client, ClientBuilder, Config, McpConfig, Outcome, Prompt, RunOptions, Transcript};
 use serde_json::{json, Map, Value};
@@ -143,11 +145,7 @@ impl Session {
             .build()
             .map_err(|e| RpcError::new(INTERNAL_ERROR, plain(&e)))?;
         if shared.editor_tools {
-            let caps = shared
-                .client_capabilities
-                .lock()
-                .expect("capabilities lock")
-                .clone();
+            let caps = shared.client_capabilities.lock().clone();
             let offered: Vec<String> = client.tools().into_iter().map(|t| t.name).collect();
             let has = |n: &str| offered.iter().any(|o| o == n);
             let mut offers = EditorOffers::of(&caps);
@@ -206,7 +204,7 @@ impl Session {
 
     /// Cancel the running prompt, if any.
     pub fn cancel(&self) {
-        if let Some(t) = self.turn.lock().expect("turn lock").as_ref() {
+        if let Some(t) = self.turn.lock().as_ref() {
             t.cancel();
         }
     }
@@ -222,7 +220,7 @@ impl Session {
     pub async fn prompt(&self, shared: &Shared, prompt: Prompt) -> Result<Value, RpcError> {
         let token = CancellationToken::new();
         {
-            let mut turn = self.turn.lock().expect("turn lock");
+            let mut turn = self.turn.lock();
             if turn.is_some() {
                 return Err(RpcError::new(
                     INVALID_REQUEST,
@@ -233,7 +231,7 @@ impl Session {
         }
         let outcome = self.run(shared, prompt, token).await;
         self.gate.turn_ended();
-        *self.turn.lock().expect("turn lock") = None;
+        *self.turn.lock() = None;
         self.save(shared);
         outcome
     }

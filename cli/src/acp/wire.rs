@@ -8,7 +8,8 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Mutex;
+
+use parking_lot::Mutex;
 
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
@@ -396,7 +397,7 @@ impl Peer {
     ) -> (i64, oneshot::Receiver<Result<Value, RpcError>>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.waiting.lock().expect("waiting lock").insert(id, tx);
+        self.waiting.lock().insert(id, tx);
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await;
         (id, rx)
@@ -404,7 +405,7 @@ impl Peer {
 
     /// Stop waiting for the answer to request `id` (an answer arriving later is ignored).
     pub fn forget(&self, id: i64) {
-        self.waiting.lock().expect("waiting lock").remove(&id);
+        self.waiting.lock().remove(&id);
     }
 
     /// Hand the client's answer to the request it answers; false when no request of the agent
@@ -413,7 +414,7 @@ impl Peer {
         let Some(id) = id.as_i64() else {
             return false;
         };
-        let waiting = self.waiting.lock().expect("waiting lock").remove(&id);
+        let waiting = self.waiting.lock().remove(&id);
         match waiting {
             Some(tx) => {
                 let _ = tx.send(result);

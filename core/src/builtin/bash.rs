@@ -8,8 +8,10 @@
 //! allowlisted environment that never holds the variables the host marks secret or the model API
 //! keys, its own session, and where the kernel offers them Landlock and seccomp.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -188,7 +190,7 @@ pub(crate) async fn run_foreground(
     if !pumped {
         let _ = tokio::time::timeout(DRAIN, &mut pumping).await;
     }
-    let captured = std::mem::take(&mut *capture.lock().expect("capture lock"));
+    let captured = std::mem::take(&mut *capture.lock());
     let (text, cut) = captured.finish();
     let mut meta = exit_metadata(&status);
     if let Some(Value::Object(cut)) = cut {
@@ -203,6 +205,7 @@ pub(crate) async fn run_foreground(
             content: Value::String(text),
             is_error: true,
             metadata: Some(meta),
+            images: Vec::new(),
         });
     }
     Ok(ToolOutput::text(text).with_metadata(meta))

@@ -2,8 +2,9 @@
 //! hidden and ignored files skipped, newest first, cut at `limit` (default 100) with metadata.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::SystemTime;
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
@@ -163,7 +164,7 @@ pub(crate) fn glob(
     if cancel.is_cancelled() {
         return Err("cancelled".into());
     }
-    let mut found = found.into_inner().expect("glob lock");
+    let mut found = found.into_inner();
     if found.is_empty() {
         return Ok(ToolOutput::text(format!(
             "No files matched {pattern:?} in {}",
@@ -258,9 +259,7 @@ impl ParallelVisitor for Collector<'_> {
 
 impl Drop for Collector<'_> {
     fn drop(&mut self) {
-        if let Ok(mut found) = self.found.lock() {
-            found.append(&mut self.local);
-        }
+        self.found.lock().append(&mut self.local);
     }
 }
 

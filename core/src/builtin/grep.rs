@@ -10,8 +10,9 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::SystemTime;
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -241,13 +242,13 @@ pub(crate) fn grep(
                     let mut sink = FirstMatch(false);
                     if searcher.search_file(&matcher, &file, &mut sink).is_ok() && sink.0 {
                         let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-                        files.lock().expect("grep lock").push((rel(), mtime));
+                        files.lock().push((rel(), mtime));
                     }
                 }
                 Mode::Count => {
                     let mut sink = CountLines(0);
                     if searcher.search_file(&matcher, &file, &mut sink).is_ok() && sink.0 > 0 {
-                        counts.lock().expect("grep lock").push((rel(), sink.0));
+                        counts.lock().push((rel(), sink.0));
                     }
                 }
                 Mode::Content => {
@@ -265,12 +266,7 @@ pub(crate) fn grep(
                         cut: 0,
                     };
                     if searcher.search_file(&matcher, &file, &mut sink).is_ok() && sink.total > 0 {
-                        content.lock().expect("grep lock").add(
-                            rel(),
-                            sink.lines,
-                            sink.total,
-                            sink.cut,
-                        );
+                        content.lock().add(rel(), sink.lines, sink.total, sink.cut);
                     }
                 }
             }
@@ -283,7 +279,7 @@ pub(crate) fn grep(
     let shown_dir = shown(&display_path(root.path(), target)).into_owned();
     let (entries, total, cut_lines, extra) = match a.mode {
         Mode::Files => {
-            let mut files = files.into_inner().expect("grep lock");
+            let mut files = files.into_inner();
             files.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
             let total = files.len();
             let lines: Vec<String> = files
@@ -295,7 +291,7 @@ pub(crate) fn grep(
             (lines, total, 0, None)
         }
         Mode::Count => {
-            let mut counts = counts.into_inner().expect("grep lock");
+            let mut counts = counts.into_inner();
             counts.sort();
             let total = counts.len();
             let matches: u64 = counts.iter().map(|c| c.1).sum();
@@ -308,7 +304,7 @@ pub(crate) fn grep(
             (lines, total, 0, Some(json!({"matches": matches})))
         }
         Mode::Content => {
-            let store = content.into_inner().expect("grep lock");
+            let store = content.into_inner();
             let separators = a.before > 0 || a.after > 0;
             let (lines, total, cut) = store.assemble(separators, a.offset, a.head_limit);
             (lines, total, cut, None)

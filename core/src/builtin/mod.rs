@@ -33,7 +33,7 @@ mod glob;
 mod grep;
 mod html;
 mod list;
-mod load;
+pub(crate) mod load;
 mod multi_edit;
 mod notebook;
 mod notebook_edit;

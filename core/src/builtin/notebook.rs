@@ -114,11 +114,13 @@ impl<'a> Notebook<'a> {
     pub fn format_cell(&self, cell: &Value) -> String {
         let unit = self.indent_unit();
         if unit.is_empty() && !self.text.contains('\n') {
+            // Cannot fail: a `Value` serializes (its map keys are strings).
             return serde_json::to_string(cell).expect("a cell serializes");
         }
         let mut buf = Vec::new();
         let fmt = serde_json::ser::PrettyFormatter::with_indent(unit.as_bytes());
         let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+        // Cannot fail: a `Value` serializes into memory, and serde_json writes UTF-8.
         serde::Serialize::serialize(cell, &mut ser).expect("a cell serializes");
         let pretty = String::from_utf8(buf).expect("serde_json writes UTF-8");
         let indent = self.cell_indent();

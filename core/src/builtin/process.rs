@@ -7,7 +7,9 @@
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use nix::fcntl::OFlag;
 use nix::sys::signal::{killpg, Signal};
@@ -202,7 +204,7 @@ pub(crate) async fn pump(mut output: pipe::Receiver, capture: Arc<Mutex<Capture>
     loop {
         match output.read(&mut buf).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => capture.lock().expect("capture lock").push(&buf[..n]),
+            Ok(n) => capture.lock().push(&buf[..n]),
         }
     }
 }

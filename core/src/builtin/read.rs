@@ -1,6 +1,6 @@
 //! `read`: a file's lines with numbers, a window at a time.
 
-use std::io::Read as _;
+use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::Path;
 
 use async_trait::async_trait;
@@ -12,6 +12,7 @@ use super::notebook::{render, Notebook};
 use super::path::RootDir;
 use super::{cut_chars, opt_usize, str_arg};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::transcript::{sniff_media_type, Image, MAX_IMAGE_BYTES};
 
 /// Lines returned when no `limit` is given.
 pub const DEFAULT_LIMIT: usize = 2000;
@@ -34,7 +35,8 @@ impl Tool for Read {
             "read",
             "Read a text file. Returns its lines numbered from 1, like `cat -n`. By default up to \
              2000 lines from the start; use `offset` (1-based line to start at) and `limit` to read \
-             a window of a long file. Lines longer than 2000 characters are cut. Binary files are \
+             a window of a long file. Lines longer than 2000 characters are cut. A PNG, JPEG, GIF or \
+             WebP image (up to 3.75 MiB) is returned as the image itself; other binary files are \
              refused. Jupyter notebooks (.ipynb) are shown as cells with their ids and outputs \
              (there `offset` and `limit` count cells).",
             json!({
@@ -84,7 +86,19 @@ fn read(
         let (rendered, meta) = render(&nb, offset, limit, &shown_rel)?;
         return Ok(ToolOutput::text(rendered).with_metadata(meta));
     }
-    let (file, meta) = root.open_regular(given)?;
+    let (mut file, meta) = root.open_regular(given)?;
+    // An image by its first bytes (never by its name) is returned as the image.
+    let mut magic = Vec::with_capacity(12);
+    (&mut file)
+        .take(12)
+        .read_to_end(&mut magic)
+        .map_err(|e| root.error("read", given, e))?;
+    if let Some(media_type) = sniff_media_type(&magic) {
+        return read_image(file, magic, meta.len(), media_type, &shown_rel)
+            .map_err(|e| e.or_io(|e| root.error("read", given, e)));
+    }
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| root.error("read", given, e))?;
     let window = Window {
         offset,
         limit,
@@ -93,6 +107,44 @@ fn read(
     };
     number_lines(file, meta.len(), window, &shown_rel, cancel)
         .map_err(|e| e.or_io(|e| root.error("read", given, e)))
+}
+
+/// The image file `file` (whose first bytes, `head`, are read) as a result: a line saying what
+/// it is and the cap, then the image. One over [`MAX_IMAGE_BYTES`] (as stat says, or as it
+/// grows while read) is an error result; only the cap and one byte more are ever read.
+fn read_image(
+    file: impl std::io::Read,
+    mut bytes: Vec<u8>,
+    size: u64,
+    media_type: &str,
+    shown: &str,
+) -> Result<ToolOutput, Failed> {
+    let over = |size: u64| -> Failed {
+        Failed::Tool(
+            format!(
+                "{shown}: {media_type}, {size} bytes, over the {MAX_IMAGE_BYTES} \
+                 bytes (3.75 MiB) an image may have; make a smaller copy (bash: convert, \
+                 magick) and read that"
+            )
+            .into(),
+        )
+    };
+    if size > MAX_IMAGE_BYTES {
+        return Err(over(size));
+    }
+    file.take(MAX_IMAGE_BYTES + 1 - bytes.len() as u64)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_IMAGE_BYTES {
+        return Err(over(bytes.len() as u64));
+    }
+    let image = Image::from_bytes(&bytes, Some(media_type))
+        .map_err(|e| Failed::Tool(format!("{shown}: {e}").into()))?;
+    Ok(ToolOutput::text(format!(
+        "{shown}: {media_type}, {} bytes (images up to {MAX_IMAGE_BYTES} bytes are sent); the \
+         image follows.",
+        bytes.len()
+    ))
+    .with_image(image))
 }
 
 /// Which lines to show, and how much to read for them.
@@ -366,6 +418,70 @@ mod tests {
             &CancellationToken::new(),
         )
         .map_err(|e| e.or_io(|e| ToolError::new(e.to_string())))
+    }
+
+    /// `read` of the file `name` holding `bytes`, in a fresh root.
+    fn read_file(name: &str, bytes: &[u8]) -> Result<ToolOutput, ToolError> {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join(name), bytes).unwrap();
+        super::read(
+            root.path(),
+            name,
+            1,
+            DEFAULT_LIMIT,
+            &CancellationToken::new(),
+        )
+    }
+
+    #[test]
+    fn an_image_is_returned_as_an_image_by_its_bytes_not_its_name() {
+        let png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR rest of it";
+        let jpeg = b"\xff\xd8\xff\xe0 jfif";
+        let gif = b"GIF89a\x01\x00\x01\x00";
+        let webp = b"RIFF\x10\x00\x00\x00WEBPVP8 ";
+        for (name, bytes, media_type) in [
+            ("a.txt", &png[..], "image/png"),
+            ("b", &jpeg[..], "image/jpeg"),
+            ("c.png", &gif[..], "image/gif"),
+            ("d.webp", &webp[..], "image/webp"),
+        ] {
+            let out = read_file(name, bytes).unwrap();
+            assert!(!out.is_error);
+            let text = out.content_text();
+            assert!(text.contains(media_type), "{text}");
+            assert!(text.contains(&MAX_IMAGE_BYTES.to_string()), "{text}");
+            assert_eq!(
+                out.images,
+                vec![Image::from_bytes(bytes, Some(media_type)).unwrap()],
+                "{name}"
+            );
+        }
+        // A short file and a text that merely names a type are still text.
+        let out = read_file("e.png", b"GIF8").unwrap();
+        assert!(out.images.is_empty());
+        assert_eq!(out.content_text(), "     1\tGIF8\n");
+        let out = read_file("f.png", b"RIFF1234WEBX").unwrap();
+        assert!(out.images.is_empty());
+        // Other binary files are still refused.
+        let err = read_file("g.bin", b"\x00\x01\x02 binary").unwrap_err();
+        assert!(err.message.contains("binary"), "{}", err.message);
+    }
+
+    #[test]
+    fn an_image_over_the_cap_is_an_error_naming_the_cap() {
+        let mut big = b"\x89PNG\r\n\x1a\n".to_vec();
+        big.resize(MAX_IMAGE_BYTES as usize + 1, 0);
+        let err = read_file("big.png", &big).unwrap_err();
+        assert!(
+            err.message.contains("over the 3932160 bytes"),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("image/png"), "{}", err.message);
+        // Exactly the cap is sent.
+        big.truncate(MAX_IMAGE_BYTES as usize);
+        let out = read_file("max.png", &big).unwrap();
+        assert_eq!(out.images.len(), 1);
     }
 
     fn lines_of(text: &str, offset: usize, limit: usize) -> Result<ToolOutput, ToolError> {

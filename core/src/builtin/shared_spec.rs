@@ -5,7 +5,9 @@
 //! on its variant, e.g. bash with or without background shells), so each client holds pointers.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
 
 use crate::error::Result;
 use crate::tool::{check_spec, Tool, ToolSpec};
@@ -14,7 +16,7 @@ use crate::tool::{check_spec, Tool, ToolSpec};
 pub(crate) fn shared_spec(key: &str, tool: &dyn Tool) -> Result<Arc<ToolSpec>> {
     static SPECS: OnceLock<Mutex<HashMap<String, Arc<ToolSpec>>>> = OnceLock::new();
     let specs = SPECS.get_or_init(Default::default);
-    if let Some(spec) = specs.lock().expect("spec cache lock").get(key) {
+    if let Some(spec) = specs.lock().get(key) {
         return Ok(spec.clone());
     }
     // Built outside the lock (checking a schema takes a while); a race builds it twice and
@@ -22,12 +24,7 @@ pub(crate) fn shared_spec(key: &str, tool: &dyn Tool) -> Result<Arc<ToolSpec>> {
     let spec = tool.spec();
     check_spec(&spec)?;
     let spec = Arc::new(spec);
-    Ok(specs
-        .lock()
-        .expect("spec cache lock")
-        .entry(key.to_string())
-        .or_insert(spec)
-        .clone())
+    Ok(specs.lock().entry(key.to_string()).or_insert(spec).clone())
 }
 
 #[cfg(test)]

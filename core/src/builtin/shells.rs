@@ -10,8 +10,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -77,10 +79,8 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Ok(shells) = self.shells.get_mut() {
-            for shell in shells.values() {
-                shell.kill();
-            }
+        for shell in self.shells.get_mut().values() {
+            shell.kill();
         }
     }
 }
@@ -112,7 +112,7 @@ impl BackgroundShells {
 
     /// Kill every running shell's process group. Idempotent; needs no runtime.
     pub fn close_all(&self) {
-        for shell in self.inner.shells.lock().expect("shells lock").values() {
+        for shell in self.inner.shells.lock().values() {
             shell.kill();
         }
     }
@@ -122,7 +122,6 @@ impl BackgroundShells {
         self.inner
             .shells
             .lock()
-            .expect("shells lock")
             .keys()
             .map(|n| format!("shell_{n}"))
             .collect()
@@ -135,12 +134,7 @@ impl BackgroundShells {
 
     fn get(&self, id: &str) -> Option<Arc<Shell>> {
         let n = parse_id(id)?;
-        self.inner
-            .shells
-            .lock()
-            .expect("shells lock")
-            .get(&n)
-            .cloned()
+        self.inner.shells.lock().get(&n).cloned()
     }
 
     fn unknown(&self, id: &str) -> ToolError {
@@ -176,11 +170,7 @@ impl BackgroundShells {
             state: state_rx,
             killed: AtomicBool::new(false),
         });
-        self.inner
-            .shells
-            .lock()
-            .expect("shells lock")
-            .insert(n, shell.clone());
+        self.inner.shells.lock().insert(n, shell.clone());
         let pumping = tokio::spawn(pump(spawned.output, shell.fresh.clone()));
         let mut child = spawned.child;
         let guard = spawned.guard;
@@ -252,7 +242,7 @@ impl Tool for BashOutput {
         }
         // Read the state first: output that arrives after it is left for the next call.
         let state = shell.state();
-        let fresh = std::mem::take(&mut *shell.fresh.lock().expect("capture lock"));
+        let fresh = std::mem::take(&mut *shell.fresh.lock());
         let (mut text, cut) = fresh.finish();
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');

@@ -209,6 +209,7 @@ fn style_name(style: Style) -> &'static str {
 fn schema_validator() -> &'static jsonschema::Validator {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
     VALIDATOR.get_or_init(|| {
+        // Cannot fail: SCHEMA is the crate's own document, parsed and compiled by every chain test.
         let schema: Value = serde_json::from_str(SCHEMA).expect("the chain schema is JSON");
         jsonschema::validator_for(&schema).expect("the chain schema compiles")
     })

@@ -560,6 +560,7 @@ impl ChainRun<'_> {
                 system.as_deref(),
                 task.model.as_deref(),
                 &mut spent,
+                None,
             )
             .await;
         // Counted whatever the answer: a failed request (or its compaction) still cost this.
@@ -618,6 +619,7 @@ impl ChainRun<'_> {
                 value: "no_calls_found".into(),
             });
         }
+        // Cannot fail: `matches` is true only when `pending` is Some.
         let pending = self.pending.take().expect("matched above");
         let chat_task = &chain.tasks[pending.task];
         let tasks = [chat_task, task];
@@ -665,6 +667,7 @@ impl ChainRun<'_> {
     async fn direct_call(&mut self, i: usize, cancel: &CancellationToken) -> Result<Done, Stop> {
         let chain = self.chain;
         let task = &chain.tasks[i];
+        // Cannot fail: parsing refuses a tools task without its call.
         let call = task
             .call
             .as_ref()

@@ -236,7 +236,7 @@ fn go_layout(layout: &str) -> String {
                 continue 'outer;
             }
         }
-        let c = rest.chars().next().expect("not empty");
+        let Some(c) = rest.chars().next() else { break };
         if c == '%' {
             out.push_str("%%");
         } else {

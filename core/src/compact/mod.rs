@@ -47,7 +47,9 @@ pub use split::SUMMARY_HEADER;
 pub(crate) use measure::{estimate_message, estimate_request, ContextMeasure};
 
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use futures::FutureExt;
@@ -148,10 +150,9 @@ pub(crate) struct Compaction<'a> {
 impl Compaction<'_> {
     /// The size of the next request as it stands.
     pub fn measure(&self) -> u64 {
-        let conv = self.conversation.lock().expect("conversation lock");
+        let conv = self.conversation.lock();
         self.context
             .lock()
-            .expect("context lock")
             .measure(self.system, &conv.messages, self.tools)
     }
 
@@ -162,7 +163,7 @@ impl Compaction<'_> {
         trigger: CompactTrigger,
         pre_tokens: u64,
     ) -> Result<Option<CompactNotice>, CompactFailed> {
-        let current = self.conversation.lock().expect("conversation lock").clone();
+        let current = self.conversation.lock().clone();
         let (messages, summary, usage) = match self.host_compaction(&current).await? {
             Some(t) => (t.messages, None, Usage::default()),
             None => {
@@ -179,11 +180,8 @@ impl Compaction<'_> {
             }
         };
         let post_tokens = estimate_request(self.system, &messages, self.tools);
-        self.conversation
-            .lock()
-            .expect("conversation lock")
-            .messages = messages;
-        self.context.lock().expect("context lock").reset();
+        self.conversation.lock().messages = messages;
+        self.context.lock().reset();
         let notice = CompactNotice {
             trigger,
             pre_tokens,
@@ -278,7 +276,7 @@ impl Compaction<'_> {
         let response = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return Err(CompactFailed::Cancelled),
-            r = complete_with_retry(self.backend, &body, self.retry, &quiet, 0) => r,
+            r = complete_with_retry(self.backend, &body, self.retry, &quiet, 0, None) => r,
         };
         let response = response.map_err(|f| {
             CompactFailed::Failed(format!(

@@ -41,16 +41,16 @@ const ERROR_BODY_MAX: usize = 2048;
 /// Why a connection's client last cut an answer short (a cap, a stall): rmcp reports such a
 /// stream error only as a closed transport, so the server's error message reads it from here.
 #[derive(Clone, Default)]
-pub(crate) struct LastError(Arc<std::sync::Mutex<Option<String>>>);
+pub(crate) struct LastError(Arc<parking_lot::Mutex<Option<String>>>);
 
 impl LastError {
     fn set(&self, why: String) {
-        *self.0.lock().expect("last error lock") = Some(why);
+        *self.0.lock() = Some(why);
     }
 
     /// The reason, once.
     pub fn take(&self) -> Option<String> {
-        self.0.lock().expect("last error lock").take()
+        self.0.lock().take()
     }
 }
 

@@ -2,8 +2,10 @@
 //! tools, and the refresh after `notifications/tools/list_changed`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
@@ -142,7 +144,7 @@ impl Server {
 
     /// The server's current tools.
     pub fn tools(&self) -> Vec<Arc<McpTool>> {
-        self.tools.read().expect("tools lock").clone()
+        self.tools.read().clone()
     }
 
     /// The process id of the running stdio server, if any.
@@ -160,7 +162,6 @@ impl Server {
             None => self
                 .last_stderr
                 .lock()
-                .expect("stderr lock")
                 .as_ref()
                 .map(|t| t.text())
                 .unwrap_or_default(),
@@ -188,7 +189,7 @@ impl Server {
             } => {
                 let (child, stdout, stdin) = ChildProcess::spawn(command, args, env, cwd.as_ref())
                     .map_err(|e| format!("cannot start {command:?}: {e}"))?;
-                *self.last_stderr.lock().expect("stderr lock") = Some(child.stderr.clone());
+                *self.last_stderr.lock() = Some(child.stderr.clone());
                 let started =
                     tokio::time::timeout(self.start_timeout(), handler.serve((stdout, stdin)))
                         .await;
@@ -338,7 +339,7 @@ impl Server {
     /// old ones (read outside the lock, both saw none, and the second gave every tool a `_2`
     /// name).
     fn install_tools(self: &Arc<Self>, listed: Vec<Value>) -> (Vec<String>, Vec<Arc<McpTool>>) {
-        let mut taken = self.shared.taken.lock().expect("names lock");
+        let mut taken = self.shared.taken.lock();
         let old = self.tools();
         for t in &old {
             taken.remove(&t.spec_name);
@@ -369,7 +370,7 @@ impl Server {
             .filter(|o| !fresh.iter().any(|f| f.spec_name == o.spec_name))
             .map(|o| o.spec_name.clone())
             .collect();
-        *self.tools.write().expect("tools lock") = fresh.clone();
+        *self.tools.write() = fresh.clone();
         drop(taken);
         (gone, fresh)
     }

@@ -6,8 +6,10 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -45,8 +47,8 @@ fn line_text(bytes: &[u8], cut: bool) -> String {
 
 impl StderrTail {
     fn push(&self, line: String) {
-        *self.partial.lock().expect("stderr tail lock") = None;
-        let mut lines = self.lines.lock().expect("stderr tail lock");
+        *self.partial.lock() = None;
+        let mut lines = self.lines.lock();
         if lines.len() == TAIL_LINES {
             lines.pop_front();
         }
@@ -54,14 +56,14 @@ impl StderrTail {
     }
 
     fn set_partial(&self, line: String) {
-        *self.partial.lock().expect("stderr tail lock") = Some(line);
+        *self.partial.lock() = Some(line);
     }
 
     /// The kept lines, joined; empty when the server wrote nothing.
     pub fn text(&self) -> String {
-        let lines = self.lines.lock().expect("stderr tail lock");
+        let lines = self.lines.lock();
         let mut all: Vec<String> = lines.iter().cloned().collect();
-        all.extend(self.partial.lock().expect("stderr tail lock").clone());
+        all.extend(self.partial.lock().clone());
         all.join("\n")
     }
 }
@@ -153,6 +155,7 @@ impl ChildProcess {
         cmd.process_group(0);
         crate::sandbox::tie_to_host(&mut cmd);
         let (mut child, watched) = crate::sandbox::spawn(cmd)?;
+        // Cannot fail: the command was spawned with stdin, stdout and stderr piped, taken once here.
         let stdout = child.stdout.take().expect("piped stdout");
         let stdin = child.stdin.take().expect("piped stdin");
         let stderr = child.stderr.take().expect("piped stderr");

@@ -176,11 +176,10 @@ fn restates(text: &str, structured: &Value) -> bool {
         return true;
     }
     match structured {
-        Value::Object(o) if o.len() == 1 => {
-            let only = o.values().next().expect("one value");
+        Value::Object(o) if o.len() == 1 => o.values().next().is_some_and(|only| {
             only.as_str() == Some(text)
                 || serde_json::from_str::<Value>(text).is_ok_and(|v| &v == only)
-        }
+        }),
         _ => false,
     }
 }

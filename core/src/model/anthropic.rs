@@ -236,7 +236,14 @@ impl Assembler {
                 let index = data["index"].as_u64().unwrap_or(0);
                 if let Some(pos) = self.blocks.iter().position(|(i, _)| *i == index) {
                     let (_, block) = self.blocks.remove(pos);
+                    let calls = self.calls.len();
                     self.complete(block);
+                    // A call's block is over: its arguments are complete now (unless the reply
+                    // was cut inside them: then they are not whole JSON, and the call waits for
+                    // the reply's end like any other).
+                    if let Some(call) = self.calls.get(calls).filter(|c| c.whole()) {
+                        deltas(Delta::Call(call));
+                    }
                 }
             }
             "message_delta" => {
@@ -488,6 +495,7 @@ mod tests {
         let sink = |d: Delta<'_>| match d {
             Delta::Text(t) => text.lock().unwrap().push_str(t),
             Delta::Reasoning(t) => reasoning.lock().unwrap().push_str(t),
+            Delta::Call(_) => {}
         };
         let mut asm = Assembler::default();
         for e in events {

@@ -29,6 +29,7 @@ pub(crate) struct Answered<R> {
 /// Send one request to `models[start]`, and on a failure another model may not have, to each
 /// next model in turn (a `fallback` event before each). `render(slot, backend)` renders the
 /// request for that model's style (with whatever else the caller needs from that moment).
+/// `on_call` sees each call as it streams in; a call is data, so no fallback follows one.
 pub(crate) async fn complete_with_fallback<R>(
     models: &[Model],
     start: usize,
@@ -36,12 +37,13 @@ pub(crate) async fn complete_with_fallback<R>(
     policy: &RetryPolicy,
     sink: &EventSink,
     index: u32,
+    on_call: Option<&(dyn Fn(&super::RawCall) + Send + Sync)>,
 ) -> Result<Answered<R>, RequestFailed> {
     let mut slot = start.min(models.len().saturating_sub(1));
     loop {
         let model = &models[slot];
         let (body, rendered) = render(slot, &*model.backend);
-        match complete_with_retry(&*model.backend, &body, policy, sink, index).await {
+        match complete_with_retry(&*model.backend, &body, policy, sink, index, on_call).await {
             Ok(response) => {
                 return Ok(Answered {
                     response,

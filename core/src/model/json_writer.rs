@@ -93,7 +93,7 @@ impl JsonBytes {
 
     /// Any serializable value (a JSON Schema, a number), as serde_json writes it.
     pub fn value<T: Serialize + ?Sized>(&mut self, value: &T) {
-        // Writing to memory cannot fail, and a `Value` or a struct of plain fields always
+        // Cannot fail: writing to memory cannot fail, and a `Value` or a struct of plain fields always
         // serializes (no map with keys that are not strings).
         value
             .serialize(&mut serde_json::Serializer::new(&mut *self))
@@ -151,6 +151,7 @@ fn first_escape(bytes: &[u8]) -> usize {
     let mut words = bytes.chunks_exact(8);
     let mut at = 0;
     for word in &mut words {
+        // Cannot fail: `chunks_exact(8)` yields eight bytes at a time.
         let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
         let control = w.wrapping_sub(ONES * 0x20) & !w;
         let quote = w ^ (ONES * u64::from(b'"'));

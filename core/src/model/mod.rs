@@ -30,7 +30,7 @@ mod wire_json;
 pub use list_models::{list_models, ModelInfo};
 
 pub(crate) use fallback::{complete_with_fallback, Model};
-pub(crate) use images::ResolvedImages;
+pub(crate) use images::{ImageBytes, ResolvedImages};
 pub(crate) use retry::{complete_with_retry, RequestFailed};
 
 /// Entry points for fuzz targets (cargo-fuzz): they feed arbitrary bytes through the stream
@@ -84,6 +84,14 @@ pub(crate) struct RawCall {
     pub arguments: String,
 }
 
+impl RawCall {
+    /// Its arguments are whole: empty, or one complete JSON value (not cut off mid-way).
+    pub fn whole(&self) -> bool {
+        let text = self.arguments.trim();
+        text.is_empty() || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+    }
+}
+
 /// One complete model response.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ModelResponse {
@@ -134,12 +142,16 @@ impl Failure {
 }
 
 /// A piece of a streamed answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum Delta<'a> {
     /// Answer text.
     Text(&'a str),
     /// Reasoning text (the model's thinking before or between its answer and calls).
     Reasoning(&'a str),
+    /// A call whose arguments are complete while the reply still streams (anthropic
+    /// `content_block_stop`; openai when the next call begins). Announced in the reply's order,
+    /// each once; the reply's `calls` list them again, these first.
+    Call(&'a RawCall),
 }
 
 /// Receives streamed pieces as they arrive.

@@ -58,6 +58,11 @@ pub(crate) struct Assembler {
     usage: Usage,
     finished: bool,
     stop: Option<StopReason>,
+    /// How many calls were announced complete ([`Delta::Call`]) while streaming, the first ones.
+    announced: usize,
+    /// Off once the calls came out of order or one was not whole JSON: nothing more is
+    /// announced (the reply's end gives every call as always).
+    no_more_announcing: bool,
 }
 
 /// One streamed chunk (or whole completion), read as typed borrowed fields instead of a
@@ -270,6 +275,7 @@ impl Assembler {
                     let slot = match self.calls.iter().position(|(i, _)| *i == index) {
                         Some(s) => s,
                         None => {
+                            self.announce_before(index, deltas);
                             self.calls.push((index, CallParts::default()));
                             self.calls.len() - 1
                         }
@@ -343,6 +349,28 @@ impl Assembler {
         if let Some((at, r)) = self.reasoning.take() {
             self.extra.push((at, Part::Reasoning(r)));
         }
+    }
+
+    /// A call with `index` begins: the one before it is complete (the server streams calls one
+    /// after another), so announce it, if every call before it was and it is whole JSON.
+    fn announce_before(&mut self, index: u64, deltas: DeltaSink<'_>) {
+        if self.no_more_announcing || self.announced + 1 != self.calls.len() {
+            return;
+        }
+        let Some((last, parts)) = self.calls.last() else {
+            return;
+        };
+        let call = RawCall {
+            id: parts.id.clone(),
+            name: parts.name.clone(),
+            arguments: parts.arguments.clone(),
+        };
+        if index <= *last || !call.whole() || call.name.is_empty() {
+            self.no_more_announcing = true;
+            return;
+        }
+        self.announced += 1;
+        deltas(Delta::Call(&call));
     }
 
     pub fn finish(mut self) -> ModelResponse {
@@ -492,6 +520,7 @@ mod tests {
         let sink = |d: Delta<'_>| match d {
             Delta::Text(t) => text.lock().unwrap().push_str(t),
             Delta::Reasoning(t) => reasoning.lock().unwrap().push_str(t),
+            Delta::Call(_) => {}
         };
         let mut asm = Assembler::default();
         for c in chunks {

@@ -91,8 +91,14 @@ pub(crate) async fn complete_with_retry(
     policy: &RetryPolicy,
     sink: &EventSink,
     index: u32,
+    on_call: Option<&(dyn Fn(&super::RawCall) + Send + Sync)>,
 ) -> Result<ModelResponse, RequestFailed> {
     let deltas = |delta: super::Delta<'_>| match delta {
+        super::Delta::Call(call) => {
+            if let Some(on_call) = on_call {
+                on_call(call)
+            }
+        }
         super::Delta::Text(text) => sink.emit_with(|| Event::TextDelta {
             text: text.to_string(),
             agent: Vec::new(),
@@ -160,86 +166,43 @@ pub(crate) async fn complete_with_retry(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::VecDeque;
-    use std::sync::Mutex;
     use std::time::Instant;
 
-    use async_trait::async_trait;
-
     use super::*;
-    use crate::model::{DeltaSink, ModelRequest, RequestBody};
+    use crate::model::scripted::Scripted;
+    use crate::model::RequestBody;
+    use crate::script::{ScriptEntry, ScriptError};
 
-    /// Answers each send with the next scripted result and records when each send came.
-    struct Scripted {
-        answers: Mutex<VecDeque<Result<ModelResponse, Failure>>>,
-        sent_at: Mutex<Vec<Instant>>,
-    }
-
-    impl Scripted {
-        fn new(answers: Vec<Result<ModelResponse, Failure>>) -> Self {
-            Scripted {
-                answers: Mutex::new(answers.into()),
-                sent_at: Mutex::new(Vec::new()),
-            }
-        }
-
-        /// The time between the first two sends.
-        fn gap(&self) -> Duration {
-            let at = self.sent_at.lock().unwrap();
-            at[1] - at[0]
-        }
-    }
-
-    #[async_trait]
-    impl Backend for Scripted {
-        fn body(&self, _req: &ModelRequest<'_>) -> RequestBody {
-            RequestBody::new()
-        }
-
-        async fn send(
-            &self,
-            _body: &RequestBody,
-            _deltas: DeltaSink<'_>,
-        ) -> Result<ModelResponse, Failure> {
-            self.sent_at.lock().unwrap().push(Instant::now());
-            self.answers
-                .lock()
-                .unwrap()
-                .pop_front()
-                .expect("a send past the script")
-        }
-    }
-
-    fn too_many(retry_after: Option<Duration>) -> Result<ModelResponse, Failure> {
-        Err(Failure::BeforeData {
-            status: Some(429),
-            message: "model server answered HTTP 429: slow down".into(),
-            retry_after,
-            retryable: true,
-        })
-    }
-
-    fn answer() -> Result<ModelResponse, Failure> {
-        Ok(ModelResponse {
-            text: "ok".into(),
+    /// A 429 from the scripted server, with `Retry-After` when given (in milliseconds).
+    fn too_many(retry_after_ms: Option<u64>) -> ScriptEntry {
+        ScriptEntry {
+            error: Some(ScriptError {
+                status: 429,
+                retry_after_s: retry_after_ms.map(|ms| ms as f64 / 1000.0),
+                body: Some("slow down".into()),
+            }),
             ..Default::default()
-        })
+        }
     }
 
-    /// Runs the retry loop over `backend` (bounded: a wait that ignored the policy fails here
-    /// instead of hanging), returning its result and the `retry` events' `wait_ms`.
+    /// Runs the retry loop over the scripted server (bounded: a wait that ignored the policy
+    /// fails here instead of hanging): its result, the `retry` events' `wait_ms`, and how long
+    /// it took (at least the waits: a sleep never ends early).
     async fn run(
-        backend: &Scripted,
+        script: Vec<ScriptEntry>,
         policy: &RetryPolicy,
-    ) -> (Result<ModelResponse, RequestFailed>, Vec<u64>) {
+    ) -> (Result<ModelResponse, RequestFailed>, Vec<u64>, Duration) {
+        let backend = Scripted::new(script);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let sink = EventSink::new(tx);
+        let started = Instant::now();
         let out = tokio::time::timeout(
             Duration::from_secs(20),
-            complete_with_retry(backend, &RequestBody::new(), policy, &sink, 0),
+            complete_with_retry(&backend, &RequestBody::new(), policy, &sink, 0, None),
         )
         .await
         .expect("the retry loop kept waiting past its policy");
+        let took = started.elapsed();
         drop(sink);
         let mut waits = Vec::new();
         while let Some(e) = rx.recv().await {
@@ -247,7 +210,7 @@ mod tests {
                 waits.push(wait_ms);
             }
         }
-        (out, waits)
+        (out, waits, took)
     }
 
     /// Backoff far from the Retry-After values below, so a wait that took one for the other
@@ -261,30 +224,24 @@ mod tests {
 
     #[tokio::test]
     async fn retry_after_is_the_wait() {
-        let backend = Scripted::new(vec![too_many(Some(Duration::from_millis(250))), answer()]);
-        let (out, waits) = run(&backend, &POLICY).await;
+        let (out, waits, took) =
+            run(vec![too_many(Some(250)), ScriptEntry::text("ok")], &POLICY).await;
         assert_eq!(out.unwrap().text, "ok");
         assert_eq!(waits, vec![250]);
-        // The loop slept that long before sending again (a sleep never ends early).
-        assert!(
-            backend.gap() >= Duration::from_millis(250),
-            "{:?}",
-            backend.gap()
-        );
+        assert!(took >= Duration::from_millis(250), "{took:?}");
     }
 
     #[tokio::test]
     async fn retry_after_is_capped_at_max_retry_after_ms() {
         // A server asking for an hour gets `max_retry_after_ms`.
-        let backend = Scripted::new(vec![too_many(Some(Duration::from_secs(3600))), answer()]);
-        let (out, waits) = run(&backend, &POLICY).await;
+        let (out, waits, took) = run(
+            vec![too_many(Some(3_600_000)), ScriptEntry::text("ok")],
+            &POLICY,
+        )
+        .await;
         assert_eq!(out.unwrap().text, "ok");
         assert_eq!(waits, vec![400]);
-        assert!(
-            backend.gap() >= Duration::from_millis(400),
-            "{:?}",
-            backend.gap()
-        );
+        assert!(took >= Duration::from_millis(400), "{took:?}");
     }
 
     #[tokio::test]
@@ -294,14 +251,17 @@ mod tests {
             max_backoff_ms: 150,
             ..POLICY
         };
-        let backend = Scripted::new(vec![too_many(None), too_many(None), answer()]);
-        let (out, waits) = run(&backend, &policy).await;
+        let script = vec![too_many(None), too_many(None), ScriptEntry::text("ok")];
+        let (out, waits, took) = run(script, &policy).await;
         assert_eq!(out.unwrap().text, "ok");
         // 100 ms, then 200 ms capped at 150 ms, each ±20%.
         assert_eq!(waits.len(), 2, "{waits:?}");
         assert!((80..=120).contains(&waits[0]), "{waits:?}");
         assert!((120..=180).contains(&waits[1]), "{waits:?}");
-        assert!(backend.gap() >= Duration::from_millis(waits[0]));
+        assert!(
+            took >= Duration::from_millis(waits[0] + waits[1]),
+            "{took:?}"
+        );
     }
 
     #[tokio::test]
@@ -310,13 +270,13 @@ mod tests {
             max_retries: 2,
             ..POLICY
         };
-        let backend = Scripted::new(vec![
-            too_many(Some(Duration::from_millis(1))),
-            too_many(Some(Duration::from_millis(1))),
-            too_many(Some(Duration::from_millis(1))),
-            answer(),
-        ]);
-        let (out, waits) = run(&backend, &policy).await;
+        let script = vec![
+            too_many(Some(1)),
+            too_many(Some(1)),
+            too_many(Some(1)),
+            ScriptEntry::text("ok"),
+        ];
+        let (out, waits, _) = run(script, &policy).await;
         let failed = out.unwrap_err();
         assert!(failed.message.contains("HTTP 429"), "{}", failed.message);
         assert!(
@@ -325,7 +285,6 @@ mod tests {
             failed.message
         );
         assert_eq!(waits, vec![1, 1]);
-        assert_eq!(backend.sent_at.lock().unwrap().len(), 3);
     }
 
     fn refused(status: u16, body: &str) -> Failure {

@@ -74,11 +74,9 @@ impl Backend for Scripted {
                 "the model's answer broke off before it was complete".into(),
             ));
         }
-        let calls = entry
-            .tool_calls
-            .iter()
-            .flatten()
-            .map(|c| RawCall {
+        let mut calls = Vec::new();
+        for c in entry.tool_calls.iter().flatten() {
+            let call = RawCall {
                 id: c.id.clone(),
                 name: c.name.clone(),
                 arguments: match &c.arguments {
@@ -86,8 +84,14 @@ impl Backend for Scripted {
                     Value::Null => "{}".to_string(),
                     other => other.to_string(),
                 },
-            })
-            .collect();
+            };
+            // Each call is complete as it comes, as an anthropic block's stop says.
+            deltas(super::Delta::Call(&call));
+            calls.push(call);
+            if let Some(ms) = c.pause_after_ms {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
+        }
         Ok(ModelResponse {
             paused: false,
             stop: entry.stop_reason,

@@ -83,7 +83,8 @@ pub(crate) fn args_text(c: &ToolCall) -> std::borrow::Cow<'_, str> {
             name: &c.name,
         }),
     };
-    // A `Value` (or a struct of one and a string) always serializes: its map keys are strings.
+    // Cannot fail: a `Value` (or a struct of one and a string) always serializes: its map keys
+    // are strings.
     text.expect("call arguments serialize").into()
 }
 

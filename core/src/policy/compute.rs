@@ -87,6 +87,14 @@ pub struct Spend {
 }
 
 impl Budget {
+    /// Whether the `i`-th call (from 0) of the next response runs whatever that response turns
+    /// out to spend: there is no token ceiling (the response's own tokens could reach it), and
+    /// the call is within `max_tool_calls`. What lets a call start before its reply is over.
+    pub fn may_run(&self, i: usize, ceilings: &Ceilings) -> bool {
+        let within = |max: u64| self.calls.saturating_add(i as u64 + 1) <= max;
+        ceilings.max_tokens.is_none() && ceilings.max_tool_calls.is_none_or(within)
+    }
+
     /// Account one response with `calls` tool calls and `usage`. Every call the model makes
     /// counts (denied ones too: a model looping on denials is a runaway as well); tokens count
     /// input and output. At the token ceiling no call of the response runs.

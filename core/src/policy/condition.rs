@@ -159,6 +159,7 @@ impl Condition {
         match self.op {
             Op::Eq => plain(s == self.value),
             Op::Glob => {
+                // Cannot fail: a `glob` condition is built with its compiled glob.
                 let glob = self.glob.as_ref().expect("compiled with the condition");
                 let relative = call
                     .root

@@ -21,6 +21,7 @@ pub(crate) fn to_vec(value: &Value) -> Vec<u8> {
 
 /// `value` as a `String` (see [`to_vec`]).
 pub(crate) fn to_string(value: &Value) -> String {
+    // Cannot fail: the writer copies `Value` strings (UTF-8) and writes ASCII around them.
     String::from_utf8(to_vec(value)).expect("the writer only writes UTF-8")
 }
 

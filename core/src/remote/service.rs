@@ -1,7 +1,9 @@
 //! One hook at run time: its endpoint, its state, its tools, and the probe that makes an
 //! unavailable hook's tools appear (discovery itself is the endpoint's, `endpoint.rs`).
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
 
 use tokio_util::sync::CancellationToken;
 
@@ -43,15 +45,15 @@ impl Service {
     }
 
     pub fn state(&self) -> HookState {
-        self.state.lock().expect("state lock").clone()
+        self.state.lock().clone()
     }
 
     fn set_state(&self, state: HookState) {
-        *self.state.lock().expect("state lock") = state;
+        *self.state.lock() = state;
     }
 
     pub fn tools(&self) -> Vec<Arc<RemoteTool>> {
-        self.tools.read().expect("tools lock").clone()
+        self.tools.read().clone()
     }
 
     /// Read the hook's tools (the document's operations, or the one protocol tool).
@@ -65,7 +67,7 @@ impl Service {
     /// the clients the source was registered into get the new list.
     pub fn install(self: &Arc<Self>, defs: Vec<ToolDef>) -> usize {
         let (gone, fresh) = {
-            let mut taken = self.shared().taken.lock().expect("names lock");
+            let mut taken = self.shared().taken.lock();
             let old = self.tools();
             for t in &old {
                 taken.remove(&t.name);
@@ -87,7 +89,7 @@ impl Service {
                 .filter(|o| !fresh.iter().any(|f| f.name == o.name))
                 .map(|o| o.name.clone())
                 .collect();
-            *self.tools.write().expect("tools lock") = fresh.clone();
+            *self.tools.write() = fresh.clone();
             (gone, fresh)
         };
         for client in self.shared().live_clients() {

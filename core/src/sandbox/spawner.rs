@@ -53,6 +53,7 @@ pub(crate) fn spawn(mut cmd: tokio::process::Command) -> std::io::Result<tokio::
     // A spawner that died (it never should) is replaced once.
     for _ in 0..2 {
         let tx = sender()?;
+        // Cannot fail: the job is taken once per pass and put back when the send fails.
         match tx.send(job.take().expect("job")) {
             Ok(()) => {
                 return result

@@ -53,6 +53,7 @@ impl Allowlist {
 
     /// The allowlist that allows everything (`["*"]`).
     pub fn all() -> Self {
+        // Cannot fail: `*` is a valid pattern.
         Allowlist::new(&["*"]).expect("`*` is a valid pattern")
     }
 

@@ -5,7 +5,9 @@
 //! turn. Neither holds the other strongly: a source's life is its host's business, and so is a
 //! client's.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -142,7 +144,7 @@ pub(crate) struct SourceList {
 impl SourceList {
     /// Keep `source` (once, however often it is added).
     pub fn add(&self, source: Weak<dyn ToolSource>) {
-        let mut sources = self.sources.lock().expect("sources lock");
+        let mut sources = self.sources.lock();
         sources.retain(|s| s.strong_count() > 0);
         if !sources.iter().any(|s| Weak::ptr_eq(s, &source)) {
             sources.push(source);
@@ -151,7 +153,7 @@ impl SourceList {
 
     /// The sources still alive and open.
     pub fn live(&self) -> Vec<Arc<dyn ToolSource>> {
-        let sources = self.sources.lock().expect("sources lock");
+        let sources = self.sources.lock();
         sources
             .iter()
             .filter_map(Weak::upgrade)

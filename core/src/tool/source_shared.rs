@@ -2,7 +2,9 @@
 //! of one source: its close signal, the clients it was added to, and the tool names it gave out.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use tokio_util::sync::CancellationToken;
 
@@ -30,7 +32,7 @@ impl SourceShared {
 
     /// Remember `host` (once, however often it is added).
     pub fn add_client(&self, host: &ToolHost) {
-        let mut clients = self.clients.lock().expect("clients lock");
+        let mut clients = self.clients.lock();
         clients.retain(|w| !w.is_gone());
         if !clients
             .iter()
@@ -42,7 +44,7 @@ impl SourceShared {
 
     /// The clients still alive and open.
     pub fn live_clients(&self) -> Vec<ToolHost> {
-        let mut clients = self.clients.lock().expect("clients lock");
+        let mut clients = self.clients.lock();
         clients.retain(|w| !w.is_gone());
         clients.iter().filter_map(WeakHost::upgrade).collect()
     }

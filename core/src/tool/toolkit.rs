@@ -1,6 +1,8 @@
 //! The registry of tools a client offers.
 
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::RwLock;
 
 use serde_json::Value;
 
@@ -75,7 +77,7 @@ impl Toolkit {
             spec,
             validator: OnceLock::new(),
         });
-        let mut entries = self.entries.write().expect("toolkit lock");
+        let mut entries = self.entries.write();
         match entries.iter().position(|e| e.spec.name == entry.spec.name) {
             Some(i) => entries[i] = entry,
             None => entries.push(entry),
@@ -84,7 +86,7 @@ impl Toolkit {
 
     /// Remove a tool by name; true when it was there.
     pub fn unregister(&self, name: &str) -> bool {
-        let mut entries = self.entries.write().expect("toolkit lock");
+        let mut entries = self.entries.write();
         let before = entries.len();
         entries.retain(|e| e.spec.name != name);
         entries.len() != before
@@ -92,13 +94,13 @@ impl Toolkit {
 
     /// The specs of all registered tools, allowed or not.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        let entries = self.entries.read().expect("toolkit lock");
+        let entries = self.entries.read();
         entries.iter().map(|e| ToolSpec::clone(&e.spec)).collect()
     }
 
     /// The name and the server (hook / MCP server, when it has one) of every registered tool.
     pub(crate) fn names_and_servers(&self) -> Vec<(String, Option<String>)> {
-        let entries = self.entries.read().expect("toolkit lock");
+        let entries = self.entries.read();
         entries
             .iter()
             .map(|e| (e.spec.name.clone(), e.server.clone()))
@@ -110,14 +112,14 @@ impl Toolkit {
         if !allowed(name) {
             return None;
         }
-        let entries = self.entries.read().expect("toolkit lock");
+        let entries = self.entries.read();
         entries.iter().find(|e| e.spec.name == name).cloned()
     }
 
     /// The specs the model is offered now: allowed core tools, plus `call_tool` when some allowed
     /// tool is deferred.
     pub(crate) fn offered(&self, allowed: &dyn Fn(&str) -> bool) -> Vec<Arc<ToolSpec>> {
-        let entries = self.entries.read().expect("toolkit lock");
+        let entries = self.entries.read();
         let mut offered = Vec::with_capacity(entries.len() + 1);
         let mut deferred = Vec::new();
         for e in entries.iter().filter(|e| allowed(&e.spec.name)) {
@@ -139,7 +141,7 @@ impl Toolkit {
         allowed: &dyn Fn(&str) -> bool,
     ) -> Vec<ToolSpec> {
         let q = query.to_lowercase();
-        let entries = self.entries.read().expect("toolkit lock");
+        let entries = self.entries.read();
         entries
             .iter()
             .filter(|e| e.spec.tier == Tier::Deferred && allowed(&e.spec.name))

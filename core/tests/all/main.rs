@@ -13,6 +13,7 @@ mod net_util;
 mod builtin_processes;
 mod chain_memory;
 mod compaction;
+mod concurrent_calls;
 mod errors;
 mod file_confinement;
 mod mcp_net;

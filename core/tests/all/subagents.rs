@@ -487,11 +487,13 @@ async fn cancelling_the_parent_stops_the_child_and_its_processes() {
                     id: Some("b1".into()),
                     name: "bash".into(),
                     arguments: json!({"command": "echo $$ > pid.txt; exec sleep 30"}),
+                    pause_after_ms: None,
                 },
                 contenox::ScriptCall {
                     id: Some("s1".into()),
                     name: "slow".into(),
                     arguments: json!({}),
+                    pause_after_ms: None,
                 },
             ]),
             ..Default::default()

@@ -246,9 +246,15 @@ pub fn render(
             "stop_sequence": null,
             "usage": usage_json(usage, usage.output_tokens),
         });
-        return Reply::json(StatusCode::OK, &body);
+        // The whole answer comes once the reply is complete: after its calls' pauses.
+        let held = calls.iter().filter_map(|c| c.pause_after_ms).sum();
+        return Reply {
+            pauses: vec![(0, held)],
+            ..Reply::json(StatusCode::OK, &body)
+        };
     }
 
+    let mut pauses = Vec::new();
     let mut chunks = vec![
         sse_event(
             "message_start",
@@ -336,6 +342,9 @@ pub fn render(
             "content_block_stop",
             &json!({"type": "content_block_stop", "index": index}),
         ));
+        if let Some(ms) = call.pause_after_ms {
+            pauses.push((chunks.len(), ms));
+        }
         index += 1;
     }
     chunks.push(sse_event(
@@ -351,6 +360,7 @@ pub fn render(
         headers: Vec::new(),
         chunks,
         streaming: true,
+        pauses,
     }
 }
 

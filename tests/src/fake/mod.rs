@@ -51,16 +51,19 @@ pub(crate) struct Reply {
     pub headers: Vec<(&'static str, String)>,
     pub chunks: Vec<Bytes>,
     pub streaming: bool,
+    /// Pauses in the stream: before chunk `.0`, wait `.1` ms (a call's `pause_after_ms`).
+    pub pauses: Vec<(usize, u64)>,
 }
 
 impl Reply {
-    fn json(status: StatusCode, value: &Value) -> Reply {
+    pub(crate) fn json(status: StatusCode, value: &Value) -> Reply {
         Reply {
             status,
             content_type: "application/json",
             headers: Vec::new(),
             chunks: vec![Bytes::from(value.to_string())],
             streaming: false,
+            pauses: Vec::new(),
         }
     }
 
@@ -71,6 +74,7 @@ impl Reply {
             headers: Vec::new(),
             chunks: vec![Bytes::from(text.to_string())],
             streaming: false,
+            pauses: Vec::new(),
         }
     }
 }
@@ -436,18 +440,37 @@ fn respond(reply: Reply, break_after: Option<usize>, delay: Option<Duration>) ->
         }
     }
     let delay = delay.filter(|d| !d.is_zero());
-    let body = if break_after.is_none() && delay.is_none() && !reply.streaming {
+    // Not streamed, the answer comes when the whole reply is there: after every pause.
+    let held: u64 = reply.pauses.iter().map(|(_, ms)| *ms).sum();
+    let body = if break_after.is_none() && delay.is_none() && !reply.streaming && held == 0 {
         Body::from(reply.chunks.concat())
+    } else if break_after.is_none() && delay.is_none() && !reply.streaming {
+        let whole = reply.chunks.concat();
+        Body::from_stream(futures::stream::once(async move {
+            tokio::time::sleep(Duration::from_millis(held)).await;
+            Ok::<Bytes, io::Error>(Bytes::from(whole))
+        }))
     } else {
         let chunks = match break_after {
             Some(n) => truncate(reply.chunks, n),
             None => reply.chunks,
         };
-        let data = futures::stream::iter(chunks).then(move |chunk| async move {
-            if let Some(d) = delay {
-                tokio::time::sleep(d).await;
+        let pauses = reply.pauses;
+        let data = futures::stream::iter(chunks.into_iter().enumerate()).then(move |(i, chunk)| {
+            let pause: u64 = pauses
+                .iter()
+                .filter(|(at, _)| *at == i)
+                .map(|(_, ms)| ms)
+                .sum();
+            async move {
+                if let Some(d) = delay {
+                    tokio::time::sleep(d).await;
+                }
+                if pause > 0 {
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                }
+                Ok::<Bytes, io::Error>(chunk)
             }
-            Ok::<Bytes, io::Error>(chunk)
         });
         let broken = futures::stream::iter(break_after.map(|_| ())).then(|()| async {
             tokio::time::sleep(BREAK_FLUSH_PAUSE).await;

@@ -99,5 +99,6 @@ pub fn render(
         headers: Vec::new(),
         chunks,
         streaming: true,
+        pauses: Vec::new(),
     }
 }

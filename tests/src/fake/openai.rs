@@ -112,7 +112,12 @@ pub fn render(
             "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
             "usage": usage_json(usage),
         });
-        return Reply::json(StatusCode::OK, &body);
+        // The whole answer comes once the reply is complete: after its calls' pauses.
+        let held = calls.iter().filter_map(|c| c.pause_after_ms).sum();
+        return Reply {
+            pauses: vec![(0, held)],
+            ..Reply::json(StatusCode::OK, &body)
+        };
     }
 
     let include_usage = ctx
@@ -134,6 +139,7 @@ pub fn render(
         sse_data(&c)
     };
     let mut chunks = Vec::new();
+    let mut pauses = Vec::new();
     let first_content = if text.is_empty() {
         Value::Null
     } else {
@@ -173,6 +179,10 @@ pub fn render(
             }]}),
             Value::Null,
         ));
+        // The call before this one is complete now that this one began.
+        if let Some(ms) = i.checked_sub(1).and_then(|p| calls[p].pause_after_ms) {
+            pauses.push((chunks.len(), ms));
+        }
         let args = call.arguments.to_wire_string();
         for fragment in split_fragments(&args, ARG_FRAGMENTS) {
             chunks.push(chunk(
@@ -180,6 +190,9 @@ pub fn render(
                 Value::Null,
             ));
         }
+    }
+    if let Some(ms) = calls.last().and_then(|c| c.pause_after_ms) {
+        pauses.push((chunks.len(), ms));
     }
     chunks.push(chunk(json!({}), Value::from(finish)));
     if include_usage {
@@ -199,5 +212,6 @@ pub fn render(
         headers: Vec::new(),
         chunks,
         streaming: true,
+        pauses,
     }
 }

@@ -93,6 +93,7 @@ pub fn replay_reply(style: Style, lines: &[String]) -> Reply {
         headers: Vec::new(),
         chunks,
         streaming: true,
+        pauses: Vec::new(),
     }
 }
 
@@ -120,6 +121,7 @@ pub fn error_reply(style: Style, spec: &ErrorSpec) -> Reply {
         headers,
         chunks: vec![Bytes::from(body)],
         streaming: false,
+        pauses: Vec::new(),
     }
 }
 

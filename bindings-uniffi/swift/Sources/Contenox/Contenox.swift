@@ -586,6 +586,24 @@ fileprivate struct FfiConverterString: FfiConverter {
     }
 }
 
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterData: FfiConverterRustBuffer {
+    typealias SwiftType = Data
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Data {
+        let len: Int32 = try readInt(&buf)
+        return Data(try readBytes(&buf, count: Int(len)))
+    }
+
+    public static func write(_ value: Data, into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        writeBytes(&buf, value)
+    }
+}
+
 
 
 
@@ -873,6 +891,13 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func runChain(chainJson: String, input: String, allow: [String]?, settingsJson: String?) async throws  -> TurnResult
     
     /**
+     * [`Client::run`] with a prompt of parts: text and images in order
+     * (`listOf(PromptPart.Text("What is this?"), PromptPart.Image(pngBytes, null))`). A bad
+     * part throws `ContenoxError.Config` naming it (`prompt[1].data`) before anything is sent.
+     */
+    func runParts(parts: [PromptPart], allow: [String]?, settingsJson: String?) async throws  -> TurnResult
+    
+    /**
      * Replace the approval policy: `policy` is what config `policy` takes as a string, the
      * document's JSON text or a file path (`null` removes it; `Policies.default()` gives a
      * preset). It applies from the next tool call, also within a running turn. A policy that
@@ -903,6 +928,11 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * Start a task chain on `input` and return its `Run` (as `stream`).
      */
     func streamChain(chainJson: String, input: String, allow: [String]?, settingsJson: String?) async throws  -> Run
+    
+    /**
+     * [`Client::stream`] with a prompt of parts (as [`Client::run_parts`]).
+     */
+    func streamParts(parts: [PromptPart], allow: [String]?, settingsJson: String?) async throws  -> Run
     
     /**
      * The specs of every registered tool (before allowlists).
@@ -1200,6 +1230,27 @@ open func runChain(chainJson: String, input: String, allow: [String]? = nil, set
 }
     
     /**
+     * [`Client::run`] with a prompt of parts: text and images in order
+     * (`listOf(PromptPart.Text("What is this?"), PromptPart.Image(pngBytes, null))`). A bad
+     * part throws `ContenoxError.Config` naming it (`prompt[1].data`) before anything is sent.
+     */
+open func runParts(parts: [PromptPart], allow: [String]? = nil, settingsJson: String? = nil)async throws  -> TurnResult  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_client_run_parts(
+                        self.uniffiCloneHandle(),FfiConverterSequenceTypePromptPart.lower(parts),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeTurnResult_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
      * Replace the approval policy: `policy` is what config `policy` takes as a string, the
      * document's JSON text or a file path (`null` removes it; `Policies.default()` gives a
      * preset). It applies from the next tool call, also within a running turn. A policy that
@@ -1269,6 +1320,25 @@ open func streamChain(chainJson: String, input: String, allow: [String]? = nil, 
             rustFutureFunc: {
                 uniffi_contenox_uniffi_fn_method_client_stream_chain(
                         self.uniffiCloneHandle(),FfiConverterString.lower(chainJson),FfiConverterString.lower(input),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeRun_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
+     * [`Client::stream`] with a prompt of parts (as [`Client::run_parts`]).
+     */
+open func streamParts(parts: [PromptPart], allow: [String]? = nil, settingsJson: String? = nil)async throws  -> Run  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_client_stream_parts(
+                        self.uniffiCloneHandle(),FfiConverterSequenceTypePromptPart.lower(parts),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson)
                 )
             },
             pollFunc: ffi_contenox_uniffi_rust_future_poll_u64,
@@ -5094,6 +5164,12 @@ public struct ToolOutput: Equatable, Hashable {
      * as JSON text.
      */
     public var metadataJson: String?
+    /**
+     * The images the model sees after the text (`read` of an image file), as the engine's
+     * JSON text (`[{"media_type", "data"}]`, base64); kept when `afterTool` returns a copy of
+     * the result it was given.
+     */
+    public var imagesJson: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -5107,10 +5183,16 @@ public struct ToolOutput: Equatable, Hashable {
         /**
          * Facts about the result that are not the result itself (`truncated`, `nextOffset`...),
          * as JSON text.
-         */metadataJson: String? = nil) {
+         */metadataJson: String? = nil, 
+        /**
+         * The images the model sees after the text (`read` of an image file), as the engine's
+         * JSON text (`[{"media_type", "data"}]`, base64); kept when `afterTool` returns a copy of
+         * the result it was given.
+         */imagesJson: String? = nil) {
         self.content = content
         self.isError = isError
         self.metadataJson = metadataJson
+        self.imagesJson = imagesJson
     }
 
     
@@ -5131,7 +5213,8 @@ public struct FfiConverterTypeToolOutput: FfiConverterRustBuffer {
             try ToolOutput(
                 content: FfiConverterString.read(from: &buf), 
                 isError: FfiConverterBool.read(from: &buf), 
-                metadataJson: FfiConverterOptionString.read(from: &buf)
+                metadataJson: FfiConverterOptionString.read(from: &buf), 
+                imagesJson: FfiConverterOptionString.read(from: &buf)
         )
     }
 
@@ -5139,6 +5222,7 @@ public struct FfiConverterTypeToolOutput: FfiConverterRustBuffer {
         FfiConverterString.write(value.content, into: &buf)
         FfiConverterBool.write(value.isError, into: &buf)
         FfiConverterOptionString.write(value.metadataJson, into: &buf)
+        FfiConverterOptionString.write(value.imagesJson, into: &buf)
     }
 }
 
@@ -7242,6 +7326,117 @@ public func FfiConverterTypeOutcome_lower(_ value: Outcome) -> RustBuffer {
 
 
 
+/**
+ * One part of a prompt. Kotlin: `PromptPart.Text("...")`, `PromptPart.Image(bytes, null)`,
+ * `PromptPart.ImagePath("shots/login.png")`; Swift: `.text(text:)`, `.image(data:mediaType:)`,
+ * `.imagePath(path:)`.
+ */
+
+public enum PromptPart: Equatable, Hashable {
+    
+    /**
+     * Text.
+     */
+    case text(
+        /**
+         * The text.
+         */text: String
+    )
+    /**
+     * An image's bytes (`ByteArray` / `Data`). `media_type` (`image/png`, `image/jpeg`,
+     * `image/gif`, `image/webp`) may be null: the engine reads it from the bytes' signature.
+     */
+    case image(
+        /**
+         * The image's bytes.
+         */data: Data, 
+        /**
+         * Its media type, or null to read it from the bytes.
+         */mediaType: String?
+    )
+    /**
+     * An image file beneath the client's root: checked when the turn starts and read for each
+     * request (PNG, JPEG, GIF or WebP by its bytes, at most 3.75 MiB).
+     */
+    case imagePath(
+        /**
+         * The path, relative to the root.
+         */path: String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension PromptPart: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePromptPart: FfiConverterRustBuffer {
+    typealias SwiftType = PromptPart
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PromptPart {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .text(text: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 2: return .image(data: try FfiConverterData.read(from: &buf), mediaType: try FfiConverterOptionString.read(from: &buf)
+        )
+        
+        case 3: return .imagePath(path: try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: PromptPart, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .text(text):
+            writeInt(&buf, Int32(1))
+            FfiConverterString.write(text, into: &buf)
+            
+        
+        case let .image(data,mediaType):
+            writeInt(&buf, Int32(2))
+            FfiConverterData.write(data, into: &buf)
+            FfiConverterOptionString.write(mediaType, into: &buf)
+            
+        
+        case let .imagePath(path):
+            writeInt(&buf, Int32(3))
+            FfiConverterString.write(path, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePromptPart_lift(_ buf: RustBuffer) throws -> PromptPart {
+    return try FfiConverterTypePromptPart.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePromptPart_lower(_ value: PromptPart) -> RustBuffer {
+    return FfiConverterTypePromptPart.lower(value)
+}
+
+
+
 
 public enum ServerState: Equatable, Hashable {
     
@@ -8197,6 +8392,31 @@ fileprivate struct FfiConverterSequenceTypeMessage: FfiConverterRustBuffer {
         return seq
     }
 }
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypePromptPart: FfiConverterRustBuffer {
+    typealias SwiftType = [PromptPart]
+
+    public static func write(_ value: [PromptPart], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypePromptPart.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [PromptPart] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [PromptPart]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypePromptPart.read(from: &buf))
+        }
+        return seq
+    }
+}
 private let UNIFFI_RUST_FUTURE_POLL_READY: Int8 = 0
 private let UNIFFI_RUST_FUTURE_POLL_WAKE: Int8 = 1
 
@@ -8498,6 +8718,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_client_run_chain() != 4985) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_contenox_uniffi_checksum_method_client_run_parts() != 44608) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_contenox_uniffi_checksum_method_client_set_policy() != 24331) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -8511,6 +8734,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_stream_chain() != 11480) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_stream_parts() != 54731) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_tools() != 46900) {

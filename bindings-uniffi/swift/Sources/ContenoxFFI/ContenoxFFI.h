@@ -440,6 +440,11 @@ uint64_t uniffi_contenox_uniffi_fn_method_client_run(uint64_t ptr, RustBuffer pr
 uint64_t uniffi_contenox_uniffi_fn_method_client_run_chain(uint64_t ptr, RustBuffer chain_json, RustBuffer input, RustBuffer allow, RustBuffer settings_json
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN_PARTS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN_PARTS
+uint64_t uniffi_contenox_uniffi_fn_method_client_run_parts(uint64_t ptr, RustBuffer parts, RustBuffer allow, RustBuffer settings_json
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_SET_POLICY
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_SET_POLICY
 void uniffi_contenox_uniffi_fn_method_client_set_policy(uint64_t ptr, RustBuffer policy, RustCallStatus *_Nonnull out_status
@@ -463,6 +468,11 @@ uint64_t uniffi_contenox_uniffi_fn_method_client_stream(uint64_t ptr, RustBuffer
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM_CHAIN
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM_CHAIN
 uint64_t uniffi_contenox_uniffi_fn_method_client_stream_chain(uint64_t ptr, RustBuffer chain_json, RustBuffer input, RustBuffer allow, RustBuffer settings_json
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM_PARTS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM_PARTS
+uint64_t uniffi_contenox_uniffi_fn_method_client_stream_parts(uint64_t ptr, RustBuffer parts, RustBuffer allow, RustBuffer settings_json
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_TOOLS
@@ -1275,6 +1285,12 @@ uint16_t uniffi_contenox_uniffi_checksum_method_client_run_chain(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_RUN_PARTS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_RUN_PARTS
+uint16_t uniffi_contenox_uniffi_checksum_method_client_run_parts(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_SET_POLICY
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_SET_POLICY
 uint16_t uniffi_contenox_uniffi_checksum_method_client_set_policy(void
@@ -1302,6 +1318,12 @@ uint16_t uniffi_contenox_uniffi_checksum_method_client_stream(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_STREAM_CHAIN
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_STREAM_CHAIN
 uint16_t uniffi_contenox_uniffi_checksum_method_client_stream_chain(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_STREAM_PARTS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_STREAM_PARTS
+uint16_t uniffi_contenox_uniffi_checksum_method_client_stream_parts(void
     
 );
 #endif

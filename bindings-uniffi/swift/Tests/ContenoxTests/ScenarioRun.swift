@@ -19,6 +19,10 @@ final class ScenarioRun: @unchecked Sendable {
     private var subagents: [Client] = []
     private var compactions: [String] = []
     private var aborted = false
+    /// What the run's `rendezvous` tools share (README): the calls running now, and the meetings
+    /// so far (a call that finds `count` running releases every call running then).
+    private var meetingRunning = 0
+    private var meetingEpoch = 0
     /// The scenario's `subagents`, built before the scenario's client and shut down after it.
     private let subagentSpecs: [JSON]
     private var server: FakeServer?
@@ -136,8 +140,14 @@ final class ScenarioRun: @unchecked Sendable {
                     break
                 }
             } else {
+                // Extension `prompt_parts`: the first prompt as parts, image data as Data.
+                let parts = i == 0 ? scenario["prompt_parts"]?.array.map(swiftParts) : nil
                 do {
-                    run = try await current.stream(prompt: prompt, settingsJson: settings)
+                    if let parts {
+                        run = try await current.streamParts(parts: parts, settingsJson: settings)
+                    } else {
+                        run = try await current.stream(prompt: prompt, settingsJson: settings)
+                    }
                 } catch let error as ContenoxError {
                     release()
                     return try await refused(error)
@@ -338,6 +348,28 @@ final class ScenarioRun: @unchecked Sendable {
             tier: t["tier"]?.string == "deferred" ? .deferred : .core)
     }
 
+    private func rendezvous(_ args: JSON) async throws -> String {
+        let count = args["count"]?.int ?? 1
+        let deadline = Date().addingTimeInterval(Double(args["timeout_ms"]?.int ?? 5000) / 1000)
+        let (entered, seen): (Int, Int) = locked {
+            meetingRunning += 1
+            let e = meetingEpoch
+            if meetingRunning >= count { meetingEpoch += 1 }
+            return (e, meetingRunning)
+        }
+        defer { locked { meetingRunning -= 1 } }
+        let over = args["max"]?.int.map { seen > $0 ? "; over max: \(seen) running" : "" } ?? ""
+        while true {
+            let (now, epoch): (Int, Int) = locked { (meetingRunning, meetingEpoch) }
+            if epoch > entered {
+                try await Task.sleep(nanoseconds: UInt64(max(0, args["hold_ms"]?.int ?? 0)) * 1_000_000)
+                return "met \(count)\(over)"
+            }
+            if Date() >= deadline { return "timed out with \(now) running\(over)" }
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+    }
+
     private func echoTool(_ name: String, _ spec: ToolSpec?) -> HostTool {
         hostTool(spec ?? ToolSpec(name: name, description: "Echo the arguments.", inputSchemaJson: "{\"type\":\"object\"}",
                                   hints: Hints(), tier: .core)) { args, _ in
@@ -360,6 +392,10 @@ final class ScenarioRun: @unchecked Sendable {
                 let ms = (try? JSON.parse(args))?["ms"]?.int ?? 0
                 try await Task.sleep(nanoseconds: UInt64(max(0, ms)) * 1_000_000)
                 return ToolOutput(content: "slept", isError: false, metadataJson: nil)
+            }
+        case "rendezvous":
+            return hostTool(spec) { args, _ in
+                ToolOutput(content: try await self.rendezvous((try? JSON.parse(args)) ?? .null), isError: false, metadataJson: nil)
             }
         case "register":
             // (holds the run: the cycle ends when the run releases its clients)
@@ -541,4 +577,15 @@ final class FakeServer: @unchecked Sendable {
     }
 
     func stop() async { await child.stop() }
+}
+
+/// A scenario's `prompt_parts` as a Swift host writes them: image data as `Data`.
+private func swiftParts(_ parts: [JSON]) -> [PromptPart] {
+    parts.map { p in
+        if p["type"]?.string == "text" { return .text(text: p["text"]?.string ?? "") }
+        if let data = p["data"]?.string {
+            return .image(data: Data(base64Encoded: data) ?? Data(), mediaType: p["media_type"]?.string)
+        }
+        return .imagePath(path: p["path"]?.string ?? "")
+    }
 }

@@ -135,7 +135,7 @@ impl<'a> Bound<'a> {
     /// Close the open elements from the innermost down to index `at`, one end tag each.
     fn close_to(&mut self, at: usize) {
         while self.open.len() > at {
-            let name = self.open.pop().expect("non-empty");
+            let Some(name) = self.open.pop() else { break };
             if is_foreign_root(&name) {
                 self.foreign -= 1;
             }

@@ -332,6 +332,44 @@ class BindingTest {
     }
 
     @Test
+    fun `an image read by read reaches the model and survives an afterTool copy`() = runBlocking<Unit> {
+        // A GIF named .png: read knows it by its bytes.
+        val gif = byteArrayOf(
+            0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 1, 0, 1, 0, 0, 0, 0, 0x2c, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 0, 0x3b,
+        )
+        Files.write(root.resolve("shot.png"), gif)
+        var seen: String? = null
+        val hooks = object : Hooks {
+            override suspend fun beforeTool(call: ToolCallEvent): Decision = Decision.Allow
+            override suspend fun afterTool(call: ToolCallEvent, result: ToolOutput): ToolOutput? {
+                seen = result.imagesJson
+                return result.copy(metadataJson = """{"seen":true}""")
+            }
+        }
+        val cfg = config(
+            calls(call("c1", "read", JSONObject().put("path", "shot.png"))),
+            text("a pixel"),
+            extra = JSONObject().put("builtins", JSONArray(listOf("read"))),
+        )
+        Client(cfg, emptyList(), hooks).use { client ->
+            val result = client.run("look")
+            assertEquals("a pixel", result.finalText)
+            val b64 = java.util.Base64.getEncoder().encodeToString(gif)
+            assertTrue(seen?.contains(b64) == true, "afterTool saw $seen")
+            val saved = result.transcript.toJson()
+            assertTrue(saved.contains(b64) && saved.contains("image/gif"), saved)
+            assertTrue(saved.contains("seen"), saved)
+        }
+        // A prompt of parts: bytes that are not an image are refused, naming the part.
+        Client(config(text("never"))).use { client ->
+            val e = assertThrows<ContenoxException.Config> {
+                runBlocking { client.runParts(listOf(PromptPart.Text("x"), PromptPart.Image("hello".toByteArray(), null))) }
+            }
+            assertTrue(e.message!!.contains("prompt[1].data"), e.message)
+        }
+    }
+
+    @Test
     fun `transcripts are saved as JSON and loaded into a new client`() = runBlocking {
         val first = Client(config(text("one")))
         val saved = first.use { it.run("first prompt").transcript.toJson() }

@@ -116,6 +116,7 @@ private class ScenarioRun(
     private val root: Path = Files.createDirectories(workdir.resolve("root"))
     private val answers = ConcurrentLinkedQueue<Any>()
     private var client: Client? = null
+    private val meeting = Meeting()
     /** The scenario's `subagents`, built before the scenario's client and shut down after it. */
     private val subagentSpecs = scenario.optJSONArray("subagents")?.map { it as JSONObject } ?: emptyList()
     private val subagents = mutableListOf<Client>()
@@ -180,9 +181,12 @@ private class ScenarioRun(
                 // Extension `run_settings`: the first prompt's run has its own model settings; a
                 // refusal of them is the trace's config_error.
                 val settings = if (i == 0) scenario.optJSONObject("run_settings")?.toString() else null
+                // Extension `prompt_parts`: the first prompt as parts, image data as a ByteArray.
+                val parts = if (i == 0) scenario.optJSONArray("prompt_parts")?.let(::kotlinParts) else null
                 val run = if (chain == null) {
                     try {
-                        current.stream(prompt, null, settings)
+                        if (parts == null) current.stream(prompt, null, settings)
+                        else current.streamParts(parts, null, settings)
                     } catch (e: ContenoxException.Config) {
                         release()
                         return refused(e)
@@ -425,6 +429,7 @@ private class ScenarioRun(
                 delay(JSONObject(args).optLong("ms", 0))
                 ToolOutput("slept", false, null)
             }
+            "rendezvous" -> hostTool(spec) { args, _ -> ToolOutput(meeting.rendezvous(JSONObject(args)), false, null) }
             "register" -> hostTool(spec) { args, _ ->
                 val name = JSONObject(args).getString("name")
                 val c = client ?: error("the client is not built yet")
@@ -472,6 +477,40 @@ private fun canonicalJson(v: Any?): String = when (v) {
     is Boolean -> v.toString()
     is Number -> JSONObject.numberToString(v)
     else -> error("not JSON: $v")
+}
+
+/**
+ * What the run's `rendezvous` tools share (README): the calls running now, and the meetings so
+ * far (a call that finds `count` running releases every call running then).
+ */
+private class Meeting {
+    private var running = 0L
+    private var epoch = 0L
+
+    suspend fun rendezvous(args: JSONObject): String {
+        val count = args.optLong("count", 1)
+        val deadline = System.nanoTime() + args.optLong("timeout_ms", 5000) * 1_000_000
+        val (entered, seen) = synchronized(this) {
+            running += 1
+            val e = epoch
+            if (running >= count) epoch += 1
+            e to running
+        }
+        val over = if (args.has("max") && seen > args.getLong("max")) "; over max: $seen running" else ""
+        try {
+            while (true) {
+                val (now, ep) = synchronized(this) { running to epoch }
+                if (ep > entered) {
+                    delay(args.optLong("hold_ms", 0))
+                    return "met $count$over"
+                }
+                if (System.nanoTime() >= deadline) return "timed out with $now running$over"
+                delay(5)
+            }
+        } finally {
+            synchronized(this) { running -= 1 }
+        }
+    }
 }
 
 private class RuleHooks(scenario: JSONObject) : Hooks {
@@ -735,5 +774,18 @@ private class FakeServer(private val process: Process, val port: Int) {
                 throw e
             }
         }
+    }
+}
+
+/** A scenario's `prompt_parts` as a Kotlin host writes them: image data as a ByteArray. */
+private fun kotlinParts(parts: JSONArray): List<PromptPart> = (0 until parts.length()).map { i ->
+    val p = parts.getJSONObject(i)
+    when {
+        p.optString("type") == "text" -> PromptPart.Text(p.getString("text"))
+        p.has("data") -> PromptPart.Image(
+            java.util.Base64.getDecoder().decode(p.getString("data")),
+            if (p.has("media_type")) p.getString("media_type") else null,
+        )
+        else -> PromptPart.ImagePath(p.getString("path"))
     }
 }

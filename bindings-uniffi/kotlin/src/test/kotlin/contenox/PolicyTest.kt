@@ -208,11 +208,19 @@ class PolicyTest {
             .put("shell_env", JSONArray().put("LANG").put("MODE=test"))
             .put("sandbox", JSONObject().put("network", false).put("writable", JSONArray().put("/var/cache/build")))
             .put("web_fetch_allow_private", true)
+            .put("tool_concurrency", "all")
+            .put("max_concurrent_tools", 2)
+            .put("stream_tools", false)
         client(JSONObject().put("text", "x"), extra = fine).use { c ->
             val cfg = JSONObject(c.configJson())
             assertEquals(1000, cfg.getInt("request_timeout_ms"))
             assertFalse(cfg.getJSONObject("sandbox").getBoolean("network"))
             assertTrue(cfg.getBoolean("web_fetch_allow_private"))
+            assertEquals("all", cfg.getString("tool_concurrency"))
+            assertEquals(2, cfg.getInt("max_concurrent_tools"))
+            assertFalse(cfg.getBoolean("stream_tools"))
         }
+        assertEquals("max_concurrent_tools", refused(JSONObject().put("max_concurrent_tools", 0)).option)
+        assertEquals("tool_concurrency", refused(JSONObject().put("tool_concurrency", "sometimes")).option)
     }
 }
