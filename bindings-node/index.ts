@@ -41,6 +41,7 @@
 export type {
   ClientOptions,
   Effort,
+  FallbackModel,
   ModelSettings,
   Reasoning,
   RetryPolicy,

@@ -29,13 +29,20 @@ export type Event =
   | { type: 'tool_result'; callId: string; name: string; content: string; isError: boolean; metadata?: unknown; usage?: Usage; agent?: string[] }
   | { type: 'progress'; callId: string; name: string; data: unknown; agent?: string[] }
   | { type: 'todos'; todos: unknown; agent?: string[] }
-  | { type: 'usage'; usage: Usage; agent?: string[] }
+  /** `model`: the model that answered (the config's, a chain task's, or the fallback the turn moved to). */
+  | { type: 'usage'; usage: Usage; model?: string; agent?: string[] }
   /** The older part of the conversation was replaced by one summary (see `CompactNotice`). */
   | { type: 'compact'; trigger: 'auto' | 'manual'; preTokens: number; postTokens: number; summary?: string; usage?: Usage; agent?: string[] }
   /** A model reply stopped short of a full answer (refused, filtered, cut at max tokens); the turn ends after it. */
   | { type: 'stop'; reason: StopReason; agent?: string[] }
   /** A failed request that will be retried (core: `wait_ms`). */
   | { type: 'retry'; attempt: number; status?: number; error: string; waitMs: number; agent?: string[] }
+  /**
+   * The model failed after its retries (overload, rate limit, server error, failed connection,
+   * timeout, before any byte of an answer): the request goes to the next `fallback` model, which
+   * answers the rest of the turn.
+   */
+  | { type: 'fallback'; fromModel: string; toModel: string; status?: number; error: string; agent?: string[] }
   /** A task of a chain starts (`client.runChain`). */
   | { type: 'chain_task_start'; taskId: string; handler: string }
   /**

@@ -96,10 +96,32 @@ export interface ModelSettings {
   extraBody?: Record<string, unknown>
 }
 
+/**
+ * An entry of `fallback`: a model tried when the one before it fails after its retries
+ * (overload, rate limit, server error, failed connection, timeout). `model` is required; `style`
+ * defaults to the client's. An entry of the client's style without `baseUrl` uses the client's
+ * server, key and headers; any other entry only what it gives (`apiKey`, or `apiKeyEnv`: the
+ * environment variable holding it).
+ */
+export interface FallbackModel {
+  style?: 'openai' | 'anthropic' | 'ollama'
+  baseUrl?: string
+  model: string
+  apiKey?: string
+  apiKeyEnv?: string
+  /** Passed through as they are. */
+  headers?: Record<string, string>
+}
+
 /** Everything `createClient` takes. Every key but `compactor` and the last four maps to core's `Config`. */
 export interface ClientOptions extends ModelSettings {
   /** Anthropic prompt caching: `cache_control` breakpoints, on by default; `false` turns it off. */
   promptCache?: boolean
+  /**
+   * Models tried in order when the model fails after its retries (see `FallbackModel`); a string
+   * is a model name on the same server.
+   */
+  fallback?: (FallbackModel | string)[]
   /**
    * Whether the model takes images (on by default). `false` refuses a prompt with images
    * (ConfigurationError) and turns a tool result's images into an error result the model sees.

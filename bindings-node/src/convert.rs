@@ -88,6 +88,7 @@ const NESTED: &[(&str, &[&str])] = &[
     ("tool", &[]),
     ("compaction", &[]),
     ("reasoning", &[]),
+    ("fallback", &[]),
 ];
 
 /// The options of `createClient` (without the host callbacks) in core's vocabulary. Core checks
@@ -96,7 +97,14 @@ pub fn config_from_js(options: Value) -> Value {
     rename_tree(
         options,
         snake,
-        &nested_of(&["retry", "script", "sandbox", "compaction", "reasoning"]),
+        &nested_of(&[
+            "retry",
+            "script",
+            "sandbox",
+            "compaction",
+            "reasoning",
+            "fallback",
+        ]),
     )
 }
 
@@ -346,6 +354,21 @@ mod tests {
             "extra_body": {"top_k": 3, "someVendor": {"innerKey": 1}}, "stop": ["camelCase"]});
         assert_eq!(settings_from_js(given.clone()), want);
         assert_eq!(config_from_js(given), want);
+    }
+
+    #[test]
+    fn fallback_entries_rename_their_keys_but_not_their_headers() {
+        let v = config_from_js(json!({
+            "fallback": [{"style": "openai", "baseUrl": "u", "model": "m", "apiKeyEnv": "K",
+                          "headers": {"X-Api-Key": "k", "someHeader": "v"}}, "modelName"]
+        }));
+        assert_eq!(
+            v,
+            json!({"fallback": [{"style": "openai", "base_url": "u", "model": "m",
+                                 "api_key_env": "K",
+                                 "headers": {"X-Api-Key": "k", "someHeader": "v"}},
+                                "modelName"]})
+        );
     }
 
     #[test]

@@ -521,6 +521,14 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
             await remote.start(path, scenario["remote"])
         answers = collections.deque(scenario.get("wait_for") or [])
         current: list[contenox.Client] = []
+        # A `fallback` entry of another style without a base URL talks to the fake server too
+        # (it serves every style's chat endpoint).
+        config["fallback"] = [
+            {"base_url": server.base_url(f["style"]), **f}
+            if isinstance(f, dict) and f.get("style", style) != style
+            else f
+            for f in config.get("fallback") or []
+        ] or config.get("fallback")
         common = {
             "style": style,
             "base_url": server.base_url(style),

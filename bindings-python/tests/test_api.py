@@ -1137,3 +1137,28 @@ async def test_a_reply_that_stops_short_says_why() -> None:
     assert result.stop_reason == "max_tokens"
     assert "not executed" in results(result)[0]["content"]
     assert (await client.run("again")).stop_reason is None
+
+
+def test_fallback_entries_are_checked_at_creation_and_the_event_reads() -> None:
+    with pytest.raises(contenox.ConfigurationError, match=r"fallback\[1\]\.model: is missing"):
+        contenox.create_client(
+            style="openai",
+            model="m",
+            base_url="http://127.0.0.1:9/v1",
+            fallback=[{"model": "second"}, {"style": "anthropic"}],
+        )
+    contenox.create_client(
+        style="openai",
+        model="m",
+        base_url="http://127.0.0.1:9/v1",
+        fallback=[{"model": "two"}, "three"],
+    ).close()
+    from contenox import events
+
+    e = events.event_from_dict(
+        {"type": "fallback", "from_model": "a", "to_model": "b", "status": 529, "error": "x"}
+    )
+    assert isinstance(e, events.Fallback)
+    assert (e.from_model, e.to_model, e.status, e.error) == ("a", "b", 529, "x")
+    u = events.event_from_dict({"type": "usage", "usage": {"input_tokens": 1}, "model": "b"})
+    assert isinstance(u, events.UsageEvent) and u.model == "b"

@@ -196,6 +196,10 @@ pub enum Event {
     Usage {
         /// Tokens read and written by that response.
         usage: contenox::Usage,
+        /// The model that answered (the config's, a chain task's, or the `fallback` model the
+        /// turn moved to).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
         /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
         /// own.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -243,6 +247,24 @@ pub enum Event {
         error: String,
         /// How long the engine waits before the next attempt.
         wait_ms: u64,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
+    },
+    /// The model failed after its retries (overload, rate limit, server error, failed
+    /// connection, timeout, before any byte of an answer): the request goes to the next
+    /// `fallback` model, which answers the rest of the turn.
+    Fallback {
+        /// The model that failed.
+        from_model: String,
+        /// The model the request goes to now.
+        to_model: String,
+        /// Its HTTP status, when there was one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        /// What went wrong.
+        error: String,
         /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
         /// own.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]

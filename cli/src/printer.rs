@@ -201,6 +201,19 @@ impl Printer {
                 status.map(|s| format!("HTTP {s}: ")).unwrap_or_default(),
                 clean_line(&cut_chars(error, 160))
             )),
+            Event::Fallback {
+                from_model,
+                to_model,
+                status,
+                error,
+                ..
+            } => self.note(&format!(
+                "[model] {} failed ({}{}); falling back to {}",
+                clean_line(from_model),
+                status.map(|s| format!("HTTP {s}: ")).unwrap_or_default(),
+                clean_line(&cut_chars(error, 160)),
+                clean_line(to_model)
+            )),
             Event::Compact {
                 pre_tokens,
                 post_tokens,

@@ -15,7 +15,7 @@ use crate::error::{ConfigError, Error, Result};
 use crate::event::{CompactTrigger, TurnResult};
 use crate::gate::{Hooks, WaitFor};
 use crate::image_file::check_prompt_paths;
-use crate::model::{backend_for, list_models, ModelInfo};
+use crate::model::{backend_for, list_models, Model, ModelInfo};
 use crate::policy::{check_backend, Policy};
 use crate::prompt::Prompt;
 use crate::run::{Run, RunOptions};
@@ -613,6 +613,17 @@ impl ClientBuilder {
             check_backend(p, &config)?;
         }
         let backend = backend_for(&config).map_err(option(""))?;
+        let mut fallbacks = Vec::with_capacity(config.fallback.len());
+        for i in 0..config.fallback.len() {
+            let Some(entry) = config.fallback_config(i) else {
+                continue;
+            };
+            let at = format!("fallback[{i}]");
+            fallbacks.push(Model {
+                name: entry.model_name().to_string(),
+                backend: backend_for(&entry).map_err(|e| e.for_option(&at).spelled(spelling))?,
+            });
+        }
         let toolkit = Toolkit::default();
         let mut opt_ins = self.opt_ins;
         let owns_shells = opt_ins.shells.is_none();
@@ -632,10 +643,13 @@ impl ClientBuilder {
                 secret_env.push(k.to_string());
             }
         }
+        // The variables fallback keys are read from are as secret as the styles' own.
+        secret_env.extend(config.fallback.iter().filter_map(|f| f.api_key_env.clone()));
         Ok(Client {
             state: Arc::new(ClientState::new(Parts {
                 config,
                 backend,
+                fallbacks,
                 toolkit,
                 allow,
                 hooks: self.hooks,

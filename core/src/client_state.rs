@@ -3,7 +3,7 @@
 //! client type; tool sources see it only as a [`ToolHost`](crate::ToolHost).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::event::Usage;
 use crate::gate::{Hooks, WaitFor};
-use crate::model::Backend;
+use crate::model::{Backend, Model};
 use crate::policy::Policy;
 use crate::settings::TurnSettings;
 use crate::spelling::Spelling;
@@ -28,7 +28,11 @@ use crate::transcript::{Message, Transcript};
 /// and the client itself use.
 pub(crate) struct ClientState {
     config: Config,
-    backend: Arc<dyn Backend>,
+    /// The config's model (slot 0), then its `fallback` models in order.
+    models: Vec<Model>,
+    /// The slot of the model the running turn sends its requests to: 0 when a turn starts;
+    /// a fallback moves it on for the rest of that turn.
+    model_at: AtomicUsize,
     toolkit: Toolkit,
     allow: Allowlist,
     hooks: Option<Arc<dyn Hooks>>,
@@ -65,6 +69,8 @@ pub(crate) struct ClientState {
 pub(crate) struct Parts {
     pub config: Config,
     pub backend: Arc<dyn Backend>,
+    /// The `fallback` models, in order.
+    pub fallbacks: Vec<Model>,
     pub toolkit: Toolkit,
     pub allow: Allowlist,
     pub hooks: Option<Arc<dyn Hooks>>,
@@ -95,7 +101,13 @@ impl Drop for ClientState {
 impl ClientState {
     pub fn new(parts: Parts) -> Self {
         ClientState {
-            backend: parts.backend,
+            models: std::iter::once(Model {
+                name: parts.config.model_name().to_string(),
+                backend: parts.backend,
+            })
+            .chain(parts.fallbacks)
+            .collect(),
+            model_at: AtomicUsize::new(0),
             toolkit: parts.toolkit,
             allow: parts.allow,
             hooks: parts.hooks,
@@ -132,8 +144,24 @@ impl ClientState {
         self.spelling
     }
 
+    /// The config's own model (compaction's summaries use it).
     pub fn backend(&self) -> &dyn Backend {
-        &*self.backend
+        &*self.models[0].backend
+    }
+
+    /// The config's model, then its fallbacks.
+    pub fn models(&self) -> &[Model] {
+        &self.models
+    }
+
+    /// The slot of the model the running turn is on (see [`ClientState::models`]).
+    pub fn model_at(&self) -> usize {
+        self.model_at.load(Ordering::Relaxed)
+    }
+
+    /// The running turn moved to the model in `slot`, for the rest of the turn.
+    pub fn set_model_at(&self, slot: usize) {
+        self.model_at.store(slot, Ordering::Relaxed);
     }
 
     pub fn toolkit(&self) -> &Toolkit {
@@ -188,8 +216,11 @@ impl ClientState {
     }
 
     /// Wait until no other turn runs; the guard holds the client's turn slot.
+    /// A new turn starts on the config's own model.
     pub async fn lock_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.turn_lock.lock().await
+        let guard = self.turn_lock.lock().await;
+        self.model_at.store(0, Ordering::Relaxed);
+        guard
     }
 
     /// Append to the conversation.
@@ -241,7 +272,7 @@ impl ClientState {
         cancel: &'a CancellationToken,
     ) -> Compaction<'a> {
         Compaction {
-            backend: &*self.backend,
+            backend: self.backend(),
             model_settings: self.settings.first(),
             retry: &self.config.retry,
             settings,

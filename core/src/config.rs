@@ -59,6 +59,117 @@ impl Default for RetryPolicy {
     }
 }
 
+/// A model tried when the one before it fails (option `fallback`, tried in order): after its
+/// retries, with an overload (529), a rate limit (429), another server error (5xx), a failed
+/// connection or a timeout, and only while no byte of the answer had arrived. See
+/// `docs/fallback.md`.
+///
+/// An entry of the main model's style without a `base_url` talks to the main model's server
+/// with its `api_key` and `headers` (unless it gives its own): a second model of the same
+/// provider. Any other entry gets only what it gives: its `base_url` (else the style's usual
+/// environment variable or public endpoint), its `api_key`, the variable `api_key_env` names,
+/// else the style's usual variable; the main model's headers are not sent to another server.
+///
+/// A plain string is the short form of `{"model": NAME}`: another model on the client's server.
+#[derive(Clone, Default, PartialEq, Serialize)]
+pub struct FallbackModel {
+    /// The wire style; `None` = the main model's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub style: Option<Style>,
+    /// The base URL, spelled as the main model's `base_url`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The model name (required).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The API key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// The environment variable holding the API key (read at client creation; an unset one is
+    /// a configuration error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Extra HTTP headers sent to this model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+}
+
+/// What an entry given as an object reads into (a string is only the model's name).
+#[derive(Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct FallbackEntry {
+    style: Option<Style>,
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key: Option<String>,
+    api_key_env: Option<String>,
+    headers: Option<BTreeMap<String, String>>,
+}
+
+impl<'de> Deserialize<'de> for FallbackModel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = FallbackModel;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a model name or a model config object")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<FallbackModel, E> {
+                Ok(FallbackModel {
+                    model: Some(name.to_string()),
+                    ..FallbackModel::default()
+                })
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<FallbackModel, A::Error> {
+                let e =
+                    FallbackEntry::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(FallbackModel {
+                    style: e.style,
+                    base_url: e.base_url,
+                    model: e.model,
+                    api_key: e.api_key,
+                    api_key_env: e.api_key_env,
+                    headers: e.headers,
+                })
+            }
+        }
+        d.deserialize_any(Entry)
+    }
+}
+
+impl fmt::Debug for FallbackModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let FallbackModel {
+            style,
+            base_url,
+            model,
+            api_key,
+            api_key_env,
+            headers,
+        } = self;
+        f.debug_struct("FallbackModel")
+            .field("style", style)
+            .field(
+                "base_url",
+                &base_url
+                    .as_deref()
+                    .map(|url| RedactedUrl(url, UrlParts::KeepPath)),
+            )
+            .field("model", model)
+            .field("api_key", &redacted_option(api_key))
+            // The variable's name, not its value.
+            .field("api_key_env", api_key_env)
+            .field("headers", &headers.as_ref().map(RedactedValues))
+            .finish()
+    }
+}
+
 /// Compaction of a long conversation (option `compaction`; see [`crate::compact`]): before
 /// each model request, when the context is measured over `threshold_tokens`, the older part of
 /// the conversation is replaced by one summary the same model writes.
@@ -248,6 +359,10 @@ pub struct Config {
     /// tool's image parts) becomes an error result saying so, never a silent drop.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub images: Option<bool>,
+    /// Models tried in order when the model fails after its retries with an overload, a rate
+    /// limit, a server error, a failed connection or a timeout ([`FallbackModel`]). Empty = none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallback: Vec<FallbackModel>,
 }
 
 impl Default for Config {
@@ -293,6 +408,7 @@ impl Default for Config {
             extra_body: None,
             prompt_cache: None,
             images: None,
+            fallback: Vec::new(),
         }
     }
 }
@@ -342,6 +458,7 @@ impl fmt::Debug for Config {
             extra_body,
             prompt_cache,
             images,
+            fallback,
         } = self;
         f.debug_struct("Config")
             .field("style", style)
@@ -397,6 +514,8 @@ impl fmt::Debug for Config {
             )
             .field("prompt_cache", prompt_cache)
             .field("images", images)
+            // Each entry's Debug redacts its key and header values.
+            .field("fallback", fallback)
             .finish()
     }
 }
@@ -472,6 +591,54 @@ impl Config {
         self.style == Style::Anthropic && self.prompt_cache != Some(false)
     }
 
+    /// The name of the model requests go to (`scripted` for the scripted style without one).
+    pub fn model_name(&self) -> &str {
+        match (&self.model, self.style) {
+            (Some(m), _) => m,
+            (None, Style::Scripted) => "scripted",
+            (None, _) => "",
+        }
+    }
+
+    /// The config of fallback model `i`: this config with the entry's style, endpoint, model,
+    /// key and headers (see [`FallbackModel`] for what it inherits), without fallbacks of its
+    /// own. `None` when there is no entry `i`. A key named by `api_key_env` is read here.
+    pub fn fallback_config(&self, i: usize) -> Option<Config> {
+        let entry = self.fallback.get(i)?;
+        let style = entry.style.unwrap_or(self.style);
+        let same_server = style == self.style && entry.base_url.is_none();
+        let mut config = self.clone();
+        config.fallback = Vec::new();
+        config.script = None;
+        config.style = style;
+        config.model = entry.model.clone();
+        config.base_url = if same_server {
+            self.base_url.clone()
+        } else {
+            entry.base_url.clone()
+        };
+        let from_env = entry
+            .api_key_env
+            .as_deref()
+            .and_then(|k| std::env::var(k).ok())
+            .filter(|v| !v.is_empty());
+        config.api_key = match (&entry.api_key, from_env) {
+            (Some(key), _) => Some(key.clone()),
+            (None, Some(key)) => Some(key),
+            (None, None) if same_server && entry.api_key_env.is_none() => self.api_key.clone(),
+            (None, None) => None,
+        };
+        config.headers = match &entry.headers {
+            Some(h) => h.clone(),
+            None if same_server => self.headers.clone(),
+            None => BTreeMap::new(),
+        };
+        if style != Style::Anthropic || self.style != Style::Anthropic {
+            config.prompt_cache = None;
+        }
+        Some(config)
+    }
+
     /// The API key in use, if any.
     pub fn resolved_api_key(&self) -> Option<String> {
         self.api_key.clone().or_else(|| {
@@ -517,6 +684,75 @@ mod tests {
         let print = format!("{:?}", Config::default());
         assert!(
             print.contains("api_key: None") && print.contains("headers: {}"),
+            "{print}"
+        );
+    }
+
+    #[test]
+    fn a_fallback_inherits_the_main_server_only_when_it_is_the_same_one() {
+        let config: Config = serde_json::from_value(serde_json::json!({
+            "style": "anthropic",
+            "base_url": "http://127.0.0.1:9/",
+            "model": "big",
+            "api_key": "MAIN-KEY",
+            "headers": {"x-main": "MAIN-HEADER"},
+            "prompt_cache": false,
+            "fallback": [
+                {"model": "small"},
+                {"model": "small-own-key", "api_key": "OWN-KEY"},
+                {"style": "openai", "model": "gpt", "base_url": "http://127.0.0.1:8/v1"},
+                {"style": "openai", "model": "gpt", "api_key_env": "PATH"},
+                {"model": "elsewhere", "base_url": "http://127.0.0.1:7", "headers": {"x-own": "v"}}
+            ]
+        }))
+        .unwrap();
+        let same = config.fallback_config(0).unwrap();
+        assert_eq!(
+            (same.style, same.model_name(), same.base_url.as_deref()),
+            (Style::Anthropic, "small", Some("http://127.0.0.1:9/"))
+        );
+        assert_eq!(same.api_key.as_deref(), Some("MAIN-KEY"));
+        assert_eq!(same.headers, config.headers);
+        assert_eq!(same.prompt_cache, Some(false));
+        assert!(same.fallback.is_empty());
+        let own = config.fallback_config(1).unwrap();
+        assert_eq!(own.api_key.as_deref(), Some("OWN-KEY"));
+        let other = config.fallback_config(2).unwrap();
+        assert_eq!(other.style, Style::Openai);
+        assert_eq!(other.base_url.as_deref(), Some("http://127.0.0.1:8/v1"));
+        // Another server gets none of the main model's key, headers or anthropic-only option.
+        assert_eq!(other.api_key, None);
+        assert!(other.headers.is_empty());
+        assert_eq!(other.prompt_cache, None);
+        let from_env = config.fallback_config(3).unwrap();
+        assert_eq!(from_env.api_key, std::env::var("PATH").ok());
+        assert_eq!(from_env.base_url, None);
+        let elsewhere = config.fallback_config(4).unwrap();
+        assert_eq!(elsewhere.api_key, None);
+        assert_eq!(elsewhere.headers.len(), 1);
+        assert!(config.fallback_config(5).is_none());
+        // A string is a model on the client's server.
+        let short: Config = serde_json::from_value(serde_json::json!({
+            "style": "openai", "model": "a", "fallback": ["b"]
+        }))
+        .unwrap();
+        assert_eq!(short.fallback[0].model.as_deref(), Some("b"));
+        assert_eq!(short.fallback_config(0).unwrap().model_name(), "b");
+    }
+
+    #[test]
+    fn fallback_entries_print_without_their_secrets() {
+        let config: Config = serde_json::from_value(serde_json::json!({
+            "model": "m",
+            "fallback": [{"model": "f", "api_key": "sk-MARKER", "api_key_env": "FALLBACK_KEY",
+                          "base_url": "https://u:MARKER@x.example/v1",
+                          "headers": {"authorization": "MARKER"}}]
+        }))
+        .unwrap();
+        let print = format!("{config:?}");
+        assert!(!print.contains("MARKER"), "{print}");
+        assert!(
+            print.contains("FALLBACK_KEY") && print.contains("authorization"),
             "{print}"
         );
     }

@@ -141,7 +141,72 @@ pub(crate) fn check_client(config: &Config, spelling: Spelling) -> Result<()> {
         }
         _ => {}
     }
-    check_endpoint(config, spelling)
+    check_endpoint(config, spelling)?;
+    check_fallback(config).map_err(bad)
+}
+
+/// Each `fallback` entry is a model the client can send the same requests to: a style that
+/// talks to a server, a model name, a key where it says to read one, and the main config's
+/// options (settings, timeouts) valid for its style. Errors name the entry (`fallback[1].model`).
+fn check_fallback(config: &Config) -> Result<(), ConfigError> {
+    for (i, entry) in config.fallback.iter().enumerate() {
+        let at = |name: &str| format!("fallback[{i}].{name}");
+        if entry.style == Some(Style::Scripted) {
+            return Err(ConfigError::new(
+                at("style"),
+                "\"scripted\" is not a model server; a fallback is openai, anthropic or ollama",
+            ));
+        }
+        if entry.model.as_deref().unwrap_or("").is_empty() {
+            return Err(ConfigError::new(
+                at("model"),
+                "is missing: a fallback names its model",
+            ));
+        }
+        if let Some(var) = &entry.api_key_env {
+            if entry.api_key.is_some() {
+                return Err(ConfigError::new(
+                    at("api_key_env"),
+                    "is given beside api_key; give one of them",
+                ));
+            }
+            if std::env::var(var).map_or(true, |v| v.is_empty()) {
+                return Err(ConfigError::new(
+                    at("api_key_env"),
+                    "names an environment variable that is not set (or is empty)",
+                )
+                .with_value(quote(var)));
+            }
+        }
+        let Some(derived) = config.fallback_config(i) else {
+            continue;
+        };
+        if derived.style == Style::Scripted {
+            return Err(ConfigError::new(
+                at("style"),
+                "is needed: the main model is scripted, so a fallback says which server style \
+                 it speaks",
+            ));
+        }
+        // The entry's own options keep their names; the main config's options (settings the
+        // entry's style has no such thing for) are named as they are, with the entry.
+        let own = ["style", "base_url", "model", "api_key", "headers"];
+        if let Err(Error::Config(e)) = check_client(&derived, Spelling::Snake) {
+            let root = e.option.split(['.', '[']).next().unwrap_or("");
+            return Err(if own.contains(&root) {
+                ConfigError {
+                    option: at(&e.option),
+                    ..e
+                }
+            } else {
+                ConfigError::new(
+                    format!("fallback[{i}]"),
+                    format!("option {} does not fit this model: {}", e.option, e.reason),
+                )
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Every entry answers something: an empty entry (`{}`, or one whose keys were all misspelled)
@@ -307,6 +372,86 @@ mod tests {
         ] {
             let config: Config = serde_json::from_value(v.clone()).unwrap();
             check_client(&config, Spelling::Snake).unwrap_or_else(|e| panic!("{v}: {e}"));
+        }
+    }
+
+    #[test]
+    fn each_bad_fallback_entry_is_named() {
+        let main = json!({"style": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1"});
+        let with = |fallback: serde_json::Value, spelling| {
+            let mut v = main.clone();
+            v["fallback"] = fallback;
+            check(v, spelling)
+        };
+        assert_eq!(
+            with(
+                json!([{"model": "a"}, {"style": "anthropic"}]),
+                Spelling::Snake
+            ),
+            "invalid configuration: fallback[1].model: is missing: a fallback names its model"
+        );
+        assert!(with(
+            json!([{"style": "scripted", "model": "x"}]),
+            Spelling::Snake
+        )
+        .starts_with("invalid configuration: fallback[0].style: \"scripted\" is not"));
+        assert_eq!(
+            with(
+                json!([{"model": "a", "api_key_env": "CONTENOX_TEST_SURELY_UNSET_VAR"}]),
+                Spelling::Camel
+            ),
+            "invalid configuration: fallback[0].apiKeyEnv: \"CONTENOX_TEST_SURELY_UNSET_VAR\" \
+             names an environment variable that is not set (or is empty)"
+        );
+        assert!(with(
+            json!([{"model": "a", "api_key": "k", "api_key_env": "PATH"}]),
+            Spelling::Snake
+        )
+        .contains("fallback[0].api_key_env: is given beside api_key"));
+        assert!(with(
+            json!([{"model": "a", "base_url": "ftp://x/"}]),
+            Spelling::Camel
+        )
+        .contains("fallback[0].baseUrl: \"ftp://x\" is not an http:// or https:// URL"));
+        // A main option the entry's style has no such thing for names the entry.
+        let mut v = main.clone();
+        v["style"] = json!("anthropic");
+        v["top_k"] = json!(5);
+        v["fallback"] = json!([{"style": "openai", "model": "gpt"}]);
+        let e = check(v, Spelling::Snake);
+        assert!(
+            e.starts_with("invalid configuration: fallback[0]: option top_k does not fit"),
+            "{e}"
+        );
+        // Misspelt keys and wrong shapes name the entry (the config reader's messages).
+        let read = |fallback: serde_json::Value| {
+            let mut v = main.clone();
+            v["fallback"] = fallback;
+            Config::from_value(&v, Spelling::Camel)
+                .unwrap_err()
+                .to_string()
+        };
+        let e = read(json!([{"model": "a", "base_ur": "x"}]));
+        assert!(e.contains("fallback[0]: unknown key \"baseUr\""), "{e}");
+        let e = read(json!([3]));
+        assert!(
+            e.contains("fallback[0]") && e.contains("a model name or a model config"),
+            "{e}"
+        );
+        // A scripted main model needs its fallback's style.
+        let v = json!({"style": "scripted", "script": [{"text": "a"}],
+                       "fallback": [{"model": "m"}]});
+        assert!(check(v, Spelling::Snake).contains("fallback[0].style: is needed"));
+        // Valid entries pass.
+        for fallback in [
+            json!([{"model": "second"}]),
+            json!([{"style": "ollama", "model": "llama", "base_url": "http://127.0.0.1:2"},
+                   {"style": "anthropic", "model": "c", "api_key_env": "PATH"}]),
+        ] {
+            let mut v = main.clone();
+            v["fallback"] = fallback.clone();
+            let config: Config = serde_json::from_value(v).unwrap();
+            check_client(&config, Spelling::Snake).unwrap_or_else(|e| panic!("{fallback}: {e}"));
         }
     }
 }

@@ -312,6 +312,10 @@ pub enum Event {
     Usage {
         /// Tokens read and written by that response.
         usage: Usage,
+        /// The model that answered (the config's `model`, a chain task's, or the `fallback`
+        /// model the turn moved to): a host adds usage up per model from these.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
         /// The subagent chain this event comes from; see [`Event::agent`].
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         agent: Vec<String>,
@@ -357,6 +361,23 @@ pub enum Event {
         error: String,
         /// How long the engine waits before the next attempt.
         wait_ms: u64,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
+    },
+    /// The model failed for good (after its retries) with an overload, a rate limit, a server
+    /// error, a failed connection or a timeout, before any byte of an answer: the same request
+    /// goes to the next model of the config's `fallback`, which answers the rest of the turn.
+    Fallback {
+        /// The model that failed.
+        from_model: String,
+        /// The model the request goes to now.
+        to_model: String,
+        /// Its HTTP status, when there was one (529, 429, 503, ...).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        /// What went wrong (redacted).
+        error: String,
         /// The subagent chain this event comes from; see [`Event::agent`].
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         agent: Vec<String>,
@@ -421,6 +442,7 @@ impl Event {
             Event::Compact { .. } => "compact",
             Event::Stop { .. } => "stop",
             Event::Retry { .. } => "retry",
+            Event::Fallback { .. } => "fallback",
             Event::ChainTaskStart { .. } => "chain_task_start",
             Event::ChainTaskEnd { .. } => "chain_task_end",
             Event::TurnEnd { .. } => "turn_end",
@@ -453,7 +475,8 @@ impl Event {
             | Event::Usage { agent, .. }
             | Event::Compact { agent, .. }
             | Event::Stop { agent, .. }
-            | Event::Retry { agent, .. } => agent,
+            | Event::Retry { agent, .. }
+            | Event::Fallback { agent, .. } => agent,
         }
     }
 
@@ -482,7 +505,8 @@ impl Event {
             | Event::Usage { agent, .. }
             | Event::Compact { agent, .. }
             | Event::Stop { agent, .. }
-            | Event::Retry { agent, .. } => agent,
+            | Event::Retry { agent, .. }
+            | Event::Fallback { agent, .. } => agent,
         };
         if agent.is_empty() {
             agent.extend(chain.iter().cloned());

@@ -20,7 +20,7 @@ use crate::gate::{
     Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
 };
 use crate::image_file::{check_result_images, image_paths, resolve_images};
-use crate::model::{complete_with_retry, ModelRequest, RawCall, RequestFailed};
+use crate::model::{complete_with_fallback, Backend, ModelRequest, RawCall, RequestFailed};
 use crate::policy::{self, Budget, Ceilings};
 use crate::prompt::Prompt;
 use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
@@ -331,17 +331,21 @@ impl Turn<'_> {
                     .await
                     .unwrap_or(None)
             };
-            let (body, sent) = inner.with_messages(|messages| {
-                let body = inner.backend().body(&ModelRequest {
-                    system,
-                    model,
-                    messages,
-                    tools: &tools,
-                    settings: settings.for_request(index),
-                    images: images.as_ref(),
-                });
-                (body, messages.len())
-            });
+            // Rendered for the model the turn is on, and again for each fallback it moves to
+            // (a fallback model has its own name: a chain task's `model` is the first one's).
+            let render = |slot: usize, backend: &dyn Backend| {
+                inner.with_messages(|messages| {
+                    let body = backend.body(&ModelRequest {
+                        system,
+                        model: model.filter(|_| slot == 0),
+                        messages,
+                        tools: &tools,
+                        settings: settings.for_request(index),
+                        images: images.as_ref(),
+                    });
+                    (body, messages.len())
+                })
+            };
             let call_tool_offered = tools.iter().any(|t| t.name == CALL_TOOL);
             let on_call = |raw: &RawCall| {
                 let Some(early) = early else { return };
@@ -353,9 +357,10 @@ impl Turn<'_> {
                 let _ = early.send(call.clone());
                 announced.push((raw.clone(), call));
             };
-            let request = complete_with_retry(
-                inner.backend(),
-                &body,
+            let request = complete_with_fallback(
+                inner.models(),
+                inner.model_at(),
+                render,
                 &inner.config().retry,
                 self.sink,
                 index,
@@ -364,8 +369,15 @@ impl Turn<'_> {
             let Some(response) = until_cancelled(self.cancel, request).await else {
                 return Response::Cancelled;
             };
-            let response = match response {
-                Ok(r) => r,
+            let (response, sent, answered_by) = match response {
+                Ok(a) => {
+                    inner.set_model_at(a.slot);
+                    let name = match (a.slot, model) {
+                        (0, Some(m)) => m.to_string(),
+                        (slot, _) => inner.models()[slot].name.clone(),
+                    };
+                    (a.response, a.rendered, name)
+                }
                 Err(f) if f.context_overflow && !compacted_for_refusal => {
                     match self.compact_for_refusal(&tools, &f.message).await {
                         Ok(cost) => {
@@ -407,6 +419,7 @@ impl Turn<'_> {
             inner.record_context(sent, response.usage);
             self.sink.emit(Event::Usage {
                 usage: response.usage,
+                model: Some(answered_by).filter(|m| !m.is_empty()),
                 agent: Vec::new(),
             });
             for text in response.reasoning_texts() {

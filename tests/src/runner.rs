@@ -405,11 +405,42 @@ fn config_of(
     // `websearch` is a provider the host supplies, not a core option (see `websearch_results`).
     obj.remove("websearch");
     obj.insert("style".into(), json!(style.as_str()));
+    point_fallbacks_here(obj, style, base_url);
     obj.insert("base_url".into(), json!(base_url));
     obj.insert("model".into(), json!("fake"));
     obj.insert("api_key".into(), json!("test"));
     obj.insert("root".into(), json!(root));
     serde_json::from_value(cfg).map_err(|e| format!("invalid config: {e}"))
+}
+
+/// A `fallback` entry of another style than the scenario's and without a `base_url` talks to
+/// the fake server too (it serves every style's chat endpoint): its base URL for that style.
+fn point_fallbacks_here(
+    config: &mut serde_json::Map<String, serde_json::Value>,
+    style: Style,
+    base_url: &str,
+) {
+    let root = base_url.strip_suffix("/v1").unwrap_or(base_url);
+    let Some(serde_json::Value::Array(entries)) = config.get_mut("fallback") else {
+        return;
+    };
+    for entry in entries
+        .iter_mut()
+        .filter_map(serde_json::Value::as_object_mut)
+    {
+        let other = match entry.get("style").and_then(serde_json::Value::as_str) {
+            Some(s) if s != style.as_str() => s.to_string(),
+            _ => continue,
+        };
+        if !entry.contains_key("base_url") {
+            let url = if other == "openai" {
+                format!("{root}/v1")
+            } else {
+                root.to_string()
+            };
+            entry.insert("base_url".into(), json!(url));
+        }
+    }
 }
 
 fn outcome_name(o: Outcome) -> &'static str {

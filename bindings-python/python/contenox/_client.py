@@ -13,6 +13,7 @@ from ._errors import ConfigurationError
 from ._tools import Tool, _hints_dict
 from ._types import (
     CompactionOptions,
+    FallbackModel,
     ModelSettings,
     PolicySource,
     Prompt,
@@ -711,6 +712,7 @@ def create_client(
     reasoning: Reasoning | None = None,
     extra_body: Mapping[str, Any] | None = None,
     prompt_cache: bool | None = None,
+    fallback: Sequence[FallbackModel | str] | None = None,
     images: bool | None = None,
     on_compact: OnCompact | None = None,
     compactor: Compactor | None = None,
@@ -731,6 +733,10 @@ def create_client(
     ``retry``, ``script`` (the scripted style's responses), ``connect_timeout_ms``,
     ``request_timeout_ms`` (until the server starts its answer; default 10 minutes) and
     ``idle_timeout_ms`` (the longest silence inside an answer; default 10 minutes).
+    ``fallback``: models tried in order when the model fails after its retries with an
+    overload, a rate limit, a server error, a failed connection or a timeout
+    (:class:`FallbackModel`, or a model name alone for another model on the same server; a
+    ``fallback`` event tells the move).
 
     The turn: ``system``, ``max_turns`` (model responses per turn), and the per-turn ceilings
     ``max_tool_calls`` and ``max_turn_tokens`` (input + output tokens), which end the turn with
@@ -817,6 +823,9 @@ def create_client(
             "reasoning": dict(reasoning) if reasoning is not None else None,
             "extra_body": dict(extra_body) if extra_body is not None else None,
             "prompt_cache": prompt_cache,
+            "fallback": [f if isinstance(f, str) else dict(f) for f in fallback]
+            if fallback is not None
+            else None,
             "images": images,
             **options,
         }

@@ -12,6 +12,7 @@ from typing import Any, Literal, TypedDict, Union
 
 __all__ = [
     "CompactionOptions",
+    "FallbackModel",
     "Effort",
     "ModelSettings",
     "Reasoning",
@@ -263,6 +264,21 @@ class CompactionOptions(TypedDict, total=False):
     threshold_tokens: int
     keep_recent: int
     instructions: str
+
+
+class FallbackModel(TypedDict, total=False):
+    """An entry of the ``fallback`` option: a model tried when the one before it fails after
+    its retries (overload, rate limit, server error, failed connection, timeout). ``model`` is
+    required; ``style`` defaults to the client's. An entry of the client's style without
+    ``base_url`` uses the client's server, key and headers; any other entry only what it gives
+    (``api_key``, or ``api_key_env``: the environment variable holding it)."""
+
+    style: Literal["openai", "anthropic", "ollama"]
+    base_url: str
+    model: str
+    api_key: str
+    api_key_env: str
+    headers: Mapping[str, str]
 
 
 class Transcript:

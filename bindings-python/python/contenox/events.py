@@ -24,6 +24,7 @@ __all__ = [
     "Pending",
     "Progress",
     "Reasoning",
+    "Fallback",
     "ReasoningDelta",
     "Request",
     "Retry",
@@ -259,6 +260,9 @@ class UsageEvent(_Base):
 
     type: Literal["usage"] = field(default="usage", repr=False)
     usage: Usage
+    model: str | None = None
+    """The model that answered (the config's ``model``, a chain task's, or the ``fallback``
+    model the turn moved to): add usage up per model from these."""
     agent: tuple[str, ...] = field(default=(), repr=False)
     """The chain of subagents this event comes from (``("researcher",)``); empty for the
     client's own."""
@@ -287,6 +291,24 @@ class Retry(_Base):
     attempt: int
     error: str
     wait_ms: int
+    status: int | None = None
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fallback(_Base):
+    """The model failed after its retries (an overload, a rate limit, a server error, a failed
+    connection or a timeout, before any byte of an answer): the request goes to the next model
+    of the ``fallback`` option, which answers the rest of the turn."""
+
+    type: Literal["fallback"] = field(default="fallback", repr=False)
+    from_model: str
+    """The model that failed."""
+    to_model: str
+    """The model the request goes to now."""
+    error: str
     status: int | None = None
     agent: tuple[str, ...] = field(default=(), repr=False)
     """The chain of subagents this event comes from (``("researcher",)``); empty for the
@@ -365,6 +387,7 @@ Event = Union[
     Compact,
     Stop,
     Retry,
+    Fallback,
     ChainTaskStart,
     ChainTaskEnd,
     TurnEnd,
@@ -391,6 +414,7 @@ _CLASSES: dict[str, type[_Base]] = {
     "compact": Compact,
     "stop": Stop,
     "retry": Retry,
+    "fallback": Fallback,
     "chain_task_start": ChainTaskStart,
     "chain_task_end": ChainTaskEnd,
     "turn_end": TurnEnd,

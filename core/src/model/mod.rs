@@ -4,6 +4,7 @@
 mod anthropic;
 mod anthropic_body;
 mod body;
+mod fallback;
 mod http;
 mod images;
 mod json_writer;
@@ -28,6 +29,7 @@ mod wire_json;
 
 pub use list_models::{list_models, ModelInfo};
 
+pub(crate) use fallback::{complete_with_fallback, Model};
 pub(crate) use images::{ImageBytes, ResolvedImages};
 pub(crate) use retry::{complete_with_retry, RequestFailed};
 

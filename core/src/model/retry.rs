@@ -32,6 +32,12 @@ pub(crate) struct RequestFailed {
     /// The server refused the model's own reply as a malformed tool call (Groq's
     /// `tool_use_failed`): what to tell the model, which may write the call again.
     pub malformed_call: Option<String>,
+    /// The failure is one another model may not have (an overload, a rate limit, a server
+    /// error, a failed connection or a timeout, before any byte of an answer): a `fallback`
+    /// model may be tried.
+    pub fall_back: bool,
+    /// The last attempt's HTTP status, when there was one.
+    pub status: Option<u16>,
 }
 
 /// What to tell the model when the server refused its reply as a malformed tool call (Groq
@@ -136,7 +142,15 @@ pub(crate) async fn complete_with_retry(
                 let msg = backend.redact(f.message());
                 let context_overflow = is_context_overflow(&f);
                 let malformed_call = malformed_call(&f).map(|note| backend.redact(&note));
+                let (fall_back, status) = match &f {
+                    Failure::BeforeData {
+                        retryable, status, ..
+                    } => (*retryable, *status),
+                    Failure::Fatal(_) => (false, None),
+                };
                 return Err(RequestFailed {
+                    fall_back,
+                    status,
                     message: if tries > 1 {
                         format!("{msg} (after {tries} attempts)")
                     } else {

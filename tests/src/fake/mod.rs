@@ -274,9 +274,16 @@ async fn start(
 }
 
 fn router(shared: Arc<Shared>) -> Router {
-    let app = Router::new()
-        .route("/_fake/requests", get(recorded))
-        .route(shared.style.chat_path(), post(chat));
+    let mut app = Router::new().route("/_fake/requests", get(recorded));
+    // Every style's chat endpoint (their paths differ), each answering in its own wire from
+    // the one script: a client falling back to a model of another style talks to the same
+    // server (the runners point such a `fallback` entry here).
+    for style in [Style::Openai, Style::Anthropic, Style::Ollama] {
+        app = app.route(
+            style.chat_path(),
+            post(move |state: State<Arc<Shared>>, body: Bytes| chat(state, style, body)),
+        );
+    }
     let app = match shared.style {
         Style::Openai => app.route("/v1/models", get(openai::models)),
         Style::Anthropic => app.route("/v1/models", get(anthropic::models)),
@@ -297,10 +304,10 @@ async fn recorded(State(shared): State<Arc<Shared>>) -> Json<Vec<Value>> {
     Json(shared.log().requests.clone())
 }
 
-async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+async fn chat(State(shared): State<Arc<Shared>>, style: Style, body: Bytes) -> Response {
     let parsed: Option<Value> = serde_json::from_slice(&body).ok();
     // A request the real API refuses (HTTP 400) before answering consumes no script entry.
-    let refused = match (&parsed, shared.style) {
+    let refused = match (&parsed, style) {
         (Some(request), Style::Anthropic) => anthropic::refusal(request),
         _ => None,
     };
@@ -354,8 +361,8 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             shared.cancel.cancelled().await;
             return Reply::text(StatusCode::SERVICE_UNAVAILABLE, "fake server shut down").into();
         }
-        EntryKind::Error(spec) => wire::error_reply(shared.style, spec),
-        EntryKind::Replay(lines) => wire::replay_reply(shared.style, lines),
+        EntryKind::Error(spec) => wire::error_reply(style, spec),
+        EntryKind::Replay(lines) => wire::replay_reply(style, lines),
         EntryKind::Response {
             text,
             tool_calls,
@@ -367,9 +374,9 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
                     .cache
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .count(shared.style, &request, text, tool_calls)
+                    .count(style, &request, text, tool_calls)
             });
-            match shared.style {
+            match style {
                 Style::Openai => {
                     openai::render(&ctx, text, tool_calls, reasoning, stop_reason, usage)
                 }

@@ -13,6 +13,7 @@ mod cli;
 mod engine_http;
 mod event_schema;
 mod fake_server;
+mod fallback;
 mod json_depth;
 mod prompt_cache;
 mod recorded_streams;

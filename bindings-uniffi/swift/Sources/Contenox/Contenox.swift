@@ -6508,6 +6508,10 @@ public enum Event: Equatable, Hashable {
          * Tokens read and written by that response.
          */usage: Usage, 
         /**
+         * The model that answered (the config's, a chain task's, or the `fallback` model the
+         * turn moved to).
+         */model: String?, 
+        /**
          * The subagent chain this event comes from (`["researcher"]`); empty for the client's
          * own.
          */agent: [String]
@@ -6567,6 +6571,29 @@ public enum Event: Equatable, Hashable {
         /**
          * How long the engine waits before the next attempt.
          */waitMs: UInt64, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
+    )
+    /**
+     * The model failed after its retries (overload, rate limit, server error, failed
+     * connection, timeout, before any byte of an answer): the request goes to the next
+     * `fallback` model, which answers the rest of the turn.
+     */
+    case fallback(
+        /**
+         * The model that failed.
+         */fromModel: String, 
+        /**
+         * The model the request goes to now.
+         */toModel: String, 
+        /**
+         * Its HTTP status, when there was one.
+         */status: UInt16?, 
+        /**
+         * What went wrong.
+         */error: String, 
         /**
          * The subagent chain this event comes from (`["researcher"]`); empty for the client's
          * own.
@@ -6732,7 +6759,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
         case 14: return .todos(todosJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 15: return .usage(usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 15: return .usage(usage: try FfiConverterTypeUsage.read(from: &buf), model: try FfiConverterOptionString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
         case 16: return .compact(trigger: try FfiConverterTypeCompactTrigger.read(from: &buf), preTokens: try FfiConverterUInt64.read(from: &buf), postTokens: try FfiConverterUInt64.read(from: &buf), summary: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
@@ -6744,13 +6771,16 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
         case 18: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 19: return .chainTaskStart(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf)
+        case 19: return .fallback(fromModel: try FfiConverterString.read(from: &buf), toModel: try FfiConverterString.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 20: return .chainTaskEnd(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf), value: try FfiConverterOptionString.read(from: &buf), next: try FfiConverterOptionString.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        case 20: return .chainTaskStart(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf)
         )
         
-        case 21: return .turnEnd(outcome: try FfiConverterTypeOutcome.read(from: &buf), finalText: try FfiConverterString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        case 21: return .chainTaskEnd(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf), value: try FfiConverterOptionString.read(from: &buf), next: try FfiConverterOptionString.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        )
+        
+        case 22: return .turnEnd(outcome: try FfiConverterTypeOutcome.read(from: &buf), finalText: try FfiConverterString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -6865,9 +6895,10 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .usage(usage,agent):
+        case let .usage(usage,model,agent):
             writeInt(&buf, Int32(15))
             FfiConverterTypeUsage.write(usage, into: &buf)
+            FfiConverterOptionString.write(model, into: &buf)
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
@@ -6896,14 +6927,23 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .chainTaskStart(taskId,handler):
+        case let .fallback(fromModel,toModel,status,error,agent):
             writeInt(&buf, Int32(19))
+            FfiConverterString.write(fromModel, into: &buf)
+            FfiConverterString.write(toModel, into: &buf)
+            FfiConverterOptionUInt16.write(status, into: &buf)
+            FfiConverterString.write(error, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
+            
+        
+        case let .chainTaskStart(taskId,handler):
+            writeInt(&buf, Int32(20))
             FfiConverterString.write(taskId, into: &buf)
             FfiConverterString.write(handler, into: &buf)
             
         
         case let .chainTaskEnd(taskId,handler,value,next,error):
-            writeInt(&buf, Int32(20))
+            writeInt(&buf, Int32(21))
             FfiConverterString.write(taskId, into: &buf)
             FfiConverterString.write(handler, into: &buf)
             FfiConverterOptionString.write(value, into: &buf)
@@ -6912,7 +6952,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .turnEnd(outcome,finalText,usage,error):
-            writeInt(&buf, Int32(21))
+            writeInt(&buf, Int32(22))
             FfiConverterTypeOutcome.write(outcome, into: &buf)
             FfiConverterString.write(finalText, into: &buf)
             FfiConverterTypeUsage.write(usage, into: &buf)

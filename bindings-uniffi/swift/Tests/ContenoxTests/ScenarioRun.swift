@@ -233,6 +233,18 @@ final class ScenarioRun: @unchecked Sendable {
         // `websearch` is a provider the host supplies (see `searchProvider`), not a core option
         cfg["websearch"] = nil
         cfg["style"] = scenario["style"] ?? .null
+        // A `fallback` entry of another style without a base URL talks to the fake server too
+        // (it serves every style's chat endpoint).
+        if let entries = cfg["fallback"]?.array {
+            let style = scenario["style"]?.string ?? ""
+            let serverRoot = baseUrl.hasSuffix("/v1") ? String(baseUrl.dropLast(3)) : baseUrl
+            cfg["fallback"] = .array(entries.map { entry in
+                guard var f = entry.object, let other = f["style"]?.string, other != style,
+                      f["base_url"] == nil else { return entry }
+                f["base_url"] = .string(other == "openai" ? serverRoot + "/v1" : serverRoot)
+                return .object(f)
+            })
+        }
         cfg["base_url"] = .string(baseUrl)
         cfg["model"] = .string("fake")
         cfg["api_key"] = .string("test")

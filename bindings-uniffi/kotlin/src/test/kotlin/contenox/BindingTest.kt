@@ -510,6 +510,7 @@ class BindingTest {
                     is Event.Compact -> "compact"
                     is Event.Stop -> "stop"
                     is Event.Retry -> "retry"
+                    is Event.Fallback -> "fallback"
                     is Event.ChainTaskStart -> "chain_task_start"
                     is Event.ChainTaskEnd -> "chain_task_end"
                     is Event.TurnEnd -> "turn_end"

@@ -293,6 +293,16 @@ private class ScenarioRun(
         // `websearch` is a provider the host supplies (see `searchProvider`), not a core option
         cfg.remove("websearch")
         cfg.put("style", scenario.getString("style"))
+        // A `fallback` entry of another style without a base URL talks to the fake server too
+        // (it serves every style's chat endpoint).
+        val serverRoot = baseUrl.removeSuffix("/v1")
+        cfg.optJSONArray("fallback")?.forEach { entry ->
+            val f = entry as? JSONObject ?: return@forEach
+            val other = f.optString("style", scenario.getString("style"))
+            if (other != scenario.getString("style") && !f.has("base_url")) {
+                f.put("base_url", if (other == "openai") "$serverRoot/v1" else serverRoot)
+            }
+        }
         cfg.put("base_url", baseUrl)
         cfg.put("model", "fake")
         cfg.put("api_key", "test")
