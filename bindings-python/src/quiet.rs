@@ -37,8 +37,12 @@ where
         let _counted = counted;
         turn.await
     });
+    // The guard is made here, not inside the future: a future dropped before its first poll
+    // (an asyncio future cancelled before the runtime got to the task awaiting it) must cancel
+    // the turn too, or the turn runs on with nobody to end it.
+    let cancel_on_drop = cancel.drop_guard();
     async move {
-        let _cancel_on_drop = cancel.drop_guard();
+        let _cancel_on_drop = cancel_on_drop;
         match handle.await {
             Ok(result) => result,
             Err(e) if e.is_panic() => Err(contenox::Error::Internal(panic_text(&*e.into_panic()))),

@@ -255,7 +255,11 @@ if mode.startswith('bash'):
         'command': 'echo started; sleep ' + marker}}]}
 else:
     first = {'tool_calls': [{'id': '1', 'name': 'slow', 'arguments': {}}]}
-c = contenox.create_client(style='scripted', builtins=['bash'],
+# stream_tools off: the call starts once the reply has ended, so the Ctrl-C (sent once the
+# call runs) always finds the reply in the transcript. With it on, a call may start while the
+# scripted reply is still being read; a cancel then drops the unfinished reply (as designed),
+# and the transcript's last message would depend on the machine's load.
+c = contenox.create_client(style='scripted', builtins=['bash'], stream_tools=False,
                            script=[first, {'text': 'unreachable'}])
 c.register(contenox.Tool('slow', slow))
 if mode == 'bash-asyncio':
