@@ -199,6 +199,10 @@ final class AsyncTests: XCTestCase {
         let end = try JSON.parse(last!.toJson())
         XCTAssertEqual(end["outcome"], .string("done"))
         XCTAssertEqual(end["final_text"], .string("all done now"))
+        // The stream ends at turn_end, which the turn sends just before it returns its result:
+        // isFinished is the result's being recorded, so it is checked after result().
+        let result = try await run.result()
+        XCTAssertEqual(result.outcome, .done)
         XCTAssertTrue(run.isFinished())
         client.shutdown()
     }
