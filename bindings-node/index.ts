@@ -76,8 +76,8 @@ export type {
   ToolResult,
   WaitFor,
 } from './lib/gate'
-export { tool } from './lib/tools'
-export type { ToolContext, ToolDefinition } from './lib/tools'
+export { tool, ToolOutput } from './lib/tools'
+export type { ToolContext, ToolDefinition, ToolImage, ToolOutputInit } from './lib/tools'
 export { compactor } from './lib/compaction'
 export type { CompactNotice, CompactionOptions, Compactor } from './lib/compaction'
 export { policies } from './lib/policy'

@@ -4,7 +4,7 @@ import * as native from '../native'
 import type { CompactNotice } from './compaction'
 import { chainText, coreConfig, gateDecision, toolSpec } from './convert'
 import type { PendingRequest, ToolCallEvent, ToolResult } from './gate'
-import { envelope, withSignal } from './host'
+import { envelope, toolEnvelope, withSignal } from './host'
 import { ConfigurationError } from './errors'
 import type { ClientOptions, ModelSettings, RunOptions, SubagentOptions } from './options'
 import type { PolicyDocument, PolicySource } from './policy'
@@ -154,7 +154,7 @@ export class Client {
     }
     const aborts = this.#aborts
     this.#native.register(toolSpec(definition), (argsJson: string, callId: string, key: number) =>
-      withSignal(aborts, key, (signal) => definition.execute(JSON.parse(argsJson), { callId, signal })),
+      withSignal(aborts, key, (signal) => definition.execute(JSON.parse(argsJson), { callId, signal }), toolEnvelope),
     )
   }
 

@@ -119,8 +119,23 @@ impl Drop for AbortOnDrop<'_> {
     }
 }
 
-/// Call a JavaScript callback and read its envelope. `{"error": msg}` is the host's error.
+/// Call a JavaScript callback and read its envelope's `value`. `{"error": msg}` is the host's
+/// error.
 async fn call<A: 'static + napi::bindgen_prelude::JsValuesTupleIntoVec>(
+    f: &JsCallback<A>,
+    args: A,
+    what: &str,
+) -> Result<Value, HostError> {
+    let mut envelope = call_envelope(f, args, what).await?;
+    Ok(envelope
+        .get_mut("value")
+        .map(Value::take)
+        .unwrap_or(Value::Null))
+}
+
+/// Call a JavaScript callback and return its whole envelope (`{"value"}`, or a tool's
+/// `{"output"}`). `{"error": msg}` is the host's error.
+async fn call_envelope<A: 'static + napi::bindgen_prelude::JsValuesTupleIntoVec>(
     f: &JsCallback<A>,
     args: A,
     what: &str,
@@ -132,7 +147,7 @@ async fn call<A: 'static + napi::bindgen_prelude::JsValuesTupleIntoVec>(
     let text = promise
         .await
         .map_err(|e| HostError::new(format!("{what} failed: {}", e.reason)))?;
-    let mut value: Value = serde_json::from_str(&text)
+    let value: Value = serde_json::from_str(&text)
         .map_err(|e| HostError::new(format!("{what} answered something that is not JSON: {e}")))?;
     if let Some(message) = value.get("error") {
         let message = match message {
@@ -141,10 +156,7 @@ async fn call<A: 'static + napi::bindgen_prelude::JsValuesTupleIntoVec>(
         };
         return Err(HostError::new(message));
     }
-    Ok(value
-        .get_mut("value")
-        .map(Value::take)
-        .unwrap_or(Value::Null))
+    Ok(value)
 }
 
 /// A tool whose `execute` is a JavaScript function.
@@ -175,9 +187,23 @@ impl Tool for JsTool {
         let mut guard = AbortOnDrop::new(&self.shared);
         let args = FnArgs::from((args.to_string(), ctx.call_id, guard.key));
         let what = format!("the tool {}", self.spec.name);
-        let value = call(&self.execute, args, &what).await;
+        let envelope = call_envelope(&self.execute, args, &what).await;
         guard.disarm();
-        Ok(ToolOutput::json(value?))
+        let mut envelope = envelope?;
+        if let Some(output) = envelope.get_mut("output").map(Value::take) {
+            // A `ToolOutput` the TypeScript layer wrote in the engine's form (its images are
+            // checked by the engine as a prompt's).
+            return serde_json::from_value(output).map_err(|e| {
+                HostError::new(format!(
+                    "{what} returned a ToolOutput the engine cannot read: {e}"
+                ))
+            });
+        }
+        let value = envelope
+            .get_mut("value")
+            .map(Value::take)
+            .unwrap_or(Value::Null);
+        Ok(ToolOutput::json(value))
     }
 }
 

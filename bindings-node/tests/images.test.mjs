@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 
-import { ConfigurationError, createClient } from 'contenox'
+import { ConfigurationError, createClient, tool, ToolOutput } from 'contenox'
 
 import { startFakeServer } from './helpers.mjs'
 
@@ -123,4 +123,49 @@ test('an image read by read survives an afterTool copy', async () => {
     JSON.stringify(tool),
   )
   assert.match(JSON.stringify(tool), /seen/)
+})
+
+test('a host tool returns images in a ToolOutput, checked by the engine', async () => {
+  const client = createClient({
+    style: 'scripted',
+    builtins: [],
+    script: [
+      {
+        toolCalls: [
+          { id: 'c1', name: 'good', args: {} },
+          { id: 'c2', name: 'bad', args: {} },
+          { id: 'c3', name: 'plain', args: {} },
+        ],
+      },
+      { text: 'seen' },
+    ],
+  })
+  const schema = { type: 'object', properties: {} }
+  // Bytes as a Buffer, and as base64 text labelled with a type the bytes are not.
+  client.register(tool({
+    name: 'good', description: 'A screenshot.', inputSchema: schema,
+    execute: () => new ToolOutput({ content: 'the screen', images: [{ mediaType: 'image/png', data: PNG }] }),
+  }))
+  client.register(tool({
+    name: 'bad', description: 'A mislabelled screenshot.', inputSchema: schema,
+    execute: async () => new ToolOutput({ content: 'the screen', images: [{ mediaType: 'image/gif', data: PNG_B64 }] }),
+  }))
+  // A plain object that looks like a result is still only content.
+  client.register(tool({
+    name: 'plain', description: 'JSON.', inputSchema: schema,
+    execute: () => ({ content: 'x', images: [{ media_type: 'image/png', data: PNG_B64 }] }),
+  }))
+  const r = await client.run('look')
+  client.close()
+  const tools = r.transcript.messages.filter((m) => m.role === 'tool')
+  assert.equal(tools.length, 3)
+  assert.ok(
+    tools[0].content.some((p) => p.type === 'image' && p.mediaType === 'image/png' && p.data === PNG_B64),
+    JSON.stringify(tools[0]),
+  )
+  assert.equal(tools[0].isError, false)
+  assert.equal(tools[1].isError, true)
+  assert.match(JSON.stringify(tools[1]), /bytes are image\/png, not image\/gif/)
+  assert.ok(!tools[2].content.some((p) => p.type === 'image'), JSON.stringify(tools[2]))
+  assert.equal(tools[2].isError, false)
 })
