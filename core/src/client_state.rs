@@ -241,6 +241,19 @@ impl ClientState {
     /// Replace the conversation; refused while a turn runs.
     pub fn set_transcript(&self, transcript: Transcript) -> Result<()> {
         transcript.validate()?;
+        if !self.config().takes_images() {
+            // Sending them would be refused by the provider, dropping them would change the
+            // conversation in silence: the host decides (strip them, or use a client that
+            // takes images).
+            let images: usize = transcript.messages.iter().map(|m| m.images().count()).sum();
+            if images > 0 {
+                return Err(Error::Transcript(format!(
+                    "it holds {images} image(s), but this client's model takes none (its \
+                     `images` option is false): remove them or restore it into a client \
+                     whose model takes images"
+                )));
+            }
+        }
         let _idle = self
             .turn_lock
             .try_lock()

@@ -50,7 +50,8 @@ pub enum Error {
     ///
     /// Returned by [`Transcript::from_json`](crate::Transcript::from_json) and
     /// [`Client::set_transcript`](crate::Client::set_transcript). The transcript was not
-    /// produced by this engine or was edited; fix or discard it.
+    /// produced by this engine or was edited; fix or discard it. Also when it holds images and
+    /// the client's model takes none (`images: false`): restore it elsewhere or remove them.
     #[error("invalid transcript: {0}")]
     Transcript(String),
     /// The model server answered with an HTTP error outside a turn (from

@@ -56,6 +56,44 @@ async fn replacing_the_transcript_mid_turn_is_busy_and_a_bad_one_is_a_transcript
 }
 
 #[tokio::test]
+async fn a_transcript_with_images_is_refused_by_a_client_whose_model_takes_none() {
+    let dir = tempfile::tempdir().unwrap();
+    // A transcript with an image, as a client whose model takes images saves it.
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+    let saved = json!({"version": 2, "messages": [
+        {"role": "user", "content": [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image", "media_type": "image/png", "data": png}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "A pixel."}]}]})
+    .to_string();
+    let with_image = Transcript::from_json(&saved).unwrap();
+    let takes_none = Client::builder()
+        .script(vec![ScriptEntry::text("hi")])
+        .root(dir.path())
+        .builtins(Vec::<String>::new())
+        .images(false)
+        .build()
+        .unwrap();
+    let err = takes_none.set_transcript(with_image.clone()).unwrap_err();
+    assert!(matches!(err, Error::Transcript(_)), "{err:?}");
+    assert!(err.to_string().contains("holds 1 image(s)"), "{err}");
+    // Nothing was replaced, and the same transcript without its image is taken.
+    assert!(takes_none.transcript().messages.is_empty());
+    let text_only = json!({"version": 2, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "What is this?"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "A pixel."}]}]})
+    .to_string();
+    takes_none
+        .set_transcript(Transcript::from_json(&text_only).unwrap())
+        .unwrap();
+    assert_eq!(takes_none.transcript().messages.len(), 2);
+    // A client whose model takes images restores it as it was.
+    let takes = scripted(dir.path(), vec![ScriptEntry::text("hi")]);
+    takes.set_transcript(with_image).unwrap();
+    assert_eq!(takes.transcript().messages[0].images().count(), 1);
+}
+
+#[tokio::test]
 async fn transport_errors_keep_their_cause_chain() {
     // A port nobody listens on: bind, note it, close.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
