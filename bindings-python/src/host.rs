@@ -92,16 +92,20 @@ impl Host {
         }
         seen.push(self as *const Host);
         *self.locals.lock().unwrap_or_else(|e| e.into_inner()) = Some(locals.clone());
-        let subagents: Vec<Arc<Host>> = self
-            .subagents
+        for host in self.live_subagents() {
+            host.set_locals(locals, seen);
+        }
+    }
+
+    /// The hosts of the subagents registered into this client that are still alive (taken out
+    /// of the lock, so walking them may lock theirs).
+    fn live_subagents(&self) -> Vec<Arc<Host>> {
+        self.subagents
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
             .filter_map(std::sync::Weak::upgrade)
-            .collect();
-        for host in subagents {
-            host.set_locals(locals, seen);
-        }
+            .collect()
     }
 
     /// A subagent whose host is `child` was registered into this client.
@@ -139,14 +143,9 @@ impl Host {
         if self.has_async.load(std::sync::atomic::Ordering::Relaxed) {
             return true;
         }
-        let subagents: Vec<Arc<Host>> = self
-            .subagents
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.live_subagents()
             .iter()
-            .filter_map(std::sync::Weak::upgrade)
-            .collect();
-        subagents.iter().any(|h| h.needs_loop_seen(seen))
+            .any(|h| h.needs_loop_seen(seen))
     }
 
     fn locals(&self) -> Option<TaskLocals> {
