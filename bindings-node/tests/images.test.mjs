@@ -169,3 +169,25 @@ test('a host tool returns images in a ToolOutput, checked by the engine', async 
   assert.ok(!tools[2].content.some((p) => p.type === 'image'), JSON.stringify(tools[2]))
   assert.equal(tools[2].isError, false)
 })
+
+test('a ToolOutput the engine cannot read is an error result; the turn goes on', async () => {
+  const client = createClient({
+    style: 'scripted',
+    builtins: [],
+    script: [{ toolCalls: [{ id: 'c1', name: 'broken', args: {} }] }, { text: 'went on' }],
+  })
+  const schema = { type: 'object', properties: {} }
+  // Untyped JavaScript: an image without its media type, data that is not base64.
+  client.register(tool({
+    name: 'broken', description: 'Broken.', inputSchema: schema,
+    execute: () => new ToolOutput({ content: 'x', images: [{ data: '%%%not base64' }] }),
+  }))
+  const r = await client.run('look')
+  client.close()
+  assert.equal(r.outcome, 'done')
+  assert.equal(r.finalText, 'went on')
+  const result = r.transcript.messages.find((m) => m.role === 'tool')
+  assert.equal(result.isError, true, JSON.stringify(result))
+  assert.ok(!result.content.some((p) => p.type === 'image'), JSON.stringify(result))
+  assert.match(JSON.stringify(result), /returned a ToolOutput the engine cannot read: .*media_type/)
+})
