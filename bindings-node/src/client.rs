@@ -71,6 +71,7 @@ fn run_options(
     allow: Option<Vec<String>>,
     cancel: Option<&NativeCancel>,
     settings_json: Option<String>,
+    output_json: Option<String>,
 ) -> Result<RunOptions> {
     let mut options = RunOptions::default();
     if let Some(patterns) = allow {
@@ -86,7 +87,25 @@ fn run_options(
                 .map_err(|e| error::to_js(env, e))?;
         options = options.settings(settings);
     }
+    if let Some(json) = output_json {
+        let output: RunOutput = serde_json::from_str(&json).map_err(error::reason)?;
+        if let Some(schema) = output.schema {
+            // The host's JSON Schema, keys as written (never renamed); the engine checks it.
+            options = options.output_schema(schema);
+        }
+        if let Some(n) = output.retries {
+            options = options.output_retries(n);
+        }
+    }
     Ok(options)
+}
+
+/// A run's `outputSchema` and `outputRetries`, as the TypeScript layer sends them (one JSON
+/// text: `{schema?, retries?}`).
+#[derive(serde::Deserialize)]
+struct RunOutput {
+    schema: Option<Value>,
+    retries: Option<u32>,
 }
 
 impl NativeClient {
@@ -236,9 +255,10 @@ impl NativeClient {
         allow: Option<Vec<String>>,
         cancel: Option<&NativeCancel>,
         settings_json: Option<String>,
+        output_json: Option<String>,
     ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
         let prompt = contenox::Prompt::from_json(&prompt).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel, settings_json)?;
+        let options = run_options(env, allow, cancel, settings_json, output_json)?;
         let client = self.client.clone();
         let snapshots = self.snapshots.clone();
         env.spawn_future_with_callback(
@@ -259,9 +279,10 @@ impl NativeClient {
         allow: Option<Vec<String>>,
         cancel: Option<&NativeCancel>,
         settings_json: Option<String>,
+        output_json: Option<String>,
     ) -> Result<NativeRun> {
         let prompt = contenox::Prompt::from_json(&prompt).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel, settings_json)?;
+        let options = run_options(env, allow, cancel, settings_json, output_json)?;
         // Core spawns the turn on the current tokio runtime: napi's.
         napi::bindgen_prelude::within_runtime_if_available(|| {
             let run = self
@@ -284,7 +305,7 @@ impl NativeClient {
         settings_json: Option<String>,
     ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
         let chain = contenox::Chain::from_json(&chain_json).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel, settings_json)?;
+        let options = run_options(env, allow, cancel, settings_json, None)?;
         let client = self.client.clone();
         let snapshots = self.snapshots.clone();
         env.spawn_future_with_callback(
@@ -308,7 +329,7 @@ impl NativeClient {
         settings_json: Option<String>,
     ) -> Result<NativeRun> {
         let chain = contenox::Chain::from_json(&chain_json).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel, settings_json)?;
+        let options = run_options(env, allow, cancel, settings_json, None)?;
         napi::bindgen_prelude::within_runtime_if_available(|| {
             let run = self
                 .client

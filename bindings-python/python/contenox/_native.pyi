@@ -75,10 +75,20 @@ class Client:
         background_shells: BackgroundShells | None = None,
     ) -> Client: ...
     def run(
-        self, prompt: Prompt, allow: list[str] | None = None, settings: str | None = None
+        self,
+        prompt: Prompt,
+        allow: list[str] | None = None,
+        settings: str | None = None,
+        output_schema: str | None = None,
+        output_retries: int | None = None,
     ) -> Awaitable[dict[str, Any]]: ...
     def run_blocking(
-        self, prompt: Prompt, allow: list[str] | None = None, settings: str | None = None
+        self,
+        prompt: Prompt,
+        allow: list[str] | None = None,
+        settings: str | None = None,
+        output_schema: str | None = None,
+        output_retries: int | None = None,
     ) -> dict[str, Any]: ...
     def run_chain_blocking(
         self,
@@ -90,7 +100,12 @@ class Client:
     def needs_loop(self) -> bool: ...
     def wait_idle(self, timeout: float) -> bool: ...
     def stream(
-        self, prompt: Prompt, allow: list[str] | None = None, settings: str | None = None
+        self,
+        prompt: Prompt,
+        allow: list[str] | None = None,
+        settings: str | None = None,
+        output_schema: str | None = None,
+        output_retries: int | None = None,
     ) -> Run: ...
     def run_chain(
         self,
