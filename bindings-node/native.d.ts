@@ -65,9 +65,9 @@ export declare class NativeClient {
   /** The names of the registered tools (before allowlists). */
   toolNames(): Array<string>
   /** Run one turn to its end. */
-  run(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null): Promise<NativeTurnResult>
+  run(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null, outputJson?: string | undefined | null): Promise<NativeTurnResult>
   /** Start a turn and return its handle (events, cancel, result). */
-  stream(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null): NativeRun
+  stream(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null, outputJson?: string | undefined | null): NativeRun
   /** Run a task chain (its JSON text) on `input` to its end; the engine reads and runs it. */
   runChain(chainJson: string, input: string, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null): Promise<NativeTurnResult>
   /** Start a task chain on `input` and return its handle (events, cancel, result). */
@@ -195,7 +195,7 @@ export declare function loadRemoteSource(hooksJson: string, onHook?: (name: stri
 
 /** What a finished turn returns. */
 export interface NativeTurnResult {
-  /** `done` | `cancelled` | `max_turns` | `error` | `budget`. */
+  /** `done` | `cancelled` | `max_turns` | `error` | `budget` | `output_invalid`. */
   outcome: string
   /** The text of the turn's last model response. */
   finalText: string
@@ -208,6 +208,8 @@ export interface NativeTurnResult {
    * answer, when it did.
    */
   stopReason?: string
+  /** The validated answer of a turn with an `outputSchema`, as JSON text. */
+  outputJson?: string
   /** The whole conversation after the turn. */
   transcript: NativeTranscript
 }
