@@ -194,3 +194,16 @@ def test_the_result_keeps_its_output_in_dicts_and_pickles(served: Served) -> Non
     r = client.run_sync("w?")
     assert r.to_dict()["output"] == {"city": "Oslo", "temp_c": 1.0, "conditions": []}
     assert pickle.loads(pickle.dumps(r)).output == r.output
+
+
+def test_the_output_schema_example_runs() -> None:
+    import subprocess
+    import sys
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "python" / "output_schema.py"
+    out = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert out == (
+        "outcome: done\noutput: Weather(city='Oslo', temp_c=3.5)\ncorrections: 1\n"
+    ), out

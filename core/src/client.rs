@@ -569,6 +569,20 @@ impl ClientBuilder {
     pub fn on_compact(self, f: impl Fn(&CompactNotice) + Send + Sync + 'static) -> Self {
         self.compactor(Arc::new(OnCompact(f)))
     }
+    /// A JSON Schema every turn's final answer must match (`output_schema`; see
+    /// [`crate::output`]): the result's `output` is the validated answer. Checked by
+    /// [`ClientBuilder::build`].
+    pub fn output_schema(mut self, schema: serde_json::Value) -> Self {
+        self.config.output_schema = Some(schema);
+        self
+    }
+
+    /// How many times an answer that does not match `output_schema` is sent back (default 2).
+    pub fn output_retries(mut self, n: u32) -> Self {
+        self.config.output_retries = n;
+        self
+    }
+
     /// The model settings (temperature, seed, tool_choice, reasoning, ...; see
     /// [`crate::settings`]), replacing any set before.
     pub fn settings(mut self, settings: ModelSettings) -> Self {
