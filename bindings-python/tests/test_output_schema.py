@@ -204,6 +204,4 @@ def test_the_output_schema_example_runs() -> None:
     out = subprocess.run(
         [sys.executable, str(example)], capture_output=True, text=True, timeout=60, check=True
     ).stdout
-    assert out == (
-        "outcome: done\noutput: Weather(city='Oslo', temp_c=3.5)\ncorrections: 1\n"
-    ), out
+    assert out == ("outcome: done\noutput: Weather(city='Oslo', temp_c=3.5)\ncorrections: 1\n"), out

@@ -7,9 +7,8 @@ that misses a field (sent back with the validation error), then answers a valid 
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 import contenox
+from pydantic import BaseModel
 
 
 class Weather(BaseModel):

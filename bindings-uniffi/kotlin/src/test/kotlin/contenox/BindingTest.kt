@@ -496,6 +496,7 @@ class BindingTest {
                 text("""{"n": 2}"""),
                 text("""{"word": "x"}"""),
                 text("still not"),
+                text("again not"),
                 extra = JSONObject().put("output_schema", schema).put("output_retries", 1),
             ),
         )
@@ -517,7 +518,7 @@ class BindingTest {
             assertEquals(Outcome.OUTPUT_INVALID, third.outcome)
             assertEquals("output_invalid", outcomeName(third.outcome))
             assertNull(third.outputJson)
-            assertEquals("still not", third.finalText)
+            assertEquals("again not", third.finalText)
             assertTrue(third.error!!.contains("not valid JSON"))
             val bad = assertThrows<ContenoxException.Config> {
                 runBlocking { client.run("x", null, null, """{"type":7}""") }
