@@ -53,7 +53,7 @@ export type {
 } from './lib/options'
 export type { Hints, JsonObject, JsonValue, ModelInfo, Outcome, Source, Style, Tier, Usage } from './lib/types'
 export { Client, createClient, listModels } from './lib/client'
-export type { RunOutput } from './lib/client'
+export type { ChainRunOptions, RunOutput } from './lib/client'
 export type { InferOutput, OutputSchema, StandardResult, StandardSchemaV1 } from './lib/output'
 export { BackgroundShells } from './lib/shells'
 export { Run } from './lib/run'

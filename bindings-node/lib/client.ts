@@ -40,6 +40,9 @@ function outputJson(own: OutputSpec | undefined, retries: number | undefined): s
   return `{"schema":${own?.schemaJson ?? 'null'},"retries":${retries === undefined ? 'null' : JSON.stringify(retries)}}`
 }
 
+/** A chain run's options: a chain's answer is its last task's text, so no output schema. */
+export type ChainRunOptions = Omit<RunOptions, 'outputSchema' | 'outputRetries'>
+
 /** The type of a run's `output`: its own schema's, else the client's (`O`). */
 export type RunOutput<S, O> = [S] extends [undefined] ? O : InferOutput<S>
 
@@ -163,7 +166,7 @@ export class Client<O = unknown> {
    * `ConfigurationError` naming the field, before anything runs. `finalText` is the output of
    * the last task that ran.
    */
-  async runChain(chain: object | string, input = '', options: RunOptions = {}): Promise<TurnResult> {
+  async runChain(chain: object | string, input = '', options: ChainRunOptions = {}): Promise<TurnResult> {
     const { token, unlink } = linkSignal(options.signal)
     try {
       return turnResult(await this.#native.runChain(chainText(chain), input, options.allow, token, settingsJson(options.settings)))
@@ -173,7 +176,7 @@ export class Client<O = unknown> {
   }
 
   /** Start a task chain on `input`; read its events as they happen. */
-  streamChain(chain: object | string, input = '', options: RunOptions = {}): Run {
+  streamChain(chain: object | string, input = '', options: ChainRunOptions = {}): Run {
     const { token, unlink } = linkSignal(options.signal)
     try {
       return new Run(this.#native.streamChain(chainText(chain), input, options.allow, token, settingsJson(options.settings)), unlink)

@@ -32,6 +32,12 @@ use serde_json::{Map, Value};
 const QUOTED_ANSWER_CHARS: usize = 2000;
 /// At most this many validation errors are listed for one answer.
 const LISTED_ERRORS: usize = 10;
+/// `partial_json` gives up (no value) on text nested deeper than this (serde_json's own
+/// recursion limit is 128): keeps its work linear in the text whatever the model writes.
+const PARTIAL_MAX_DEPTH: usize = 64;
+/// Below this many bytes an answer is re-read at every delta; above, only once it has grown by
+/// an eighth since the last reading, so a long answer costs a bounded multiple of its length.
+const PARTIAL_EVERY_DELTA_BYTES: usize = 4096;
 
 /// A host's output schema, checked and compiled.
 #[derive(Debug)]
@@ -330,6 +336,9 @@ pub fn partial_json(text: &str) -> Option<Value> {
         match b {
             b'"' => in_string = true,
             b'{' | b'[' => {
+                if stack.len() >= PARTIAL_MAX_DEPTH {
+                    return None;
+                }
                 stack.push(b);
                 ends.push((i + 1, closers(&stack)));
             }
@@ -378,6 +387,8 @@ pub fn partial_json(text: &str) -> Option<Value> {
 #[derive(Debug, Default)]
 pub(crate) struct PartialOutput {
     text: String,
+    /// The text's length when it was last read.
+    read_at: usize,
     last: Option<Value>,
 }
 
@@ -385,12 +396,18 @@ impl PartialOutput {
     /// Forget the text so far (a new request, or a retried attempt).
     pub(crate) fn reset(&mut self) {
         self.text.clear();
+        self.read_at = 0;
         self.last = None;
     }
 
     /// Add `delta`; the value when it differs from the last one given.
     pub(crate) fn push(&mut self, delta: &str) -> Option<Value> {
         self.text.push_str(delta);
+        let len = self.text.len();
+        if len > PARTIAL_EVERY_DELTA_BYTES && len - self.read_at < len / 8 {
+            return None;
+        }
+        self.read_at = len;
         let value = partial_json(&self.text)?;
         if self.last.as_ref() == Some(&value) {
             return None;
@@ -497,6 +514,24 @@ mod tests {
         assert_eq!(partial_json("{\"a\": 1} and more"), Some(json!({"a": 1})));
         assert_eq!(partial_json("I will check"), None);
         assert_eq!(partial_json(""), None);
+    }
+
+    #[test]
+    fn partial_json_work_stays_bounded() {
+        // Nesting past the limit gives no value (not a stack of closers per character).
+        let deep = "[".repeat(PARTIAL_MAX_DEPTH + 1);
+        assert_eq!(partial_json(&deep), None);
+        assert!(partial_json(&"[".repeat(PARTIAL_MAX_DEPTH)).is_some());
+        // A long answer streamed a character at a time is read a bounded number of times.
+        let mut p = PartialOutput::default();
+        let mut reads = 0;
+        let long = format!("{{\"s\": \"{}\"}}", "x".repeat(200_000));
+        for c in long.chars() {
+            let before = p.read_at;
+            p.push(&c.to_string());
+            reads += usize::from(p.read_at != before);
+        }
+        assert!(reads < PARTIAL_EVERY_DELTA_BYTES + 200, "{reads} reads");
     }
 
     #[test]
