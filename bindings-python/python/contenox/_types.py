@@ -5,7 +5,6 @@ the host's callbacks see (tool calls, outputs, the gate's decisions) lives in
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -510,7 +509,9 @@ def _jsonable(value: Any) -> Any:
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         return dump(mode="json")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if hasattr(value, "__dataclass_fields__") and not isinstance(value, type):
+        import dataclasses  # only for a dataclass output: the cold start never imports it
+
         return dataclasses.asdict(value)
     return value
 
