@@ -692,7 +692,10 @@ describe('mcp', () => {
     for (const t of source.resourceTools()) client.register(t)
     assert.deepEqual(client.tools.sort(), ['list_mcp_resources', 'read_mcp_resource'])
     client.close()
+    assert.equal(source.closed, false)
     await source.close()
+    assert.equal(source.closed, true)
+    await source.close() // idempotent
   })
 
   test('an invalid MCP config is refused with core\'s message', async () => {
