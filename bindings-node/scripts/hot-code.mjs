@@ -106,10 +106,11 @@ const patterns = []
 const kept = new Set()
 for (const fn of usable) {
   const pattern = fn
+    // LLVM's numbering of a promoted or local copy: `.llvm.<digits>`, `.<digits>`
     .replace(/\.llvm\.\d+$/, '.llvm.*')
-    // legacy mangling (_ZN...): the crate-and-instance hash at the end, and a local clone's
-    // `.<digits>` after it
-    .replace(/17h[0-9a-f]{16}E(\.\d+)?$/, (_, clone) => (clone ? '17h*E.*' : '17h*E'))
+    .replace(/\.\d+$/, '.*')
+    // legacy mangling (_ZN...): the crate-and-instance hash at the end (before such a suffix)
+    .replace(/17h[0-9a-f]{16}E(?=$|\.)/, '17h*E')
     // v0 mangling (_R..., the standard library's): crate disambiguators and the back-references
     // whose offsets shift when a disambiguator's length does
     .replace(/^_R.*/, (v0) => v0.replace(/Cs[0-9A-Za-z]*_/g, 'Cs*_').replace(/B[0-9A-Za-z]*_/g, 'B*_'))
