@@ -71,6 +71,19 @@ echo "== npm install typescript@$ts @types/node@$types"
 echo "== npm install --offline the two tarballs, no Rust on PATH"
 (cd "$app" && without_rust npm install --offline --no-audit --no-fund --loglevel=error "$main" "$platform")
 
+# What hot-code.ld is for, measured on the installed package (x86-64 Linux): the module's resident
+# code after a client's turns (bindings-node/scripts/hot-code-workload.mjs, its own loopback model).
+# 2.3 MB when the script's profile matches the engine; toward 4.5 MB when hot functions were
+# renamed or added since: a warning to regenerate it (hot-code.mjs says how), not a failure.
+if [ "$(uname -s -m)" = "Linux x86_64" ]; then
+  echo "== the module's resident code after 12 turns"
+  resident=$(without_rust node "$repo/bindings-node/scripts/hot-code-workload.mjs" 12 \
+    --package "$app/node_modules/contenox" --resident | sed -n 's/^resident code of the module: \([0-9.]*\) MB$/\1/p')
+  echo "resident code: ${resident:-?} MB"
+  python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= 3.0 else 1)' "${resident:-inf}" ||
+    echo "warning: the module's resident code is over 3 MB: hot-code.ld's profile is stale, regenerate it (bindings-node/scripts/hot-code.mjs)" >&2
+fi
+
 cd "$app"
 echo "== the native module comes from the platform package"
 without_rust node --input-type=module - <<'JS'
