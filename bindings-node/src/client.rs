@@ -108,13 +108,6 @@ struct RunOutput {
     retries: Option<u32>,
 }
 
-impl NativeClient {
-    /// The core client.
-    pub(crate) fn core(&self) -> &Client {
-        &self.client
-    }
-}
-
 #[napi]
 impl NativeClient {
     /// Build a client from its options (JSON text, JavaScript's spelling) and the wrapped host
@@ -201,6 +194,20 @@ impl NativeClient {
         self.client
             .register(tool.0.clone())
             .map_err(|e| error::to_js(env, e))
+    }
+
+    /// Add a tool source (an MCP config's servers, remote hooks): its tools are registered and
+    /// kept in step with it, its before-turn work runs before each turn, MCP servers stop with
+    /// the client (the engine's `Client::add_source`). Throws, registering nothing, when a name
+    /// is taken by a tool of another source.
+    #[napi]
+    pub fn add_source(&self, env: &Env, source: &crate::source::NativeSource) -> Result<()> {
+        // A source may watch the client from a task in the engine's runtime.
+        napi::bindgen_prelude::within_runtime_if_available(|| {
+            self.client
+                .add_source(source.core())
+                .map_err(|e| error::to_js(env, e))
+        })
     }
 
     /// This client as a tool of another (`registerNative` it there). `options_json`:

@@ -20,7 +20,7 @@ use crate::quiet;
 use crate::run::{result_dict, PyRun};
 use crate::runtime::{produce, py_future, running_loop, runtime};
 use crate::shells::PyBackgroundShells;
-use crate::source::PyNativeTool;
+use crate::source::{PyNativeTool, PySource};
 use crate::transcript::PyTranscript;
 
 /// A host callable handed over by the Python layer: `(callable, is_async)`.
@@ -141,8 +141,8 @@ impl PyClient {
         Ok(st.client.clone())
     }
 
-    /// Add a tool source (see `RemoteSource.register_into`).
-    pub(crate) fn add_source(&self, src: Arc<dyn ToolSource>) -> PyResult<()> {
+    /// Add a tool source; kept, to be added again to a client rebuilt after a fork.
+    fn add_core_source(&self, src: Arc<dyn ToolSource>) -> PyResult<()> {
         let core = self.core()?;
         let _rt = runtime().enter();
         core.add_source(src.clone()).map_err(to_py_err)?;
@@ -523,6 +523,14 @@ impl PyClient {
         tools.retain(|t| t.spec().name != name);
         tools.push(tool);
         Ok(())
+    }
+
+    /// Add a tool source (`McpSource.register_into`, `RemoteSource.register_into`): its tools
+    /// are registered and kept in step with it, its before-turn work runs before each turn, MCP
+    /// servers stop with the client (the engine's `Client::add_source`). Raises, registering
+    /// nothing, when a name is taken by a tool of another source.
+    fn add_source(&self, source: &PySource) -> PyResult<()> {
+        self.add_core_source(source.core())
     }
 
     /// Remove a tool; True when it was there.
