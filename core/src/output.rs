@@ -58,7 +58,7 @@ pub enum Dialect {
     Anthropic,
 }
 
-/// Keywords both providers' strict subsets take as they are.
+/// Keywords openai's strict subset takes as they are.
 const COMMON_KEYWORDS: [&str; 12] = [
     "type",
     "properties",
@@ -73,7 +73,7 @@ const COMMON_KEYWORDS: [&str; 12] = [
     "$ref",
     "format",
 ];
-/// Keywords openai's strict subset takes besides (anthropic refuses numeric and array bounds).
+/// More keywords openai's strict subset takes (numeric and array bounds, patterns).
 const OPENAI_KEYWORDS: [&str; 8] = [
     "pattern",
     "minimum",
@@ -103,8 +103,8 @@ impl OutputSchema {
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "output".to_string());
         Ok(OutputSchema {
-            openai_strict: strict_form(schema, Dialect::Openai),
-            anthropic_strict: strict_form(schema, Dialect::Anthropic),
+            openai_strict: strict_form(schema),
+            anthropic_strict: anthropic_node(schema),
             schema: schema.clone(),
             validator,
             name,
@@ -122,14 +122,22 @@ impl OutputSchema {
         &self.name
     }
 
-    /// The form of the schema a provider's constrained decoding takes, when there is one: the
-    /// host's schema with `additionalProperties: false` on every object that left it out, every
-    /// property required, and annotations that constrain nothing dropped. Each change only
-    /// narrows what is valid, so an answer valid under it is valid under the host's schema.
-    /// `None` when the schema uses something the provider's subset lacks (an object that allows
-    /// other properties, `oneOf`, `allOf`, string lengths, ...): then openai gets the host's
-    /// schema with `strict: false`, and anthropic no native field (the answer is still
-    /// checked, and corrected through the retries).
+    /// The form of the schema a provider's constrained decoding takes, when there is one.
+    ///
+    /// openai (`strict: true`): the host's schema with `additionalProperties: false` on every
+    /// object that left it out, every property required, and annotations that constrain nothing
+    /// dropped. Each change only narrows what is valid, so an answer valid under it is valid
+    /// under the host's schema. `None` when the schema uses something the strict subset lacks
+    /// (an object that allows other properties, `oneOf`, `allOf`, string lengths, ...): then
+    /// openai gets the host's schema with `strict: false`.
+    ///
+    /// anthropic (`output_config.format`, always constrained): the transform the official
+    /// anthropic SDK applies (`transform_schema`): every object closed, `oneOf` as `anyOf`, the
+    /// keywords the API lacks (numeric bounds, string lengths, `minItems` above 1, unknown
+    /// formats, ...) moved into the `description` as text. `None` only for a node with neither
+    /// a single `type` nor `anyOf`/`oneOf`/`allOf`/`enum`/`const` (such as `{}`): then no
+    /// native field is sent. Either way the answer is checked against the host's own schema,
+    /// and corrected through the retries.
     pub fn strict_form(&self, dialect: Dialect) -> Option<&Value> {
         match dialect {
             Dialect::Openai => self.openai_strict.as_ref(),
@@ -215,15 +223,15 @@ fn wire_name(name: &str) -> String {
         .collect()
 }
 
-/// See [`OutputSchema::strict_form`]. The root must be an object schema.
-fn strict_form(schema: &Value, dialect: Dialect) -> Option<Value> {
+/// See [`OutputSchema::strict_form`] (openai). The root must be an object schema.
+fn strict_form(schema: &Value) -> Option<Value> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return None;
     }
-    strict_node(schema, dialect, true)
+    strict_node(schema, true)
 }
 
-fn strict_node(node: &Value, dialect: Dialect, root: bool) -> Option<Value> {
+fn strict_node(node: &Value, root: bool) -> Option<Value> {
     let Value::Object(map) = node else {
         // `true` / `false` schemas have no strict form.
         return None;
@@ -235,7 +243,7 @@ fn strict_node(node: &Value, dialect: Dialect, root: bool) -> Option<Value> {
             continue;
         }
         let known = COMMON_KEYWORDS.contains(&key)
-            || (dialect == Dialect::Openai && OPENAI_KEYWORDS.contains(&key))
+            || OPENAI_KEYWORDS.contains(&key)
             || (root && matches!(key, "$defs" | "definitions"));
         if !known {
             return None;
@@ -247,19 +255,17 @@ fn strict_node(node: &Value, dialect: Dialect, root: bool) -> Option<Value> {
                 };
                 let mut strict = Map::new();
                 for (name, child) in children {
-                    strict.insert(name.clone(), strict_node(child, dialect, false)?);
+                    strict.insert(name.clone(), strict_node(child, false)?);
                 }
                 Value::Object(strict)
             }
-            "items" => strict_node(value, dialect, false)?,
+            "items" => strict_node(value, false)?,
             "anyOf" => {
                 let Value::Array(branches) = value else {
                     return None;
                 };
-                let branches: Option<Vec<Value>> = branches
-                    .iter()
-                    .map(|b| strict_node(b, dialect, false))
-                    .collect();
+                let branches: Option<Vec<Value>> =
+                    branches.iter().map(|b| strict_node(b, false)).collect();
                 Value::Array(branches?)
             }
             "additionalProperties" if value != &Value::Bool(false) => return None,
@@ -277,6 +283,133 @@ fn strict_node(node: &Value, dialect: Dialect, root: bool) -> Option<Value> {
             .unwrap_or_default();
         out.insert("required".into(), Value::Array(names));
         out.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    Some(Value::Object(out))
+}
+
+/// String formats anthropic's structured output takes (the official SDK's list).
+const ANTHROPIC_FORMATS: [&str; 10] = [
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "uri",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// See [`OutputSchema::strict_form`] (anthropic).
+fn anthropic_node(node: &Value) -> Option<Value> {
+    let Value::Object(map) = node else {
+        return None;
+    };
+    let mut rest = map.clone();
+    for dropped in DROPPED_ANNOTATIONS {
+        rest.remove(dropped);
+    }
+    let mut out = Map::new();
+    if let Some(defs) = rest.remove("$defs").or_else(|| rest.remove("definitions")) {
+        let Value::Object(defs) = defs else {
+            return None;
+        };
+        let mut strict = Map::new();
+        for (name, def) in &defs {
+            strict.insert(name.clone(), anthropic_node(def)?);
+        }
+        out.insert("$defs".into(), Value::Object(strict));
+    }
+    if let Some(r) = rest.remove("$ref") {
+        out.insert("$ref".into(), r);
+        if let Some(d) = rest.remove("description") {
+            out.insert("description".into(), d);
+        }
+        return Some(Value::Object(out));
+    }
+    let primitive = |v: &Value| !v.is_array() && !v.is_object();
+    let mut literal = false;
+    if let Some(Value::Array(values)) = rest.get("enum") {
+        if !values.is_empty() && values.iter().all(primitive) {
+            out.insert("enum".into(), rest.remove("enum")?);
+            literal = true;
+        }
+    }
+    if rest.get("const").is_some_and(primitive) {
+        out.insert("const".into(), rest.remove("const")?);
+        literal = true;
+    }
+    let ty = match rest.remove("type") {
+        None => None,
+        Some(Value::String(t)) => Some(t),
+        // A list of types has no form there.
+        Some(_) => return None,
+    };
+    let branches = |v: Value| -> Option<Value> {
+        let Value::Array(items) = v else { return None };
+        let items: Option<Vec<Value>> = items.iter().map(anthropic_node).collect();
+        Some(Value::Array(items?))
+    };
+    if let Some(v) = rest.remove("anyOf") {
+        out.insert("anyOf".into(), branches(v)?);
+    } else if let Some(v) = rest.remove("oneOf") {
+        out.insert("anyOf".into(), branches(v)?);
+    } else if let Some(v) = rest.remove("allOf") {
+        out.insert("allOf".into(), branches(v)?);
+    } else if !literal {
+        out.insert("type".into(), Value::String(ty.clone()?));
+    }
+    for key in ["description", "title"] {
+        if let Some(v) = rest.remove(key) {
+            out.insert(key.into(), v);
+        }
+    }
+    match ty.as_deref() {
+        Some("object") => {
+            let mut props = Map::new();
+            if let Some(p) = rest.remove("properties") {
+                let Value::Object(p) = p else { return None };
+                for (name, child) in &p {
+                    props.insert(name.clone(), anthropic_node(child)?);
+                }
+            }
+            out.insert("properties".into(), Value::Object(props));
+            rest.remove("additionalProperties");
+            out.insert("additionalProperties".into(), Value::Bool(false));
+            if let Some(r) = rest.remove("required") {
+                out.insert("required".into(), r);
+            }
+        }
+        Some("string") => {
+            let known = rest
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| ANTHROPIC_FORMATS.contains(&f));
+            if known {
+                out.insert("format".into(), rest.remove("format")?);
+            }
+        }
+        Some("array") => {
+            if let Some(items) = rest.remove("items") {
+                out.insert("items".into(), anthropic_node(&items)?);
+            }
+            if rest.get("minItems").is_some_and(|n| n == 0 || n == 1) {
+                out.insert("minItems".into(), rest.remove("minItems")?);
+            }
+        }
+        _ => {}
+    }
+    // What the API lacks goes to the description as text the model may follow (and the
+    // validation enforces).
+    if !rest.is_empty() {
+        let extra: Vec<String> = rest.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let extra = format!("{{{}}}", extra.join(", "));
+        let description = match out.get("description").and_then(Value::as_str) {
+            Some(d) => format!("{d}\n\n{extra}"),
+            None => extra,
+        };
+        out.insert("description".into(), Value::String(description));
     }
     Some(Value::Object(out))
 }
@@ -454,7 +587,7 @@ mod tests {
     }
 
     #[test]
-    fn the_strict_form_only_narrows() {
+    fn the_native_forms() {
         let pydantic_like = json!({
             "title": "Weather report",
             "type": "object",
@@ -482,12 +615,43 @@ mod tests {
             let s = OutputSchema::new(&schema).unwrap();
             assert!(s.strict_form(Dialect::Openai).is_none(), "{schema}");
         }
-        // Numeric bounds: openai's subset has them, anthropic's does not.
-        let bounded =
-            json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}});
+        // Numeric bounds: openai's subset has them; anthropic's form carries them as text.
+        let bounded = json!({"type": "object", "properties": {
+            "n": {"type": "integer", "minimum": 1, "description": "count"},
+            "s": {"type": "string", "minLength": 2, "format": "email"},
+            "o": {"oneOf": [{"type": "string"}, {"type": "null"}]},
+            "l": {"type": "array", "items": {"type": "string"}, "minItems": 3},
+            "m": {"type": "object", "additionalProperties": {"type": "string"}}
+        }, "required": ["n"]});
         let s = OutputSchema::new(&bounded).unwrap();
-        assert!(s.strict_form(Dialect::Openai).is_some());
-        assert!(s.strict_form(Dialect::Anthropic).is_none());
+        assert!(s.strict_form(Dialect::Openai).is_none());
+        let a = s.strict_form(Dialect::Anthropic).unwrap();
+        assert_eq!(a["required"], json!(["n"]));
+        assert_eq!(a["additionalProperties"], json!(false));
+        let p = &a["properties"];
+        assert_eq!(
+            p["n"],
+            json!({"type": "integer", "description": "count\n\n{minimum: 1}"})
+        );
+        assert_eq!(
+            p["s"],
+            json!({"type": "string", "format": "email", "description": "{minLength: 2}"})
+        );
+        assert_eq!(
+            p["o"],
+            json!({"anyOf": [{"type": "string"}, {"type": "null"}]})
+        );
+        assert_eq!(p["l"]["description"], json!("{minItems: 3}"));
+        assert_eq!(p["m"]["additionalProperties"], json!(false));
+        // No type to constrain: no native form.
+        let any = OutputSchema::new(&json!({"type": "object", "properties": {"x": {}}})).unwrap();
+        assert!(any.strict_form(Dialect::Anthropic).is_none());
+        let pydantic = json!({"$defs": {"T": {"type": "object", "properties": {"t": {"type": "string"}}}},
+                              "type": "object", "properties": {"t": {"$ref": "#/$defs/T", "default": null}}});
+        let a = OutputSchema::new(&pydantic).unwrap();
+        let a = a.strict_form(Dialect::Anthropic).unwrap();
+        assert_eq!(a["$defs"]["T"]["additionalProperties"], json!(false));
+        assert_eq!(a["properties"]["t"], json!({"$ref": "#/$defs/T"}));
     }
 
     #[test]
