@@ -84,6 +84,13 @@ struct WireUsage {
     prompt_tokens: U64,
     completion_tokens: U64,
     prompt_tokens_details: Obj<PromptDetails>,
+    completion_tokens_details: Obj<CompletionDetails>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CompletionDetails {
+    reasoning_tokens: U64,
 }
 
 #[derive(Deserialize, Default)]
@@ -208,11 +215,17 @@ impl Assembler {
                 Obj(Some(d)) => d.cached_tokens.0.unwrap_or(0),
                 Obj(None) => 0,
             };
+            let output = u.completion_tokens.0.unwrap_or(0);
+            let reasoning = match &u.completion_tokens_details {
+                Obj(Some(d)) => d.reasoning_tokens.0.unwrap_or(0),
+                Obj(None) => 0,
+            };
             self.usage = Usage {
                 input_tokens: input,
-                output_tokens: u.completion_tokens.0.unwrap_or(0),
+                output_tokens: output,
                 cache_read_input_tokens: cached.min(input),
                 cache_creation_input_tokens: 0,
+                reasoning_tokens: reasoning.min(output),
             };
         }
         let Some(choice) = chunk.choices.0 else {
