@@ -210,6 +210,7 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
             output_tokens: l.usage.output_tokens,
             cache_read_input_tokens: l.usage.cache_read_input_tokens,
             cache_creation_input_tokens: l.usage.cache_creation_input_tokens,
+            reasoning_tokens: l.usage.reasoning_tokens,
         }),
         events,
         requests,
