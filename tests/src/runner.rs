@@ -434,7 +434,7 @@ fn point_fallbacks_here(
             _ => continue,
         };
         if !entry.contains_key("base_url") {
-            let url = if other == "openai" {
+            let url = if other.starts_with("openai") {
                 format!("{root}/v1")
             } else {
                 root.to_string()
