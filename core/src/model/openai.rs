@@ -506,7 +506,8 @@ mod tests {
                 {"index": 0, "function": {"arguments": ": 1}"}}]}}]}),
             json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
             json!({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 2,
-                                            "prompt_tokens_details": {"cached_tokens": 5}}}),
+                                            "prompt_tokens_details": {"cached_tokens": 5},
+                                            "completion_tokens_details": {"reasoning_tokens": 9}}}),
         ];
         for c in &chunks {
             asm.chunk(c, &sink).unwrap();
@@ -520,6 +521,8 @@ mod tests {
         assert_eq!(r.calls[1].id.as_deref(), Some("b"));
         assert_eq!(r.usage.input_tokens, 7);
         assert_eq!(r.usage.cache_read_input_tokens, 5);
+        // Reasoning tokens are part of the completion's: never more than it, whatever is claimed.
+        assert_eq!(r.usage.reasoning_tokens, 2);
         let err = Assembler::default()
             .chunk(&json!({"error": {"message": "nope"}}), &sink)
             .unwrap_err();
