@@ -350,6 +350,7 @@ impl Assembler {
                         summary: None,
                     },
                 ));
+                // Cannot fail: pushed just above.
                 &mut self.open.last_mut().expect("just pushed").2
             }
         };
