@@ -144,8 +144,16 @@ impl Assembler {
                 if kind == "response.refusal.delta" && !text.is_empty() {
                     self.stop = Some(StopReason::Refusal);
                 }
-                if let Some(Open::Message { streamed }) = self.find(&ev) {
-                    *streamed = true;
+                match self.find(&ev) {
+                    Some(Open::Message { streamed }) => *streamed = true,
+                    Some(_) => {}
+                    // Text for a message never announced: remembered as streamed, so its done
+                    // item does not give the text again.
+                    None => self.open.push((
+                        ev.output_index.0.unwrap_or(u64::MAX),
+                        ev.item_id.get().map(str::to_string),
+                        Open::Message { streamed: true },
+                    )),
                 }
                 self.say(text, deltas);
             }
@@ -744,6 +752,21 @@ mod tests {
     }
 
     #[test]
+    fn text_of_a_message_never_announced_is_not_given_twice() {
+        let seen = run(&[
+            json!({"type": "response.output_text.delta", "item_id": "msg", "output_index": 0, "delta": "Hi"}),
+            json!({"type": "response.output_item.done", "output_index": 0,
+                   "item": {"type": "message", "id": "msg", "content": [{"type": "output_text", "text": "Hi"}]}}),
+            completed(json!(null)),
+        ])
+        .unwrap();
+        assert_eq!(
+            (seen.text.as_str(), seen.response.text.as_str()),
+            ("Hi", "Hi")
+        );
+    }
+
+    #[test]
     fn an_incomplete_response_stops_short_and_errors_end_the_answer() {
         let seen = run(&[
             json!({"type": "response.output_text.delta", "output_index": 0, "delta": "cut"}),
@@ -848,6 +871,66 @@ mod tests {
             ),
             (1, 1)
         );
+    }
+
+    #[test]
+    fn mutated_streams_never_panic() {
+        // A real-shaped stream, then thousands of corruptions of it (bytes changed, lines cut,
+        // repeated or dropped): each ends in a response or a clear failure, never a panic.
+        let stream: Vec<String> = [
+            json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "reasoning", "id": "rs", "summary": []}}),
+            json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs", "output_index": 0, "summary_index": 0, "delta": "hé"}),
+            json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "reasoning", "id": "rs", "encrypted_content": "e", "summary": [{"type": "summary_text", "text": "hé"}]}}),
+            json!({"type": "response.output_item.added", "output_index": 1, "item": {"type": "function_call", "id": "fc", "call_id": "c", "name": "f", "arguments": ""}}),
+            json!({"type": "response.function_call_arguments.delta", "item_id": "fc", "output_index": 1, "delta": "{\"a\":"}),
+            json!({"type": "response.function_call_arguments.done", "item_id": "fc", "output_index": 1, "arguments": "{\"a\":1}"}),
+            json!({"type": "response.output_item.done", "output_index": 1, "item": {"type": "function_call", "id": "fc", "call_id": "c", "name": "f", "arguments": "{\"a\":1}"}}),
+            json!({"type": "response.output_text.delta", "item_id": "m", "output_index": 2, "delta": "ok"}),
+            completed(json!({"input_tokens": 3, "output_tokens": 2})),
+        ]
+        .iter()
+        .map(Value::to_string)
+        .collect();
+        let sink = |_: Delta<'_>| {};
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..3_000 {
+            let mut lines = stream.clone();
+            for _ in 0..1 + next(3) {
+                let at = next(lines.len());
+                let mut bytes = lines[at].clone().into_bytes();
+                match next(4) {
+                    0 if !bytes.is_empty() => {
+                        let i = next(bytes.len());
+                        bytes[i] = b"{}[]\":,0a\\"[next(11)];
+                    }
+                    1 => bytes.truncate(next(bytes.len() + 1)),
+                    2 => lines.insert(at, lines[at].clone()),
+                    _ => {
+                        lines.remove(at);
+                        continue;
+                    }
+                }
+                if lines.len() > at {
+                    lines[at] = String::from_utf8_lossy(&bytes).into_owned();
+                }
+                if lines.is_empty() {
+                    break;
+                }
+            }
+            let mut asm = Assembler::default();
+            let read: Result<(), Failure> = lines.iter().try_for_each(|l| asm.event_text(l, &sink));
+            if read.is_ok() {
+                let r = asm.finish();
+                // At most a call, or a reasoning item and its text, per line.
+                assert!(r.calls.len() + r.extra.len() <= 2 * lines.len(), "{r:?}");
+            }
+        }
     }
 
     #[test]
