@@ -902,12 +902,16 @@ mod tests {
         for _ in 0..3_000 {
             let mut lines = stream.clone();
             for _ in 0..1 + next(3) {
+                if lines.is_empty() {
+                    break;
+                }
                 let at = next(lines.len());
                 let mut bytes = lines[at].clone().into_bytes();
                 match next(4) {
                     0 if !bytes.is_empty() => {
                         let i = next(bytes.len());
-                        bytes[i] = b"{}[]\":,0a\\"[next(11)];
+                        let table = b"{}[]\":,0a\\";
+                        bytes[i] = table[next(table.len())];
                     }
                     1 => bytes.truncate(next(bytes.len() + 1)),
                     2 => lines.insert(at, lines[at].clone()),
@@ -916,12 +920,7 @@ mod tests {
                         continue;
                     }
                 }
-                if lines.len() > at {
-                    lines[at] = String::from_utf8_lossy(&bytes).into_owned();
-                }
-                if lines.is_empty() {
-                    break;
-                }
+                lines[at] = String::from_utf8_lossy(&bytes).into_owned();
             }
             let mut asm = Assembler::default();
             let read: Result<(), Failure> = lines.iter().try_for_each(|l| asm.event_text(l, &sink));
