@@ -668,7 +668,7 @@ def test_configuration_is_checked_whole_in_pythons_names() -> None:
     e = refused(style="nope")
     assert (
         str(e)
-        == 'invalid configuration: style: "nope" is not one of openai, anthropic, ollama, scripted'
+        == 'invalid configuration: style: "nope" is not one of openai, openai-responses, anthropic, ollama, scripted'
     )
     assert (e.option, e.value) == ("style", '"nope"')
     # A misspelled key of a scripted entry is refused (it used to run as an empty answer).

@@ -477,6 +477,61 @@ mod tests {
     }
 
     #[test]
+    fn this_styles_reasoning_reaches_no_other_style() {
+        // A turn that fell back from openai-responses to another style: the reasoning item (and
+        // its encrypted content) is this style's alone.
+        let messages = vec![
+            Message::user("go"),
+            Message::assistant_with(
+                "",
+                vec![call("call_1")],
+                vec![
+                    (
+                        0,
+                        Part::Provider(ProviderBlock {
+                            style: STYLE.into(),
+                            block: json!({"type": "reasoning", "id": "rs_9", "encrypted_content": "SECRETENC",
+                                          "summary": [{"type": "summary_text", "text": "plan"}]}),
+                        }),
+                    ),
+                    (
+                        0,
+                        Part::Reasoning(Reasoning {
+                            text: "plan".into(),
+                            ..Reasoning::default()
+                        }),
+                    ),
+                ],
+            ),
+            Message::tool_result("call_1", "echo", "hi", false),
+        ];
+        let settings = ModelSettings::default();
+        let tools = rich_tools();
+        let req = ModelRequest {
+            system: None,
+            model: None,
+            messages: &messages,
+            tools: &tools,
+            settings: &settings,
+            images: None,
+        };
+        let others = [
+            super::super::openai_body::render("m", 100, &req),
+            super::super::anthropic_body::render("m", 100, false, &req),
+            super::super::ollama_body::render("m", 100, &req),
+        ];
+        for body in others {
+            let text = String::from_utf8_lossy(&body);
+            assert!(!text.contains("SECRETENC") && !text.contains("rs_9"), "{text}");
+            // The plain reasoning text is not sent either: it has no field or signature.
+            assert!(!text.contains("plan"), "{text}");
+        }
+        // Here it goes back.
+        let ours = String::from_utf8_lossy(&render("m", 100, &req)).into_owned();
+        assert!(ours.contains("SECRETENC"), "{ours}");
+    }
+
+    #[test]
     fn settings_go_in_this_apis_spelling() {
         let messages = [Message::user("hi")];
         let got = body(
