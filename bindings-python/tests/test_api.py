@@ -952,8 +952,12 @@ def test_usage_and_turn_result_are_immutable_values() -> None:
     assert u != contenox.Usage(3, 4) and u != (3, 4, 1, 0)
     assert repr(u) == (
         "Usage(input_tokens=3, output_tokens=4, cache_read_input_tokens=1, "
-        "cache_creation_input_tokens=0)"
+        "cache_creation_input_tokens=0, reasoning_tokens=0)"
     )
+    # Reasoning tokens (openai-responses, openai): part of output_tokens, in the dict when set.
+    reasoned = contenox.Usage(3, 4, reasoning_tokens=2)
+    assert reasoned.to_dict() == {"input_tokens": 3, "output_tokens": 4, "reasoning_tokens": 2}
+    assert contenox.Usage.from_dict(reasoned.to_dict()) == reasoned != contenox.Usage(3, 4)
     assert contenox.Usage() == contenox.Usage.from_dict(None) == contenox.Usage.from_dict({})
     assert contenox.Usage.from_dict(u.to_dict()) == u
     with pytest.raises(AttributeError, match="immutable"):
