@@ -476,6 +476,7 @@ mod tests {
                 tools: &[],
                 settings: &crate::settings::ModelSettings::default(),
                 images: None,
+                output: None,
             },
         );
         let msgs = body["messages"].as_array().unwrap();
@@ -743,6 +744,7 @@ mod tests {
                 tools: &[],
                 settings: &crate::settings::ModelSettings::default(),
                 images: None,
+                output: None,
             },
         );
         let msgs = body["messages"].as_array().unwrap();

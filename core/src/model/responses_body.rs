@@ -18,6 +18,7 @@ use super::images::{wire_image, WireImage};
 use super::settings_body::with_extra_body;
 use super::wire_json::{args_text, to_body, wire_name, ERROR_PREFIX};
 use super::{ModelRequest, RequestBody};
+use crate::output::{Dialect, OutputSchema};
 use crate::settings::{ModelSettings, ToolChoice};
 use crate::tool::ToolSpec;
 use crate::transcript::{join_text, Image, Message, Part};
@@ -44,6 +45,7 @@ pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Re
         store: false,
         stream: true,
         temperature: s.temperature,
+        text: req.output.map(TextFormat::of),
         tool_choice: s
             .tool_choice
             .as_ref()
@@ -72,6 +74,8 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<TextFormat<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<WireToolChoice<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<FunctionTool<'a>>,
@@ -93,6 +97,39 @@ impl WireReasoning {
             effort: e.as_str(),
             summary: "auto",
         })
+    }
+}
+
+/// `text: {"format": {"name", "schema", "strict", "type": "json_schema"}}`: the output schema in
+/// this API's spelling, in its strict form (the same subset as the openai style's
+/// `response_format`) where it has one, else the host's schema, not strict.
+#[derive(Serialize)]
+struct TextFormat<'a> {
+    format: JsonSchemaFormat<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchemaFormat<'a> {
+    name: &'a str,
+    schema: &'a Value,
+    strict: bool,
+    r#type: &'static str,
+}
+
+impl<'a> TextFormat<'a> {
+    fn of(output: &'a OutputSchema) -> Self {
+        let (schema, strict) = match output.strict_form(Dialect::Openai) {
+            Some(strict) => (strict, true),
+            None => (output.schema(), false),
+        };
+        TextFormat {
+            format: JsonSchemaFormat {
+                name: output.name(),
+                schema,
+                strict,
+                r#type: "json_schema",
+            },
+        }
     }
 }
 
@@ -355,6 +392,7 @@ mod tests {
             tools: &tools,
             settings: &settings,
             images: None,
+            output: None,
         };
         serde_json::from_slice(&render("gpt-5", 1000, &req)).unwrap()
     }
@@ -514,6 +552,7 @@ mod tests {
             tools: &tools,
             settings: &settings,
             images: None,
+            output: None,
         };
         let others = [
             super::super::openai_body::render("m", 100, &req),
@@ -522,13 +561,52 @@ mod tests {
         ];
         for body in others {
             let text = String::from_utf8_lossy(&body);
-            assert!(!text.contains("SECRETENC") && !text.contains("rs_9"), "{text}");
+            assert!(
+                !text.contains("SECRETENC") && !text.contains("rs_9"),
+                "{text}"
+            );
             // The plain reasoning text is not sent either: it has no field or signature.
             assert!(!text.contains("plan"), "{text}");
         }
         // Here it goes back.
         let ours = String::from_utf8_lossy(&render("m", 100, &req)).into_owned();
         assert!(ours.contains("SECRETENC"), "{ours}");
+    }
+
+    #[test]
+    fn the_output_schema_goes_as_text_format() {
+        let messages = [Message::user("hi")];
+        let settings = ModelSettings::default();
+        let render_with = |schema: Value| -> Value {
+            let output = OutputSchema::new(&schema).unwrap();
+            let req = ModelRequest {
+                system: None,
+                model: None,
+                messages: &messages,
+                tools: &[],
+                settings: &settings,
+                images: None,
+                output: Some(&output),
+            };
+            serde_json::from_slice(&render("m", 100, &req)).unwrap()
+        };
+        // A schema the strict subset takes: its strict form, strict.
+        let closed = render_with(json!({"title": "Point", "type": "object",
+            "properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x"]}));
+        assert_eq!(
+            closed["text"],
+            json!({"format": {"type": "json_schema", "name": "Point", "strict": true,
+                "schema": {"title": "Point", "type": "object", "additionalProperties": false,
+                           "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+                           "required": ["x", "y"]}}})
+        );
+        // One it does not (an open object): the host's schema, not strict.
+        let open = json!({"type": "object", "additionalProperties": true});
+        let got = render_with(open.clone());
+        assert_eq!(
+            got["text"],
+            json!({"format": {"type": "json_schema", "name": "output", "strict": false, "schema": open}})
+        );
     }
 
     #[test]
