@@ -211,6 +211,8 @@ export interface NativeUsage {
   cacheReadInputTokens: number
   /** Of `input_tokens`, those written to the server's prompt cache. */
   cacheCreationInputTokens: number
+  /** Of `output_tokens`, those the model spent reasoning. */
+  reasoningTokens: number
 }
 
 /** A preset policy's document as JSON text (`default`, `strict`, `dev`): the engine's own. */

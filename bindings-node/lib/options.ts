@@ -105,7 +105,7 @@ export interface ModelSettings {
  * environment variable holding it).
  */
 export interface FallbackModel {
-  style?: 'openai' | 'anthropic' | 'ollama'
+  style?: 'openai' | 'openai-responses' | 'anthropic' | 'ollama'
   baseUrl?: string
   model: string
   apiKey?: string

@@ -36,6 +36,7 @@ export function turnResult(r: native.NativeTurnResult): TurnResult {
       outputTokens: r.usage.outputTokens,
       cacheReadInputTokens: r.usage.cacheReadInputTokens,
       cacheCreationInputTokens: r.usage.cacheCreationInputTokens,
+      reasoningTokens: r.usage.reasoningTokens,
     },
     transcript: new Transcript(r.transcript),
   }

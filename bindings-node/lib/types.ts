@@ -11,7 +11,7 @@ export type JsonValue = string | number | boolean | null | JsonValue[] | { [key:
 export type JsonObject = { [key: string]: JsonValue }
 
 /** The wire style of the model server. `scripted` replays a fixed list of responses in-process. */
-export type Style = 'openai' | 'anthropic' | 'ollama' | 'scripted'
+export type Style = 'openai' | 'openai-responses' | 'anthropic' | 'ollama' | 'scripted'
 
 /** How a turn ended. */
 export type Outcome = 'done' | 'cancelled' | 'max_turns' | 'error' | 'budget' | 'output_invalid'
@@ -37,13 +37,15 @@ export interface Hints {
 /**
  * Token usage (core: `input_tokens`, ...). `inputTokens` counts the whole prompt, cached or not;
  * the cache fields are the parts of it read from and written to the server's prompt cache
- * (absent on events when zero, always present on a turn's result).
+ * (absent on events when zero, always present on a turn's result); `reasoningTokens` is the part
+ * of `outputTokens` the model spent reasoning, where the server says (absent on events when zero).
  */
 export interface Usage {
   inputTokens: number
   outputTokens: number
   cacheReadInputTokens?: number
   cacheCreationInputTokens?: number
+  reasoningTokens?: number
 }
 
 /** A model a server offers. */

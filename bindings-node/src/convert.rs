@@ -334,6 +334,7 @@ mod tests {
                 output_tokens: 4,
                 cache_read_input_tokens: 2,
                 cache_creation_input_tokens: 0,
+                reasoning_tokens: 0,
             },
             error: None,
         };

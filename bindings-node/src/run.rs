@@ -23,6 +23,8 @@ pub struct NativeUsage {
     pub cache_read_input_tokens: i64,
     /// Of `input_tokens`, those written to the server's prompt cache.
     pub cache_creation_input_tokens: i64,
+    /// Of `output_tokens`, those the model spent reasoning.
+    pub reasoning_tokens: i64,
 }
 
 impl From<Usage> for NativeUsage {
@@ -34,6 +36,7 @@ impl From<Usage> for NativeUsage {
             output_tokens: n(u.output_tokens),
             cache_read_input_tokens: n(u.cache_read_input_tokens),
             cache_creation_input_tokens: n(u.cache_creation_input_tokens),
+            reasoning_tokens: n(u.reasoning_tokens),
         }
     }
 }

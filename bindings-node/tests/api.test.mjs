@@ -592,7 +592,7 @@ describe('options and models', () => {
       return error
     }
     const style = refused({ style: 'nope' })
-    assert.equal(style.message, 'invalid configuration: style: "nope" is not one of openai, anthropic, ollama, scripted')
+    assert.equal(style.message, 'invalid configuration: style: "nope" is not one of openai, openai-responses, anthropic, ollama, scripted')
     assert.deepEqual([style.option, style.value], ['style', '"nope"'])
     const typo = refused({ style: 'scripted', script: [{ txt: 'x' }] })
     assert.equal(typo.option, 'script[0]')

@@ -211,14 +211,14 @@ function clientOptions(scenario, server, root) {
     options[camel(k)] = k === 'retry' || k === 'reasoning' ? renameKeys(v, camel) : v
   }
   const style = scenario.style ?? 'openai'
-  const base = (s) => (s === 'openai' ? `${server.root}/v1` : server.root)
+  const base = (s) => (s.startsWith('openai') ? `${server.root}/v1` : server.root)
   // A `fallback` entry of another style without a base URL talks to the fake server too (it
   // serves every style's chat endpoint).
   if (Array.isArray(options.fallback)) {
     options.fallback = options.fallback.map((f) =>
       typeof f === 'object' && f.style && f.style !== style && f.base_url === undefined ? { ...f, base_url: base(f.style) } : f)
   }
-  return { ...options, style, baseUrl: style === 'openai' ? `${server.root}/v1` : server.root, model: 'fake', apiKey: 'test', root }
+  return { ...options, style, baseUrl: style.startsWith('openai') ? `${server.root}/v1` : server.root, model: 'fake', apiKey: 'test', root }
 }
 
 // The scenario key `mcp`: the project's MCP test servers (tests/mcp, installed by

@@ -87,7 +87,7 @@ class FakeServer:
 
     def base_url(self, style: str) -> str:
         root = f"http://127.0.0.1:{self.port}"
-        return root + "/v1" if style == "openai" else root
+        return root + "/v1" if style in ("openai", "openai-responses") else root
 
     def requests(self) -> list[Any]:
         url = f"http://127.0.0.1:{self.port}/_fake/requests"

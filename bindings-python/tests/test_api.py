@@ -668,7 +668,7 @@ def test_configuration_is_checked_whole_in_pythons_names() -> None:
     e = refused(style="nope")
     assert (
         str(e)
-        == 'invalid configuration: style: "nope" is not one of openai, anthropic, ollama, scripted'
+        == 'invalid configuration: style: "nope" is not one of openai, openai-responses, anthropic, ollama, scripted'
     )
     assert (e.option, e.value) == ("style", '"nope"')
     # A misspelled key of a scripted entry is refused (it used to run as an empty answer).
@@ -952,8 +952,12 @@ def test_usage_and_turn_result_are_immutable_values() -> None:
     assert u != contenox.Usage(3, 4) and u != (3, 4, 1, 0)
     assert repr(u) == (
         "Usage(input_tokens=3, output_tokens=4, cache_read_input_tokens=1, "
-        "cache_creation_input_tokens=0)"
+        "cache_creation_input_tokens=0, reasoning_tokens=0)"
     )
+    # Reasoning tokens (openai-responses, openai): part of output_tokens, in the dict when set.
+    reasoned = contenox.Usage(3, 4, reasoning_tokens=2)
+    assert reasoned.to_dict() == {"input_tokens": 3, "output_tokens": 4, "reasoning_tokens": 2}
+    assert contenox.Usage.from_dict(reasoned.to_dict()) == reasoned != contenox.Usage(3, 4)
     assert contenox.Usage() == contenox.Usage.from_dict(None) == contenox.Usage.from_dict({})
     assert contenox.Usage.from_dict(u.to_dict()) == u
     with pytest.raises(AttributeError, match="immutable"):

@@ -58,7 +58,7 @@ async def replay(path: Path, style: str, replies: int) -> dict[str, Any]:
     try:
         assert server.stdout is not None
         port = int(server.stdout.readline().strip())
-        base = f"http://127.0.0.1:{port}" + ("/v1" if style == "openai" else "")
+        base = f"http://127.0.0.1:{port}" + ("/v1" if style.startswith("openai") else "")
         client = contenox.create_client(
             style=style,
             base_url=base,

@@ -72,6 +72,8 @@ pub struct Usage {
     pub cache_read_input_tokens: u64,
     #[uniffi(default = 0)]
     pub cache_creation_input_tokens: u64,
+    #[uniffi(default = 0)]
+    pub reasoning_tokens: u64,
 }
 
 #[uniffi::remote(Enum)]

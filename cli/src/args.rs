@@ -150,7 +150,7 @@ pub struct ClientArgs {
 /// Where the model is: the same flags (and variables) for `run` and `acp`.
 #[derive(Debug, Args)]
 pub struct ModelArgs {
-    /// The model server's wire style: openai, anthropic or ollama. API keys come from
+    /// The model server's wire style: openai, openai-responses, anthropic or ollama. API keys come from
     /// OPENAI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_API_KEY only.
     #[arg(long, env = "CONTENOX_STYLE", value_name = "STYLE")]
     pub style: Option<String>,

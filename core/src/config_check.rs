@@ -25,7 +25,7 @@ impl Config {
 
     /// Read a config from a JSON value whose errors name the options the way `spelling` spells
     /// them (what a binding passes its host's options through): `style: "nope" is not one of
-    /// openai, anthropic, ollama, scripted`, `unknown option "base_ur"; the options are ...`.
+    /// openai, openai-responses, anthropic, ollama, scripted`, `unknown option "base_ur"; the options are ...`.
     pub fn from_value(value: &serde_json::Value, spelling: Spelling) -> Result<Self> {
         let config: Config = read(value, spelling).map_err(Error::Config)?;
         check_endpoint(&config, spelling)?;
@@ -154,7 +154,7 @@ fn check_fallback(config: &Config) -> Result<(), ConfigError> {
         if entry.style == Some(Style::Scripted) {
             return Err(ConfigError::new(
                 at("style"),
-                "\"scripted\" is not a model server; a fallback is openai, anthropic or ollama",
+                "\"scripted\" is not a model server; a fallback is openai, openai-responses, anthropic or ollama",
             ));
         }
         if entry.model.as_deref().unwrap_or("").is_empty() {

@@ -308,7 +308,7 @@ mod tests {
     fn messages_name_the_option_the_value_and_what_is_allowed() {
         assert_eq!(
             err(json!({"style": "nope"}), Spelling::Snake),
-            r#"style: "nope" is not one of openai, anthropic, ollama, scripted"#
+            r#"style: "nope" is not one of openai, openai-responses, anthropic, ollama, scripted"#
         );
         let unknown = err(json!({"script": [{"txt": "x"}]}), Spelling::Snake);
         assert!(

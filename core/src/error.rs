@@ -104,7 +104,7 @@ pub enum Error {
 /// What is wrong with a configuration, in the words of the host that gave it: the option as
 /// that host spells it, the bad value, and what is allowed.
 ///
-/// Its text reads `style: "nope" is not one of openai, anthropic, ollama, scripted`, or
+/// Its text reads `style: "nope" is not one of openai, openai-responses, anthropic, ollama, scripted`, or
 /// `script[0]: unknown key "txt"; the keys are text, tool_calls, ...`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -95,6 +95,10 @@ pub struct Usage {
     /// when 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_creation_input_tokens: u64,
+    /// Of `output_tokens`, those the model spent reasoning (openai-responses
+    /// `output_tokens_details.reasoning_tokens`; left out of the JSON when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -113,6 +117,7 @@ impl Usage {
         self.cache_creation_input_tokens = self
             .cache_creation_input_tokens
             .saturating_add(other.cache_creation_input_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
     }
 
     /// Whether nothing was reported.

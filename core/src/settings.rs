@@ -277,12 +277,7 @@ impl ModelSettings {
         prefix: &str,
     ) -> std::result::Result<(), ConfigError> {
         let at = |name: &str| format!("{prefix}{name}");
-        let style_name = match style {
-            Style::Openai => "openai",
-            Style::Anthropic => "anthropic",
-            Style::Ollama => "ollama",
-            Style::Scripted => "scripted",
-        };
+        let style_name = style.name();
         let lacks = |name: &str, instead: &str| {
             ConfigError::new(
                 at(name),
@@ -293,7 +288,7 @@ impl ModelSettings {
 
         if let Some(t) = self.temperature {
             let most = match style {
-                Style::Openai => 2.0,
+                Style::Openai | Style::OpenaiResponses => 2.0,
                 Style::Anthropic => 1.0,
                 Style::Ollama | Style::Scripted => f64::MAX,
             };
@@ -317,7 +312,7 @@ impl ModelSettings {
             }
         }
         if let Some(k) = self.top_k {
-            if style == Style::Openai {
+            if matches!(style, Style::Openai | Style::OpenaiResponses) {
                 return Err(lacks(
                     "top_k",
                     " (an OpenAI-compatible server that takes one gets it through extra_body)",
@@ -330,6 +325,13 @@ impl ModelSettings {
                 );
             }
         }
+        if self.stop.is_some() && style == Style::OpenaiResponses {
+            return Err(lacks(
+                "stop",
+                " (the Responses API takes no stop sequences; a server that does gets them \
+                 through extra_body)",
+            ));
+        }
         if let Some(stop) = &self.stop {
             if let Some(i) = stop.iter().position(String::is_empty) {
                 return Err(ConfigError::new(
@@ -338,7 +340,7 @@ impl ModelSettings {
                 ));
             }
         }
-        if self.seed.is_some() && style == Style::Anthropic {
+        if self.seed.is_some() && matches!(style, Style::Anthropic | Style::OpenaiResponses) {
             return Err(lacks("seed", ""));
         }
         if style == Style::Ollama {
@@ -388,6 +390,12 @@ impl ModelSettings {
                 return Err(ConfigError::new(
                     format!("{}.{key}", at("extra_body")),
                     "may not be set: the engine writes model, messages, tools and stream itself",
+                ));
+            }
+            if style == Style::OpenaiResponses && extra.contains_key("input") {
+                return Err(ConfigError::new(
+                    format!("{}.input", at("extra_body")),
+                    "may not be set: the engine writes the conversation (input) itself",
                 ));
             }
         }
@@ -614,7 +622,33 @@ mod tests {
                 format!("{key}: style \"ollama\" has no {key}")
             );
         }
-        for style in [Style::Openai, Style::Ollama] {
+        // The Responses API has no top_k, stop sequences or seed.
+        for (key, value) in [
+            ("top_k", json!(5)),
+            ("stop", json!(["x"])),
+            ("seed", json!(1)),
+        ] {
+            assert!(
+                problem(json!({key: value}), Style::OpenaiResponses, 4096)
+                    .starts_with(&format!("{key}: style \"openai-responses\" has no {key}")),
+                "{key}"
+            );
+        }
+        assert_eq!(
+            problem(
+                json!({"extra_body": {"input": []}}),
+                Style::OpenaiResponses,
+                4096
+            ),
+            "extra_body.input: may not be set: the engine writes the conversation (input) itself"
+        );
+        read(
+            json!({"temperature": 2, "top_p": 1, "tool_choice": "required",
+            "parallel_tool_calls": false, "reasoning": {"effort": "minimal"}}),
+        )
+        .check(Style::OpenaiResponses, 1, "")
+        .unwrap();
+        for style in [Style::Openai, Style::OpenaiResponses, Style::Ollama] {
             assert!(
                 problem(json!({"reasoning": {"budget_tokens": 2048}}), style, 4096)
                     .starts_with("reasoning.budget_tokens: style")

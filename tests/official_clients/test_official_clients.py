@@ -47,7 +47,7 @@ class Server:
 
     @property
     def base_url(self) -> str:
-        return self.root + "/v1" if self.style == "openai" else self.root
+        return self.root + "/v1" if self.style.startswith("openai") else self.root
 
     def requests(self) -> list:
         with urllib.request.urlopen(self.root + "/_fake/requests", timeout=5) as r:
@@ -655,3 +655,125 @@ def test_no_fake_server_left():
         if ppid == me and b"fake-model-server" in cmdline:
             left.append(int(entry.name))
     assert left == []
+
+
+# ---------------------------------------------------------------------------------------------
+# openai-responses (the Responses API)
+
+
+def responses_server(fake, model: list) -> Server:
+    return fake(model, "openai-responses")
+
+
+def oai_responses(server: Server, **kw) -> openai.OpenAI:
+    return oai(server, **kw)
+
+
+REASONED_CALLS = {
+    "reasoning": [{"text": "Think first."}],
+    "text": "Let me check.",
+    "tool_calls": TWO_CALLS["tool_calls"],
+    "usage": {"input_tokens": 11, "output_tokens": 7, "cache_read_input_tokens": 3, "reasoning_tokens": 2},
+}
+
+
+def test_responses_stream_events_are_the_sdks_types(fake):
+    server = responses_server(fake, [REASONED_CALLS])
+    stream = oai_responses(server).responses.create(
+        model="fake",
+        input="hi",
+        stream=True,
+        store=False,
+        include=["reasoning.encrypted_content"],
+    )
+    events = list(stream)
+    kinds = [e.type for e in events]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    # Typed by the SDK, one class per event type.
+    deltas = [e for e in events if isinstance(e, openai.types.responses.ResponseTextDeltaEvent)]
+    assert "".join(d.delta for d in deltas) == "Let me check."
+    summary = [e for e in events if isinstance(e, openai.types.responses.ResponseReasoningSummaryTextDeltaEvent)]
+    assert "".join(s.delta for s in summary) == "Think first."
+    args = [e for e in events if isinstance(e, openai.types.responses.ResponseFunctionCallArgumentsDeltaEvent)]
+    assert len(args) > 2  # streamed in pieces
+    done = events[-1].response
+    reasoning, message, *calls = done.output
+    assert reasoning.type == "reasoning"
+    assert reasoning.summary[0].text == "Think first."
+    assert reasoning.encrypted_content and reasoning.encrypted_content.startswith("encfake")
+    assert message.type == "message" and done.output_text == "Let me check."
+    assert [(c.call_id, c.name, json.loads(c.arguments)) for c in calls] == [
+        (c["id"], c["name"], c["arguments"]) for c in TWO_CALLS["tool_calls"]
+    ]
+    assert done.usage.input_tokens == 11 and done.usage.output_tokens == 7
+    assert done.usage.input_tokens_details.cached_tokens == 3
+    assert done.usage.output_tokens_details.reasoning_tokens == 2
+    assert server.requests()[0]["store"] is False
+
+
+def test_responses_stream_helper_accumulates(fake):
+    # The SDK's helper rebuilds the response from the events (by output and content index) and
+    # checks them as it goes: the fake's events must fit together.
+    server = responses_server(fake, [REASONED_CALLS])
+    with oai_responses(server).responses.stream(model="fake", input="hi") as stream:
+        text = "".join(e.delta for e in stream if e.type == "response.output_text.delta")
+        final = stream.get_final_response()
+    assert text == "Let me check."
+    assert final.output_text == "Let me check."
+    assert [o.type for o in final.output] == ["reasoning", "message", "function_call", "function_call"]
+    # Without `include`, no encrypted content.
+    assert final.output[0].encrypted_content is None
+
+
+def test_responses_non_stream(fake):
+    server = responses_server(fake, [REASONED_CALLS, TEXT])
+    client = oai_responses(server)
+    first = client.responses.create(model="fake", input="hi")
+    assert first.status == "completed"
+    assert first.output_text == "Let me check."
+    assert [o.type for o in first.output] == ["reasoning", "message", "function_call", "function_call"]
+    second = client.responses.create(model="fake", input="hi")
+    assert second.output_text == TEXT["text"]
+    assert second.usage.input_tokens == 5
+
+
+def test_responses_incomplete_and_errors(fake):
+    server = responses_server(
+        fake,
+        [
+            {"text": "cut", "stop_reason": "max_output_tokens"},
+            {"error": {"status": 429, "retry_after_s": 3}},
+        ],
+    )
+    client = oai_responses(server)
+    events = list(client.responses.create(model="fake", input="hi", stream=True))
+    assert events[-1].type == "response.incomplete"
+    assert events[-1].response.incomplete_details.reason == "max_output_tokens"
+    with pytest.raises(openai.RateLimitError) as e:
+        client.responses.create(model="fake", input="hi", stream=True)
+    assert e.value.code == "rate_limit_exceeded"
+    assert e.value.response.headers["retry-after"] == "3"
+
+
+def test_responses_refuses_what_the_api_refuses(fake):
+    server = responses_server(fake, [REASONED_CALLS, TEXT, TEXT])
+    client = oai_responses(server)
+    first = client.responses.create(model="fake", input="hi", store=False, include=["reasoning.encrypted_content"])
+    reasoning = first.output[0].model_dump(exclude_none=True)
+    # Sent back whole, the item is taken; changed, or (not stored) without its encrypted
+    # content, it is refused as the real API refuses it; so is an output without its call.
+    ok = client.responses.create(model="fake", input=[reasoning, {"role": "user", "content": "go"}], store=False)
+    assert ok.output_text == TEXT["text"]
+    changed = dict(reasoning, encrypted_content=reasoning["encrypted_content"] + "x")
+    with pytest.raises(openai.BadRequestError, match="could not be verified"):
+        client.responses.create(model="fake", input=[changed], store=False)
+    bare = {k: v for k, v in reasoning.items() if k != "encrypted_content"}
+    with pytest.raises(openai.BadRequestError, match="not persisted when `store` is set to false"):
+        client.responses.create(model="fake", input=[bare], store=False)
+    with pytest.raises(openai.BadRequestError, match="No tool call found"):
+        client.responses.create(
+            model="fake", input=[{"type": "function_call_output", "call_id": "nope", "output": "x"}]
+        )
+    # Refused requests consume no script entry.
+    assert client.responses.create(model="fake", input="hi").output_text == TEXT["text"]

@@ -105,10 +105,29 @@ fn str_field(v: &Value, key: &str) -> Option<String> {
 /// The tool results in one request body, in order, read per style.
 pub fn tool_results(style: Style, body: &Value) -> Vec<WireToolResult> {
     let mut out = Vec::new();
+    if style == Style::OpenaiResponses {
+        // `function_call_output` items of `input`.
+        for item in body
+            .get("input")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if item.get("type").and_then(Value::as_str) == Some("function_call_output") {
+                let content = content_text(item.get("output").unwrap_or(&Value::Null));
+                out.push(WireToolResult {
+                    id: str_field(item, "call_id"),
+                    is_error: content.starts_with("Error: "),
+                    content,
+                });
+            }
+        }
+        return out;
+    }
     for m in messages(body) {
         let role = m.get("role").and_then(Value::as_str);
         match style {
-            Style::Openai | Style::Ollama => {
+            Style::Openai | Style::Ollama | Style::OpenaiResponses => {
                 if role == Some("tool") {
                     let content = content_text(m.get("content").unwrap_or(&Value::Null));
                     out.push(WireToolResult {
@@ -141,7 +160,7 @@ pub fn tool_results(style: Style, body: &Value) -> Vec<WireToolResult> {
 }
 
 /// The names of the tools offered in one request body, read per style: openai and ollama
-/// `tools[].function.name`, anthropic `tools[].name`.
+/// `tools[].function.name`, anthropic and openai-responses `tools[].name`.
 pub fn offered_tools(style: Style, body: &Value) -> Vec<String> {
     let Some(tools) = body.get("tools").and_then(Value::as_array) else {
         return Vec::new();
@@ -150,7 +169,7 @@ pub fn offered_tools(style: Style, body: &Value) -> Vec<String> {
         .iter()
         .filter_map(|t| match style {
             Style::Openai | Style::Ollama => t.pointer("/function/name"),
-            Style::Anthropic => t.get("name"),
+            Style::Anthropic | Style::OpenaiResponses => t.get("name"),
         })
         .filter_map(Value::as_str)
         .map(str::to_string)

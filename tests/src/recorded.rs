@@ -31,8 +31,8 @@ pub fn lines(text: &str) -> Vec<String> {
 }
 
 /// The style a stream's chunks are in: anthropic Messages events, openai Chat Completions
-/// chunks, ollama chat lines; `None` for any other wire (the Responses API, Bedrock, Gemini,
-/// Cohere: formats contenox has no style for).
+/// chunks, OpenAI Responses events (`response.*`), ollama chat lines; `None` for any other wire
+/// (Bedrock, Gemini, Cohere, OpenAI Realtime: formats contenox has no style for).
 pub fn style_of(lines: &[String]) -> Option<Style> {
     let chunks: Vec<Value> = lines
         .iter()
@@ -41,6 +41,12 @@ pub fn style_of(lines: &[String]) -> Option<Style> {
     let any = |f: &dyn Fn(&Value) -> bool| chunks.iter().any(f);
     if any(&|c| c["type"] == "message_start") {
         Some(Style::Anthropic)
+    } else if any(&|c| {
+        c["type"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("response."))
+    }) {
+        Some(Style::OpenaiResponses)
     } else if any(&|c| {
         c["object"] == "chat.completion.chunk" || (c["choices"].is_array() && c["type"].is_null())
     }) && !any(&|c| c["object"] == "text_completion")
@@ -61,17 +67,24 @@ pub fn read(path: &Path) -> std::io::Result<Option<Recording>> {
 
 impl Recording {
     /// The replies it holds, in order: a recording of a tool loop holds one message per model
-    /// request (anthropic: each ends with `message_stop`; a `message_start` before it is a
-    /// restart within the same reply). Other styles: one reply.
+    /// request (anthropic: each ends with `message_stop`, a `message_start` before it being a
+    /// restart within the same reply; openai-responses: each ends with `response.completed`,
+    /// `.incomplete` or `.failed`). Other styles: one reply.
     pub fn replies(&self) -> Vec<Vec<String>> {
-        if self.style != Style::Anthropic {
-            return vec![self.lines.clone()];
-        }
+        let ends: &[&str] = match self.style {
+            Style::Anthropic => &["message_stop"],
+            Style::OpenaiResponses => &[
+                "response.completed",
+                "response.incomplete",
+                "response.failed",
+            ],
+            Style::Openai | Style::Ollama => return vec![self.lines.clone()],
+        };
         let mut replies = vec![Vec::new()];
         for line in &self.lines {
             replies.last_mut().expect("one").push(line.clone());
-            let stop =
-                serde_json::from_str::<Value>(line).is_ok_and(|v| v["type"] == "message_stop");
+            let stop = serde_json::from_str::<Value>(line)
+                .is_ok_and(|v| v["type"].as_str().is_some_and(|t| ends.contains(&t)));
             if stop {
                 replies.push(Vec::new());
             }
@@ -108,12 +121,19 @@ pub struct Expected {
     pub calls: Vec<(String, Value)>,
     /// The reasoning text, joined.
     pub reasoning: String,
-    /// Encrypted or signed reasoning blocks (anthropic).
+    /// Encrypted or signed reasoning blocks (anthropic; openai-responses reasoning items with
+    /// `encrypted_content`).
     pub signed_blocks: usize,
     /// The stop reason the stream gave (`finish_reason` / `stop_reason` / `done_reason`).
     pub stop: Option<String>,
     /// The stream carries an error event.
     pub error: bool,
+    /// openai-responses: each reasoning item's `encrypted_content`, in order (what the next
+    /// request must send back).
+    pub encrypted: Vec<String>,
+    /// openai-responses: the usage of the terminal response: input, cached, output and
+    /// reasoning tokens.
+    pub usage: Option<[u64; 4]>,
 }
 
 /// Read each reply of a recording the plain way (`serde_json::Value` lookups, the providers'
@@ -134,6 +154,12 @@ pub fn expected_reply(style: Style, lines: &[String]) -> Expected {
         .collect();
     match style {
         Style::Openai => expected_openai(&chunks),
+        Style::OpenaiResponses => {
+            let mut e = expected_responses(&chunks);
+            // A line that is not JSON is a broken stream, which a reader reports as an error.
+            e.error |= chunks.len() < lines.len();
+            e
+        }
         Style::Anthropic => expected_anthropic(&chunks),
         Style::Ollama => expected_ollama(&chunks),
     }
@@ -314,6 +340,136 @@ fn expected_ollama(chunks: &[Value]) -> Expected {
         }
         if let Some(r) = c["done_reason"].as_str() {
             e.stop = Some(r.to_string());
+        }
+    }
+    e
+}
+
+/// OpenAI Responses events: text from `output_text` (and `refusal`) deltas, reasoning from
+/// summary deltas (a blank line between two summary parts of one item) and reasoning text
+/// deltas, calls from the `function_call` items done; a message or reasoning item that streamed
+/// no deltas gives the text its done item holds. Items of other kinds (tools the server runs)
+/// give nothing.
+fn expected_responses(chunks: &[Value]) -> Expected {
+    let mut e = Expected::default();
+    // The items that streamed deltas, and the last summary part seen per reasoning item.
+    let mut streamed: Vec<Value> = Vec::new();
+    let mut last_part: Option<(Value, u64)> = None;
+    let key = |c: &Value| -> Value {
+        if c["output_index"].is_u64() {
+            c["output_index"].clone()
+        } else {
+            c["item_id"].clone()
+        }
+    };
+    for c in chunks {
+        match c["type"].as_str().unwrap_or("") {
+            "response.output_text.delta" | "response.refusal.delta" => {
+                let d = c["delta"].as_str().unwrap_or("");
+                e.text.push_str(d);
+                if !d.is_empty() {
+                    streamed.push(key(c));
+                }
+                if c["type"] == "response.refusal.delta" && !d.is_empty() {
+                    e.stop = Some("refusal".into());
+                }
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                let d = c["delta"].as_str().unwrap_or("");
+                if d.is_empty() {
+                    continue;
+                }
+                if c["type"] == "response.reasoning_summary_text.delta" {
+                    let part = c["summary_index"].as_u64().unwrap_or(0);
+                    if let Some((item, p)) = &last_part {
+                        if *item == key(c) && *p != part {
+                            e.reasoning.push_str("\n\n");
+                        }
+                    }
+                    last_part = Some((key(c), part));
+                }
+                e.reasoning.push_str(d);
+                streamed.push(key(c));
+            }
+            "response.output_item.done" => {
+                let item = &c["item"];
+                let was_streamed = streamed.contains(&key(c)) || streamed.contains(&item["id"]);
+                match item["type"].as_str() {
+                    Some("function_call") => e.calls.push((
+                        item["name"].as_str().unwrap_or("").to_string(),
+                        args(item["arguments"].as_str().unwrap_or("")),
+                    )),
+                    Some("reasoning") => {
+                        if let Some(enc) = item["encrypted_content"].as_str() {
+                            e.signed_blocks += 1;
+                            e.encrypted.push(enc.to_string());
+                        }
+                        if !was_streamed {
+                            let texts = |k: &str| -> Vec<String> {
+                                item[k]
+                                    .as_array()
+                                    .into_iter()
+                                    .flatten()
+                                    .filter_map(|p| p["text"].as_str())
+                                    .filter(|t| !t.is_empty())
+                                    .map(str::to_string)
+                                    .collect()
+                            };
+                            let summary = texts("summary");
+                            if summary.is_empty() {
+                                e.reasoning.push_str(&texts("content").concat());
+                            } else {
+                                e.reasoning.push_str(&summary.join("\n\n"));
+                            }
+                        }
+                    }
+                    Some("message") if !was_streamed => {
+                        for p in item["content"].as_array().into_iter().flatten() {
+                            match p["type"].as_str() {
+                                Some("output_text") => {
+                                    e.text.push_str(p["text"].as_str().unwrap_or(""))
+                                }
+                                Some("refusal") => {
+                                    e.text.push_str(p["refusal"].as_str().unwrap_or(""));
+                                    e.stop = Some("refusal".into());
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "response.completed" | "response.incomplete" if c["response"]["usage"].is_object() => {
+                let u = &c["response"]["usage"];
+                let n = |v: &Value| v.as_u64().unwrap_or(0);
+                e.usage = Some([
+                    n(&u["input_tokens"]),
+                    n(&u["input_tokens_details"]["cached_tokens"]),
+                    n(&u["output_tokens"]),
+                    n(&u["output_tokens_details"]["reasoning_tokens"]),
+                ]);
+                if c["type"] == "response.incomplete" {
+                    e.stop = Some(
+                        match c["response"]["incomplete_details"]["reason"].as_str() {
+                            Some("content_filter") => "content_filter",
+                            _ => "max_tokens",
+                        }
+                        .into(),
+                    );
+                }
+            }
+            "response.incomplete" => {
+                e.stop = Some(
+                    match c["response"]["incomplete_details"]["reason"].as_str() {
+                        Some("content_filter") => "content_filter",
+                        _ => "max_tokens",
+                    }
+                    .into(),
+                );
+            }
+            "response.failed" | "error" => e.error = true,
+            _ => {}
         }
     }
     e

@@ -214,6 +214,7 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
             output_tokens: l.usage.output_tokens,
             cache_read_input_tokens: l.usage.cache_read_input_tokens,
             cache_creation_input_tokens: l.usage.cache_creation_input_tokens,
+            reasoning_tokens: l.usage.reasoning_tokens,
         }),
         events,
         requests,
@@ -438,7 +439,7 @@ fn point_fallbacks_here(
             _ => continue,
         };
         if !entry.contains_key("base_url") {
-            let url = if other == "openai" {
+            let url = if other.starts_with("openai") {
                 format!("{root}/v1")
             } else {
                 root.to_string()

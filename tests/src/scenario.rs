@@ -18,6 +18,9 @@ pub use crate::texts::Texts;
 #[serde(rename_all = "lowercase")]
 pub enum Style {
     Openai,
+    /// OpenAI Responses (`/v1/responses`).
+    #[serde(rename = "openai-responses")]
+    OpenaiResponses,
     Anthropic,
     Ollama,
 }
@@ -26,17 +29,18 @@ impl Style {
     pub fn as_str(self) -> &'static str {
         match self {
             Style::Openai => "openai",
+            Style::OpenaiResponses => "openai-responses",
             Style::Anthropic => "anthropic",
             Style::Ollama => "ollama",
         }
     }
 
     /// The `base_url` a client gets for a server at `root` (e.g. `http://127.0.0.1:1234`):
-    /// `root/v1` for openai, the root itself for anthropic and ollama.
+    /// `root/v1` for openai and openai-responses, the root itself for anthropic and ollama.
     pub fn base_url(self, root: &str) -> String {
         let root = root.trim_end_matches('/');
         match self {
-            Style::Openai => format!("{root}/v1"),
+            Style::Openai | Style::OpenaiResponses => format!("{root}/v1"),
             Style::Anthropic | Style::Ollama => root.to_string(),
         }
     }
@@ -45,6 +49,7 @@ impl Style {
     pub fn chat_path(self) -> &'static str {
         match self {
             Style::Openai => "/v1/chat/completions",
+            Style::OpenaiResponses => "/v1/responses",
             Style::Anthropic => "/v1/messages",
             Style::Ollama => "/api/chat",
         }
@@ -62,10 +67,11 @@ impl FromStr for Style {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "openai" => Ok(Style::Openai),
+            "openai-responses" => Ok(Style::OpenaiResponses),
             "anthropic" => Ok(Style::Anthropic),
             "ollama" => Ok(Style::Ollama),
             other => Err(format!(
-                "unknown style {other:?} (expected openai, anthropic or ollama)"
+                "unknown style {other:?} (expected openai, openai-responses, anthropic or ollama)"
             )),
         }
     }
@@ -608,6 +614,10 @@ pub struct Usage {
     /// `cache_creation_input_tokens`; openai and ollama have no such field).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_creation_input_tokens: u64,
+    /// Extension: of `output_tokens`, spent reasoning (openai-responses
+    /// `output_tokens_details.reasoning_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -629,8 +639,15 @@ impl Usage {
             ));
         }
         match style {
-            Style::Openai if self.cache_creation_input_tokens > 0 => {
+            _ if self.reasoning_tokens > self.output_tokens => Err(format!(
+                "usage: reasoning_tokens ({}) are part of output_tokens ({}) and cannot exceed it",
+                self.reasoning_tokens, self.output_tokens
+            )),
+            Style::Openai | Style::OpenaiResponses if self.cache_creation_input_tokens > 0 => {
                 Err("usage: openai reports no cache_creation_input_tokens".into())
+            }
+            Style::Anthropic | Style::Ollama if self.reasoning_tokens > 0 => {
+                Err("usage: reasoning_tokens are reported by openai and openai-responses".into())
             }
             Style::Ollama if cached > 0 => Err("usage: ollama reports no cache tokens".into()),
             _ => Ok(()),
@@ -723,7 +740,10 @@ pub enum EntryKind<'a> {
 ///   `content` list (the text then comes as `text` parts too);
 /// - anthropic: a `thinking` block (`thinking_delta`s, then its `signature` as a
 ///   `signature_delta`), or with `redacted` a `redacted_thinking` block carrying that data;
-/// - ollama: `message.thinking` pieces before the content.
+/// - ollama: `message.thinking` pieces before the content;
+/// - openai-responses: a `reasoning` item whose summary is the text (summary text deltas), and
+///   its `encrypted_content` (the fake's own over the text, checked when the item comes back)
+///   when the request includes `reasoning.encrypted_content`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReasoningSpec {
@@ -824,6 +844,8 @@ impl ModelEntry {
         if let Some(stop) = &self.stop_reason {
             let known: &[&str] = match style {
                 Style::Openai => &["stop", "tool_calls", "length", "content_filter", "refusal"],
+                // `response.incomplete` with its `incomplete_details.reason`, or a refusal item.
+                Style::OpenaiResponses => &["max_output_tokens", "content_filter", "refusal"],
                 Style::Anthropic => &[
                     "end_turn",
                     "tool_use",

@@ -185,25 +185,29 @@ def hints_wire(d: Mapping[str, Any] | None) -> dict[str, bool]:
 class Usage(_Record):
     """Token usage of a response or of a whole turn. ``input_tokens`` counts the whole prompt,
     cached or not; the cache fields are the parts of it read from and written to the server's
-    prompt cache. Immutable, compared and hashed by value."""
+    prompt cache; ``reasoning_tokens`` is the part of ``output_tokens`` the model spent
+    reasoning (where the server says). Immutable, compared and hashed by value."""
 
     __slots__ = (
         "cache_creation_input_tokens",
         "cache_read_input_tokens",
         "input_tokens",
         "output_tokens",
+        "reasoning_tokens",
     )
     __match_args__ = (
         "input_tokens",
         "output_tokens",
         "cache_read_input_tokens",
         "cache_creation_input_tokens",
+        "reasoning_tokens",
     )
 
     input_tokens: int
     output_tokens: int
     cache_read_input_tokens: int
     cache_creation_input_tokens: int
+    reasoning_tokens: int
 
     def __init__(
         self,
@@ -211,29 +215,33 @@ class Usage(_Record):
         output_tokens: int = 0,
         cache_read_input_tokens: int = 0,
         cache_creation_input_tokens: int = 0,
+        reasoning_tokens: int = 0,
     ) -> None:
         _set = object.__setattr__
         _set(self, "input_tokens", input_tokens)
         _set(self, "output_tokens", output_tokens)
         _set(self, "cache_read_input_tokens", cache_read_input_tokens)
         _set(self, "cache_creation_input_tokens", cache_creation_input_tokens)
+        _set(self, "reasoning_tokens", reasoning_tokens)
 
-    def _compared(self) -> tuple[int, int, int, int]:
+    def _compared(self) -> tuple[int, int, int, int, int]:
         return (
             self.input_tokens,
             self.output_tokens,
             self.cache_read_input_tokens,
             self.cache_creation_input_tokens,
+            self.reasoning_tokens,
         )
 
     def __repr__(self) -> str:
         return (
             f"Usage(input_tokens={self.input_tokens!r}, output_tokens={self.output_tokens!r}, "
             f"cache_read_input_tokens={self.cache_read_input_tokens!r}, "
-            f"cache_creation_input_tokens={self.cache_creation_input_tokens!r})"
+            f"cache_creation_input_tokens={self.cache_creation_input_tokens!r}, "
+            f"reasoning_tokens={self.reasoning_tokens!r})"
         )
 
-    def __reduce__(self) -> tuple[Any, tuple[int, int, int, int]]:
+    def __reduce__(self) -> tuple[Any, tuple[int, int, int, int, int]]:
         return (Usage, self._compared())
 
     @classmethod
@@ -244,15 +252,18 @@ class Usage(_Record):
             int(d.get("output_tokens", 0)),
             int(d.get("cache_read_input_tokens", 0)),
             int(d.get("cache_creation_input_tokens", 0)),
+            int(d.get("reasoning_tokens", 0)),
         )
 
     def to_dict(self) -> dict[str, int]:
-        # As the engine writes it: the cache fields only when non-zero.
+        # As the engine writes it: the cache and reasoning fields only when non-zero.
         out = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
         if self.cache_read_input_tokens:
             out["cache_read_input_tokens"] = self.cache_read_input_tokens
         if self.cache_creation_input_tokens:
             out["cache_creation_input_tokens"] = self.cache_creation_input_tokens
+        if self.reasoning_tokens:
+            out["reasoning_tokens"] = self.reasoning_tokens
         return out
 
 
@@ -273,7 +284,7 @@ class FallbackModel(TypedDict, total=False):
     ``base_url`` uses the client's server, key and headers; any other entry only what it gives
     (``api_key``, or ``api_key_env``: the environment variable holding it)."""
 
-    style: Literal["openai", "anthropic", "ollama"]
+    style: Literal["openai", "openai-responses", "anthropic", "ollama"]
     base_url: str
     model: str
     api_key: str

@@ -176,7 +176,7 @@ impl Chain {
     /// written for another provider would silently talk to the wrong one. Checked before the
     /// chain starts; the error names the task and the field.
     pub(crate) fn check_providers(&self, style: Style) -> Result<()> {
-        let name = style_name(style);
+        let name = style.name();
         for (i, task) in self.tasks.iter().enumerate() {
             let Some(provider) = &task.provider else {
                 continue;
@@ -193,16 +193,6 @@ impl Chain {
             )));
         }
         Ok(())
-    }
-}
-
-/// A style's name as a chain's `provider` spells it.
-fn style_name(style: Style) -> &'static str {
-    match style {
-        Style::Openai => "openai",
-        Style::Anthropic => "anthropic",
-        Style::Ollama => "ollama",
-        Style::Scripted => "scripted",
     }
 }
 

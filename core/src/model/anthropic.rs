@@ -110,6 +110,7 @@ impl WireUsage {
             output_tokens: self.output,
             cache_read_input_tokens: self.cache_read,
             cache_creation_input_tokens: self.cache_creation,
+            reasoning_tokens: 0,
         }
     }
 }
@@ -701,6 +702,7 @@ mod tests {
                 output_tokens: 17,
                 cache_read_input_tokens: 24,
                 cache_creation_input_tokens: 3,
+                reasoning_tokens: 0,
             }
         );
         // A whole (non-streamed) message reads the same fields.

@@ -32,7 +32,7 @@ pub async fn list_models(config: &Config) -> Result<Vec<ModelInfo>> {
                 display_name: None,
             }])
         }
-        Style::Openai => {
+        Style::Openai | Style::OpenaiResponses => {
             let auth: Vec<(&str, String)> = config
                 .resolved_api_key()
                 .map(|k| vec![("authorization", format!("Bearer {k}"))])

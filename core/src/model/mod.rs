@@ -19,6 +19,8 @@ mod overflow;
 #[cfg(test)]
 mod parts_wire_tests;
 pub(crate) mod redact;
+mod responses;
+mod responses_body;
 mod retry;
 mod scripted;
 mod settings_body;
@@ -192,6 +194,9 @@ pub(crate) fn backend_for(config: &Config) -> Result<Arc<dyn Backend>> {
             config.script.clone().unwrap_or_default(),
         )),
         Style::Openai => Arc::new(openai::OpenAi::new(http::Http::new(config)?, config)),
+        Style::OpenaiResponses => {
+            Arc::new(responses::Responses::new(http::Http::new(config)?, config))
+        }
         Style::Anthropic => Arc::new(anthropic::Anthropic::new(http::Http::new(config)?, config)),
         Style::Ollama => Arc::new(ollama::Ollama::new(http::Http::new(config)?, config)),
     })

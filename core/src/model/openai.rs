@@ -84,6 +84,13 @@ struct WireUsage {
     prompt_tokens: U64,
     completion_tokens: U64,
     prompt_tokens_details: Obj<PromptDetails>,
+    completion_tokens_details: Obj<CompletionDetails>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CompletionDetails {
+    reasoning_tokens: U64,
 }
 
 #[derive(Deserialize, Default)]
@@ -208,11 +215,17 @@ impl Assembler {
                 Obj(Some(d)) => d.cached_tokens.0.unwrap_or(0),
                 Obj(None) => 0,
             };
+            let output = u.completion_tokens.0.unwrap_or(0);
+            let reasoning = match &u.completion_tokens_details {
+                Obj(Some(d)) => d.reasoning_tokens.0.unwrap_or(0),
+                Obj(None) => 0,
+            };
             self.usage = Usage {
                 input_tokens: input,
-                output_tokens: u.completion_tokens.0.unwrap_or(0),
+                output_tokens: output,
                 cache_read_input_tokens: cached.min(input),
                 cache_creation_input_tokens: 0,
+                reasoning_tokens: reasoning.min(output),
             };
         }
         let Some(choice) = chunk.choices.0 else {
@@ -493,7 +506,8 @@ mod tests {
                 {"index": 0, "function": {"arguments": ": 1}"}}]}}]}),
             json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
             json!({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 2,
-                                            "prompt_tokens_details": {"cached_tokens": 5}}}),
+                                            "prompt_tokens_details": {"cached_tokens": 5},
+                                            "completion_tokens_details": {"reasoning_tokens": 9}}}),
         ];
         for c in &chunks {
             asm.chunk(c, &sink).unwrap();
@@ -507,6 +521,8 @@ mod tests {
         assert_eq!(r.calls[1].id.as_deref(), Some("b"));
         assert_eq!(r.usage.input_tokens, 7);
         assert_eq!(r.usage.cache_read_input_tokens, 5);
+        // Reasoning tokens are part of the completion's: never more than it, whatever is claimed.
+        assert_eq!(r.usage.reasoning_tokens, 2);
         let err = Assembler::default()
             .chunk(&json!({"error": {"message": "nope"}}), &sink)
             .unwrap_err();

@@ -345,7 +345,8 @@ fn with_settings(style: Style, mut body: Value, req: &ModelRequest<'_>) -> Value
                 body["think"] = json!(level);
             }
         }
-        Style::Scripted => {}
+        // The responses body has no `Value` rendering to compare with.
+        Style::Scripted | Style::OpenaiResponses => {}
     }
     if let Some(extra) = &s.extra_body {
         crate::settings::merge_patch(&mut body, extra);

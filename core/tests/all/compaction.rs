@@ -423,6 +423,7 @@ async fn usage_counts_cached_tokens_and_the_summary() {
             output_tokens: 2,
             cache_read_input_tokens: 4,
             cache_creation_input_tokens: 0,
+            reasoning_tokens: 0,
         }
     );
 }

@@ -134,7 +134,7 @@ fn configuration_errors_name_option_value_and_what_is_allowed() {
     assert_eq!(e.value.as_deref(), Some("\"nope\""));
     assert_eq!(
         e.reason,
-        "is not one of openai, anthropic, ollama, scripted"
+        "is not one of openai, openai-responses, anthropic, ollama, scripted"
     );
 
     let e = config_error(

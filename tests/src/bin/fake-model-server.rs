@@ -1,5 +1,5 @@
-//! `fake-model-server --scenario FILE [--style openai|anthropic|ollama] [--repeat | --by-turn-step]`
-//! `fake-model-server --replay FILE [--style openai|anthropic|ollama]`
+//! `fake-model-server --scenario FILE [--style openai|openai-responses|anthropic|ollama] [--repeat | --by-turn-step]`
+//! `fake-model-server --replay FILE [--style openai|openai-responses|anthropic|ollama]`
 //! `fake-model-server --replay FILE --expect`
 //!
 //! `--replay` serves a recorded stream (one JSON chunk per line, as the Vercel AI SDK's
@@ -26,8 +26,8 @@ use contenox_conformance::fake::{self, Repeat};
 use contenox_conformance::recorded;
 use contenox_conformance::scenario::{ModelEntry, Scenario, Style};
 
-const USAGE: &str = "usage: fake-model-server --scenario FILE [--style openai|anthropic|ollama] [--repeat | --by-turn-step]
-       fake-model-server --replay FILE [--style openai|anthropic|ollama] [--expect]";
+const USAGE: &str = "usage: fake-model-server --scenario FILE [--style openai|openai-responses|anthropic|ollama] [--repeat | --by-turn-step]
+       fake-model-server --replay FILE [--style openai|openai-responses|anthropic|ollama] [--expect]";
 
 /// What to serve: a scenario's script, or a recorded stream.
 enum Source {

@@ -15,6 +15,7 @@ mod anthropic;
 mod ollama;
 mod openai;
 mod prompt_cache;
+mod responses;
 mod turn_step;
 mod wire;
 
@@ -278,14 +279,19 @@ fn router(shared: Arc<Shared>) -> Router {
     // Every style's chat endpoint (their paths differ), each answering in its own wire from
     // the one script: a client falling back to a model of another style talks to the same
     // server (the runners point such a `fallback` entry here).
-    for style in [Style::Openai, Style::Anthropic, Style::Ollama] {
+    for style in [
+        Style::Openai,
+        Style::OpenaiResponses,
+        Style::Anthropic,
+        Style::Ollama,
+    ] {
         app = app.route(
             style.chat_path(),
             post(move |state: State<Arc<Shared>>, body: Bytes| chat(state, style, body)),
         );
     }
     let app = match shared.style {
-        Style::Openai => app.route("/v1/models", get(openai::models)),
+        Style::Openai | Style::OpenaiResponses => app.route("/v1/models", get(openai::models)),
         Style::Anthropic => app.route("/v1/models", get(anthropic::models)),
         Style::Ollama => app
             .route("/api/tags", get(ollama::tags))
@@ -309,6 +315,7 @@ async fn chat(State(shared): State<Arc<Shared>>, style: Style, body: Bytes) -> R
     // A request the real API refuses (HTTP 400) before answering consumes no script entry.
     let refused = match (&parsed, style) {
         (Some(request), Style::Anthropic) => anthropic::refusal(request),
+        (Some(request), Style::OpenaiResponses) => responses::refusal(request),
         _ => None,
     };
     let index = {
@@ -322,7 +329,11 @@ async fn chat(State(shared): State<Arc<Shared>>, style: Style, body: Bytes) -> R
             log.raw.push(body.clone());
         }
         if let Some(message) = &refused {
-            return anthropic::refusal_reply(message).into();
+            return match style {
+                Style::OpenaiResponses => responses::refusal_reply(message),
+                _ => anthropic::refusal_reply(message),
+            }
+            .into();
         }
         if parsed.is_none() {
             None
@@ -379,6 +390,9 @@ async fn chat(State(shared): State<Arc<Shared>>, style: Style, body: Bytes) -> R
             match style {
                 Style::Openai => {
                     openai::render(&ctx, text, tool_calls, reasoning, stop_reason, usage)
+                }
+                Style::OpenaiResponses => {
+                    responses::render(&ctx, text, tool_calls, reasoning, stop_reason, usage)
                 }
                 Style::Anthropic => {
                     anthropic::render(&ctx, text, tool_calls, reasoning, stop_reason, usage)

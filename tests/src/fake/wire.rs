@@ -64,14 +64,14 @@ pub fn ndjson_line(v: &Value) -> Bytes {
 }
 
 /// A recorded stream's chunks in the style's framing: `data:` events ending with `[DONE]`
-/// (openai), named events (anthropic, the name from each chunk's `type`), NDJSON lines
+/// (openai), named events (anthropic and openai-responses, the name from each chunk's `type`), NDJSON lines
 /// (ollama). A line that is not JSON is sent as it is.
 pub fn replay_reply(style: Style, lines: &[String]) -> Reply {
     let mut chunks: Vec<Bytes> = lines
         .iter()
         .map(|line| match style {
             Style::Openai => Bytes::from(format!("data: {line}\n\n")),
-            Style::Anthropic => {
+            Style::Anthropic | Style::OpenaiResponses => {
                 let kind = serde_json::from_str::<Value>(line)
                     .ok()
                     .and_then(|v| v["type"].as_str().map(str::to_string))
@@ -129,7 +129,7 @@ fn default_error_body(style: Style, status: StatusCode) -> Value {
     let code = status.as_u16();
     let message = format!("scripted error {code}");
     match style {
-        Style::Openai => {
+        Style::Openai | Style::OpenaiResponses => {
             let (kind, code_name) = match code {
                 429 => ("requests", Value::from("rate_limit_exceeded")),
                 401 => ("invalid_request_error", Value::from("invalid_api_key")),

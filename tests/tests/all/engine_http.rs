@@ -93,7 +93,12 @@ async fn an_image_prompt_reaches_every_style_s_request() {
     let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
     let image: contenox::Image =
         serde_json::from_value(json!({"media_type": "image/png", "data": png})).unwrap();
-    for style in [Style::Openai, Style::Anthropic, Style::Ollama] {
+    for style in [
+        Style::Openai,
+        Style::OpenaiResponses,
+        Style::Anthropic,
+        Style::Ollama,
+    ] {
         let entries: Vec<ModelEntry> =
             serde_json::from_value(json!([{"text": "A red square."}])).unwrap();
         let server = fake::serve(entries, style).await.unwrap();
@@ -105,7 +110,12 @@ async fn an_image_prompt_reaches_every_style_s_request() {
         let r = client.run(prompt).await.unwrap();
         assert_eq!(r.outcome, Outcome::Done, "{style:?}: {:?}", r.error);
         let requests = server.requests();
-        let user = &requests[0]["messages"]
+        let list = if style == Style::OpenaiResponses {
+            "input"
+        } else {
+            "messages"
+        };
+        let user = &requests[0][list]
             .as_array()
             .unwrap()
             .iter()
@@ -142,6 +152,14 @@ async fn an_image_prompt_reaches_every_style_s_request() {
             Style::Ollama => {
                 assert_eq!(user["content"], "What is this?", "{user}");
                 assert_eq!(user["images"], json!([png]), "{user}");
+            }
+            Style::OpenaiResponses => {
+                assert_eq!(
+                    user["content"],
+                    json!([{"type": "input_text", "text": "What is this?"},
+                           {"type": "input_image", "image_url": format!("data:image/png;base64,{png}")}]),
+                    "{user}"
+                );
             }
         }
         server.shutdown().await;

@@ -53,6 +53,8 @@ struct Seen {
     final_text: String,
     error: Option<String>,
     requests: usize,
+    bodies: Vec<Value>,
+    usage: contenox::Usage,
 }
 
 async fn replay(rec: &Recording, replies: usize) -> Seen {
@@ -99,7 +101,9 @@ async fn replay(rec: &Recording, replies: usize) -> Seen {
     seen.outcome = Some(result.outcome);
     seen.error = result.error;
     seen.final_text = result.final_text;
-    seen.requests = server.requests().len();
+    seen.usage = result.usage;
+    seen.bodies = server.requests();
+    seen.requests = seen.bodies.len();
     server.shutdown().await;
     seen
 }
@@ -160,6 +164,48 @@ async fn check(rec: &Recording) -> Vec<String> {
     }
     if seen.requests != requests {
         wrong.push(format!("{} requests, want {requests}", seen.requests));
+    }
+    // openai-responses: each reasoning item goes back whole, its encrypted content unchanged,
+    // on the request after it; the turn's usage is the replies' (the fake's last answer
+    // reports none).
+    for (i, w) in want[..reached].iter().enumerate() {
+        let Some(next) = seen.bodies.get(i + 1) else {
+            continue;
+        };
+        let sent: Vec<&str> = next["input"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|item| item["encrypted_content"].as_str())
+            .collect();
+        for enc in &w.encrypted {
+            if !sent.contains(&enc.as_str()) {
+                wrong.push(format!(
+                    "reply {i}: encrypted reasoning {:.40}... not sent back",
+                    enc
+                ));
+            }
+        }
+    }
+    if want[..reached].iter().all(|w| w.usage.is_some()) && !want[..reached].is_empty() {
+        let mut sum = [0u64; 4];
+        for w in &want[..reached] {
+            for (s, n) in sum.iter_mut().zip(w.usage.unwrap()) {
+                *s += n;
+            }
+        }
+        let u = seen.usage;
+        let got = [
+            u.input_tokens,
+            u.cache_read_input_tokens,
+            u.output_tokens,
+            u.reasoning_tokens,
+        ];
+        if got != sum {
+            wrong.push(format!(
+                "usage [input, cached, output, reasoning] {got:?}, want {sum:?}"
+            ));
+        }
     }
     if requests > want.len()
         && seen.outcome == Some(Outcome::Done)

@@ -127,7 +127,12 @@ async fn every_setting_reaches_each_style_in_its_own_spelling() {
 
 #[tokio::test]
 async fn no_settings_send_no_setting_fields() {
-    for style in [Style::Openai, Style::Anthropic, Style::Ollama] {
+    for style in [
+        Style::Openai,
+        Style::OpenaiResponses,
+        Style::Anthropic,
+        Style::Ollama,
+    ] {
         let b = bodies(style, json!({}), json!([{"text": "done"}])).await;
         let keys: Vec<&str> = b[0]
             .as_object()
@@ -142,6 +147,16 @@ async fn no_settings_send_no_setting_fields() {
                 "model",
                 "stream",
                 "stream_options",
+                "tools",
+            ],
+            // What the style always sends: no setting among them.
+            Style::OpenaiResponses => &[
+                "include",
+                "input",
+                "max_output_tokens",
+                "model",
+                "store",
+                "stream",
                 "tools",
             ],
             Style::Anthropic => &["max_tokens", "messages", "model", "stream", "tools"],

@@ -5475,14 +5475,16 @@ public struct Usage: Equatable, Hashable {
     public var outputTokens: UInt64
     public var cacheReadInputTokens: UInt64
     public var cacheCreationInputTokens: UInt64
+    public var reasoningTokens: UInt64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(inputTokens: UInt64, outputTokens: UInt64, cacheReadInputTokens: UInt64 = UInt64(0), cacheCreationInputTokens: UInt64 = UInt64(0)) {
+    public init(inputTokens: UInt64, outputTokens: UInt64, cacheReadInputTokens: UInt64 = UInt64(0), cacheCreationInputTokens: UInt64 = UInt64(0), reasoningTokens: UInt64 = UInt64(0)) {
         self.inputTokens = inputTokens
         self.outputTokens = outputTokens
         self.cacheReadInputTokens = cacheReadInputTokens
         self.cacheCreationInputTokens = cacheCreationInputTokens
+        self.reasoningTokens = reasoningTokens
     }
 
     
@@ -5504,7 +5506,8 @@ public struct FfiConverterTypeUsage: FfiConverterRustBuffer {
                 inputTokens: FfiConverterUInt64.read(from: &buf), 
                 outputTokens: FfiConverterUInt64.read(from: &buf), 
                 cacheReadInputTokens: FfiConverterUInt64.read(from: &buf), 
-                cacheCreationInputTokens: FfiConverterUInt64.read(from: &buf)
+                cacheCreationInputTokens: FfiConverterUInt64.read(from: &buf), 
+                reasoningTokens: FfiConverterUInt64.read(from: &buf)
         )
     }
 
@@ -5513,6 +5516,7 @@ public struct FfiConverterTypeUsage: FfiConverterRustBuffer {
         FfiConverterUInt64.write(value.outputTokens, into: &buf)
         FfiConverterUInt64.write(value.cacheReadInputTokens, into: &buf)
         FfiConverterUInt64.write(value.cacheCreationInputTokens, into: &buf)
+        FfiConverterUInt64.write(value.reasoningTokens, into: &buf)
     }
 }
 

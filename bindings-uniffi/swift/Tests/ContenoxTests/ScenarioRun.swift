@@ -191,7 +191,8 @@ final class ScenarioRun: @unchecked Sendable {
             + ",\"final_text\":\(jsonQuote(result.finalText))"
             + ",\"usage\":{\"input_tokens\":\(u.inputTokens),\"output_tokens\":\(u.outputTokens)"
             + ",\"cache_read_input_tokens\":\(u.cacheReadInputTokens)"
-            + ",\"cache_creation_input_tokens\":\(u.cacheCreationInputTokens)}"
+            + ",\"cache_creation_input_tokens\":\(u.cacheCreationInputTokens)"
+            + ",\"reasoning_tokens\":\(u.reasoningTokens)}"
             + ",\"events\":\(eventsText),\"requests\":\(requests),\"workspace\":\(snapshot())"
             + ",\"remote_requests\":\(remoteRequests)"
             + ",\"compactions\":[\(told.joined(separator: ","))]"
@@ -244,7 +245,7 @@ final class ScenarioRun: @unchecked Sendable {
             cfg["fallback"] = .array(entries.map { entry in
                 guard var f = entry.object, let other = f["style"]?.string, other != style,
                       f["base_url"] == nil else { return entry }
-                f["base_url"] = .string(other == "openai" ? serverRoot + "/v1" : serverRoot)
+                f["base_url"] = .string(other.hasPrefix("openai") ? serverRoot + "/v1" : serverRoot)
                 return .object(f)
             })
         }
@@ -570,7 +571,7 @@ final class FakeServer: @unchecked Sendable {
     }
 
     func baseUrl(_ style: String) -> String {
-        style == "openai" ? "http://127.0.0.1:\(port)/v1" : "http://127.0.0.1:\(port)"
+        style.hasPrefix("openai") ? "http://127.0.0.1:\(port)/v1" : "http://127.0.0.1:\(port)"
     }
 
     func requests() async throws -> String {

@@ -63,11 +63,12 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     }
     let style = match style.as_deref().unwrap_or("openai") {
         "openai" => Style::Openai,
+        "openai-responses" => Style::OpenaiResponses,
         "anthropic" => Style::Anthropic,
         "ollama" => Style::Ollama,
         other => {
             return Err(format!(
-                "unknown style {other:?}: openai, anthropic or ollama"
+                "unknown style {other:?}: openai, openai-responses, anthropic or ollama"
             ))
         }
     };

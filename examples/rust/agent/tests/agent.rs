@@ -35,7 +35,7 @@ async fn agent(server: Option<&FakeServer>, args: &[&str], stdin: &str) -> Outpu
     }
     if let Some(server) = server {
         let (url, key) = match server.style {
-            Style::Openai => ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
+            Style::Openai | Style::OpenaiResponses => ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
             Style::Anthropic => ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
             Style::Ollama => ("OLLAMA_HOST", "OLLAMA_API_KEY"),
         };

@@ -410,7 +410,7 @@ class BindingTest {
         val style = refused("""{"style": "nope"}""")
         assertEquals("style", style.option)
         assertEquals("\"nope\"", style.value)
-        assertEquals("is not one of openai, anthropic, ollama, scripted", style.reason)
+        assertEquals("is not one of openai, openai-responses, anthropic, ollama, scripted", style.reason)
         assertFalse(style.detail.contains("line "), style.detail)
         val typo = refused("""{"style": "scripted", "script": [{"txt": "x"}]}""")
         assertEquals("script[0]", typo.option)

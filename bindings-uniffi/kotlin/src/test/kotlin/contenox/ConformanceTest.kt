@@ -244,7 +244,8 @@ private class ScenarioRun(
                 append(",\"usage\":{\"input_tokens\":").append(result.usage.inputTokens)
                 append(",\"output_tokens\":").append(result.usage.outputTokens)
                 append(",\"cache_read_input_tokens\":").append(result.usage.cacheReadInputTokens)
-                append(",\"cache_creation_input_tokens\":").append(result.usage.cacheCreationInputTokens).append("}")
+                append(",\"cache_creation_input_tokens\":").append(result.usage.cacheCreationInputTokens)
+                append(",\"reasoning_tokens\":").append(result.usage.reasoningTokens).append("}")
                 append(",\"events\":[").append(events.joinToString(",")).append("]")
                 append(",\"requests\":").append(requests)
                 append(",\"workspace\":").append(snapshot())
@@ -303,7 +304,7 @@ private class ScenarioRun(
             val f = entry as? JSONObject ?: return@forEach
             val other = f.optString("style", scenario.getString("style"))
             if (other != scenario.getString("style") && !f.has("base_url")) {
-                f.put("base_url", if (other == "openai") "$serverRoot/v1" else serverRoot)
+                f.put("base_url", if (other.startsWith("openai")) "$serverRoot/v1" else serverRoot)
             }
         }
         cfg.put("base_url", baseUrl)
@@ -743,7 +744,7 @@ private class RemoteSetup(private val binary: String, private val file: File) {
 
 /** The fake model server, a child process that exits when its stdin closes. */
 private class FakeServer(private val process: Process, val port: Int) {
-    fun baseUrl(style: String) = if (style == "openai") "http://127.0.0.1:$port/v1" else "http://127.0.0.1:$port"
+    fun baseUrl(style: String) = if (style.startsWith("openai")) "http://127.0.0.1:$port/v1" else "http://127.0.0.1:$port"
 
     fun requests(): String {
         val http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build()
