@@ -2,13 +2,11 @@
 //! onMember)`), the one native source it returns ([`NativeSource`]: tools, states, refresh,
 //! close, the MCP resource tools) and the engine tool a source hands out ([`NativeTool`]). The
 //! TypeScript layer gives each kind its own class (`McpSource`, `RemoteSource`, lib/source.ts);
-//! what differs between the kinds here is only how their config is read.
+//! the engine reads the config by kind and starts the source (`contenox::load_source`).
 
 use std::sync::Arc;
 
-use contenox::mcp::{load_mcp, McpConfig};
-use contenox::remote::{load_remote, RemoteHook};
-use contenox::{Tool, ToolSource};
+use contenox::{LoadedSource, SourceConfig, Tool, ToolSource};
 use napi::bindgen_prelude::{FnArgs, Function, PromiseRaw};
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
@@ -85,52 +83,15 @@ impl Reporter {
     }
 }
 
-/// What a loader starts, its config read (a bad one is an error before anything starts).
-enum Pending {
-    /// The servers of an MCP config.
-    Mcp(McpConfig),
-    /// Remote hooks, checked.
-    Remote(Vec<RemoteHook>),
-}
-
-impl Pending {
-    /// `json` read as the config of `kind` (`mcp`: `{"mcpServers": {...}}`; `remote`: the hooks
-    /// as JavaScript spells them, `timeoutMs`, `specUrl`, `tool.inputSchema`).
-    fn read(kind: &str, json: &str) -> contenox::Result<Pending> {
-        match kind {
-            "mcp" => Ok(Pending::Mcp(McpConfig::from_json(json)?)),
-            "remote" => {
-                let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
-                    contenox::Error::config(format!("remote hooks are not JSON: {e}"))
-                })?;
-                let hooks = RemoteHook::list_from_value(convert::remote_hooks_from_js(value))?;
-                Ok(Pending::Remote(hooks))
-            }
-            other => Err(contenox::Error::config(format!(
-                "no tool source kind {other:?} (mcp, remote)"
-            ))),
-        }
+/// `json` read as the config of `kind` (the engine's [`SourceConfig`]); remote hooks arrive as
+/// JavaScript spells them (`timeoutMs`, `specUrl`, `tool.inputSchema`).
+fn read(kind: &str, json: &str) -> contenox::Result<SourceConfig> {
+    if kind != "remote" {
+        return SourceConfig::from_json(kind, json);
     }
-
-    /// Start it, `reporter` told each member as it settles.
-    async fn start(self, reporter: &Reporter) -> contenox::Result<NativeSource> {
-        Ok(match self {
-            Pending::Mcp(config) => {
-                let mcp = load_mcp(config, |name, state| reporter.report(name, state)).await;
-                NativeSource {
-                    resource_tools: mcp.resource_tools(),
-                    source: mcp.source(),
-                }
-            }
-            Pending::Remote(hooks) => {
-                let remote = load_remote(hooks, |name, state| reporter.report(name, state)).await?;
-                NativeSource {
-                    resource_tools: Vec::new(),
-                    source: remote.source(),
-                }
-            }
-        })
-    }
+    let value: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| contenox::Error::config(format!("remote hooks are not JSON: {e}")))?;
+    SourceConfig::from_value(kind, convert::remote_hooks_from_js(value))
 }
 
 /// Start a tool source: `kind` `mcp` (`json`: an MCP config, `{"mcpServers": {...}}`) or
@@ -147,13 +108,21 @@ pub fn load_source<'env>(
     json: String,
     on_member: OnMemberArg<'_>,
 ) -> Result<PromiseRaw<'env, NativeSource>> {
-    let pending = Pending::read(&kind, &json).map_err(|e| error::to_js(env, e))?;
+    let config = read(&kind, &json).map_err(|e| error::to_js(env, e))?;
     let reporter = Reporter::new(on_member)?;
     env.spawn_future(async move {
-        let source = pending.start(&reporter).await;
+        let loaded =
+            contenox::load_source(config, |name, state| reporter.report(name, state)).await;
         reporter.flush().await;
         // The config was checked above, so a loader has no error left to return.
-        source.map_err(|e| napi::Error::from_reason(e.to_string()))
+        let LoadedSource {
+            source,
+            resource_tools,
+        } = loaded.map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        Ok(NativeSource {
+            source,
+            resource_tools,
+        })
     })
 }
 

@@ -1,14 +1,12 @@
 //! Tool sources, MCP servers and remote hooks alike: the one loader (`load_source(kind, json,
 //! on_member)`), the one native source it returns ([`PySource`]: tools, states, refresh, close,
 //! the MCP resource tools) and the engine tool a source hands out ([`PyNativeTool`]). The
-//! Python layer gives each kind its own class (`McpSource`, `RemoteSource`, `_source.py`); what
-//! differs between the kinds here is only how their config is read.
+//! Python layer gives each kind its own class (`McpSource`, `RemoteSource`, `_source.py`); the
+//! engine reads the config by kind and starts the source (`contenox::load_source`).
 
 use std::sync::Arc;
 
-use contenox::mcp::{load_mcp, McpConfig};
-use contenox::remote::{load_remote, RemoteHook};
-use contenox::{Tool, ToolSource};
+use contenox::{LoadedSource, SourceConfig, Tool, ToolSource};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use serde::Serialize;
@@ -92,69 +90,11 @@ fn reporter<S: Serialize>(
     }
 }
 
-/// The kinds of source, with the names their Python functions and classes have (for messages).
-#[derive(Clone, Copy)]
-enum Kind {
-    Mcp,
-    Remote,
-}
-
-impl Kind {
-    fn named(kind: &str) -> contenox::Result<Kind> {
-        match kind {
-            "mcp" => Ok(Kind::Mcp),
-            "remote" => Ok(Kind::Remote),
-            other => Err(contenox::Error::config(format!(
-                "no tool source kind {other:?} (mcp, remote)"
-            ))),
-        }
-    }
-
-    fn class(self) -> &'static str {
-        match self {
-            Kind::Mcp => "McpSource",
-            Kind::Remote => "RemoteSource",
-        }
-    }
-}
-
-/// What a loader starts, its config read (a bad one is an error before anything starts).
-enum Pending {
-    /// The servers of an MCP config.
-    Mcp(McpConfig),
-    /// Remote hooks, checked.
-    Remote(Vec<RemoteHook>),
-}
-
-impl Pending {
-    /// `json` read as the config of `kind`: an `mcpServers` document, or the hooks' array.
-    fn read(kind: Kind, json: &str) -> contenox::Result<Pending> {
-        Ok(match kind {
-            Kind::Mcp => Pending::Mcp(McpConfig::from_json(json)?),
-            Kind::Remote => {
-                let value: serde_json::Value = serde_json::from_str(json)
-                    .map_err(|e| contenox::Error::config(format!("remote hooks: {e}")))?;
-                Pending::Remote(RemoteHook::list_from_value(value)?)
-            }
-        })
-    }
-
-    /// Start it, each member told to `on_member` on `event_loop` as it settles.
-    async fn start(
-        self,
-        event_loop: Py<PyAny>,
-        on_member: Option<Py<PyAny>>,
-    ) -> contenox::Result<(Arc<dyn ToolSource>, Vec<Arc<dyn Tool>>)> {
-        Ok(match self {
-            Pending::Mcp(config) => {
-                let mcp = load_mcp(config, reporter(event_loop, on_member)).await;
-                (mcp.source(), mcp.resource_tools())
-            }
-            Pending::Remote(hooks) => {
-                let remote = load_remote(hooks, reporter(event_loop, on_member)).await?;
-                (remote.source(), Vec::new())
-            }
-        })
+/// The name of a kind's class and loader in Python (for messages).
+fn named(kind: &str) -> (&'static str, &'static str) {
+    match kind {
+        "mcp" => ("McpSource", "contenox.load_mcp()"),
+        _ => ("RemoteSource", "contenox.load_remote()"),
     }
 }
 
@@ -170,20 +110,19 @@ pub fn load_source<'py>(
     json: &str,
     on_member: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let kind = Kind::named(kind).map_err(to_py_err)?;
-    let pending = Pending::read(kind, json).map_err(to_py_err)?;
-    let what = match kind {
-        Kind::Mcp => "contenox.load_mcp()",
-        Kind::Remote => "contenox.load_remote()",
-    };
+    let config = SourceConfig::from_json(kind, json).map_err(to_py_err)?;
+    let (class, what) = named(kind);
     let locals = running_loop(py, what)?;
-    let event_loop = locals.event_loop(py).unbind();
+    let report = reporter(locals.event_loop(py).unbind(), on_member);
     py_future(locals.event_loop(py), async move {
-        let started = pending.start(event_loop, on_member).await;
+        let loaded = contenox::load_source(config, report).await;
         produce(move |py| {
-            let (source, resource_tools) = started.map_err(to_py_err)?;
+            let LoadedSource {
+                source,
+                resource_tools,
+            } = loaded.map_err(to_py_err)?;
             let source = PySource {
-                kind,
+                class,
                 source,
                 resource_tools,
             };
@@ -195,7 +134,8 @@ pub fn load_source<'py>(
 /// A started tool source: an MCP config's servers or a set of remote hooks.
 #[pyclass(frozen, module = "contenox._native", name = "ToolSource")]
 pub struct PySource {
-    kind: Kind,
+    /// `McpSource` or `RemoteSource` (for messages).
+    class: &'static str,
     source: Arc<dyn ToolSource>,
     /// MCP's `list_mcp_resources` and `read_mcp_resource` (none for remote hooks).
     resource_tools: Vec<Arc<dyn Tool>>,
@@ -229,7 +169,7 @@ impl PySource {
     /// Read the members again where the source can (remote hooks); an awaitable of the states
     /// (as `states()`).
     fn refresh<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let locals = running_loop(py, &format!("{}.refresh()", self.kind.class()))?;
+        let locals = running_loop(py, &format!("{}.refresh()", self.class))?;
         let source = self.source.clone();
         py_future(locals.event_loop(py), async move {
             let states = source.refresh().await;
@@ -239,7 +179,7 @@ impl PySource {
 
     /// Stop the source and remove its tools from the clients; an awaitable.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let locals = running_loop(py, &format!("{}.close()", self.kind.class()))?;
+        let locals = running_loop(py, &format!("{}.close()", self.class))?;
         let source = self.source.clone();
         py_future(locals.event_loop(py), async move {
             source.close().await;

@@ -194,3 +194,70 @@ async fn a_refused_attach_registers_nothing_and_is_not_polled() {
         "a source that refused the client is polled before its turns"
     );
 }
+
+#[tokio::test]
+async fn a_source_is_read_by_kind_and_reports_each_member_as_json() {
+    use contenox::{load_source, SourceConfig};
+
+    let unknown = SourceConfig::from_json("ftp", "{}").err().unwrap();
+    assert!(
+        unknown.to_string().contains("no tool source kind"),
+        "{unknown}"
+    );
+    let not_json = SourceConfig::from_json("remote", "[{").err().unwrap();
+    assert!(not_json.to_string().contains("not JSON"), "{not_json}");
+    assert!(SourceConfig::from_json("mcp", r#"{"servers": {}}"#).is_err());
+
+    // MCP: a server that cannot start is reported failed; the resource tools come along.
+    let config = SourceConfig::from_json(
+        "mcp",
+        r#"{"mcpServers": {"broken": {"command": "/nonexistent/contenox-test-server", "args": []}}}"#,
+    )
+    .unwrap();
+    let reports = Mutex::new(Vec::new());
+    let loaded = load_source(config, |name, state| {
+        reports
+            .lock()
+            .unwrap()
+            .push((name.to_string(), state.clone()))
+    })
+    .await
+    .unwrap();
+    let reports = reports.into_inner().unwrap();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0].0, "broken");
+    assert_eq!(reports[0].1["state"], "failed");
+    assert!(loaded.source.tools().is_empty());
+    let mut resource: Vec<String> = loaded
+        .resource_tools
+        .iter()
+        .map(|t| t.spec().name)
+        .collect();
+    resource.sort();
+    assert_eq!(resource, ["list_mcp_resources", "read_mcp_resource"]);
+
+    // Remote: a hook nobody answers is unavailable, and there are no resource tools.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let hooks =
+        format!(r#"[{{"name": "svc", "url": "http://127.0.0.1:{port}", "timeout_ms": 500}}]"#);
+    let config = SourceConfig::from_json("remote", &hooks).unwrap();
+    let reports = Mutex::new(Vec::new());
+    let loaded = load_source(config, |name, state| {
+        reports
+            .lock()
+            .unwrap()
+            .push((name.to_string(), state.clone()))
+    })
+    .await
+    .unwrap();
+    let reports = reports.into_inner().unwrap();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0].0, "svc");
+    assert_eq!(reports[0].1["state"], "unavailable");
+    assert!(loaded.resource_tools.is_empty());
+    assert_eq!(loaded.source.states()[0].1["state"], "unavailable");
+}
