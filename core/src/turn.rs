@@ -798,7 +798,7 @@ impl Turn<'_> {
         call
     }
 
-    fn emit_tool_call(&self, c: &ToolCall) {
+    pub(crate) fn emit_tool_call(&self, c: &ToolCall) {
         self.sink.emit_with(|| Event::ToolCall {
             call_id: c.id.clone(),
             name: c.name.clone(),
@@ -1044,6 +1044,8 @@ impl Turn<'_> {
             name: event.name.clone(),
             agent: Vec::new(),
         });
+        // js_execution's code calls tools: those calls come back here, to this turn's gate.
+        let (inner, inner_rx) = self.inner_calls_for(event).unzip();
         let ctx = ToolContext {
             call_id: event.call_id.clone(),
             name: event.name.clone(),
@@ -1053,9 +1055,16 @@ impl Turn<'_> {
             secret_env: self.inner.secret_env().clone(),
             scope: self.scope.clone(),
             spent: spent.clone(),
+            inner,
         };
         let call = AssertUnwindSafe(entry.tool.call(event.arguments.clone(), ctx)).catch_unwind();
-        let output = match until_cancelled(self.cancel, call).await {
+        let ran = match inner_rx {
+            None => until_cancelled(self.cancel, call).await,
+            Some(rx) => {
+                until_cancelled(self.cancel, self.serve_inner_calls(event, spent, rx, call)).await
+            }
+        };
+        let output = match ran {
             None => return ToolOutput::error(CANCELLED_RESULT),
             Some(Ok(Ok(out))) => out,
             Some(Ok(Err(e))) => ToolOutput::error(e.message),

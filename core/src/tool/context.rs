@@ -10,6 +10,8 @@ use tokio_util::sync::CancellationToken;
 use crate::event::{Event, Usage};
 use crate::scope::{TurnScope, UsageCell};
 
+use super::InnerCalls;
+
 /// Where a turn's events go. Cheap to clone; sending never blocks and never fails loudly (a host
 /// that stopped listening just misses events).
 #[derive(Clone, Debug, Default)]
@@ -83,6 +85,8 @@ pub struct ToolContext {
     pub(crate) scope: TurnScope,
     /// Tokens this call spent on models, added to the calling turn's usage.
     pub(crate) spent: UsageCell,
+    /// Where the tool's own tool calls go (`js_execution` inside a turn); `None` elsewhere.
+    pub(crate) inner: Option<InnerCalls>,
 }
 
 impl ToolContext {
@@ -97,6 +101,7 @@ impl ToolContext {
             secret_env: Arc::new(Vec::new()),
             scope: TurnScope::default(),
             spent: UsageCell::default(),
+            inner: None,
         }
     }
 
