@@ -12,6 +12,7 @@ from ._bridge import is_async
 from ._errors import ConfigurationError
 from ._tools import Tool, _hints_dict
 from ._types import (
+    CodeExecutionOptions,
     CompactionOptions,
     FallbackModel,
     ModelSettings,
@@ -688,6 +689,7 @@ def create_client(
     script: Sequence[Mapping[str, Any]] | None = None,
     background: bool | BackgroundShells | None = None,
     notebook_edit: bool | None = None,
+    code_execution: CodeExecutionOptions | None = None,
     secret_env: Sequence[str] | None = None,
     connect_timeout_ms: int | None = None,
     request_timeout_ms: int | None = None,
@@ -778,6 +780,11 @@ def create_client(
     sees). ``prompt_cache``: anthropic prompt caching, on by default (False turns
     it off).
 
+    Code execution: ``code_execution={}`` turns on ``js_execution`` (model-written JavaScript
+    whose ``await tools.NAME(args)`` calls pass the same gate as direct calls) with the default
+    limits; its keys are ``timeout_ms``, ``memory_mb``, ``max_stack_kb``, ``max_output_bytes``,
+    ``max_tool_calls``.
+
     Compaction: ``compaction={"threshold_tokens": N, "keep_recent": 4, "instructions": ...}``
     summarises the older part of the conversation when the context is over N tokens (and
     when a server refuses a request as too long); ``on_compact=fn(notice)`` is told after
@@ -799,6 +806,7 @@ def create_client(
             "script": [dict(e) for e in script] if script is not None else None,
             "background": None if isinstance(background, BackgroundShells) else background,
             "notebook_edit": notebook_edit,
+            "code_execution": dict(code_execution) if code_execution is not None else None,
             "secret_env": list(secret_env) if secret_env is not None else None,
             "connect_timeout_ms": connect_timeout_ms,
             "request_timeout_ms": request_timeout_ms,
