@@ -143,3 +143,43 @@ unsafe impl Allocator for LimitedHeap {
         unsafe { RustAllocator::usable_size(ptr) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_what_it_holds_and_refuses_past_the_limit() {
+        let meter = Arc::new(HeapMeter::default());
+        let mut heap = LimitedHeap::new(4096, meter.clone());
+        let a = heap.alloc(1000);
+        assert!(!a.is_null());
+        assert!(meter.used() >= 1000);
+        let a = unsafe { heap.realloc(a, 3000) };
+        assert!(!a.is_null());
+        assert!(meter.used() >= 3000);
+        assert!(heap.alloc(2000).is_null(), "past the limit");
+        assert!(meter.hit());
+        assert!(
+            heap.calloc(usize::MAX, 2).is_null(),
+            "an overflowing product is refused"
+        );
+        unsafe { heap.dealloc(a) };
+        assert_eq!(meter.used(), 0, "everything given back");
+    }
+
+    #[test]
+    fn the_whole_runtime_gives_back_every_byte() {
+        let meter = Arc::new(HeapMeter::default());
+        {
+            let rt = rquickjs::Runtime::new_with_alloc(LimitedHeap::new(1 << 26, meter.clone()))
+                .unwrap();
+            let ctx = rquickjs::Context::full(&rt).unwrap();
+            let n: i32 = ctx.with(|ctx| ctx.eval("[1, 2, 3].map((x) => x * 2).length").unwrap());
+            assert_eq!(n, 3);
+            assert!(meter.used() > 0);
+        }
+        assert_eq!(meter.used(), 0);
+        assert!(!meter.hit());
+    }
+}
