@@ -13,6 +13,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
 use crate::client_state::ClientState;
+use crate::code::inner_calls_made;
 use crate::compact::CompactFailed;
 use crate::config::ToolConcurrency;
 use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
@@ -560,6 +561,9 @@ impl Turn<'_> {
                 let exhausted = spend.exhausted.filter(|_| i >= spend.run);
                 exhausted.map(|e| ToolOutput::error(e.result_text()))
             };
+            // The calls js_execution's code made count in the budget too (the turn ends after
+            // this step when they reached a ceiling).
+            let mut inner_exhausted = None;
             let mut done = |c: &ToolCall, out: ToolOutput, spent: Usage| {
                 // What the call spent on models (a subagent's turn) is the turn's too.
                 let spent = (!spent.is_zero()).then(|| {
@@ -567,6 +571,11 @@ impl Turn<'_> {
                     budget.spend(0, spent, &ceilings);
                     spent
                 });
+                let inner = inner_calls_made(c, &out);
+                if inner > 0 {
+                    let s = budget.spend(inner, Usage::default(), &ceilings);
+                    inner_exhausted = inner_exhausted.or(s.exhausted);
+                }
                 step.push(self.result_message(c, out, spent));
             };
             for (i, call) in calls.iter().enumerate().skip(runner.taken()) {
@@ -586,7 +595,7 @@ impl Turn<'_> {
             if at_limit {
                 return TurnEnd::new(Outcome::MaxTurns, final_text, usage);
             }
-            if let Some(e) = spend.and_then(|s| s.exhausted) {
+            if let Some(e) = spend.and_then(|s| s.exhausted).or(inner_exhausted) {
                 return TurnEnd {
                     error: Some(e.to_string()),
                     ..TurnEnd::new(Outcome::Budget, final_text, usage)

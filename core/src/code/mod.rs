@@ -30,9 +30,25 @@ use std::sync::Arc;
 pub use crate::config::CodeExecutionConfig;
 pub use tool::JS_EXECUTION;
 
-use crate::tool::Tool;
+use serde_json::Value;
+
+use crate::tool::{Tool, ToolOutput};
+use crate::transcript::ToolCall;
 
 /// The `js_execution` builtin with these limits (run by hand it reaches no tools).
 pub fn js_execution(limits: CodeExecutionConfig) -> Arc<dyn Tool> {
     Arc::new(tool::JsExecution::new(limits))
+}
+
+/// How many inner calls the call `call` made (its result's metadata lists them): they count in
+/// the turn's budget.
+pub(crate) fn inner_calls_made(call: &ToolCall, out: &ToolOutput) -> usize {
+    if call.name != JS_EXECUTION {
+        return 0;
+    }
+    out.metadata
+        .as_ref()
+        .and_then(|m| m.get("calls"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
 }

@@ -234,3 +234,28 @@ async fn without_the_option_the_builtin_is_refused_by_name() {
         "a limit out of range names its key"
     );
 }
+
+#[tokio::test]
+async fn inner_calls_count_in_the_turns_budget() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let code = "for (let i = 0; i < 8; i++) await tools.echo({text: 'x'}); 'done'";
+    let mut cfg = config(limits(), code);
+    cfg.max_tool_calls = Some(5);
+    let client = ClientBuilder::from_config(cfg)
+        .tool(echo(runs.clone()))
+        .build()
+        .unwrap();
+    let result = client.run("go").await.unwrap();
+    let (content, is_error) = js_result(&result.transcript);
+    assert!(!is_error, "{content}");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        8,
+        "the run's own cap is code_execution's"
+    );
+    assert_eq!(
+        result.outcome,
+        Outcome::Budget,
+        "1 direct + 8 inner calls are over max_tool_calls 5: the turn ends after the step"
+    );
+}
