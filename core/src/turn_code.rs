@@ -63,8 +63,8 @@ impl Turn<'_> {
     }
 
     /// Drive `run` (the js_execution call) while taking the inner calls that come on `rx`, one
-    /// at a time; then list them in the output's metadata. Inner calls still queued or running
-    /// when the run ends are dropped (the run no longer waits for them).
+    /// at a time; then list them in the output's metadata. When the run ends, a call still
+    /// running is waited for (the turn's cancel still ends it); queued ones are dropped unstarted.
     ///
     /// Boxed: the inner calls run through [`Turn::execute`], which runs this.
     pub(crate) fn serve_inner_calls<'s, E: Send + 's>(
@@ -104,6 +104,16 @@ impl Turn<'_> {
                     }
                 }
             };
+            // A call already started (the code did not wait for it) still ends as a call does:
+            // a write is never cut off half way. The queued ones never started: no event, no run.
+            if let Some(running) = current {
+                let (_, call, out) = running.await;
+                records.push(Record {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    is_error: out.is_error,
+                });
+            }
             Ok(ended?.map(|out| with_records(out, &records)))
         })
     }

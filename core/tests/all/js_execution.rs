@@ -259,3 +259,28 @@ async fn inner_calls_count_in_the_turns_budget() {
         "1 direct + 8 inner calls are over max_tool_calls 5: the turn ends after the step"
     );
 }
+
+#[tokio::test]
+async fn a_call_the_code_did_not_wait_for_still_ends_and_is_listed() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    // The first call starts; the code ends at once; the second never starts.
+    let code = "tools.echo({text: 'a'}); tools.echo({text: 'b'}); 'left'";
+    let client = ClientBuilder::from_config(config(limits(), code))
+        .tool(echo(runs.clone()))
+        .build()
+        .unwrap();
+    let result = client.run("go").await.unwrap();
+    let (content, is_error) = js_result(&result.transcript);
+    assert!(!is_error, "{content}");
+    assert!(content.starts_with("\"left\""), "{content}");
+    // Whether the first call started before the run ended is a race; what holds either way:
+    // the second never starts, and a call that ran ended and is listed.
+    let ran = runs.load(Ordering::SeqCst);
+    assert!(ran <= 1, "a queued call never starts");
+    assert_eq!(
+        content.contains("\"call_id\":\"c0/js0\""),
+        ran == 1,
+        "{content}"
+    );
+    assert!(!content.contains("c0/js1"), "{content}");
+}
