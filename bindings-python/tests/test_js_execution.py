@@ -80,8 +80,9 @@ async def test_hostile_programs_are_error_results_and_memory_comes_back(tmp_path
     for _ in range(3):
         await run_hostile(tmp_path)
     after = rss_kib()
-    # Each round allocates up to 32 MiB in the JavaScript heaps; none of it may stay.
-    assert after - before < 24 * 1024, f"RSS grew from {before} KiB to {after} KiB"
+    # Each round allocates up to 32 MiB in the JavaScript heaps; none of it may stay (measured:
+    # about 1 MiB over three rounds, the warm-up taking the engine's one-time 25 MiB).
+    assert after - before < 12 * 1024, f"RSS grew from {before} KiB to {after} KiB"
 
 
 async def test_a_policy_denying_write_denies_it_from_code(tmp_path: Path) -> None:
