@@ -32,7 +32,7 @@
  * The layer is split by concept in `lib/` (the same names as the Python layer's modules and the
  * native side's `src/` files where they exist): `client`, `run`, `transcript`, `events`,
  * `gate`, `tools`, `options`, `errors`, `source` (what MCP and remote share), `mcp`, `remote`,
- * `policy`, `compaction`, `websearch`, and the translation helpers `convert` and `host`. This
+ * `policy`, `compaction`, `websearch`, `output`, and the translation helpers `convert` and `host`. This
  * file only re-exports the public names.
  *
  * @packageDocumentation
@@ -54,6 +54,8 @@ export type {
 } from './lib/options'
 export type { Hints, JsonObject, JsonValue, ModelInfo, Outcome, Source, Style, Tier, Usage } from './lib/types'
 export { Client, createClient, listModels } from './lib/client'
+export type { ChainRunOptions, RunOutput } from './lib/client'
+export type { InferOutput, OutputSchema, StandardResult, StandardSchemaV1 } from './lib/output'
 export { BackgroundShells } from './lib/shells'
 export { Run } from './lib/run'
 export type { ImageDataPart, ImagePathPart, Prompt, PromptPart, TextPart } from './lib/prompt'

@@ -51,6 +51,13 @@ export declare class NativeClient {
   /** Add a tool of another source (an MCP server's, a resource tool) as it is. */
   registerNative(tool: NativeTool): void
   /**
+   * Add a tool source (an MCP config's servers, remote hooks): its tools are registered and
+   * kept in step with it, its before-turn work runs before each turn, MCP servers stop with
+   * the client (the engine's `Client::add_source`). Throws, registering nothing, when a name
+   * is taken by a tool of another source.
+   */
+  addSource(source: NativeSource): void
+  /**
    * This client as a tool of another (`registerNative` it there). `options_json`:
    * `{conversation, maxTurns, allow, inputSchema, hints, maxDepth}`.
    */
@@ -65,9 +72,9 @@ export declare class NativeClient {
   /** The names of the registered tools (before allowlists). */
   toolNames(): Array<string>
   /** Run one turn to its end. */
-  run(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null): Promise<NativeTurnResult>
+  run(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null, outputJson?: string | undefined | null): Promise<NativeTurnResult>
   /** Start a turn and return its handle (events, cancel, result). */
-  stream(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null): NativeRun
+  stream(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null, outputJson?: string | undefined | null): NativeRun
   /** Run a task chain (its JSON text) on `input` to its end; the engine reads and runs it. */
   runChain(chainJson: string, input: string, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null): Promise<NativeTurnResult>
   /** Start a task chain on `input` and return its handle (events, cancel, result). */
@@ -97,39 +104,6 @@ export declare class NativeClient {
   get closed(): boolean
 }
 
-/** The servers of an MCP config, their tools and resource tools. */
-export declare class NativeMcpSource {
-  /** Every tool of every ready server, as they are now. */
-  tools(): Array<NativeTool>
-  /** The opt-in `list_mcp_resources` and `read_mcp_resource` tools. */
-  resourceTools(): Array<NativeTool>
-  /** Each server and how it came out of the load, as JSON `[[name, {state, ...}], ...]`. */
-  servers(): string
-  /** Register every tool into the client, follow `tools/list_changed`, stop with the client. */
-  registerInto(client: NativeClient): void
-  /** Stop every server and remove its tools from the clients. Idempotent. */
-  close(): Promise<void>
-}
-
-/** The hooks of one `loadRemote`, their states and tools. */
-export declare class NativeRemoteSource {
-  /** Every tool of every ready hook, as they are now. */
-  tools(): Array<NativeTool>
-  /** Each hook and its state, in the order given, as JSON `[[name, {state, ...}], ...]`. */
-  hooks(): string
-  /** Read every hook again; the states as `hooks()` gives them. */
-  refresh(): Promise<string>
-  /**
-   * Register every tool into the client, probe unavailable hooks before its turns, follow
-   * refreshes.
-   */
-  registerInto(client: NativeClient): void
-  /** Remove the tools from every client and make later calls error. Idempotent. */
-  close(): Promise<void>
-  /** Whether `close()` was called. */
-  get closed(): boolean
-}
-
 /** A running turn. */
 export declare class NativeRun {
   /**
@@ -141,6 +115,25 @@ export declare class NativeRun {
   cancel(): void
   /** The turn's result, once it ended (any number of times). */
   result(): Promise<NativeTurnResult>
+}
+
+/** A started tool source: an MCP config's servers or a set of remote hooks. */
+export declare class NativeSource {
+  /** Every tool of every ready member, as they are now. */
+  tools(): Array<NativeTool>
+  /** The MCP resource tools (empty for remote hooks). */
+  resourceTools(): Array<NativeTool>
+  /** Each member (server, hook) and its state now, as JSON `[[name, {state, ...}], ...]`. */
+  states(): string
+  /**
+   * Read the members again where the source can (remote hooks); the states after, as
+   * `states()` gives them.
+   */
+  refresh(): Promise<string>
+  /** Stop the source and remove its tools from every client it was added to. Idempotent. */
+  close(): Promise<void>
+  /** Whether `close()` was called (or the source closed itself). */
+  get closed(): boolean
 }
 
 /**
@@ -180,22 +173,16 @@ export declare function jsName(name: string): string
 export declare function listModels(optionsJson: string): Promise<string>
 
 /**
- * Start the servers of an MCP config (`{"mcpServers": {...}}` JSON); `onServer(name,
- * stateJson)` is called once per server as it settles, before the promise resolves.
+ * Start a tool source: `kind` `mcp` (`json`: an MCP config, `{"mcpServers": {...}}`) or
+ * `remote` (`json`: the hooks, a JSON array). `onMember(name, stateJson)` is called once per
+ * server or hook as it settles, before the promise resolves. A bad config throws a
+ * `ConfigurationError` before anything starts.
  */
-export declare function loadMcpSource(configJson: string, onServer?: (name: string, stateJson: string) => void): Promise<NativeMcpSource>
-
-/**
- * Read the hooks (a JSON array, keys spelled as JavaScript writes them: `timeoutMs`,
- * `specUrl`, `tool.inputSchema`) and each one's tools. `onHook(name, stateJson)` is called once
- * per hook as it settles, before the promise resolves. Invalid hooks throw a
- * `ConfigurationError` before anything is fetched.
- */
-export declare function loadRemoteSource(hooksJson: string, onHook?: (name: string, stateJson: string) => void): Promise<NativeRemoteSource>
+export declare function loadSource(kind: 'mcp' | 'remote', json: string, onMember?: (name: string, stateJson: string) => void): Promise<NativeSource>
 
 /** What a finished turn returns. */
 export interface NativeTurnResult {
-  /** `done` | `cancelled` | `max_turns` | `error` | `budget`. */
+  /** `done` | `cancelled` | `max_turns` | `error` | `budget` | `output_invalid`. */
   outcome: string
   /** The text of the turn's last model response. */
   finalText: string
@@ -208,6 +195,8 @@ export interface NativeTurnResult {
    * answer, when it did.
    */
   stopReason?: string
+  /** The validated answer of a turn with an `outputSchema`, as JSON text. */
+  outputJson?: string
   /** The whole conversation after the turn. */
   transcript: NativeTranscript
 }

@@ -14,6 +14,9 @@ Every cycle fails (the ones that existed when the check came were broken in issu
   and the ones below, never one above. A module the map does not place, or a placed one that is
   gone, fails too: the map and the code stay one.
 
+- bindings-node/hot-code.ld names no function by a build-specific name (a symbol hash, LLVM's
+  copy number, a crate disambiguator): its patterns stay valid for every build.
+
 - no `unwrap()` / `expect(..)` outside tests without its reason: product code (core, cli, the
   bindings; not tests.rs, *_tests.rs, `#[cfg(test)]` modules) says in a comment with the words
   `cannot fail`, on the line or the six above, why the call cannot panic. `--unwraps` lists
@@ -340,6 +343,24 @@ def check_unwraps() -> list[str]:
     ]
 
 
+# What in a mangled symbol name changes from build to build: a legacy hash, LLVM's numbering of
+# a copy, a v0 crate disambiguator. bindings-node/hot-code.ld names functions by pattern only,
+# so that it stays valid for every build (hot-code.mjs writes it that way).
+BUILD_SPECIFIC = re.compile(r"17h[0-9a-f]{16}E|\.llvm\.\d|\.\d+\)|Cs[0-9A-Za-z]+_")
+
+
+def check_hot_code() -> list[str]:
+    script = REPO / "bindings-node" / "hot-code.ld"
+    if not script.exists():
+        return []
+    return [
+        f"bindings-node/hot-code.ld:{n}: a build-specific symbol name (hash or copy number): "
+        "regenerate it with bindings-node/scripts/hot-code.mjs, which writes patterns"
+        for n, line in enumerate(script.read_text().splitlines(), 1)
+        if BUILD_SPECIFIC.search(line)
+    ]
+
+
 def main() -> int:
     if "--unwraps" in sys.argv:
         found = unwraps()
@@ -353,13 +374,14 @@ def main() -> int:
         + check_directions()
         + check_readme_examples()
         + check_unwraps()
+        + check_hot_code()
     )
     for p in problems:
         print(f"check_house: {p}", file=sys.stderr)
     if not problems:
         print(
             "check_house: ok (one test binary per crate, no import cycle, imports down the layers,"
-            " every unwrap outside tests with its reason)"
+            " every unwrap outside tests with its reason, hot-code.ld without build hashes)"
         )
     return 1 if problems else 0
 

@@ -10,8 +10,10 @@ import type { ClientOptions, ModelSettings, RunOptions, SubagentOptions } from '
 import type { PolicyDocument, PolicySource } from './policy'
 import { promptValue } from './prompt'
 import type { Prompt } from './prompt'
-import { Run, linkSignal, turnResult } from './run'
+import { Run, linkSignal, turnResult, typedResult } from './run'
 import type { TurnResult } from './run'
+import { outputSpec } from './output'
+import type { InferOutput, OutputSchema, OutputSpec } from './output'
 import { BackgroundShells } from './shells'
 import { SourceTool } from './source'
 import type { ToolDefinition } from './tools'
@@ -32,9 +34,23 @@ function settingsJson(settings: ModelSettings | undefined): string | undefined {
   return JSON.stringify(settings)
 }
 
-/** An agent client: one conversation, its tools, its gate and its model. */
-export class Client {
+/** A run's output options as JSON for the engine (`undefined`: the client's). */
+function outputJson(own: OutputSpec | undefined, retries: number | undefined): string | undefined {
+  if (own === undefined && retries === undefined) return undefined
+  return `{"schema":${own?.schemaJson ?? 'null'},"retries":${retries === undefined ? 'null' : JSON.stringify(retries)}}`
+}
+
+/** A chain run's options: a chain's answer is its last task's text, so no output schema. */
+export type ChainRunOptions = Omit<RunOptions, 'outputSchema' | 'outputRetries'>
+
+/** The type of a run's `output`: its own schema's, else the client's (`O`). */
+export type RunOutput<S, O> = [S] extends [undefined] ? O : InferOutput<S>
+
+/** An agent client: one conversation, its tools, its gate and its model; `O` is its output type. */
+export class Client<O = unknown> {
   readonly #native: native.NativeClient
+  /** The client's `outputSchema`, read (its parser gives `result.output` its type). */
+  readonly #output: OutputSpec | undefined
   /** AbortControllers of the calls JavaScript is working on, by the key the engine gave. */
   readonly #aborts: Map<number, AbortController>
 
@@ -54,8 +70,10 @@ export class Client {
     const shells = options.background instanceof BackgroundShells ? options.background : undefined
     const onCompact = options.compactor?.onCompact?.bind(options.compactor)
     const compact = options.compactor?.compact?.bind(options.compactor)
+    const output = outputSpec(options.outputSchema)
+    this.#output = output
     this.#native = new native.NativeClient(
-      coreConfig(options),
+      coreConfig({ ...options, outputSchema: output ? (JSON.parse(output.schemaJson) as OutputSchema) : undefined }),
       // The callbacks close over `aborts`, never over the client, so a client is collectable.
       (key: number) => {
         try {
@@ -96,20 +114,45 @@ export class Client {
    * `{ type: 'image', path: 'shots/login.png' }` for a file beneath the root. The engine checks
    * every part before the turn starts; a bad one throws a ConfigurationError naming it.
    */
-  async run(prompt: Prompt, options: RunOptions = {}): Promise<TurnResult> {
+  async run<S extends OutputSchema | undefined = undefined>(
+    prompt: Prompt,
+    options: RunOptions & { outputSchema?: S } = {},
+  ): Promise<TurnResult<RunOutput<S, O>>> {
+    const own = outputSpec(options.outputSchema)
     const { token, unlink } = linkSignal(options.signal)
     try {
-      return turnResult(await this.#native.run(promptValue(prompt), options.allow, token, settingsJson(options.settings)))
+      const r = await this.#native.run(
+        promptValue(prompt),
+        options.allow,
+        token,
+        settingsJson(options.settings),
+        outputJson(own, options.outputRetries),
+      )
+      return await typedResult<RunOutput<S, O>>(r, own ?? this.#output)
     } finally {
       unlink()
     }
   }
 
-  /** Start a turn; read its events as they happen. */
-  stream(prompt: Prompt, options: RunOptions = {}): Run {
+  /**
+   * Start a turn; read its events as they happen. With an output schema, `output_delta` events
+   * carry the answer's JSON so far as it streams.
+   */
+  stream<S extends OutputSchema | undefined = undefined>(
+    prompt: Prompt,
+    options: RunOptions & { outputSchema?: S } = {},
+  ): Run<RunOutput<S, O>> {
+    const own = outputSpec(options.outputSchema)
     const { token, unlink } = linkSignal(options.signal)
     try {
-      return new Run(this.#native.stream(promptValue(prompt), options.allow, token, settingsJson(options.settings)), unlink)
+      const handle = this.#native.stream(
+        promptValue(prompt),
+        options.allow,
+        token,
+        settingsJson(options.settings),
+        outputJson(own, options.outputRetries),
+      )
+      return new Run<RunOutput<S, O>>(handle, unlink, own ?? this.#output)
     } catch (e) {
       unlink()
       throw e
@@ -123,7 +166,7 @@ export class Client {
    * `ConfigurationError` naming the field, before anything runs. `finalText` is the output of
    * the last task that ran.
    */
-  async runChain(chain: object | string, input = '', options: RunOptions = {}): Promise<TurnResult> {
+  async runChain(chain: object | string, input = '', options: ChainRunOptions = {}): Promise<TurnResult> {
     const { token, unlink } = linkSignal(options.signal)
     try {
       return turnResult(await this.#native.runChain(chainText(chain), input, options.allow, token, settingsJson(options.settings)))
@@ -133,7 +176,7 @@ export class Client {
   }
 
   /** Start a task chain on `input`; read its events as they happen. */
-  streamChain(chain: object | string, input = '', options: RunOptions = {}): Run {
+  streamChain(chain: object | string, input = '', options: ChainRunOptions = {}): Run {
     const { token, unlink } = linkSignal(options.signal)
     try {
       return new Run(this.#native.streamChain(chainText(chain), input, options.allow, token, settingsJson(options.settings)), unlink)
@@ -256,8 +299,10 @@ export class Client {
  * Create a client. Every option is checked now: a mistake throws a `ConfigurationError` naming
  * the option as you spelled it (`baseUrl: "not a url" is not a URL ...`).
  */
-export function createClient(options: ClientOptions = {}): Client {
-  return new Client(options)
+export function createClient<S extends OutputSchema | undefined = undefined>(
+  options: ClientOptions & { outputSchema?: S } = {},
+): Client<RunOutput<S, unknown>> {
+  return new Client<RunOutput<S, unknown>>(options)
 }
 
 /** The models of the server the options point at (`style`, `baseUrl`, `apiKey`, ...). */

@@ -12,6 +12,12 @@ export type Event =
   /** Before each HTTP attempt: `index` = model response of the turn, `attempt` 0 = first. */
   | { type: 'request'; index: number; attempt: number; agent?: string[] }
   | { type: 'text_delta'; text: string; agent?: string[] }
+  /**
+   * The answer so far, read as JSON (a turn with an `outputSchema`): the best-effort value of the
+   * streamed text's prefix, open strings, arrays and objects closed. Sent when it changes; not
+   * validated (`result.output` is).
+   */
+  | { type: 'output_delta'; output: unknown; agent?: string[] }
   /** The whole text of one model response. */
   | { type: 'text'; text: string; agent?: string[] }
   /** A piece of the model's streamed reasoning (its thinking, where the server shows it). */

@@ -5,6 +5,7 @@ import type { Hooks, WaitFor } from './gate'
 import type { PolicySource } from './policy'
 import type { ToolDefinition } from './tools'
 import type { Hints, JsonObject, Style, Usage } from './types'
+import type { OutputSchema } from './output'
 import type { WebSearch } from './websearch'
 import type { BackgroundShells } from './shells'
 
@@ -144,6 +145,16 @@ export interface ClientOptions extends ModelSettings {
    * (ConfigurationError) and turns a tool result's images into an error result the model sees.
    */
   images?: boolean
+  /**
+   * A typed final answer for every turn: a JSON Schema object, or a Standard Schema (Zod v4,
+   * Valibot, ArkType: its JSON Schema comes from `~standard.jsonSchema` or Zod's `toJSONSchema`,
+   * and `~standard.validate` parses the answer). The model may call tools first. Each style asks
+   * for it natively; an invalid answer is sent back with the errors (`outputRetries`, default 2),
+   * then the outcome is `output_invalid`. `result.output` is the parsed answer.
+   */
+  outputSchema?: OutputSchema
+  /** How many times an answer that does not match `outputSchema` is sent back (default 2). */
+  outputRetries?: number
   /** Default `openai`. */
   style?: Style
   /** As that style's official SDK takes it: openai `…/v1`, anthropic and ollama the host root. */
@@ -236,4 +247,8 @@ export interface RunOptions {
   allow?: string[]
   /** Model settings for this run: each key given replaces the client's (checked as theirs are). */
   settings?: ModelSettings
+  /** This run's typed answer instead of the client's `outputSchema` (see `ClientOptions`). */
+  outputSchema?: OutputSchema
+  /** This run's `outputRetries`. */
+  outputRetries?: number
 }

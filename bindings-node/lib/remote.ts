@@ -1,9 +1,7 @@
 // HTTP services as a tool source (remote hooks), their secrets kept out of every print.
 
-import * as native from '../native'
-import type { Client } from './client'
 import { ConfigurationError } from './errors'
-import { SourceTool } from './source'
+import { loadSource, ToolSourceBase } from './source'
 
 /** How a hook's service is spoken to: `openapi` (the default: every operation of its OpenAPI document is a tool) or one of the five one-tool protocols. */
 export type RemoteProtocol = 'openapi' | 'openai' | 'openai-object' | 'ollama' | 'langserve-openai' | 'langserve'
@@ -119,50 +117,16 @@ export class RemoteHook {
 /** How a hook is now. An unavailable one is probed again before each turn and on `refresh()`. */
 export type HookState = { state: 'ready'; tools: number } | { state: 'unavailable'; error: string }
 
-function hookStates(json: string): { name: string; state: HookState }[] {
-  return (JSON.parse(json) as [string, HookState][]).map(([name, state]) => ({ name, state }))
-}
-
 /** The hooks of one `loadRemote`, their states and tools. */
-export class RemoteSource {
-  readonly #native: native.NativeRemoteSource
-
-  /** Use `loadRemote()`. */
-  constructor(handle: native.NativeRemoteSource) {
-    this.#native = handle
-  }
-
-  /** Every tool of every ready hook, as they are now. */
-  tools(): SourceTool[] {
-    return this.#native.tools().map((t) => new SourceTool(t))
-  }
-
+export class RemoteSource extends ToolSourceBase<HookState> {
   /** Each hook and its state now, in the order given. */
   hooks(): { name: string; state: HookState }[] {
-    return hookStates(this.#native.hooks())
+    return this.members()
   }
 
   /** Read every hook again (an unavailable one may come up, a ready one picks up a changed document). */
   async refresh(): Promise<{ name: string; state: HookState }[]> {
-    return hookStates(await this.#native.refresh())
-  }
-
-  /**
-   * Register every tool into `client`, probe unavailable hooks before its turns, follow
-   * refreshes. Throws (registering nothing) when a name is taken there by a tool of another source.
-   */
-  registerInto(client: Client): void {
-    this.#native.registerInto(client.handle)
-  }
-
-  /** Remove the tools from every client they were registered into; later calls error. Idempotent. */
-  close(): Promise<void> {
-    return this.#native.close()
-  }
-
-  /** Whether `close()` was called. */
-  get closed(): boolean {
-    return this.#native.closed
+    return this.refreshMembers()
   }
 
   toString(): string {
@@ -185,18 +149,7 @@ export async function loadRemote(
   hooks: (RemoteHook | RemoteHookOptions)[],
   options: { onHook?: (name: string, state: HookState) => void } = {},
 ): Promise<RemoteSource> {
-  const { onHook } = options
   if (!Array.isArray(hooks)) throw new ConfigurationError('remote hooks are an array of RemoteHook (or hook objects)')
   const text = JSON.stringify(hooks.map((h) => RemoteHook.wire(h)))
-  const report =
-    onHook &&
-    ((name: string, stateJson: string) => {
-      if (name === '') return // the native side's end-of-reports marker
-      try {
-        onHook(name, JSON.parse(stateJson) as HookState)
-      } catch {
-        // A host callback's error must not reach the native caller.
-      }
-    })
-  return new RemoteSource(await native.loadRemoteSource(text, report))
+  return new RemoteSource(await loadSource('remote', text, options.onHook))
 }

@@ -4,9 +4,10 @@ import * as native from '../native'
 import type { Event } from './events'
 import { Transcript } from './transcript'
 import type { Outcome, StopReason, Usage } from './types'
+import type { OutputSpec } from './output'
 
-/** What a finished turn returns. */
-export interface TurnResult {
+/** What a finished turn returns; `O` is the type of `output` (an output schema's). */
+export interface TurnResult<O = unknown> {
   outcome: Outcome
   /** The text of the turn's last model response (core: `final_text`). */
   finalText: string
@@ -16,6 +17,12 @@ export interface TurnResult {
   error?: string
   /** Why the last reply stopped short of a full answer, when it did (core: `stop_reason`). */
   stopReason?: StopReason
+  /**
+   * The final answer of a turn with an `outputSchema`, validated (and parsed by a Standard
+   * Schema): present exactly when the outcome is `done`. Outcome `output_invalid`: the answer
+   * did not match (`finalText` has it raw, `error` says why).
+   */
+  output?: O
   /** The whole conversation after the turn. */
   transcript: Transcript
 }
@@ -34,7 +41,28 @@ export function turnResult(r: native.NativeTurnResult): TurnResult {
   }
   if (r.error != null) out.error = r.error
   if (r.stopReason != null) out.stopReason = r.stopReason as StopReason
+  if (r.outputJson != null) out.output = JSON.parse(r.outputJson)
   return out
+}
+
+/**
+ * The result with its `output` parsed by the output schema's own validator (a Standard
+ * Schema's); a value it refuses makes the outcome `output_invalid` with its message, never a
+ * rejection.
+ */
+export async function typedResult<O>(r: native.NativeTurnResult, output: OutputSpec | undefined): Promise<TurnResult<O>> {
+  const out = turnResult(r)
+  if (output?.parse && out.output !== undefined) {
+    const parsed = await output.parse(out.output)
+    if ('value' in parsed) {
+      out.output = parsed.value
+    } else {
+      delete out.output
+      out.outcome = 'output_invalid'
+      out.error = parsed.error
+    }
+  }
+  return out as TurnResult<O>
 }
 
 /** Tie an AbortSignal to a native cancel token; `unlink` drops the listener. */
@@ -51,15 +79,15 @@ export function linkSignal(signal: AbortSignal | undefined): { token?: native.Na
 }
 
 /** A running turn: `for await (const e of run)`, `run.cancel()`, `await run.result`. */
-export class Run implements AsyncIterable<Event> {
+export class Run<O = unknown> implements AsyncIterable<Event> {
   readonly #native: native.NativeRun
   /** The turn's result once it ended (outcome `cancelled` after a cancel; never rejects for that). */
-  readonly result: Promise<TurnResult>
+  readonly result: Promise<TurnResult<O>>
 
   /** Use `client.stream()`. */
-  constructor(handle: native.NativeRun, unlink: () => void) {
+  constructor(handle: native.NativeRun, unlink: () => void, output?: OutputSpec) {
     this.#native = handle
-    this.result = handle.result().then(turnResult)
+    this.result = handle.result().then((r) => typedResult<O>(r, output))
     this.result.then(unlink, unlink)
   }
 

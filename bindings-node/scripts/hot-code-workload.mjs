@@ -5,10 +5,38 @@
 // it exits non-zero when a turn does not end as scripted.
 //
 //   node scripts/hot-code-workload.mjs [TURNS]      (default 12; the package from this directory)
+//   node scripts/hot-code-workload.mjs [TURNS] --package DIR --resident
+//
+// --package DIR: load the package installed there instead (scripts/package/node.sh: the packed
+// one). --resident: print the native module's resident code after the turns, in MB
+// (`/proc/self/smaps` of its executable mappings): what hot-code.ld exists to keep small, and
+// what grows back toward 4.5 MB when its profile went stale.
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
+import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
 
-const turns = Number.parseInt(process.argv[2] ?? '12', 10)
+const { values: opts, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { package: { type: 'string' }, resident: { type: 'boolean', default: false } },
+})
+const turns = Number.parseInt(positionals[0] ?? '12', 10)
+const entry = opts.package ? pathToFileURL(join(resolve(opts.package), 'package.json')) : import.meta.url
+const contenox = opts.package ? 'contenox' : '../index.js'
+
+/** The resident kB of the executable mappings of the loaded `.node` file. */
+function residentCode() {
+  let kb = 0
+  let code = false
+  for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    const map = /^[0-9a-f]+-[0-9a-f]+ (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line)
+    if (map) code = map[1].includes('x') && map[2].endsWith('.node')
+    else if (code) kb += Number(/^Rss:\s+(\d+) kB/.exec(line)?.[1] ?? 0)
+  }
+  return kb
+}
 
 function chunk(delta, finish = null) {
   return `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
@@ -43,7 +71,7 @@ await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
 const { port } = server.address()
 
 try {
-  const { createClient, tool } = createRequire(import.meta.url)('../index.js')
+  const { createClient, tool } = createRequire(entry)(contenox)
   const client = createClient({
     style: 'openai',
     baseUrl: `http://127.0.0.1:${port}/v1`,
@@ -68,6 +96,7 @@ try {
     const r = await client.run(`turn ${i}`)
     if (r.finalText.trim() !== `done ${i}`) throw new Error(`turn ${i} ended with ${JSON.stringify(r.finalText)}`)
   }
+  if (opts.resident) console.log(`resident code of the module: ${(residentCode() / 1024).toFixed(2)} MB`)
   client.close()
 } finally {
   server.close()

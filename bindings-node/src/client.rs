@@ -71,6 +71,7 @@ fn run_options(
     allow: Option<Vec<String>>,
     cancel: Option<&NativeCancel>,
     settings_json: Option<String>,
+    output_json: Option<String>,
 ) -> Result<RunOptions> {
     let mut options = RunOptions::default();
     if let Some(patterns) = allow {
@@ -86,14 +87,25 @@ fn run_options(
                 .map_err(|e| error::to_js(env, e))?;
         options = options.settings(settings);
     }
+    if let Some(json) = output_json {
+        let output: RunOutput = serde_json::from_str(&json).map_err(error::reason)?;
+        if let Some(schema) = output.schema {
+            // The host's JSON Schema, keys as written (never renamed); the engine checks it.
+            options = options.output_schema(schema);
+        }
+        if let Some(n) = output.retries {
+            options = options.output_retries(n);
+        }
+    }
     Ok(options)
 }
 
-impl NativeClient {
-    /// The core client.
-    pub(crate) fn core(&self) -> &Client {
-        &self.client
-    }
+/// A run's `outputSchema` and `outputRetries`, as the TypeScript layer sends them (one JSON
+/// text: `{schema?, retries?}`).
+#[derive(serde::Deserialize)]
+struct RunOutput {
+    schema: Option<Value>,
+    retries: Option<u32>,
 }
 
 #[napi]
@@ -184,6 +196,20 @@ impl NativeClient {
             .map_err(|e| error::to_js(env, e))
     }
 
+    /// Add a tool source (an MCP config's servers, remote hooks): its tools are registered and
+    /// kept in step with it, its before-turn work runs before each turn, MCP servers stop with
+    /// the client (the engine's `Client::add_source`). Throws, registering nothing, when a name
+    /// is taken by a tool of another source.
+    #[napi]
+    pub fn add_source(&self, env: &Env, source: &crate::source::NativeSource) -> Result<()> {
+        // A source may watch the client from a task in the engine's runtime.
+        napi::bindgen_prelude::within_runtime_if_available(|| {
+            self.client
+                .add_source(source.core())
+                .map_err(|e| error::to_js(env, e))
+        })
+    }
+
     /// This client as a tool of another (`registerNative` it there). `options_json`:
     /// `{conversation, maxTurns, allow, inputSchema, hints, maxDepth}`.
     #[napi]
@@ -236,9 +262,10 @@ impl NativeClient {
         allow: Option<Vec<String>>,
         cancel: Option<&NativeCancel>,
         settings_json: Option<String>,
+        output_json: Option<String>,
     ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
         let prompt = contenox::Prompt::from_json(&prompt).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel, settings_json)?;
+        let options = run_options(env, allow, cancel, settings_json, output_json)?;
         let client = self.client.clone();
         let snapshots = self.snapshots.clone();
         env.spawn_future_with_callback(
@@ -259,9 +286,10 @@ impl NativeClient {
         allow: Option<Vec<String>>,
         cancel: Option<&NativeCancel>,
         settings_json: Option<String>,
+        output_json: Option<String>,
     ) -> Result<NativeRun> {
         let prompt = contenox::Prompt::from_json(&prompt).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel, settings_json)?;
+        let options = run_options(env, allow, cancel, settings_json, output_json)?;
         // Core spawns the turn on the current tokio runtime: napi's.
         napi::bindgen_prelude::within_runtime_if_available(|| {
             let run = self
@@ -284,7 +312,7 @@ impl NativeClient {
         settings_json: Option<String>,
     ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
         let chain = contenox::Chain::from_json(&chain_json).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel, settings_json)?;
+        let options = run_options(env, allow, cancel, settings_json, None)?;
         let client = self.client.clone();
         let snapshots = self.snapshots.clone();
         env.spawn_future_with_callback(
@@ -308,7 +336,7 @@ impl NativeClient {
         settings_json: Option<String>,
     ) -> Result<NativeRun> {
         let chain = contenox::Chain::from_json(&chain_json).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel, settings_json)?;
+        let options = run_options(env, allow, cancel, settings_json, None)?;
         napi::bindgen_prelude::within_runtime_if_available(|| {
             let run = self
                 .client

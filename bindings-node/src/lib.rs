@@ -22,8 +22,6 @@ mod client;
 pub mod convert;
 mod error;
 mod host;
-mod mcp;
-mod remote;
 mod run;
 mod shells;
 mod source;
@@ -31,8 +29,6 @@ mod transcript;
 
 pub use client::{js_name, list_models, policy_preset, NativeCancel, NativeClient};
 pub use error::set_error_factory;
-pub use mcp::{load_mcp_source, NativeMcpSource};
-pub use remote::{load_remote_source, NativeRemoteSource};
 pub use run::{NativeRun, NativeTurnResult, NativeUsage};
-pub use source::NativeTool;
+pub use source::{load_source, NativeSource, NativeTool};
 pub use transcript::NativeTranscript;

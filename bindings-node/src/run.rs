@@ -41,7 +41,7 @@ impl From<Usage> for NativeUsage {
 /// What a finished turn returns.
 #[napi(object, object_from_js = false)]
 pub struct NativeTurnResult {
-    /// `done` | `cancelled` | `max_turns` | `error` | `budget`.
+    /// `done` | `cancelled` | `max_turns` | `error` | `budget` | `output_invalid`.
     pub outcome: String,
     /// The text of the turn's last model response.
     pub final_text: String,
@@ -52,6 +52,8 @@ pub struct NativeTurnResult {
     /// `refusal` | `content_filter` | `max_tokens`: why the last reply stopped short of a full
     /// answer, when it did.
     pub stop_reason: Option<String>,
+    /// The validated answer of a turn with an `outputSchema`, as JSON text.
+    pub output_json: Option<String>,
     /// The whole conversation after the turn.
     pub transcript: NativeTranscript,
 }
@@ -65,6 +67,7 @@ impl NativeTurnResult {
             usage: r.usage.into(),
             error: r.error,
             stop_reason: r.stop_reason.map(|s| s.as_str().to_string()),
+            output_json: r.output.map(|v| v.to_string()),
             transcript: NativeTranscript(snapshots.share(r.transcript)),
         }
     }

@@ -1,9 +1,13 @@
-//! What the MCP and remote sources share: the engine tool they hand out ([`NativeTool`]), the
-//! `onServer` / `onHook` reporter of their loaders, and the methods every
-//! [`contenox::ToolSource`] has (tools, states, refresh, adding to a client, close).
+//! Tool sources, MCP servers and remote hooks alike: the one loader (`loadSource(kind, json,
+//! onMember)`), the one native source it returns ([`NativeSource`]: tools, states, refresh,
+//! close, the MCP resource tools) and the engine tool a source hands out ([`NativeTool`]). The
+//! TypeScript layer gives each kind its own class (`McpSource`, `RemoteSource`, lib/source.ts);
+//! what differs between the kinds here is only how their config is read.
 
 use std::sync::Arc;
 
+use contenox::mcp::{load_mcp, McpConfig};
+use contenox::remote::{load_remote, RemoteHook};
 use contenox::{Tool, ToolSource};
 use napi::bindgen_prelude::{FnArgs, Function, PromiseRaw};
 use napi::threadsafe_function::{
@@ -13,7 +17,7 @@ use napi::{Env, Result, Status};
 use napi_derive::napi;
 use serde::Serialize;
 
-use crate::error;
+use crate::{convert, error};
 
 /// A tool of another source (an MCP server's tool, a resource tool, a remote hook's tool, a
 /// subagent), registered as it is.
@@ -30,8 +34,7 @@ impl NativeTool {
 }
 
 /// A loader's `onServer` / `onHook` as JavaScript passes it (optional).
-pub(crate) type OnMemberArg<'a> =
-    Option<Function<'a, FnArgs<(String, String)>, UnknownReturnValue>>;
+type OnMemberArg<'a> = Option<Function<'a, FnArgs<(String, String)>, UnknownReturnValue>>;
 
 type OnMember = ThreadsafeFunction<
     FnArgs<(String, String)>,
@@ -44,13 +47,11 @@ type OnMember = ThreadsafeFunction<
 
 /// A loader's `onServer` / `onHook(name, stateJson)`: called from the engine as each member
 /// settles, and flushed before the loader's promise resolves.
-pub(crate) struct Reporter(Option<OnMember>);
+struct Reporter(Option<OnMember>);
 
 impl Reporter {
     /// Wrap the host's callback (weakly: it never keeps the process alive).
-    pub fn new(
-        f: Option<Function<'_, FnArgs<(String, String)>, UnknownReturnValue>>,
-    ) -> Result<Self> {
+    fn new(f: OnMemberArg<'_>) -> Result<Self> {
         let f = f
             .map(|f| {
                 f.build_threadsafe_function::<FnArgs<(String, String)>>()
@@ -63,7 +64,7 @@ impl Reporter {
     }
 
     /// Queue one report: the member's name and its state as JSON.
-    pub fn report(&self, name: &str, state: &impl Serialize) {
+    fn report(&self, name: &str, state: &impl Serialize) {
         if let Some(f) = &self.0 {
             let state = serde_json::to_string(state).unwrap_or_default();
             let _ = f.call(
@@ -75,7 +76,7 @@ impl Reporter {
 
     /// Return once every queued report reached JavaScript: the calls are queued in order on the
     /// same function, so one more call, awaited, comes after them all.
-    pub async fn flush(&self) {
+    async fn flush(&self) {
         if let Some(f) = &self.0 {
             let _ = f
                 .call_async_catch(FnArgs::from((String::new(), String::new())))
@@ -84,47 +85,139 @@ impl Reporter {
     }
 }
 
-/// A source as every Native*Source class holds it.
-pub(crate) struct SourceHandle(pub Arc<dyn ToolSource>);
+/// What a loader starts, its config read (a bad one is an error before anything starts).
+enum Pending {
+    /// The servers of an MCP config.
+    Mcp(McpConfig),
+    /// Remote hooks, checked.
+    Remote(Vec<RemoteHook>),
+}
 
-impl SourceHandle {
-    /// Every tool of the source now.
+impl Pending {
+    /// `json` read as the config of `kind` (`mcp`: `{"mcpServers": {...}}`; `remote`: the hooks
+    /// as JavaScript spells them, `timeoutMs`, `specUrl`, `tool.inputSchema`).
+    fn read(kind: &str, json: &str) -> contenox::Result<Pending> {
+        match kind {
+            "mcp" => Ok(Pending::Mcp(McpConfig::from_json(json)?)),
+            "remote" => {
+                let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+                    contenox::Error::config(format!("remote hooks are not JSON: {e}"))
+                })?;
+                let hooks = RemoteHook::list_from_value(convert::remote_hooks_from_js(value))?;
+                Ok(Pending::Remote(hooks))
+            }
+            other => Err(contenox::Error::config(format!(
+                "no tool source kind {other:?} (mcp, remote)"
+            ))),
+        }
+    }
+
+    /// Start it, `reporter` told each member as it settles.
+    async fn start(self, reporter: &Reporter) -> contenox::Result<NativeSource> {
+        Ok(match self {
+            Pending::Mcp(config) => {
+                let mcp = load_mcp(config, |name, state| reporter.report(name, state)).await;
+                NativeSource {
+                    resource_tools: mcp.resource_tools(),
+                    source: mcp.source(),
+                }
+            }
+            Pending::Remote(hooks) => {
+                let remote = load_remote(hooks, |name, state| reporter.report(name, state)).await?;
+                NativeSource {
+                    resource_tools: Vec::new(),
+                    source: remote.source(),
+                }
+            }
+        })
+    }
+}
+
+/// Start a tool source: `kind` `mcp` (`json`: an MCP config, `{"mcpServers": {...}}`) or
+/// `remote` (`json`: the hooks, a JSON array). `onMember(name, stateJson)` is called once per
+/// server or hook as it settles, before the promise resolves. A bad config throws a
+/// `ConfigurationError` before anything starts.
+#[napi(
+    ts_args_type = "kind: 'mcp' | 'remote', json: string, onMember?: (name: string, stateJson: string) => void",
+    ts_return_type = "Promise<NativeSource>"
+)]
+pub fn load_source<'env>(
+    env: &'env Env,
+    kind: String,
+    json: String,
+    on_member: OnMemberArg<'_>,
+) -> Result<PromiseRaw<'env, NativeSource>> {
+    let pending = Pending::read(&kind, &json).map_err(|e| error::to_js(env, e))?;
+    let reporter = Reporter::new(on_member)?;
+    env.spawn_future(async move {
+        let source = pending.start(&reporter).await;
+        reporter.flush().await;
+        // The config was checked above, so a loader has no error left to return.
+        source.map_err(|e| napi::Error::from_reason(e.to_string()))
+    })
+}
+
+/// A started tool source: an MCP config's servers or a set of remote hooks.
+#[napi]
+pub struct NativeSource {
+    source: Arc<dyn ToolSource>,
+    /// MCP's opt-in `list_mcp_resources` and `read_mcp_resource` (none for remote hooks).
+    resource_tools: Vec<Arc<dyn Tool>>,
+}
+
+impl NativeSource {
+    /// The engine's source (`NativeClient.addSource` adds it to a client).
+    pub(crate) fn core(&self) -> Arc<dyn ToolSource> {
+        self.source.clone()
+    }
+}
+
+#[napi]
+impl NativeSource {
+    /// Every tool of every ready member, as they are now.
+    #[napi]
     pub fn tools(&self) -> Vec<NativeTool> {
-        self.0.tools().into_iter().map(NativeTool).collect()
+        self.source.tools().into_iter().map(NativeTool).collect()
     }
 
-    /// Each member and its state, as JSON `[[name, {state, ...}], ...]`.
+    /// The MCP resource tools (empty for remote hooks).
+    #[napi]
+    pub fn resource_tools(&self) -> Vec<NativeTool> {
+        self.resource_tools
+            .iter()
+            .cloned()
+            .map(NativeTool)
+            .collect()
+    }
+
+    /// Each member (server, hook) and its state now, as JSON `[[name, {state, ...}], ...]`.
+    #[napi]
     pub fn states(&self) -> String {
-        states_json(&self.0.states())
+        states_json(&self.source.states())
     }
 
-    /// Read the members again; the states after, as [`states`](Self::states) gives them.
+    /// Read the members again where the source can (remote hooks); the states after, as
+    /// `states()` gives them.
+    #[napi(ts_return_type = "Promise<string>")]
     pub fn refresh<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, String>> {
-        let source = self.0.clone();
+        let source = self.source.clone();
         env.spawn_future(async move { Ok(states_json(&source.refresh().await)) })
     }
 
-    /// Add the source to `client` (the engine's `Client::add_source`).
-    pub fn add_to(&self, env: &Env, client: &contenox::Client) -> Result<()> {
-        napi::bindgen_prelude::within_runtime_if_available(|| {
-            client
-                .add_source(self.0.clone())
-                .map_err(|e| error::to_js(env, e))
-        })
-    }
-
-    /// Close the source; a promise.
+    /// Stop the source and remove its tools from every client it was added to. Idempotent.
+    #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
-        let source = self.0.clone();
+        let source = self.source.clone();
         env.spawn_future(async move {
             source.close().await;
             Ok(())
         })
     }
 
-    /// Whether the source was closed.
+    /// Whether `close()` was called (or the source closed itself).
+    #[napi(getter)]
     pub fn closed(&self) -> bool {
-        self.0.is_closed()
+        self.source.is_closed()
     }
 }
 

@@ -691,8 +691,11 @@ describe('mcp', () => {
     source.registerInto(client)
     for (const t of source.resourceTools()) client.register(t)
     assert.deepEqual(client.tools.sort(), ['list_mcp_resources', 'read_mcp_resource'])
-    client.close()
+    assert.equal(source.closed, false)
+    client.close() // stops the servers of a source registered into it (its closed may follow)
     await source.close()
+    assert.equal(source.closed, true)
+    await source.close() // idempotent
   })
 
   test('an invalid MCP config is refused with core\'s message', async () => {

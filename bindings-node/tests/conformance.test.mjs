@@ -463,9 +463,11 @@ async function runScenario(file, scenario, deadline) {
       const settings = i === 0 ? runSettings(scenario.run_settings) : undefined
       // Extension `prompt_parts`: the first prompt as parts, image data as a Buffer.
       const parts = i === 0 ? scenario.prompt_parts : undefined
+      // Extension `run_output_schema`: the first prompt's run has its own output schema.
+      const outputSchema = i === 0 ? scenario.run_output_schema : undefined
       if (scenario.chain === undefined) {
         try {
-          run = client.stream(parts === undefined ? prompt : nodeParts(parts), { signal: deadline, settings })
+          run = client.stream(parts === undefined ? prompt : nodeParts(parts), { signal: deadline, settings, outputSchema })
         } catch (e) {
           client.close()
           return await refused(e)
@@ -520,6 +522,7 @@ async function runScenario(file, scenario, deadline) {
       workspace: snapshot(root),
       remote_requests: remote ? await remote.requests() : [],
       compactions: notices,
+      output: last.output ?? null,
     }
   } finally {
     state.client?.close()

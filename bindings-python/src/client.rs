@@ -20,7 +20,7 @@ use crate::quiet;
 use crate::run::{result_dict, PyRun};
 use crate::runtime::{produce, py_future, running_loop, runtime};
 use crate::shells::PyBackgroundShells;
-use crate::source::PyNativeTool;
+use crate::source::{PyNativeTool, PySource};
 use crate::transcript::PyTranscript;
 
 /// A host callable handed over by the Python layer: `(callable, is_async)`.
@@ -141,8 +141,8 @@ impl PyClient {
         Ok(st.client.clone())
     }
 
-    /// Add a tool source (see `RemoteSource.register_into`).
-    pub(crate) fn add_source(&self, src: Arc<dyn ToolSource>) -> PyResult<()> {
+    /// Add a tool source; kept, to be added again to a client rebuilt after a fork.
+    fn add_core_source(&self, src: Arc<dyn ToolSource>) -> PyResult<()> {
         let core = self.core()?;
         let _rt = runtime().enter();
         core.add_source(src.clone()).map_err(to_py_err)?;
@@ -158,8 +158,9 @@ impl PyClient {
         prompt: contenox::Prompt,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
+        output: OutputOptions<'_>,
     ) -> PyResult<contenox::Run> {
-        let options = run_options(allow, settings)?;
+        let options = output.apply(run_options(allow, settings)?)?;
         let core = self.core()?;
         let _rt = runtime().enter();
         core.stream_with(prompt, options).map_err(to_py_err)
@@ -172,12 +173,15 @@ impl PyClient {
         prompt: contenox::Prompt,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
+        output: OutputOptions<'_>,
     ) -> PyResult<(
         impl Future<Output = contenox::Result<TurnResult>> + Send + 'static,
         CancellationToken,
     )> {
         let cancel = CancellationToken::new();
-        let options = run_options(allow, settings)?.cancel(cancel.clone());
+        let options = output
+            .apply(run_options(allow, settings)?)?
+            .cancel(cancel.clone());
         let core = self.open_core()?;
         let turn = quiet::spawn(
             async move { core.run_with(prompt, options).await },
@@ -233,6 +237,31 @@ impl PyClient {
             return Err(to_py_err(contenox::Error::Closed));
         }
         Ok(core)
+    }
+}
+
+/// A run's `output_schema` (its JSON text) and `output_retries`, when given.
+#[derive(Default)]
+struct OutputOptions<'a> {
+    schema: Option<&'a str>,
+    retries: Option<u32>,
+}
+
+impl OutputOptions<'_> {
+    /// `options` with this run's output schema and retries; the engine checks the schema.
+    fn apply(self, mut options: RunOptions) -> PyResult<RunOptions> {
+        if let Some(json) = self.schema {
+            let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+                to_py_err(contenox::Error::config(format!(
+                    "output_schema: not valid JSON: {e}"
+                )))
+            })?;
+            options = options.output_schema(value);
+        }
+        if let Some(n) = self.retries {
+            options = options.output_retries(n);
+        }
+        Ok(options)
     }
 }
 
@@ -350,18 +379,24 @@ impl PyClient {
 
     /// Run one turn; an awaitable of the result dict. Cancelling the awaiting task cancels the
     /// turn (it still ends with outcome `cancelled` and a valid transcript).
-    #[pyo3(signature = (prompt, allow=None, settings=None))]
+    #[pyo3(signature = (prompt, allow=None, settings=None, output_schema=None, output_retries=None))]
     fn run<'py>(
         &self,
         py: Python<'py>,
         prompt: &Bound<'py, PyAny>,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
+        output_schema: Option<&str>,
+        output_retries: Option<u32>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let prompt = to_prompt(prompt)?;
         let locals = running_loop(py, "client.run()")?;
         self.host.set_running(&locals);
-        let (turn, _) = self.start_quiet(prompt, allow, settings)?;
+        let output = OutputOptions {
+            schema: output_schema,
+            retries: output_retries,
+        };
+        let (turn, _) = self.start_quiet(prompt, allow, settings, output)?;
         // Cancelling the asyncio future drops this one, and with it the turn's guard: that
         // cancels the turn.
         py_future(locals.event_loop(py), async move {
@@ -373,16 +408,22 @@ impl PyClient {
     /// Run one turn and block until it ends, without the GIL and without an event loop
     /// (`client.run_sync`); sync callbacks only (see `needs_loop`). Ctrl-C cancels the turn,
     /// waits for it to end, and raises KeyboardInterrupt (see [`crate::blocking`]).
-    #[pyo3(signature = (prompt, allow=None, settings=None))]
+    #[pyo3(signature = (prompt, allow=None, settings=None, output_schema=None, output_retries=None))]
     fn run_blocking(
         &self,
         py: Python<'_>,
         prompt: &Bound<'_, PyAny>,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
+        output_schema: Option<&str>,
+        output_retries: Option<u32>,
     ) -> PyResult<Py<PyAny>> {
         let prompt = to_prompt(prompt)?;
-        let (turn, cancel) = self.start_quiet(prompt, allow, settings)?;
+        let output = OutputOptions {
+            schema: output_schema,
+            retries: output_retries,
+        };
+        let (turn, cancel) = self.start_quiet(prompt, allow, settings, output)?;
         let r = blocking::wait(py, turn, &cancel)?;
         result_dict(py, r.map_err(to_py_err)?)
     }
@@ -419,17 +460,23 @@ impl PyClient {
     }
 
     /// Start a turn and return its handle.
-    #[pyo3(signature = (prompt, allow=None, settings=None))]
+    #[pyo3(signature = (prompt, allow=None, settings=None, output_schema=None, output_retries=None))]
     fn stream(
         &self,
         py: Python<'_>,
         prompt: &Bound<'_, PyAny>,
         allow: Option<Vec<String>>,
         settings: Option<&str>,
+        output_schema: Option<&str>,
+        output_retries: Option<u32>,
     ) -> PyResult<PyRun> {
         let prompt = to_prompt(prompt)?;
         self.host.capture(py);
-        Ok(PyRun::new(self.start(prompt, allow, settings)?))
+        let output = OutputOptions {
+            schema: output_schema,
+            retries: output_retries,
+        };
+        Ok(PyRun::new(self.start(prompt, allow, settings, output)?))
     }
 
     /// Run a task chain (JSON text) on `input`; an awaitable of the result dict, as `run`.
@@ -476,6 +523,14 @@ impl PyClient {
         tools.retain(|t| t.spec().name != name);
         tools.push(tool);
         Ok(())
+    }
+
+    /// Add a tool source (`McpSource.register_into`, `RemoteSource.register_into`): its tools
+    /// are registered and kept in step with it, its before-turn work runs before each turn, MCP
+    /// servers stop with the client (the engine's `Client::add_source`). Raises, registering
+    /// nothing, when a name is taken by a tool of another source.
+    fn add_source(&self, source: &PySource) -> PyResult<()> {
+        self.add_core_source(source.core())
     }
 
     /// Remove a tool; True when it was there.

@@ -22,6 +22,12 @@ pub(crate) fn result_dict(py: Python<'_>, r: TurnResult) -> PyResult<Py<PyAny>> 
     d.set_item("usage", ser_to_py(py, &r.usage)?)?;
     d.set_item("error", r.error)?;
     d.set_item("stop_reason", r.stop_reason.map(|s| s.as_str()))?;
+    // The answer parsed as JSON (a turn with an output_schema), as Python values.
+    let output = match &r.output {
+        Some(v) => Some(ser_to_py(py, v)?),
+        None => None,
+    };
+    d.set_item("output", output)?;
     d.set_item(
         "transcript",
         Py::new(py, PyTranscript::compact(r.transcript))?,

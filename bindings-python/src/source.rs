@@ -1,15 +1,20 @@
-//! What the MCP and remote sources share: the engine tool they hand out ([`PyNativeTool`]), the
-//! `on_server` / `on_hook` report of their loaders, and the methods every
-//! [`contenox::ToolSource`] has (tools, states, refresh, close).
+//! Tool sources, MCP servers and remote hooks alike: the one loader (`load_source(kind, json,
+//! on_member)`), the one native source it returns ([`PySource`]: tools, states, refresh, close,
+//! the MCP resource tools) and the engine tool a source hands out ([`PyNativeTool`]). The
+//! Python layer gives each kind its own class (`McpSource`, `RemoteSource`, `_source.py`); what
+//! differs between the kinds here is only how their config is read.
 
 use std::sync::Arc;
 
+use contenox::mcp::{load_mcp, McpConfig};
+use contenox::remote::{load_remote, RemoteHook};
 use contenox::{Tool, ToolSource};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use serde::Serialize;
 
 use crate::convert::ser_to_py;
+use crate::error::to_py_err;
 use crate::runtime::{produce, py_future, running_loop, with_python};
 
 /// A tool that lives in the engine (an MCP server's tool, a resource tool, a remote hook's tool,
@@ -56,10 +61,7 @@ impl PyNativeTool {
 }
 
 /// Engine tools as a list of `NativeTool`s.
-pub(crate) fn native_tools<'py>(
-    py: Python<'py>,
-    tools: Vec<Arc<dyn Tool>>,
-) -> PyResult<Bound<'py, PyList>> {
+fn native_tools<'py>(py: Python<'py>, tools: Vec<Arc<dyn Tool>>) -> PyResult<Bound<'py, PyList>> {
     PyList::new(
         py,
         tools
@@ -71,7 +73,7 @@ pub(crate) fn native_tools<'py>(
 
 /// A loader's `on_server` / `on_hook(name, state)`, called on the caller's loop as each member
 /// settles (a callback that raises is printed; the load goes on).
-pub(crate) fn reporter<S: Serialize>(
+fn reporter<S: Serialize>(
     event_loop: Py<PyAny>,
     on_member: Option<Py<PyAny>>,
 ) -> impl Fn(&str, &S) + Send + Sync {
@@ -90,33 +92,164 @@ pub(crate) fn reporter<S: Serialize>(
     }
 }
 
-/// The members and their states: `[[name, {"state": ..., ...}], ...]`.
-pub(crate) fn states<'py>(py: Python<'py>, source: &dyn ToolSource) -> PyResult<Bound<'py, PyAny>> {
-    ser_to_py(py, &source.states())
+/// The kinds of source, with the names their Python functions and classes have (for messages).
+#[derive(Clone, Copy)]
+enum Kind {
+    Mcp,
+    Remote,
 }
 
-/// Read the members again; an awaitable of the states (as [`states`]).
-pub(crate) fn refresh<'py>(
+impl Kind {
+    fn named(kind: &str) -> contenox::Result<Kind> {
+        match kind {
+            "mcp" => Ok(Kind::Mcp),
+            "remote" => Ok(Kind::Remote),
+            other => Err(contenox::Error::config(format!(
+                "no tool source kind {other:?} (mcp, remote)"
+            ))),
+        }
+    }
+
+    fn class(self) -> &'static str {
+        match self {
+            Kind::Mcp => "McpSource",
+            Kind::Remote => "RemoteSource",
+        }
+    }
+}
+
+/// What a loader starts, its config read (a bad one is an error before anything starts).
+enum Pending {
+    /// The servers of an MCP config.
+    Mcp(McpConfig),
+    /// Remote hooks, checked.
+    Remote(Vec<RemoteHook>),
+}
+
+impl Pending {
+    /// `json` read as the config of `kind`: an `mcpServers` document, or the hooks' array.
+    fn read(kind: Kind, json: &str) -> contenox::Result<Pending> {
+        Ok(match kind {
+            Kind::Mcp => Pending::Mcp(McpConfig::from_json(json)?),
+            Kind::Remote => {
+                let value: serde_json::Value = serde_json::from_str(json)
+                    .map_err(|e| contenox::Error::config(format!("remote hooks: {e}")))?;
+                Pending::Remote(RemoteHook::list_from_value(value)?)
+            }
+        })
+    }
+
+    /// Start it, each member told to `on_member` on `event_loop` as it settles.
+    async fn start(
+        self,
+        event_loop: Py<PyAny>,
+        on_member: Option<Py<PyAny>>,
+    ) -> contenox::Result<(Arc<dyn ToolSource>, Vec<Arc<dyn Tool>>)> {
+        Ok(match self {
+            Pending::Mcp(config) => {
+                let mcp = load_mcp(config, reporter(event_loop, on_member)).await;
+                (mcp.source(), mcp.resource_tools())
+            }
+            Pending::Remote(hooks) => {
+                let remote = load_remote(hooks, reporter(event_loop, on_member)).await?;
+                (remote.source(), Vec::new())
+            }
+        })
+    }
+}
+
+/// Start a tool source, `kind` `"mcp"` (`json`: an `mcpServers` config) or `"remote"` (`json`:
+/// the hooks, a JSON array); an awaitable of a `ToolSource`. `on_member(name, state)` is called
+/// on the caller's loop as each server or hook settles. A bad config raises
+/// `ConfigurationError` now, before anything starts.
+#[pyfunction]
+#[pyo3(signature = (kind, json, on_member=None))]
+pub fn load_source<'py>(
     py: Python<'py>,
-    source: Arc<dyn ToolSource>,
-    what: &str,
+    kind: &str,
+    json: &str,
+    on_member: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let kind = Kind::named(kind).map_err(to_py_err)?;
+    let pending = Pending::read(kind, json).map_err(to_py_err)?;
+    let what = match kind {
+        Kind::Mcp => "contenox.load_mcp()",
+        Kind::Remote => "contenox.load_remote()",
+    };
     let locals = running_loop(py, what)?;
+    let event_loop = locals.event_loop(py).unbind();
     py_future(locals.event_loop(py), async move {
-        let states = source.refresh().await;
-        produce(move |py| Ok(ser_to_py(py, &states)?.unbind()))
+        let started = pending.start(event_loop, on_member).await;
+        produce(move |py| {
+            let (source, resource_tools) = started.map_err(to_py_err)?;
+            let source = PySource {
+                kind,
+                source,
+                resource_tools,
+            };
+            Ok(Py::new(py, source)?.into_any())
+        })
     })
 }
 
-/// Close the source; an awaitable.
-pub(crate) fn close<'py>(
-    py: Python<'py>,
+/// A started tool source: an MCP config's servers or a set of remote hooks.
+#[pyclass(frozen, module = "contenox._native", name = "ToolSource")]
+pub struct PySource {
+    kind: Kind,
     source: Arc<dyn ToolSource>,
-    what: &str,
-) -> PyResult<Bound<'py, PyAny>> {
-    let locals = running_loop(py, what)?;
-    py_future(locals.event_loop(py), async move {
-        source.close().await;
-        produce(|py| Ok(py.None()))
-    })
+    /// MCP's `list_mcp_resources` and `read_mcp_resource` (none for remote hooks).
+    resource_tools: Vec<Arc<dyn Tool>>,
+}
+
+impl PySource {
+    /// The engine's source (`Client.add_source` adds it to a client).
+    pub(crate) fn core(&self) -> Arc<dyn ToolSource> {
+        self.source.clone()
+    }
+}
+
+#[pymethods]
+impl PySource {
+    /// Every tool of every ready member, as they are now.
+    fn tools<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        native_tools(py, self.source.tools())
+    }
+
+    /// The MCP resource tools (empty for remote hooks).
+    fn resource_tools<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        native_tools(py, self.resource_tools.clone())
+    }
+
+    /// `[[name, {"state": "ready", "tools": n} | {"state": ..., "error": ...}], ...]`, in the
+    /// source's order.
+    fn states<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.source.states())
+    }
+
+    /// Read the members again where the source can (remote hooks); an awaitable of the states
+    /// (as `states()`).
+    fn refresh<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let locals = running_loop(py, &format!("{}.refresh()", self.kind.class()))?;
+        let source = self.source.clone();
+        py_future(locals.event_loop(py), async move {
+            let states = source.refresh().await;
+            produce(move |py| Ok(ser_to_py(py, &states)?.unbind()))
+        })
+    }
+
+    /// Stop the source and remove its tools from the clients; an awaitable.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let locals = running_loop(py, &format!("{}.close()", self.kind.class()))?;
+        let source = self.source.clone();
+        py_future(locals.event_loop(py), async move {
+            source.close().await;
+            produce(|py| Ok(py.None()))
+        })
+    }
+
+    /// Whether `close()` was called (or the source closed itself).
+    #[getter]
+    fn closed(&self) -> bool {
+        self.source.is_closed()
+    }
 }

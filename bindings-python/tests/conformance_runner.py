@@ -599,10 +599,14 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
             settings = scenario.get("run_settings") if i == 0 else None
             # Extension `prompt_parts`: the first prompt as parts, image data as bytes.
             parts = scenario.get("prompt_parts") if i == 0 else None
+            # Extension `run_output_schema`: the first prompt's run has its own output_schema.
+            output_schema = scenario.get("run_output_schema") if i == 0 else None
             if chain is None:
                 try:
                     run = client.stream(
-                        prompt if parts is None else _python_parts(parts), settings=settings
+                        prompt if parts is None else _python_parts(parts),
+                        settings=settings,
+                        output_schema=output_schema,
                     )
                 except contenox.ConfigurationError as e:
                     client.close()
@@ -664,6 +668,7 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
         "workspace": _snapshot(root),
         "remote_requests": remote_requests,
         "compactions": told,
+        "output": result.output,
     }
 
 

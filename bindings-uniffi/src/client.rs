@@ -36,12 +36,14 @@ impl Client {
         &self.inner
     }
 
-    /// A turn's options: a child of the client's cancel token, the run's allowlist and its
-    /// model settings (JSON text with the engine's names), when given.
+    /// A turn's options: a child of the client's cancel token, the run's allowlist, its model
+    /// settings (JSON text with the engine's names) and its output schema (JSON text), when
+    /// given.
     fn turn_options(
         &self,
         allow: Option<Vec<String>>,
         settings_json: Option<String>,
+        output_schema_json: Option<String>,
     ) -> Result<RunOptions, ContenoxError> {
         let token = self.turns.lock().child_token();
         let mut options = RunOptions::default().cancel(token);
@@ -55,6 +57,12 @@ impl Client {
                 &value,
                 contenox::Spelling::Snake,
             )?);
+        }
+        if let Some(json) = output_schema_json {
+            let schema: serde_json::Value = serde_json::from_str(&json).map_err(|e| {
+                contenox::Error::config(format!("output_schema: not valid JSON: {e}"))
+            })?;
+            options = options.output_schema(schema);
         }
         Ok(options)
     }
@@ -117,17 +125,21 @@ impl Client {
     /// grammar). `settings_json`: model settings for this turn only, as JSON with the config's
     /// names (`{"temperature": 0, "seed": 7}`); each key given replaces the client's, checked
     /// as the client's are (`ContenoxError.Config` naming `settings.<key>`).
+    /// `output_schema_json`: a JSON Schema this turn's final answer must match, instead of the
+    /// config's `output_schema` (a bad one is `ContenoxError.Config`); the result's
+    /// `outputJson` is the validated answer.
     ///
     /// Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
     /// `cancel()` does: it ends as `Cancelled` with a valid transcript.
-    #[uniffi::method(default(allow = None, settings_json = None))]
+    #[uniffi::method(default(allow = None, settings_json = None, output_schema_json = None))]
     pub async fn run(
         &self,
         prompt: String,
         allow: Option<Vec<String>>,
         settings_json: Option<String>,
+        output_schema_json: Option<String>,
     ) -> Result<TurnResult, ContenoxError> {
-        let options = self.turn_options(allow, settings_json)?;
+        let options = self.turn_options(allow, settings_json, output_schema_json)?;
         // The turn runs in its own task; dropping this future drops the run, which cancels the
         // turn: it still ends properly, as `Cancelled`, instead of being cut off mid-step.
         let run = self.inner.stream_with(prompt, options)?;
@@ -137,14 +149,15 @@ impl Client {
     /// Start a turn and return its `Run`: events as they happen (`nextBatch()`), `cancel()`,
     /// and `result()`. See the Kotlin `Run.events()` Flow and the Swift `Run.events`
     /// AsyncStream helpers.
-    #[uniffi::method(default(allow = None, settings_json = None))]
+    #[uniffi::method(default(allow = None, settings_json = None, output_schema_json = None))]
     pub async fn stream(
         &self,
         prompt: String,
         allow: Option<Vec<String>>,
         settings_json: Option<String>,
+        output_schema_json: Option<String>,
     ) -> Result<Arc<Run>, ContenoxError> {
-        let options = self.turn_options(allow, settings_json)?;
+        let options = self.turn_options(allow, settings_json, output_schema_json)?;
         let run = self.inner.stream_with(prompt, options)?;
         Ok(Arc::new(Run::new(run)))
     }
@@ -152,29 +165,31 @@ impl Client {
     /// [`Client::run`] with a prompt of parts: text and images in order
     /// (`listOf(PromptPart.Text("What is this?"), PromptPart.Image(pngBytes, null))`). A bad
     /// part throws `ContenoxError.Config` naming it (`prompt[1].data`) before anything is sent.
-    #[uniffi::method(default(allow = None, settings_json = None))]
+    #[uniffi::method(default(allow = None, settings_json = None, output_schema_json = None))]
     pub async fn run_parts(
         &self,
         parts: Vec<PromptPart>,
         allow: Option<Vec<String>>,
         settings_json: Option<String>,
+        output_schema_json: Option<String>,
     ) -> Result<TurnResult, ContenoxError> {
         let prompt = to_prompt(parts)?;
-        let options = self.turn_options(allow, settings_json)?;
+        let options = self.turn_options(allow, settings_json, output_schema_json)?;
         let run = self.inner.stream_with(prompt, options)?;
         Ok(run.result().await?.into())
     }
 
     /// [`Client::stream`] with a prompt of parts (as [`Client::run_parts`]).
-    #[uniffi::method(default(allow = None, settings_json = None))]
+    #[uniffi::method(default(allow = None, settings_json = None, output_schema_json = None))]
     pub async fn stream_parts(
         &self,
         parts: Vec<PromptPart>,
         allow: Option<Vec<String>>,
         settings_json: Option<String>,
+        output_schema_json: Option<String>,
     ) -> Result<Arc<Run>, ContenoxError> {
         let prompt = to_prompt(parts)?;
-        let options = self.turn_options(allow, settings_json)?;
+        let options = self.turn_options(allow, settings_json, output_schema_json)?;
         let run = self.inner.stream_with(prompt, options)?;
         Ok(Arc::new(Run::new(run)))
     }
@@ -192,7 +207,7 @@ impl Client {
         settings_json: Option<String>,
     ) -> Result<TurnResult, ContenoxError> {
         let chain = contenox::Chain::from_json(&chain_json)?;
-        let options = self.turn_options(allow, settings_json)?;
+        let options = self.turn_options(allow, settings_json, None)?;
         let run = self.inner.stream_chain_with(&chain, input, options)?;
         Ok(run.result().await?.into())
     }
@@ -207,7 +222,7 @@ impl Client {
         settings_json: Option<String>,
     ) -> Result<Arc<Run>, ContenoxError> {
         let chain = contenox::Chain::from_json(&chain_json)?;
-        let options = self.turn_options(allow, settings_json)?;
+        let options = self.turn_options(allow, settings_json, None)?;
         let run = self.inner.stream_chain_with(&chain, input, options)?;
         Ok(Arc::new(Run::new(run)))
     }

@@ -25,6 +25,7 @@ pub enum Outcome {
     MaxTurns,
     Error,
     Budget,
+    OutputInvalid,
 }
 
 #[uniffi::remote(Enum)]
@@ -554,6 +555,9 @@ pub struct TurnResult {
     /// Why the last model reply stopped short of a full answer (refused, filtered, cut at
     /// `max_tokens`), when it did.
     pub stop_reason: Option<StopReason>,
+    /// The final answer as JSON text, parsed and validated against the turn's `output_schema`:
+    /// present exactly when the turn has one and the outcome is `Done`.
+    pub output_json: Option<String>,
     /// The whole conversation after the turn.
     pub transcript: Arc<Transcript>,
 }
@@ -566,6 +570,7 @@ impl From<contenox::TurnResult> for TurnResult {
             usage: r.usage,
             error: r.error,
             stop_reason: r.stop_reason,
+            output_json: r.output.map(|v| v.to_string()),
             transcript: Arc::new(Transcript {
                 inner: r.transcript,
             }),

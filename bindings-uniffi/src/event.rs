@@ -40,6 +40,18 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         agent: Vec<String>,
     },
+    /// The answer so far, read as JSON (a turn with an `output_schema`): the best-effort value of
+    /// the streamed text's prefix, as JSON text. Sent when it changes; not validated (the
+    /// result's `outputJson` is).
+    OutputDelta {
+        /// The partial value as JSON text.
+        #[serde(rename = "output", with = "json_text")]
+        output_json: String,
+        /// The subagent chain this event comes from (`["researcher"]`); empty for the client's
+        /// own.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
+    },
     /// The whole text of one model response.
     Text {
         /// The text.

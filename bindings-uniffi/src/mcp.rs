@@ -11,23 +11,7 @@ use contenox::ServerState;
 
 use crate::client::Client;
 use crate::error::ContenoxError;
-use crate::source::{source_methods, source_tools, SourceHandle, SourceTool};
-
-/// One server of a source and how it came out of `loadMcp`.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct McpServer {
-    /// Its name in the `mcpServers` config (its tools are named `<name>__<tool>`, sanitised).
-    pub name: String,
-    /// Ready (with its tool count) or failed (with the error).
-    pub state: ServerState,
-}
-
-/// Hears each server of a `loadMcp` as it settles (the `on_server` of the other bindings).
-#[uniffi::export(foreign)]
-pub trait McpServerListener: Send + Sync {
-    /// Called once per server, before `loadMcp` returns. A thrown error is ignored.
-    fn on_server(&self, name: String, state: ServerState) -> Result<(), ContenoxError>;
-}
+use crate::source::{reporter, source_methods, source_tools, SourceHandle, SourceTool};
 
 /// Start every server of an MCP config (`{"mcpServers": {...}}` as JSON text, the document
 /// Claude Desktop and Claude Code read, plus contenox's `inject` and `timeout_ms`), list their
@@ -39,19 +23,23 @@ pub async fn load_mcp(
     on_server: Option<Arc<dyn McpServerListener>>,
 ) -> Result<Arc<McpSource>, ContenoxError> {
     let config = contenox::McpConfig::from_json(&config_json)?;
-    let source = contenox::load_mcp(config, |name, state| {
-        if let Some(listener) = &on_server {
-            // A listener's error has nowhere to go: the load goes on (as in every binding).
-            let _ = listener.on_server(name.to_string(), state.clone());
-        }
-    })
-    .await;
+    let report = reporter(on_server, |listener, name, state| {
+        listener.on_server(name, state)
+    });
+    let source = contenox::load_mcp(config, report).await;
     // This runs inside the tokio runtime UniFFI polls async exports in; the source's servers
     // live there. Sync calls (`registerInto`, freeing) enter it again.
     Ok(Arc::new(McpSource {
         handle: SourceHandle::current(source.source()),
         inner: Some(source),
     }))
+}
+
+/// Hears each server of a `loadMcp` as it settles (the `on_server` of the other bindings).
+#[uniffi::export(foreign)]
+pub trait McpServerListener: Send + Sync {
+    /// Called once per server, before `loadMcp` returns. A thrown error is ignored.
+    fn on_server(&self, name: String, state: ServerState) -> Result<(), ContenoxError>;
 }
 
 /// The servers of an MCP config, their tools and resource tools.
@@ -100,6 +88,15 @@ impl McpSource {
             })
             .collect()
     }
+}
+
+/// One server of a source and how it came out of `loadMcp`.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct McpServer {
+    /// Its name in the `mcpServers` config (its tools are named `<name>__<tool>`, sanitised).
+    pub name: String,
+    /// Ready (with its tool count) or failed (with the error).
+    pub state: ServerState,
 }
 
 source_methods!(

@@ -13,29 +13,12 @@ use contenox::remote::{HookState, RemoteHook};
 
 use crate::client::Client;
 use crate::error::ContenoxError;
-use crate::source::{source_methods, SourceHandle, SourceTool};
+use crate::source::{reporter, source_methods, SourceHandle, SourceTool};
 
 #[uniffi::remote(Enum)]
 pub enum HookState {
     Ready { tools: u64 },
     Unavailable { error: String },
-}
-
-/// One hook of a source and how it is now.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct RemoteHookState {
-    /// The hook's name (the `server` of its calls at the gate).
-    pub name: String,
-    /// Ready (with its tool count) or unavailable (with the error; probed again before each
-    /// turn of a client it was registered into, and on `refresh()`).
-    pub state: HookState,
-}
-
-/// Hears each hook of a `loadRemote` as it settles (the `on_hook` of the other bindings).
-#[uniffi::export(foreign)]
-pub trait RemoteHookListener: Send + Sync {
-    /// Called once per hook, before `loadRemote` returns. A thrown error is ignored.
-    fn on_hook(&self, name: String, state: HookState) -> Result<(), ContenoxError>;
 }
 
 /// Read every hook's tools at once (a JSON array of hook objects) and report each hook to
@@ -50,19 +33,21 @@ pub async fn load_remote(
     let value: serde_json::Value = serde_json::from_str(&hooks_json)
         .map_err(|e| contenox::Error::config(format!("remote hooks are not JSON: {e}")))?;
     let hooks = RemoteHook::list_from_value(value)?;
-    let source = contenox::load_remote(hooks, |name, state| {
-        if let Some(listener) = &on_hook {
-            // A listener's error has nowhere to go: the load goes on (as in every binding).
-            let _ = listener.on_hook(name.to_string(), state.clone());
-        }
-    })
-    .await?;
+    let report = reporter(on_hook, |listener, name, state| {
+        listener.on_hook(name, state)
+    });
+    let inner = contenox::load_remote(hooks, report).await?;
     // The runtime UniFFI polls async exports in: the hooks' HTTP clients live there, and the
     // sync `registerInto` enters it again.
-    Ok(Arc::new(RemoteSource {
-        handle: SourceHandle::current(source.source()),
-        inner: source,
-    }))
+    let handle = SourceHandle::current(inner.source());
+    Ok(Arc::new(RemoteSource { inner, handle }))
+}
+
+/// Hears each hook of a `loadRemote` as it settles (the `on_hook` of the other bindings).
+#[uniffi::export(foreign)]
+pub trait RemoteHookListener: Send + Sync {
+    /// Called once per hook, before `loadRemote` returns. A thrown error is ignored.
+    fn on_hook(&self, name: String, state: HookState) -> Result<(), ContenoxError>;
 }
 
 /// The hooks of one `loadRemote`, their states and tools. It holds no process: freeing it only
@@ -91,6 +76,16 @@ impl RemoteSource {
     pub async fn refresh(&self) -> Vec<RemoteHookState> {
         states(self.inner.refresh().await)
     }
+}
+
+/// One hook of a source and how it is now.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct RemoteHookState {
+    /// The hook's name (the `server` of its calls at the gate).
+    pub name: String,
+    /// Ready (with its tool count) or unavailable (with the error; probed again before each
+    /// turn of a client it was registered into, and on `refresh()`).
+    pub state: HookState,
 }
 
 source_methods!(

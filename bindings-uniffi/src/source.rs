@@ -1,6 +1,7 @@
-//! What the MCP and remote sources share: the engine tool they hand out ([`SourceTool`]) and the
-//! methods every [`contenox::ToolSource`] has (tools, adding to a client, shutdown), held with
-//! the tokio runtime the source lives in.
+//! What the MCP and remote sources share: the engine tool they hand out ([`SourceTool`]), their
+//! loaders' report to the host's listener ([`reporter`]), and the methods every
+//! [`contenox::ToolSource`] has (tools, adding to a client, shutdown), held with the tokio
+//! runtime the source lives in ([`SourceHandle`], [`source_methods`]).
 
 use std::sync::Arc;
 
@@ -46,6 +47,23 @@ pub(crate) fn source_tools(tools: Vec<Arc<dyn contenox::Tool>>) -> Vec<Arc<Sourc
         .into_iter()
         .map(|tool| Arc::new(SourceTool { tool }))
         .collect()
+}
+
+/// A loader's listener (`onServer`, `onHook`) as the engine calls it: `tell(listener, name,
+/// state)` once per member as it settles. A listener's error has nowhere to go: the load goes
+/// on (as in every binding).
+pub(crate) fn reporter<L: ?Sized, S: Clone>(
+    listener: Option<Arc<L>>,
+    tell: impl Fn(&L, String, S) -> Result<(), ContenoxError> + Send + Sync,
+) -> impl Fn(&str, &S) + Send + Sync
+where
+    Arc<L>: Send + Sync,
+{
+    move |name, state| {
+        if let Some(listener) = &listener {
+            let _ = tell(listener, name.to_string(), state.clone());
+        }
+    }
 }
 
 /// A source as the McpSource and RemoteSource objects hold it, with the runtime it lives in

@@ -258,6 +258,10 @@ impl Printer {
                     "error: {}",
                     clean_line(error.as_deref().unwrap_or("the turn failed"))
                 )),
+                Outcome::OutputInvalid => self.note(&format!(
+                    "output_invalid: {}",
+                    clean_line(error.as_deref().unwrap_or("the answer did not match"))
+                )),
             },
             _ => {}
         }

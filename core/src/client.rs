@@ -16,6 +16,7 @@ use crate::event::{CompactTrigger, TurnResult};
 use crate::gate::{Hooks, WaitFor};
 use crate::image_file::check_prompt_paths;
 use crate::model::{backend_for, list_models, Model, ModelInfo};
+use crate::output::OutputSchema;
 use crate::policy::{check_backend, Policy};
 use crate::prompt::Prompt;
 use crate::run::{Run, RunOptions};
@@ -120,6 +121,7 @@ impl Client {
         prompt.check()?;
         self.check_prompt_images(&prompt)?;
         let settings = self.run_settings(&options)?;
+        let output = self.run_output(&options)?;
         let (cancel, _link) = self.turn_token(&options);
         Ok(run_turn(
             self.state.clone(),
@@ -128,6 +130,8 @@ impl Client {
                 allow: options.allow,
                 max_turns: options.max_turns,
                 settings,
+                output,
+                output_retries: options.output_retries,
                 ..TurnSetup::default()
             },
             cancel,
@@ -165,6 +169,7 @@ impl Client {
         prompt.check()?;
         self.check_prompt_images(&prompt)?;
         let settings = self.run_settings(&options)?;
+        let output = self.run_output(&options)?;
         let (cancel, link) = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
         let turn = run_turn(
@@ -174,6 +179,8 @@ impl Client {
                 allow: options.allow,
                 max_turns: options.max_turns,
                 settings,
+                output,
+                output_retries: options.output_retries,
                 ..TurnSetup::default()
             },
             cancel.clone(),
@@ -324,6 +331,18 @@ impl Client {
             .check(config.style, config.max_tokens, "settings.")
             .map_err(|e| Error::Config(e.spelled(self.state.spelling())))?;
         Ok(Some(TurnSettings::new(settings)))
+    }
+
+    /// A run's `output_schema`, compiled: a bad one is the caller's configuration error before
+    /// the turn starts. `None` when the run gives none (the client's, if any, holds).
+    fn run_output(&self, options: &RunOptions) -> Result<Option<Arc<OutputSchema>>> {
+        let Some(schema) = &options.output_schema else {
+            return Ok(None);
+        };
+        let compiled = OutputSchema::new(schema).map_err(|why| {
+            Error::Config(ConfigError::new("output_schema", why).spelled(self.state.spelling()))
+        })?;
+        Ok(Some(Arc::new(compiled)))
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
@@ -550,6 +569,20 @@ impl ClientBuilder {
     pub fn on_compact(self, f: impl Fn(&CompactNotice) + Send + Sync + 'static) -> Self {
         self.compactor(Arc::new(OnCompact(f)))
     }
+    /// A JSON Schema every turn's final answer must match (`output_schema`; see
+    /// [`crate::output`]): the result's `output` is the validated answer. Checked by
+    /// [`ClientBuilder::build`].
+    pub fn output_schema(mut self, schema: serde_json::Value) -> Self {
+        self.config.output_schema = Some(schema);
+        self
+    }
+
+    /// How many times an answer that does not match `output_schema` is sent back (default 2).
+    pub fn output_retries(mut self, n: u32) -> Self {
+        self.config.output_retries = n;
+        self
+    }
+
     /// The model settings (temperature, seed, tool_choice, reasoning, ...; see
     /// [`crate::settings`]), replacing any set before.
     pub fn settings(mut self, settings: ModelSettings) -> Self {
@@ -624,6 +657,12 @@ impl ClientBuilder {
                 backend: backend_for(&entry).map_err(|e| e.for_option(&at).spelled(spelling))?,
             });
         }
+        let output = match &config.output_schema {
+            Some(schema) => Some(Arc::new(OutputSchema::new(schema).map_err(|why| {
+                Error::Config(ConfigError::new("output_schema", why).spelled(spelling))
+            })?)),
+            None => None,
+        };
         let toolkit = Toolkit::default();
         let mut opt_ins = self.opt_ins;
         let owns_shells = opt_ins.shells.is_none();
@@ -661,6 +700,7 @@ impl ClientBuilder {
                 policy,
                 compactor: self.compactor,
                 spelling,
+                output,
             })),
         })
     }

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::event::Usage;
 use crate::gate::{Hooks, WaitFor};
 use crate::model::{Backend, Model};
+use crate::output::OutputSchema;
 use crate::policy::Policy;
 use crate::settings::TurnSettings;
 use crate::spelling::Spelling;
@@ -63,6 +64,8 @@ pub(crate) struct ClientState {
     settings: TurnSettings,
     /// How the host spells option names (for a run's settings' errors).
     spelling: Spelling,
+    /// The config's `output_schema`, compiled.
+    output: Option<Arc<OutputSchema>>,
 }
 
 /// What [`ClientState::new`] is built from (the builder's checked parts).
@@ -82,6 +85,8 @@ pub(crate) struct Parts {
     pub policy: Option<Policy>,
     pub compactor: Option<Arc<dyn Compactor>>,
     pub spelling: Spelling,
+    /// The config's `output_schema`, compiled.
+    pub output: Option<Arc<OutputSchema>>,
 }
 
 impl Drop for ClientState {
@@ -126,6 +131,7 @@ impl ClientState {
             context: Mutex::new(ContextMeasure::default()),
             settings: TurnSettings::new(parts.config.model_settings()),
             spelling: parts.spelling,
+            output: parts.output,
             config: parts.config,
         }
     }
@@ -137,6 +143,11 @@ impl ClientState {
     /// The model settings of the config.
     pub fn settings(&self) -> &TurnSettings {
         &self.settings
+    }
+
+    /// The config's `output_schema`, compiled.
+    pub fn output(&self) -> Option<&Arc<OutputSchema>> {
+        self.output.as_ref()
     }
 
     /// How the host spells option names.

@@ -14,6 +14,8 @@ pub use crate::style::Style;
 
 /// How many calls of one reply run at once unless `max_concurrent_tools` says otherwise.
 pub const DEFAULT_MAX_CONCURRENT_TOOLS: u32 = 8;
+/// How many times an answer that does not match `output_schema` is sent back, by default.
+pub const DEFAULT_OUTPUT_RETRIES: u32 = 2;
 
 /// Which calls of one model reply run side by side (`tool_concurrency`). Every call is gated in
 /// the model's order first; this only decides when an allowed call may start.
@@ -444,6 +446,15 @@ pub struct Config {
     /// limit, a server error, a failed connection or a timeout ([`FallbackModel`]). Empty = none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fallback: Vec<FallbackModel>,
+    /// A JSON Schema the turn's final answer must match ([`crate::OutputSchema`]): each style
+    /// asks for it natively, the answer is validated and parsed into
+    /// [`crate::TurnResult::output`], and an invalid one is sent back to the model with the
+    /// errors (`output_retries` times). Checked at client creation. `None` = a text answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
+    /// How many times an answer that does not match `output_schema` is sent back for another
+    /// try before the turn ends with outcome `output_invalid`. Default 2.
+    pub output_retries: u32,
 }
 
 impl Default for Config {
@@ -491,6 +502,8 @@ impl Default for Config {
             prompt_cache: None,
             images: None,
             fallback: Vec::new(),
+            output_schema: None,
+            output_retries: DEFAULT_OUTPUT_RETRIES,
         }
     }
 }
@@ -542,6 +555,8 @@ impl fmt::Debug for Config {
             prompt_cache,
             images,
             fallback,
+            output_schema,
+            output_retries,
         } = self;
         f.debug_struct("Config")
             .field("style", style)
@@ -600,6 +615,9 @@ impl fmt::Debug for Config {
             .field("images", images)
             // Each entry's Debug redacts its key and header values.
             .field("fallback", fallback)
+            // A schema describes the answer's shape, not secrets.
+            .field("output_schema", output_schema)
+            .field("output_retries", output_retries)
             .finish()
     }
 }

@@ -24,11 +24,15 @@ pub enum Outcome {
     /// reached; the final event's `error` names it. Calls left unexecuted got the error result
     /// `budget reached: ...`, so the transcript stays valid.
     Budget,
+    /// The turn has an `output_schema`, and its final answer did not match it after
+    /// `output_retries` corrections (or stopped short: see `stop_reason`): `error` says why,
+    /// `final_text` is the raw answer, `output` is absent.
+    OutputInvalid,
 }
 
 impl Outcome {
     /// The snake_case name used on every wire (`done`, `cancelled`, `max_turns`, `error`,
-    /// `budget`).
+    /// `budget`, `output_invalid`).
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Done => "done",
@@ -36,6 +40,7 @@ impl Outcome {
             Outcome::MaxTurns => "max_turns",
             Outcome::Error => "error",
             Outcome::Budget => "budget",
+            Outcome::OutputInvalid => "output_invalid",
         }
     }
 }
@@ -167,6 +172,16 @@ pub enum Event {
     TextDelta {
         /// The new text.
         text: String,
+        /// The subagent chain this event comes from; see [`Event::agent`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        agent: Vec<String>,
+    },
+    /// The answer so far, read as JSON (a turn with an `output_schema`): the best-effort value
+    /// of the streamed text's prefix, open strings, arrays and objects closed. Sent when it
+    /// changes; not validated (the result's `output` is). A new request starts over.
+    OutputDelta {
+        /// The partial value.
+        output: serde_json::Value,
         /// The subagent chain this event comes from; see [`Event::agent`].
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         agent: Vec<String>,
@@ -427,6 +442,7 @@ impl Event {
             Event::TurnStart { .. } => "turn_start",
             Event::Request { .. } => "request",
             Event::TextDelta { .. } => "text_delta",
+            Event::OutputDelta { .. } => "output_delta",
             Event::Text { .. } => "text",
             Event::ReasoningDelta { .. } => "reasoning_delta",
             Event::Reasoning { .. } => "reasoning",
@@ -461,6 +477,7 @@ impl Event {
             | Event::ChainTaskEnd { .. } => &[],
             Event::Request { agent, .. }
             | Event::TextDelta { agent, .. }
+            | Event::OutputDelta { agent, .. }
             | Event::Text { agent, .. }
             | Event::ReasoningDelta { agent, .. }
             | Event::Reasoning { agent, .. }
@@ -491,6 +508,7 @@ impl Event {
             | Event::ChainTaskEnd { .. } => return false,
             Event::Request { agent, .. }
             | Event::TextDelta { agent, .. }
+            | Event::OutputDelta { agent, .. }
             | Event::Text { agent, .. }
             | Event::ReasoningDelta { agent, .. }
             | Event::Reasoning { agent, .. }
@@ -545,6 +563,10 @@ pub struct TurnResult {
     /// `max_tokens`), when it did; the turn ended there (outcome `done`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<StopReason>,
+    /// The final answer parsed and validated against the turn's `output_schema`: present
+    /// exactly when the turn has one and the outcome is `done`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Value>,
     /// The whole conversation after the turn.
     pub transcript: Transcript,
 }

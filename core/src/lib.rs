@@ -67,6 +67,7 @@ mod gate;
 mod image_file;
 pub mod mcp;
 mod model;
+pub mod output;
 pub mod policy;
 mod prompt;
 mod redact;
@@ -112,6 +113,7 @@ pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 #[doc(hidden)]
 pub use model::fuzz;
 pub use model::{list_models, ModelInfo};
+pub use output::OutputSchema;
 pub use policy::{Policy, PolicyError, BUDGET_RESULT};
 pub use prompt::Prompt;
 pub use remote::{load_remote, HookState, RemoteHook, RemoteSource};

@@ -32,6 +32,12 @@ pub struct RunOptions {
     /// Model settings for this run: each one given replaces the client's for this run only
     /// (checked against the client's style when the run starts).
     pub settings: Option<ModelSettings>,
+    /// A JSON Schema this run's final answer must match, instead of the client's
+    /// `output_schema` (checked when the run starts; see [`crate::OutputSchema`]).
+    pub output_schema: Option<serde_json::Value>,
+    /// Corrections of an answer that does not match, instead of the client's
+    /// `output_retries`.
+    pub output_retries: Option<u32>,
 }
 
 impl RunOptions {
@@ -56,6 +62,18 @@ impl RunOptions {
     /// Model settings for this run (each one given replaces the client's).
     pub fn settings(mut self, settings: ModelSettings) -> Self {
         self.settings = Some(settings);
+        self
+    }
+
+    /// A JSON Schema this run's final answer must match (replaces the client's).
+    pub fn output_schema(mut self, schema: serde_json::Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// How many times an answer that does not match is sent back (replaces the client's).
+    pub fn output_retries(mut self, n: u32) -> Self {
+        self.output_retries = Some(n);
         self
     }
 }

@@ -22,6 +22,7 @@ use crate::gate::{
 };
 use crate::image_file::{check_result_images, image_paths, resolve_images};
 use crate::model::{complete_with_fallback, Backend, ModelRequest, RawCall, RequestFailed};
+use crate::output::OutputSchema;
 use crate::policy::{self, Budget, Ceilings};
 use crate::prompt::Prompt;
 use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
@@ -60,6 +61,10 @@ pub(crate) struct TurnSetup {
     pub report_to: Option<UsageCell>,
     /// The run's model settings (over the client's); `None` = the client's.
     pub settings: Option<TurnSettings>,
+    /// The run's `output_schema`; `None` = the client's (if any).
+    pub output: Option<Arc<OutputSchema>>,
+    /// The run's `output_retries`; `None` = the client's.
+    pub output_retries: Option<u32>,
 }
 
 /// Which client `inner` is: the address of its shared state.
@@ -90,6 +95,11 @@ pub(crate) async fn run_turn(
         Some(s) => s,
         None => TurnScope::root(client_id(&inner), inner.clone()),
     };
+    let output = setup.output.or_else(|| inner.output().cloned());
+    let sink = match output {
+        Some(_) => sink.with_output(),
+        None => sink,
+    };
     let turn = Turn {
         inner: &inner,
         run_allow: setup.allow.as_ref(),
@@ -100,6 +110,10 @@ pub(crate) async fn run_turn(
         cancel: &cancel,
         sink: &sink,
         scope,
+        output: output.as_deref(),
+        output_retries: setup
+            .output_retries
+            .unwrap_or(inner.config().output_retries),
     };
     sink.emit_with(|| Event::TurnStart {
         prompt: prompt.text(),
@@ -114,6 +128,7 @@ pub(crate) async fn run_turn(
         usage,
         error,
         stop_reason,
+        output,
     } = turn.steps().await;
     sink.emit_with(|| Event::TurnEnd {
         outcome,
@@ -127,6 +142,7 @@ pub(crate) async fn run_turn(
         usage,
         error,
         stop_reason,
+        output,
         transcript: inner.transcript(),
     }
 }
@@ -142,6 +158,8 @@ struct TurnEnd {
     error: Option<String>,
     /// Why the last reply stopped short of a full answer.
     stop_reason: Option<StopReason>,
+    /// The answer parsed and validated against the turn's `output_schema`.
+    output: Option<Value>,
 }
 
 impl TurnEnd {
@@ -152,6 +170,7 @@ impl TurnEnd {
             usage,
             error: None,
             stop_reason: None,
+            output: None,
         }
     }
 }
@@ -172,6 +191,7 @@ fn cancelled_before_start(inner: &ClientState, prompt: String, sink: &EventSink)
         usage: Usage::default(),
         error: None,
         stop_reason: None,
+        output: None,
         transcript: inner.transcript(),
     }
 }
@@ -252,6 +272,10 @@ pub(crate) struct Turn<'a> {
     pub sink: &'a EventSink,
     /// The chain of clients the turn runs in (their gates, their `wait_for`s), its own last.
     pub scope: TurnScope,
+    /// The schema the final answer must match (asked for in each request); `None` = text.
+    pub output: Option<&'a OutputSchema>,
+    /// How many invalid answers are sent back for another try.
+    pub output_retries: u32,
 }
 
 /// What one model request came back with.
@@ -343,6 +367,7 @@ impl Turn<'_> {
                         tools: &tools,
                         settings: settings.for_request(index),
                         images: images.as_ref(),
+                        output: self.output,
                     });
                     (body, messages.len())
                 })
@@ -484,6 +509,8 @@ impl Turn<'_> {
         let mut final_text = String::new();
         let mut index = 0u32;
         let mut budget = Budget::default();
+        // Answers that did not match the output schema, sent back for another try.
+        let mut corrections = 0u32;
         loop {
             // The reply's calls run under a token of their own (a child of the turn's): a
             // stream that fails after some started cancels those, not the turn.
@@ -587,9 +614,57 @@ impl Turn<'_> {
             runner.finish(&calls, &mut done).await;
             inner.append(step);
             if stopped {
+                let Some(schema) = self.output else {
+                    return TurnEnd {
+                        stop_reason: stop,
+                        ..TurnEnd::new(Outcome::Done, final_text, usage)
+                    };
+                };
+                let why = match (stop, schema.check(&final_text)) {
+                    (None, Ok(output)) => {
+                        return TurnEnd {
+                            output: Some(output),
+                            ..TurnEnd::new(Outcome::Done, final_text, usage)
+                        }
+                    }
+                    (Some(reason), _) => {
+                        return TurnEnd {
+                            stop_reason: stop,
+                            error: Some(format!(
+                                "the answer stopped short ({}), so it was not checked against \
+                                 the output schema",
+                                reason.as_str()
+                            )),
+                            ..TurnEnd::new(Outcome::OutputInvalid, final_text, usage)
+                        }
+                    }
+                    (None, Err(why)) => why,
+                };
+                if self.cancel.is_cancelled() {
+                    return TurnEnd::new(Outcome::Cancelled, final_text, usage);
+                }
+                if corrections < self.output_retries && !at_limit {
+                    // Sent back with what was wrong: the model answers again (and may call
+                    // tools first), within max_turns.
+                    self.sink.emit_with(|| Event::Retry {
+                        attempt: corrections,
+                        status: None,
+                        error: why.clone(),
+                        wait_ms: 0,
+                        agent: Vec::new(),
+                    });
+                    corrections += 1;
+                    inner.append([Message::user(schema.correction(&final_text, &why))]);
+                    continue;
+                }
+                let after = if corrections < self.output_retries {
+                    "max_turns left no response to correct it".to_string()
+                } else {
+                    format!("after {corrections} correction(s) (output_retries)")
+                };
                 return TurnEnd {
-                    stop_reason: stop,
-                    ..TurnEnd::new(Outcome::Done, final_text, usage)
+                    error: Some(format!("{why}\n({after})")),
+                    ..TurnEnd::new(Outcome::OutputInvalid, final_text, usage)
                 };
             }
             if at_limit {
@@ -698,6 +773,8 @@ impl Turn<'_> {
             cancel,
             sink: self.sink,
             scope: self.scope.clone(),
+            output: self.output,
+            output_retries: self.output_retries,
         }
     }
 

@@ -21,8 +21,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 # The release module's hot-code layout (bindings-node/hot-code.ld, build.rs) on x86-64 Linux: a
 # missing or empty .text.hot means the script was not applied (fails: the module's resident code
-# would be back to 7 MB); a .text.hot much smaller than .text.warm means its exact names went
-# stale with Cargo.lock's versions (a warning: the patterns of .text.warm still pack the code).
+# would be back to 7 MB); a .text.hot under 1 MB means most of its patterns match nothing any
+# more (renamed hot functions: a warning, regenerate it with bindings-node/scripts/hot-code.mjs).
 if [ "$(uname -s -m)" = "Linux x86_64" ]; then
   echo "== hot-code layout of the release module"
   mkdir -p "$tmp/platform"
@@ -45,13 +45,13 @@ def name(h):
     end = elf.index(b"\0", strtab + h[0])
     return elf[strtab + h[0]:end].decode()
 sizes = {name(h): h[5] for h in headers}
-hot, warm, text = sizes.get(".text.hot", 0), sizes.get(".text.warm", 0), sizes.get(".text", 0)
-print(f".text.hot {hot / 1e6:.2f} MB, .text.warm {warm / 1e6:.2f} MB, .text {text / 1e6:.2f} MB")
+hot, text = sizes.get(".text.hot", 0), sizes.get(".text", 0)
+print(f".text.hot {hot / 1e6:.2f} MB, .text {text / 1e6:.2f} MB")
 if hot == 0:
     sys.exit("package-node: the release module has no .text.hot: build.rs did not apply hot-code.ld")
-if hot < warm / 2:
-    print("warning: .text.hot is small: hot-code.ld's exact names are stale, regenerate it "
-          "(bindings-node/scripts/hot-code.mjs)", file=sys.stderr)
+if hot < 1_000_000:
+    print("warning: .text.hot is under 1 MB: most of hot-code.ld's functions were renamed, "
+          "regenerate it (bindings-node/scripts/hot-code.mjs)", file=sys.stderr)
 PY
 fi
 app="$tmp/app"
@@ -70,6 +70,19 @@ echo "== npm install typescript@$ts @types/node@$types"
 (cd "$app" && without_rust npm install --no-audit --no-fund --loglevel=error "typescript@$ts" "@types/node@$types")
 echo "== npm install --offline the two tarballs, no Rust on PATH"
 (cd "$app" && without_rust npm install --offline --no-audit --no-fund --loglevel=error "$main" "$platform")
+
+# What hot-code.ld is for, measured on the installed package (x86-64 Linux): the module's resident
+# code after a client's turns (bindings-node/scripts/hot-code-workload.mjs, its own loopback model).
+# 2.3 MB when the script's profile matches the engine; toward 4.5 MB when hot functions were
+# renamed or added since: a warning to regenerate it (hot-code.mjs says how), not a failure.
+if [ "$(uname -s -m)" = "Linux x86_64" ]; then
+  echo "== the module's resident code after 12 turns"
+  resident=$(without_rust node "$repo/bindings-node/scripts/hot-code-workload.mjs" 12 \
+    --package "$app/node_modules/contenox" --resident | sed -n 's/^resident code of the module: \([0-9.]*\) MB$/\1/p')
+  echo "resident code: ${resident:-?} MB"
+  python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= 3.0 else 1)' "${resident:-inf}" ||
+    echo "warning: the module's resident code is over 3 MB: hot-code.ld's profile is stale, regenerate it (bindings-node/scripts/hot-code.mjs)" >&2
+fi
 
 cd "$app"
 echo "== the native module comes from the platform package"

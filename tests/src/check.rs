@@ -48,6 +48,10 @@ pub struct Trace {
     /// post_tokens, summary}` each).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compactions: Vec<Value>,
+    /// Extension: the last result's `output` (the parsed answer of a turn with an
+    /// `output_schema`); absent or `null` = none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -273,6 +277,12 @@ fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>
                 Show(want),
                 Show(&trace.final_text)
             ));
+        }
+    }
+    if let Some(want) = &e.output {
+        let got = trace.output.clone().unwrap_or(Value::Null);
+        if &got != want {
+            fails.push(format!("output: expected {want}, got {got}"));
         }
     }
     for want in texts(&e.final_contains) {

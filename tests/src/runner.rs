@@ -135,6 +135,10 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
                 Err(e) => return Err(e.to_string()),
             }
         }
+        // Extension `run_output_schema`: the first prompt's run has its own output_schema.
+        if let (0, Some(v)) = (i, scenario.extra.get("run_output_schema")) {
+            options = options.output_schema(v.clone());
+        }
         // Extension `prompt_parts`: the first prompt as text and image parts (the engine's JSON).
         let parts = match (i, scenario.extra.get("prompt_parts")) {
             (0, Some(v)) => Some(contenox::Prompt::from_json(v)),
@@ -224,6 +228,7 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         remote_requests,
         config_error: None,
         compactions: told,
+        output: last.as_ref().and_then(|l| l.output.clone()),
         extra,
     })
 }

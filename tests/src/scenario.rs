@@ -938,6 +938,8 @@ pub enum Outcome {
     /// Extension: a compute ceiling (`max_tool_calls`, `max_turn_tokens`, a policy's `compute`)
     /// ended the turn.
     Budget,
+    /// Extension: the answer did not match the `output_schema` after its corrections.
+    OutputInvalid,
 }
 
 impl Outcome {
@@ -948,6 +950,7 @@ impl Outcome {
             Outcome::MaxTurns => "max_turns",
             Outcome::Error => "error",
             Outcome::Budget => "budget",
+            Outcome::OutputInvalid => "output_invalid",
         }
     }
 }
@@ -1009,8 +1012,21 @@ pub struct Expect {
     /// core's serialized form), e.g. the `content` of a cancelled call's `tool_result`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_fields: Option<Vec<ExpectEventFields>>,
+    /// Extension: the trace's `output` (the result's parsed answer) equals this JSON exactly;
+    /// `null` = no output.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub output: Option<Value>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// A key given, `null` included: `Some(value)`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 /// One `event_fields` entry: which events, and the fields each of them must have.

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, overload
 from . import _native
 from ._bridge import is_async
 from ._errors import ConfigurationError
+from ._output import OutputSchema, OutputSpec, Parse, output_spec
 from ._tools import Tool, _hints_dict
 from ._types import (
     CodeExecutionOptions,
@@ -140,9 +141,10 @@ class Run:
     turn in the engine too. In a notebook a run renders as a table of its calls, the gate's
     decisions and the results."""
 
-    def __init__(self, native: _native.Run, prompt: str) -> None:
+    def __init__(self, native: _native.Run, prompt: str, parse: Parse | None = None) -> None:
         self._native = native
         self.prompt = prompt
+        self._parse = parse
         self.events: list[Event] = []
         """Every event received so far, in order."""
         self._pos = 0
@@ -197,7 +199,7 @@ class Run:
                 if batch is None:
                     batch = await self._native.next_batch()
                 self._take(batch)
-            self._result = TurnResult.from_native(d)
+            self._result = TurnResult.from_native(d, self._parse)
         return self._result
 
     def __await__(self) -> Generator[Any, None, TurnResult]:
@@ -339,8 +341,20 @@ class Client:
     """An agent client: one conversation, its tools, its gate and its model. Make one with
     :func:`create_client`."""
 
-    def __init__(self, native: _native.Client) -> None:
+    def __init__(self, native: _native.Client, output: OutputSpec | None = None) -> None:
         self._native = native
+        # The client's output_schema as read (its parser makes `result.output` the type).
+        self._output = output
+
+    def _output_for(
+        self, output_schema: OutputSchema | None, output_retries: int | None
+    ) -> tuple[str | None, int | None, Parse | None]:
+        """A run's output options for the engine (schema JSON text, retries) and the parser
+        of its result: the run's own schema, else the client's."""
+        own = output_spec(output_schema)
+        if own is not None:
+            return own.schema_json, output_retries, own.parse
+        return None, output_retries, self._output.parse if self._output else None
 
     async def run(
         self,
@@ -348,6 +362,8 @@ class Client:
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
+        output_schema: OutputSchema | None = None,
+        output_retries: int | None = None,
     ) -> TurnResult:
         """Run one turn to its end. Resolves with outcome ``done``, ``cancelled``,
         ``max_turns``, ``budget`` or ``error`` (the transcript kept in each case). Cancelling the
@@ -362,9 +378,14 @@ class Client:
         ``[{"type": "text", "text": "What is this?"}, {"type": "image", "data": png_bytes}]``
         or ``{"type": "image", "path": "shots/login.png"}`` for a file beneath the root. The
         engine checks every part before the turn starts; a bad one is a
-        :class:`ConfigurationError` naming it (``prompt[1].data``)."""
+        :class:`ConfigurationError` naming it (``prompt[1].data``).
+
+        ``output_schema`` / ``output_retries``: this turn's typed answer instead of the
+        client's (see :func:`create_client`); ``result.output`` is the validated answer."""
+        schema, retries, parse = self._output_for(output_schema, output_retries)
         return TurnResult.from_native(
-            await self._native.run(prompt, _list(allow), _settings_json(settings))
+            await self._native.run(prompt, _list(allow), _settings_json(settings), schema, retries),
+            parse,
         )
 
     def run_sync(
@@ -373,6 +394,8 @@ class Client:
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
+        output_schema: OutputSchema | None = None,
+        output_retries: int | None = None,
     ) -> TurnResult:
         """:meth:`run` for scripts: blocks until the turn ends, without asyncio.
 
@@ -387,9 +410,22 @@ class Client:
         ``asyncio.run`` instead (inside a running loop, such as Jupyter's, on a helper thread
         with its own loop), as before."""
         if self._native.needs_loop():
-            return _run_coroutine(self._native, self.run(prompt, allow=allow, settings=settings))
+            return _run_coroutine(
+                self._native,
+                self.run(
+                    prompt,
+                    allow=allow,
+                    settings=settings,
+                    output_schema=output_schema,
+                    output_retries=output_retries,
+                ),
+            )
+        schema, retries, parse = self._output_for(output_schema, output_retries)
         return TurnResult.from_native(
-            self._native.run_blocking(prompt, _list(allow), _settings_json(settings))
+            self._native.run_blocking(
+                prompt, _list(allow), _settings_json(settings), schema, retries
+            ),
+            parse,
         )
 
     def stream(
@@ -398,12 +434,17 @@ class Client:
         *,
         allow: Sequence[str] | None = None,
         settings: ModelSettings | None = None,
+        output_schema: OutputSchema | None = None,
+        output_retries: int | None = None,
     ) -> Run:
-        """Start a turn and return its :class:`Run` handle (``allow`` and ``settings`` as in
-        :meth:`run`)."""
+        """Start a turn and return its :class:`Run` handle (``allow``, ``settings``,
+        ``output_schema`` and ``output_retries`` as in :meth:`run`). With an output schema,
+        ``output_delta`` events carry the answer's JSON so far as it streams."""
+        schema, retries, parse = self._output_for(output_schema, output_retries)
         return Run(
-            self._native.stream(prompt, _list(allow), _settings_json(settings)),
+            self._native.stream(prompt, _list(allow), _settings_json(settings), schema, retries),
             _prompt_text(prompt),
+            parse,
         )
 
     async def run_chain(
@@ -716,6 +757,8 @@ def create_client(
     prompt_cache: bool | None = None,
     fallback: Sequence[FallbackModel | str] | None = None,
     images: bool | None = None,
+    output_schema: OutputSchema | None = None,
+    output_retries: int | None = None,
     on_compact: OnCompact | None = None,
     compactor: Compactor | None = None,
     hooks: Hooks | None = None,
@@ -785,10 +828,18 @@ def create_client(
     limits; its keys are ``timeout_ms``, ``memory_mb``, ``max_stack_kb``, ``max_output_bytes``,
     ``max_tool_calls``.
 
+    A typed answer: ``output_schema`` (a JSON Schema dict, or a pydantic model class, a
+    dataclass or a ``TypedDict``, described by pydantic's ``TypeAdapter``) is what every turn's
+    final answer must be; the model may call tools first. ``result.output`` is the validated
+    answer (an instance of the type given). An invalid answer is sent back with the errors up
+    to ``output_retries`` times (default 2), then the outcome is ``output_invalid``. A run may
+    give its own (``run(prompt, output_schema=...)``).
+
     Compaction: ``compaction={"threshold_tokens": N, "keep_recent": 4, "instructions": ...}``
     summarises the older part of the conversation when the context is over N tokens (and
     when a server refuses a request as too long); ``on_compact=fn(notice)`` is told after
     each one; ``compactor=fn(transcript)`` may compact in its own way."""
+    output = output_spec(output_schema)
     config = _config_json(
         {
             "style": style,
@@ -835,6 +886,8 @@ def create_client(
             if fallback is not None
             else None,
             "images": images,
+            "output_schema": json.loads(output.schema_json) if output is not None else None,
+            "output_retries": output_retries,
             **options,
         }
     )
@@ -863,7 +916,7 @@ def create_client(
         _callable(compactor, "compactor"),
         background._native if isinstance(background, BackgroundShells) else None,
     )
-    client = Client(native)
+    client = Client(native, output)
     sources: list[RemoteSource] = []
     if remote is not None:
         from ._remote import RemoteSource

@@ -3,16 +3,14 @@ one of five protocols."""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 from urllib.parse import urlsplit, urlunsplit
 
-from . import _native
 from ._errors import ConfigurationError
+from ._source import MemberState, ToolSourceBase, load_source
 
 __all__ = ["HookState", "HookTool", "Protocol", "RemoteHook", "RemoteSource", "load_remote"]
 
@@ -103,22 +101,12 @@ def _redact_url(url: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class HookState:
+class HookState(MemberState):
     """How a hook is now: ``state`` is ``"ready"`` (with its number of ``tools``) or
     ``"unavailable"`` (with the ``error``; it is probed again before each turn and on
     :meth:`RemoteSource.refresh`)."""
 
     state: Literal["ready", "unavailable"]
-    tools: int = 0
-    error: str | None = None
-
-    @property
-    def ready(self) -> bool:
-        return self.state == "ready"
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> HookState:
-        return cls(state=d["state"], tools=int(d.get("tools", 0)), error=d.get("error"))
 
 
 OnHook = Callable[[str, HookState], Any]
@@ -130,49 +118,22 @@ HookLike = Union[RemoteHook, Mapping[str, Any]]
 ``headers``, ``inject``, ``timeout_ms``, ``spec_url``, ``tool``)."""
 
 
-def _states(raw: Sequence[Sequence[Any]]) -> list[tuple[str, HookState]]:
-    return [(n, HookState.from_dict(s)) for n, s in raw]
-
-
-class RemoteSource:
+class RemoteSource(ToolSourceBase[HookState]):
     """The hooks of one :func:`load_remote`. :meth:`register_into` a client (or pass it as
     ``create_client(remote=...)``): its tools are registered, unavailable hooks are probed
     before each turn and appear once they answer, :meth:`refresh` re-reads every hook."""
 
-    def __init__(self, native: _native.RemoteSource) -> None:
-        self._native = native
-
-    def tools(self) -> list[_native.SourceTool]:
-        """Every tool of every ready hook, as they are now."""
-        return self._native.tools()
+    _state = HookState
 
     @property
     def hooks(self) -> list[tuple[str, HookState]]:
         """Each hook's name and state now, in the order given."""
-        return _states(self._native.hooks())
+        return self._members()
 
     async def refresh(self) -> list[tuple[str, HookState]]:
         """Read every hook again (an unavailable one may come up, a ready one picks up a changed
         document); returns the states."""
-        return _states(await self._native.refresh())
-
-    def register_into(self, client: Any) -> None:
-        """Register every tool into ``client`` and keep them in step with the hooks. Raises
-        :class:`ToolDefinitionError` (registering nothing) when a name is taken there by a tool
-        of another source."""
-        self._native.register_into(client._native)
-
-    async def close(self) -> None:
-        """Remove the tools from every client they were registered into; calls error after."""
-        await self._native.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._native.closed
-
-    def __repr__(self) -> str:
-        states = ", ".join(f"{n}: {s.state}" for n, s in self.hooks)
-        return f"<RemoteSource {states}>"
+        return self._members(await self._native.refresh())
 
 
 def _hooks_json(hooks: Sequence[HookLike]) -> str:
@@ -203,16 +164,4 @@ async def load_remote(hooks: Sequence[HookLike], *, on_hook: OnHook | None = Non
     unknown key, a name given twice) raise :class:`ConfigurationError` before anything is
     fetched."""
     text = _hooks_json(hooks)
-    callback: Callable[[str, dict[str, Any]], None] | None = None
-    pending: set[asyncio.Future[Any]] = set()
-    if on_hook is not None:
-        user = on_hook
-
-        def callback(name: str, state: dict[str, Any]) -> None:
-            result = user(name, HookState.from_dict(state))
-            if inspect.isawaitable(result):
-                task = asyncio.ensure_future(result)
-                pending.add(task)
-                task.add_done_callback(pending.discard)
-
-    return RemoteSource(await _native.load_remote(text, callback))
+    return RemoteSource(await load_source("remote", text, on_hook, HookState))

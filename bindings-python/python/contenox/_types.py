@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, Union
 
 __all__ = [
@@ -33,7 +33,7 @@ __all__ = [
 JSON = Union[dict[str, Any], list[Any], str, int, float, bool, None]
 """A JSON value as Python objects."""
 
-Outcome = Literal["done", "cancelled", "max_turns", "error", "budget"]
+Outcome = Literal["done", "cancelled", "max_turns", "error", "budget", "output_invalid"]
 StopReason = Literal["refusal", "content_filter", "max_tokens"]
 """Why a model reply stopped short of a full answer; the turn ended there."""
 """How a turn ended."""
@@ -390,8 +390,16 @@ class TurnResult(_Record):
     """What a finished turn returns. Immutable; compared and hashed by everything but its
     transcript."""
 
-    __slots__ = ("error", "final_text", "outcome", "stop_reason", "transcript", "usage")
-    __match_args__ = ("outcome", "final_text", "usage", "transcript", "error", "stop_reason")
+    __slots__ = ("error", "final_text", "outcome", "output", "stop_reason", "transcript", "usage")
+    __match_args__ = (
+        "outcome",
+        "final_text",
+        "usage",
+        "transcript",
+        "error",
+        "stop_reason",
+        "output",
+    )
 
     outcome: Outcome
     final_text: str
@@ -401,6 +409,11 @@ class TurnResult(_Record):
     stop_reason: StopReason | None
     """Why the last model reply stopped short of a full answer (``refusal``,
     ``content_filter``, ``max_tokens``), when it did; the turn ended there."""
+    output: Any
+    """The final answer of a turn with an ``output_schema``, validated: an instance of the
+    type given (pydantic model, dataclass, ``TypedDict``), or the JSON values for a dict schema.
+    ``None`` unless the outcome is ``done`` (``output_invalid``: the answer did not match;
+    ``final_text`` has it raw, ``error`` says why)."""
 
     def __init__(
         self,
@@ -410,6 +423,7 @@ class TurnResult(_Record):
         transcript: Transcript,
         error: str | None = None,
         stop_reason: StopReason | None = None,
+        output: Any = None,
     ) -> None:
         _set = object.__setattr__
         _set(self, "outcome", outcome)
@@ -418,15 +432,24 @@ class TurnResult(_Record):
         _set(self, "transcript", transcript)
         _set(self, "error", error)
         _set(self, "stop_reason", stop_reason)
+        _set(self, "output", output)
 
     def _compared(self) -> tuple[Any, ...]:
-        return (self.outcome, self.final_text, self.usage, self.error, self.stop_reason)
+        return (
+            self.outcome,
+            self.final_text,
+            self.usage,
+            self.error,
+            self.stop_reason,
+            _hashable(self.output),
+        )
 
     def __repr__(self) -> str:
         stop = f", stop_reason={self.stop_reason!r}" if self.stop_reason else ""
+        output = f", output={self.output!r}" if self.output is not None else ""
         return (
             f"TurnResult(outcome={self.outcome!r}, final_text={self.final_text!r}, "
-            f"usage={self.usage!r}, error={self.error!r}{stop})"
+            f"usage={self.usage!r}, error={self.error!r}{stop}{output})"
         )
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -439,18 +462,34 @@ class TurnResult(_Record):
                 self.transcript,
                 self.error,
                 self.stop_reason,
+                self.output,
             ),
         )
 
     @classmethod
-    def from_native(cls, d: dict[str, Any]) -> TurnResult:
+    def from_native(
+        cls, d: dict[str, Any], parse: Callable[[Any], Any] | None = None
+    ) -> TurnResult:
+        """The result the engine returned; ``parse`` makes its ``output`` (the validated JSON)
+        the host's type. A value ``parse`` refuses (a pydantic validator the schema does not
+        express) makes the outcome ``output_invalid`` with its message, never a raise."""
+        outcome = d["outcome"]
+        error = d.get("error")
+        output = d.get("output")
+        if parse is not None and output is not None:
+            try:
+                output = parse(output)
+            except Exception as e:
+                outcome, output = "output_invalid", None
+                error = f"the answer matches the output schema, but its type refused it: {e}"
         return cls(
-            outcome=d["outcome"],
+            outcome=outcome,
             final_text=d["final_text"],
             usage=Usage.from_dict(d.get("usage")),
-            error=d.get("error"),
+            error=error,
             stop_reason=d.get("stop_reason"),
             transcript=Transcript._from_native(d["transcript"]),
+            output=output,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -463,6 +502,8 @@ class TurnResult(_Record):
             out["error"] = self.error
         if self.stop_reason is not None:
             out["stop_reason"] = self.stop_reason
+        if self.output is not None:
+            out["output"] = _jsonable(self.output)
         out["transcript"] = self.transcript.to_dict()
         return out
 
@@ -475,3 +516,26 @@ class TurnResult(_Record):
             f"{html.escape(self.final_text)} <small>({self.usage.input_tokens} in / "
             f"{self.usage.output_tokens} out tokens)</small></div>"
         )
+
+
+def _jsonable(value: Any) -> Any:
+    """An output as JSON values: a pydantic model dumped, a dataclass as a dict, else as is."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if hasattr(value, "__dataclass_fields__") and not isinstance(value, type):
+        import dataclasses  # only for a dataclass output: the cold start never imports it
+
+        return dataclasses.asdict(value)
+    return value
+
+
+def _hashable(value: Any) -> Any:
+    """An output in a form results are compared and hashed by (JSON text for dicts and lists)."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, default=str)
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value

@@ -21,6 +21,7 @@ __all__ = [
     "Compact",
     "Event",
     "Gate",
+    "OutputDelta",
     "Pending",
     "Progress",
     "Reasoning",
@@ -105,6 +106,19 @@ class TextDelta(_Base):
 
     type: Literal["text_delta"] = field(default="text_delta", repr=False)
     text: str
+    agent: tuple[str, ...] = field(default=(), repr=False)
+    """The chain of subagents this event comes from (``("researcher",)``); empty for the
+    client's own."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputDelta(_Base):
+    """The answer so far, read as JSON (a turn with an ``output_schema``): the best-effort value
+    of the streamed text's prefix, open strings, lists and objects closed. Sent when it
+    changes; not validated (``result.output`` is)."""
+
+    type: Literal["output_delta"] = field(default="output_delta", repr=False)
+    output: Any
     agent: tuple[str, ...] = field(default=(), repr=False)
     """The chain of subagents this event comes from (``("researcher",)``); empty for the
     client's own."""
@@ -372,6 +386,7 @@ Event = Union[
     TurnStart,
     Request,
     TextDelta,
+    OutputDelta,
     Text,
     ReasoningDelta,
     Reasoning,
@@ -399,6 +414,7 @@ _CLASSES: dict[str, type[_Base]] = {
     "turn_start": TurnStart,
     "request": Request,
     "text_delta": TextDelta,
+    "output_delta": OutputDelta,
     "text": Text,
     "reasoning_delta": ReasoningDelta,
     "reasoning": Reasoning,

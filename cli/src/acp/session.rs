@@ -279,6 +279,8 @@ impl Session {
         }
         let stop = match result.outcome {
             Outcome::Done => "end_turn",
+            // ACP has no typed answer: the client has the answer's text, as for any turn.
+            Outcome::OutputInvalid => "end_turn",
             Outcome::Cancelled => "cancelled",
             Outcome::MaxTurns => "max_turn_requests",
             Outcome::Budget => {

@@ -110,6 +110,9 @@ impl Tool for SubagentTool {
                 fresh: self.settings.fresh,
                 settings: None,
                 report_to: Some(ctx.spent.clone()),
+                // The subagent client's own output_schema, if it has one.
+                output: None,
+                output_retries: None,
             },
             cancel.clone(),
             sink,
@@ -141,6 +144,11 @@ impl Tool for SubagentTool {
             Outcome::Error => Err(ToolError::new(format!(
                 "the subagent {name} failed: {}",
                 result.error.unwrap_or_else(|| "no reason given".into())
+            ))),
+            Outcome::OutputInvalid => Err(ToolError::new(format!(
+                "the subagent {name}'s answer did not match its output schema: {}{}",
+                result.error.unwrap_or_default(),
+                last_text(&text)
             ))),
         }
     }

@@ -128,6 +128,13 @@ impl Client {
     /// What a chain run starts with: the run's allowlist, `max_turns` and settings.
     fn chain_setup(&self, chain: &Chain, options: &RunOptions) -> Result<TurnSetup> {
         chain.check_providers(self.config().style)?;
+        if options.output_schema.is_some() {
+            // A chain's answer is its last task's text; a schema there would check nothing.
+            return Err(crate::error::Error::Config(crate::error::ConfigError::new(
+                "output_schema",
+                "is not taken by a chain run (its answer is its last task's text)",
+            )));
+        }
         Ok(TurnSetup {
             allow: options.allow.clone(),
             max_turns: options.max_turns,

@@ -141,6 +141,8 @@ pub(crate) async fn run_chain(
         // A chain branches on its replies; a reply that stopped short shows as its `stop`
         // event and the chat task's value.
         stop_reason: None,
+        // A chain's answer is its last task's text: it has no output schema.
+        output: None,
         transcript: inner.transcript(),
     }
 }
@@ -447,6 +449,8 @@ impl ChainRun<'_> {
             cancel,
             sink: self.sink,
             scope: self.scope.clone(),
+            output: None,
+            output_retries: 0,
         }
     }
 

@@ -269,6 +269,7 @@ impl Compaction<'_> {
             tools: &[],
             settings: self.model_settings,
             images: None,
+            output: None,
         });
         // The summary's own text and requests are not the turn's: only the compact event
         // reports it.

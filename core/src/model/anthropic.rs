@@ -475,6 +475,7 @@ mod tests {
                 tools: &[],
                 settings: &crate::settings::ModelSettings::default(),
                 images: None,
+                output: None,
             },
         );
         let msgs = body["messages"].as_array().unwrap();
@@ -741,6 +742,7 @@ mod tests {
                 tools: &[],
                 settings: &crate::settings::ModelSettings::default(),
                 images: None,
+                output: None,
             },
         );
         let msgs = body["messages"].as_array().unwrap();

@@ -15,6 +15,7 @@ use super::images::{wire_image, WireImage};
 use super::settings_body::{with_extra_body, AnthropicToolChoice, Thinking};
 use super::wire_json::{to_body, wire_name, ArgsObject};
 use super::{ModelRequest, RequestBody};
+use crate::output::Dialect;
 use crate::tool::ToolSpec;
 use crate::transcript::{join_text, Message, Part, Reasoning};
 
@@ -36,6 +37,15 @@ pub(crate) fn render(
         max_tokens,
         messages,
         model,
+        output_config: req
+            .output
+            .and_then(|o| o.strict_form(Dialect::Anthropic))
+            .map(|schema| OutputConfig {
+                format: JsonFormat {
+                    schema,
+                    r#type: "json_schema",
+                },
+            }),
         stop_sequences: s.stop.as_deref(),
         stream: true,
         system: req.system.map(|text| match cache {
@@ -65,6 +75,8 @@ struct Body<'a> {
     messages: Vec<WireMessage<'a>>,
     model: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfig<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     stop_sequences: Option<&'a [String]>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -81,6 +93,20 @@ struct Body<'a> {
     top_k: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     top_p: Option<f64>,
+}
+
+/// `output_config: {format: {type: "json_schema", schema}}`: the API's structured output, which
+/// constrains the answer to the schema (it takes only the strict form: see
+/// [`OutputSchema::strict_form`](crate::output::OutputSchema::strict_form)).
+#[derive(Serialize)]
+struct OutputConfig<'a> {
+    format: JsonFormat<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonFormat<'a> {
+    schema: &'a Value,
+    r#type: &'static str,
 }
 
 /// `{"type": "ephemeral"}`: a prompt-cache breakpoint, the prefix up to its block cached.

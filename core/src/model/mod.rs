@@ -73,6 +73,8 @@ pub(crate) struct ModelRequest<'a> {
     /// The images of `messages` given by path, read for this request (`None`: none were read,
     /// and each is sent as a note saying so).
     pub images: Option<&'a ResolvedImages>,
+    /// The schema the answer must match (`output_schema`), asked for in the style's own field.
+    pub output: Option<&'a crate::output::OutputSchema>,
 }
 
 /// A call as it came off the wire, before the engine parses its arguments.

@@ -20,6 +20,7 @@ use crate::transcript::{join_text, Message, Part};
 pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> RequestBody {
     let s = req.settings;
     let body = to_body(&Body {
+        format: req.output.map(|o| o.schema()),
         messages: Messages(req),
         model,
         options: Options {
@@ -39,6 +40,9 @@ pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Re
 
 #[derive(Serialize)]
 struct Body<'a> {
+    /// The host's schema: ollama turns it into a grammar the answer follows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<&'a serde_json::Value>,
     messages: Messages<'a>,
     model: &'a str,
     options: Options<'a>,

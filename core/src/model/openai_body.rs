@@ -13,6 +13,7 @@ use super::json_writer::JsonBytes;
 use super::settings_body;
 use super::wire_json::{args_text, wire_name, ERROR_PREFIX};
 use super::{ModelRequest, RequestBody};
+use crate::output::{Dialect, OutputSchema};
 use crate::tool::ToolSpec;
 use crate::transcript::{join_text, Image, Message, Part, ToolCall};
 
@@ -53,6 +54,9 @@ pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Re
     out.string(model);
     let has_tools = !req.tools.is_empty();
     settings_body::openai_before_stream(&mut out, req.settings, has_tools);
+    if let Some(output) = req.output {
+        response_format(&mut out, output);
+    }
     out.raw(r#","stream":true,"stream_options":{"include_usage":true}"#);
     settings_body::openai_before_tools(&mut out, req.settings, has_tools);
     if has_tools {
@@ -68,6 +72,22 @@ pub(crate) fn render(model: &str, max_tokens: u32, req: &ModelRequest<'_>) -> Re
     settings_body::openai_after_tools(&mut out, req.settings);
     out.raw("}");
     settings_body::with_extra_body(out.into_body(), req.settings)
+}
+
+/// `response_format: {type: json_schema, json_schema: {name, schema, strict}}`: the strict form
+/// of the schema with `strict: true` where it has one, else the host's schema, not strict.
+fn response_format(out: &mut JsonBytes, output: &OutputSchema) {
+    let (schema, strict) = match output.strict_form(Dialect::Openai) {
+        Some(strict) => (strict, true),
+        None => (output.schema(), false),
+    };
+    out.raw(r#","response_format":{"json_schema":{"name":"#);
+    out.string(output.name());
+    out.raw(r#","schema":"#);
+    out.value(schema);
+    out.raw(r#","strict":"#);
+    out.value(&strict);
+    out.raw(r#"},"type":"json_schema"}"#);
 }
 
 /// `{"content", "role"}`: system, user, and an assistant message without calls.

@@ -111,6 +111,7 @@ fn body(render: fn(&str, u32, &ModelRequest<'_>) -> super::RequestBody) -> Value
         messages: &messages,
         tools: &[],
         images: Some(&images),
+        output: None,
         settings: &crate::settings::ModelSettings::default(),
     };
     serde_json::from_slice(&render("m", 100, &req)).unwrap()

@@ -284,6 +284,7 @@ mod tests {
             tools: &tools,
             settings: &settings,
             images: None,
+            output: None,
         };
         type Old = fn(&str, u32, &ModelRequest<'_>) -> Value;
         type New = fn(&str, u32, &ModelRequest<'_>) -> RequestBody;

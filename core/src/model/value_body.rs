@@ -546,6 +546,7 @@ pub(crate) fn assert_same_bytes(
                 tools,
                 settings: s,
                 images: None,
+                output: None,
             };
             for max_tokens in [0, 4096, u32::MAX] {
                 let want = serde_json::to_vec(&old(model, max_tokens, &req)).unwrap();

@@ -8,6 +8,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::{Event, Usage};
+use crate::output::PartialOutput;
 use crate::scope::{TurnScope, UsageCell};
 
 use super::InnerCalls;
@@ -19,6 +20,9 @@ pub struct EventSink {
     tx: Option<UnboundedSender<Event>>,
     /// Set on a subagent's sink: its events reach the parent's stream tagged with this chain.
     agent: Option<Arc<Vec<String>>>,
+    /// Set on the sink of a turn with an `output_schema`: its text deltas also become
+    /// `output_delta` events.
+    output: Option<Arc<parking_lot::Mutex<PartialOutput>>>,
 }
 
 impl EventSink {
@@ -26,6 +30,7 @@ impl EventSink {
         EventSink {
             tx: Some(tx),
             agent: None,
+            output: None,
         }
     }
 
@@ -41,6 +46,18 @@ impl EventSink {
         EventSink {
             tx: self.tx.clone(),
             agent: Some(Arc::new(chain)),
+            output: None,
+        }
+    }
+
+    /// The same stream, for a turn whose answer is JSON (an `output_schema`): each text delta
+    /// is followed by an `output_delta` when the best-effort value of the response's text so
+    /// far changed; each `request` starts the text over.
+    pub(crate) fn with_output(&self) -> EventSink {
+        EventSink {
+            tx: self.tx.clone(),
+            agent: self.agent.clone(),
+            output: self.tx.as_ref().map(|_| Arc::default()),
         }
     }
 
@@ -61,7 +78,23 @@ impl EventSink {
                 return;
             }
         }
+        let partial = match (&self.output, &event) {
+            (Some(output), Event::Request { .. }) => {
+                output.lock().reset();
+                None
+            }
+            (Some(output), Event::TextDelta { text, agent }) => {
+                output.lock().push(text).map(|output| Event::OutputDelta {
+                    output,
+                    agent: agent.clone(),
+                })
+            }
+            _ => None,
+        };
         let _ = tx.send(event);
+        if let Some(partial) = partial {
+            let _ = tx.send(partial);
+        }
     }
 }
 

@@ -18,6 +18,56 @@ use crate::error::Result;
 
 /// Something that gives clients tools it owns and may change: the servers of an MCP config, the
 /// hooks of a remote source. Object-safe; a client holds it as `Weak<dyn ToolSource>`.
+///
+/// # Examples
+///
+/// A source of one fixed tool, added to a client; the host keeps the `Arc` (the client holds
+/// it weakly) and the model calls the tool:
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use contenox::{async_trait, tool_fn, Client, ScriptEntry, Tool, ToolHost, ToolOutput};
+/// use contenox::{ToolSource, ToolSpec};
+/// use serde_json::{json, Value};
+///
+/// struct Clock;
+///
+/// #[async_trait]
+/// impl ToolSource for Clock {
+///     fn tools(&self) -> Vec<Arc<dyn Tool>> {
+///         let spec = ToolSpec::new("clock__now", "The time.", json!({"type": "object"}));
+///         vec![Arc::new(tool_fn(spec, |_args, _ctx| async {
+///             Ok(ToolOutput::text("12:00"))
+///         }))]
+///     }
+///     fn states(&self) -> Vec<(String, Value)> {
+///         vec![("clock".into(), json!({"state": "ready", "tools": 1}))]
+///     }
+///     async fn close(&self) {}
+///     fn is_closed(&self) -> bool {
+///         false
+///     }
+///     fn attach(self: Arc<Self>, host: &ToolHost) -> contenox::Result<()> {
+///         self.tools().into_iter().try_for_each(|tool| host.register(tool))
+///     }
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let client = Client::builder()
+///     .script(vec![
+///         ScriptEntry::tool_call("c1", "clock__now", json!({})),
+///         ScriptEntry::text("It is noon."),
+///     ])
+///     .build()
+///     .unwrap();
+/// let clock: Arc<dyn ToolSource> = Arc::new(Clock);
+/// client.add_source(clock.clone()).unwrap();
+/// assert!(client.tools().iter().any(|t| t.name == "clock__now"));
+/// let result = client.run("What time is it?").await.unwrap();
+/// assert_eq!(result.final_text, "It is noon.");
+/// # });
+/// ```
 #[async_trait]
 pub trait ToolSource: Send + Sync + 'static {
     /// Every tool the source offers now.

@@ -876,11 +876,14 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * grammar). `settings_json`: model settings for this turn only, as JSON with the config's
      * names (`{"temperature": 0, "seed": 7}`); each key given replaces the client's, checked
      * as the client's are (`ContenoxError.Config` naming `settings.<key>`).
+     * `output_schema_json`: a JSON Schema this turn's final answer must match, instead of the
+     * config's `output_schema` (a bad one is `ContenoxError.Config`); the result's
+     * `outputJson` is the validated answer.
      *
      * Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
      * `cancel()` does: it ends as `Cancelled` with a valid transcript.
      */
-    func run(prompt: String, allow: [String]?, settingsJson: String?) async throws  -> TurnResult
+    func run(prompt: String, allow: [String]?, settingsJson: String?, outputSchemaJson: String?) async throws  -> TurnResult
     
     /**
      * Run a task chain (the chain JSON text) on `input` to its end, as one turn of this
@@ -895,7 +898,7 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * (`listOf(PromptPart.Text("What is this?"), PromptPart.Image(pngBytes, null))`). A bad
      * part throws `ContenoxError.Config` naming it (`prompt[1].data`) before anything is sent.
      */
-    func runParts(parts: [PromptPart], allow: [String]?, settingsJson: String?) async throws  -> TurnResult
+    func runParts(parts: [PromptPart], allow: [String]?, settingsJson: String?, outputSchemaJson: String?) async throws  -> TurnResult
     
     /**
      * Replace the approval policy: `policy` is what config `policy` takes as a string, the
@@ -922,7 +925,7 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * and `result()`. See the Kotlin `Run.events()` Flow and the Swift `Run.events`
      * AsyncStream helpers.
      */
-    func stream(prompt: String, allow: [String]?, settingsJson: String?) async throws  -> Run
+    func stream(prompt: String, allow: [String]?, settingsJson: String?, outputSchemaJson: String?) async throws  -> Run
     
     /**
      * Start a task chain on `input` and return its `Run` (as `stream`).
@@ -932,7 +935,7 @@ public protocol ClientProtocol: AnyObject, Sendable {
     /**
      * [`Client::stream`] with a prompt of parts (as [`Client::run_parts`]).
      */
-    func streamParts(parts: [PromptPart], allow: [String]?, settingsJson: String?) async throws  -> Run
+    func streamParts(parts: [PromptPart], allow: [String]?, settingsJson: String?, outputSchemaJson: String?) async throws  -> Run
     
     /**
      * The specs of every registered tool (before allowlists).
@@ -1187,16 +1190,19 @@ open func registerSourceTool(tool: SourceTool)throws   {try rustCallWithError(Ff
      * grammar). `settings_json`: model settings for this turn only, as JSON with the config's
      * names (`{"temperature": 0, "seed": 7}`); each key given replaces the client's, checked
      * as the client's are (`ContenoxError.Config` naming `settings.<key>`).
+     * `output_schema_json`: a JSON Schema this turn's final answer must match, instead of the
+     * config's `output_schema` (a bad one is `ContenoxError.Config`); the result's
+     * `outputJson` is the validated answer.
      *
      * Cancelling the caller (the Kotlin coroutine, or dropping the future) cancels the turn, as
      * `cancel()` does: it ends as `Cancelled` with a valid transcript.
      */
-open func run(prompt: String, allow: [String]? = nil, settingsJson: String? = nil)async throws  -> TurnResult  {
+open func run(prompt: String, allow: [String]? = nil, settingsJson: String? = nil, outputSchemaJson: String? = nil)async throws  -> TurnResult  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_contenox_uniffi_fn_method_client_run(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(prompt),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(prompt),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson),FfiConverterOptionString.lower(outputSchemaJson)
                 )
             },
             pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
@@ -1234,12 +1240,12 @@ open func runChain(chainJson: String, input: String, allow: [String]? = nil, set
      * (`listOf(PromptPart.Text("What is this?"), PromptPart.Image(pngBytes, null))`). A bad
      * part throws `ContenoxError.Config` naming it (`prompt[1].data`) before anything is sent.
      */
-open func runParts(parts: [PromptPart], allow: [String]? = nil, settingsJson: String? = nil)async throws  -> TurnResult  {
+open func runParts(parts: [PromptPart], allow: [String]? = nil, settingsJson: String? = nil, outputSchemaJson: String? = nil)async throws  -> TurnResult  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_contenox_uniffi_fn_method_client_run_parts(
-                        self.uniffiCloneHandle(),FfiConverterSequenceTypePromptPart.lower(parts),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson)
+                        self.uniffiCloneHandle(),FfiConverterSequenceTypePromptPart.lower(parts),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson),FfiConverterOptionString.lower(outputSchemaJson)
                 )
             },
             pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
@@ -1295,12 +1301,12 @@ open func shutdown()  {try! rustCall() {
      * and `result()`. See the Kotlin `Run.events()` Flow and the Swift `Run.events`
      * AsyncStream helpers.
      */
-open func stream(prompt: String, allow: [String]? = nil, settingsJson: String? = nil)async throws  -> Run  {
+open func stream(prompt: String, allow: [String]? = nil, settingsJson: String? = nil, outputSchemaJson: String? = nil)async throws  -> Run  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_contenox_uniffi_fn_method_client_stream(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(prompt),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(prompt),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson),FfiConverterOptionString.lower(outputSchemaJson)
                 )
             },
             pollFunc: ffi_contenox_uniffi_rust_future_poll_u64,
@@ -1333,12 +1339,12 @@ open func streamChain(chainJson: String, input: String, allow: [String]? = nil, 
     /**
      * [`Client::stream`] with a prompt of parts (as [`Client::run_parts`]).
      */
-open func streamParts(parts: [PromptPart], allow: [String]? = nil, settingsJson: String? = nil)async throws  -> Run  {
+open func streamParts(parts: [PromptPart], allow: [String]? = nil, settingsJson: String? = nil, outputSchemaJson: String? = nil)async throws  -> Run  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_contenox_uniffi_fn_method_client_stream_parts(
-                        self.uniffiCloneHandle(),FfiConverterSequenceTypePromptPart.lower(parts),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson)
+                        self.uniffiCloneHandle(),FfiConverterSequenceTypePromptPart.lower(parts),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson),FfiConverterOptionString.lower(outputSchemaJson)
                 )
             },
             pollFunc: ffi_contenox_uniffi_rust_future_poll_u64,
@@ -5367,6 +5373,11 @@ public struct TurnResult {
      */
     public var stopReason: StopReason?
     /**
+     * The final answer as JSON text, parsed and validated against the turn's `output_schema`:
+     * present exactly when the turn has one and the outcome is `Done`.
+     */
+    public var outputJson: String?
+    /**
      * The whole conversation after the turn.
      */
     public var transcript: Transcript
@@ -5391,6 +5402,10 @@ public struct TurnResult {
          * `max_tokens`), when it did.
          */stopReason: StopReason?, 
         /**
+         * The final answer as JSON text, parsed and validated against the turn's `output_schema`:
+         * present exactly when the turn has one and the outcome is `Done`.
+         */outputJson: String?, 
+        /**
          * The whole conversation after the turn.
          */transcript: Transcript) {
         self.outcome = outcome
@@ -5398,6 +5413,7 @@ public struct TurnResult {
         self.usage = usage
         self.error = error
         self.stopReason = stopReason
+        self.outputJson = outputJson
         self.transcript = transcript
     }
 
@@ -5422,6 +5438,7 @@ public struct FfiConverterTypeTurnResult: FfiConverterRustBuffer {
                 usage: FfiConverterTypeUsage.read(from: &buf), 
                 error: FfiConverterOptionString.read(from: &buf), 
                 stopReason: FfiConverterOptionTypeStopReason.read(from: &buf), 
+                outputJson: FfiConverterOptionString.read(from: &buf), 
                 transcript: FfiConverterTypeTranscript.read(from: &buf)
         )
     }
@@ -5432,6 +5449,7 @@ public struct FfiConverterTypeTurnResult: FfiConverterRustBuffer {
         FfiConverterTypeUsage.write(value.usage, into: &buf)
         FfiConverterOptionString.write(value.error, into: &buf)
         FfiConverterOptionTypeStopReason.write(value.stopReason, into: &buf)
+        FfiConverterOptionString.write(value.outputJson, into: &buf)
         FfiConverterTypeTranscript.write(value.transcript, into: &buf)
     }
 }
@@ -6309,6 +6327,20 @@ public enum Event: Equatable, Hashable {
          */agent: [String]
     )
     /**
+     * The answer so far, read as JSON (a turn with an `output_schema`): the best-effort value of
+     * the streamed text's prefix, as JSON text. Sent when it changes; not validated (the
+     * result's `outputJson` is).
+     */
+    case outputDelta(
+        /**
+         * The partial value as JSON text.
+         */outputJson: String, 
+        /**
+         * The subagent chain this event comes from (`["researcher"]`); empty for the client's
+         * own.
+         */agent: [String]
+    )
+    /**
      * The whole text of one model response.
      */
     case text(
@@ -6726,61 +6758,64 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
         case 3: return .textDelta(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 4: return .text(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 4: return .outputDelta(outputJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 5: return .reasoningDelta(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 5: return .text(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 6: return .reasoning(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 6: return .reasoningDelta(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 7: return .toolCall(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), argumentsJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 7: return .reasoning(text: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 8: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf), rule: try FfiConverterOptionString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 8: return .toolCall(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), argumentsJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 9: return .pending(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), request: try FfiConverterTypePendingRequest.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 9: return .gate(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), decision: try FfiConverterTypeGateVerdict.read(from: &buf), message: try FfiConverterOptionString.read(from: &buf), hints: try FfiConverterTypeHints.read(from: &buf), source: try FfiConverterTypeSource.read(from: &buf), rule: try FfiConverterOptionString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 10: return .answer(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), answer: try FfiConverterTypeAnswer.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 10: return .pending(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), request: try FfiConverterTypePendingRequest.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 11: return .toolStart(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 11: return .answer(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), answer: try FfiConverterTypeAnswer.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 12: return .toolResult(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), content: try FfiConverterString.read(from: &buf), isError: try FfiConverterBool.read(from: &buf), metadataJson: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterOptionTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 12: return .toolStart(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 13: return .progress(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), dataJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 13: return .toolResult(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), content: try FfiConverterString.read(from: &buf), isError: try FfiConverterBool.read(from: &buf), metadataJson: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterOptionTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 14: return .todos(todosJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 14: return .progress(callId: try FfiConverterString.read(from: &buf), name: try FfiConverterString.read(from: &buf), dataJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 15: return .usage(usage: try FfiConverterTypeUsage.read(from: &buf), model: try FfiConverterOptionString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 15: return .todos(todosJson: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 16: return .compact(trigger: try FfiConverterTypeCompactTrigger.read(from: &buf), preTokens: try FfiConverterUInt64.read(from: &buf), postTokens: try FfiConverterUInt64.read(from: &buf), summary: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 16: return .usage(usage: try FfiConverterTypeUsage.read(from: &buf), model: try FfiConverterOptionString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 17: return .stop(reason: try FfiConverterTypeStopReason.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 17: return .compact(trigger: try FfiConverterTypeCompactTrigger.read(from: &buf), preTokens: try FfiConverterUInt64.read(from: &buf), postTokens: try FfiConverterUInt64.read(from: &buf), summary: try FfiConverterOptionString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 18: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 18: return .stop(reason: try FfiConverterTypeStopReason.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 19: return .fallback(fromModel: try FfiConverterString.read(from: &buf), toModel: try FfiConverterString.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
+        case 19: return .retry(attempt: try FfiConverterUInt32.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), waitMs: try FfiConverterUInt64.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 20: return .chainTaskStart(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf)
+        case 20: return .fallback(fromModel: try FfiConverterString.read(from: &buf), toModel: try FfiConverterString.read(from: &buf), status: try FfiConverterOptionUInt16.read(from: &buf), error: try FfiConverterString.read(from: &buf), agent: try FfiConverterSequenceString.read(from: &buf)
         )
         
-        case 21: return .chainTaskEnd(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf), value: try FfiConverterOptionString.read(from: &buf), next: try FfiConverterOptionString.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        case 21: return .chainTaskStart(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf)
         )
         
-        case 22: return .turnEnd(outcome: try FfiConverterTypeOutcome.read(from: &buf), finalText: try FfiConverterString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        case 22: return .chainTaskEnd(taskId: try FfiConverterString.read(from: &buf), handler: try FfiConverterString.read(from: &buf), value: try FfiConverterOptionString.read(from: &buf), next: try FfiConverterOptionString.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
+        )
+        
+        case 23: return .turnEnd(outcome: try FfiConverterTypeOutcome.read(from: &buf), finalText: try FfiConverterString.read(from: &buf), usage: try FfiConverterTypeUsage.read(from: &buf), error: try FfiConverterOptionString.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -6809,26 +6844,32 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .text(text,agent):
+        case let .outputDelta(outputJson,agent):
             writeInt(&buf, Int32(4))
-            FfiConverterString.write(text, into: &buf)
+            FfiConverterString.write(outputJson, into: &buf)
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .reasoningDelta(text,agent):
+        case let .text(text,agent):
             writeInt(&buf, Int32(5))
             FfiConverterString.write(text, into: &buf)
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .reasoning(text,agent):
+        case let .reasoningDelta(text,agent):
             writeInt(&buf, Int32(6))
             FfiConverterString.write(text, into: &buf)
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
-        case let .toolCall(callId,name,argumentsJson,agent):
+        case let .reasoning(text,agent):
             writeInt(&buf, Int32(7))
+            FfiConverterString.write(text, into: &buf)
+            FfiConverterSequenceString.write(agent, into: &buf)
+            
+        
+        case let .toolCall(callId,name,argumentsJson,agent):
+            writeInt(&buf, Int32(8))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(argumentsJson, into: &buf)
@@ -6836,7 +6877,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .gate(callId,name,decision,message,hints,source,rule,agent):
-            writeInt(&buf, Int32(8))
+            writeInt(&buf, Int32(9))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterTypeGateVerdict.write(decision, into: &buf)
@@ -6848,7 +6889,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .pending(callId,name,request,agent):
-            writeInt(&buf, Int32(9))
+            writeInt(&buf, Int32(10))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterTypePendingRequest.write(request, into: &buf)
@@ -6856,7 +6897,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .answer(callId,name,answer,agent):
-            writeInt(&buf, Int32(10))
+            writeInt(&buf, Int32(11))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterTypeAnswer.write(answer, into: &buf)
@@ -6864,14 +6905,14 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .toolStart(callId,name,agent):
-            writeInt(&buf, Int32(11))
+            writeInt(&buf, Int32(12))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
         case let .toolResult(callId,name,content,isError,metadataJson,usage,agent):
-            writeInt(&buf, Int32(12))
+            writeInt(&buf, Int32(13))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(content, into: &buf)
@@ -6882,7 +6923,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .progress(callId,name,dataJson,agent):
-            writeInt(&buf, Int32(13))
+            writeInt(&buf, Int32(14))
             FfiConverterString.write(callId, into: &buf)
             FfiConverterString.write(name, into: &buf)
             FfiConverterString.write(dataJson, into: &buf)
@@ -6890,20 +6931,20 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .todos(todosJson,agent):
-            writeInt(&buf, Int32(14))
+            writeInt(&buf, Int32(15))
             FfiConverterString.write(todosJson, into: &buf)
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
         case let .usage(usage,model,agent):
-            writeInt(&buf, Int32(15))
+            writeInt(&buf, Int32(16))
             FfiConverterTypeUsage.write(usage, into: &buf)
             FfiConverterOptionString.write(model, into: &buf)
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
         case let .compact(trigger,preTokens,postTokens,summary,usage,agent):
-            writeInt(&buf, Int32(16))
+            writeInt(&buf, Int32(17))
             FfiConverterTypeCompactTrigger.write(trigger, into: &buf)
             FfiConverterUInt64.write(preTokens, into: &buf)
             FfiConverterUInt64.write(postTokens, into: &buf)
@@ -6913,13 +6954,13 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .stop(reason,agent):
-            writeInt(&buf, Int32(17))
+            writeInt(&buf, Int32(18))
             FfiConverterTypeStopReason.write(reason, into: &buf)
             FfiConverterSequenceString.write(agent, into: &buf)
             
         
         case let .retry(attempt,status,error,waitMs,agent):
-            writeInt(&buf, Int32(18))
+            writeInt(&buf, Int32(19))
             FfiConverterUInt32.write(attempt, into: &buf)
             FfiConverterOptionUInt16.write(status, into: &buf)
             FfiConverterString.write(error, into: &buf)
@@ -6928,7 +6969,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .fallback(fromModel,toModel,status,error,agent):
-            writeInt(&buf, Int32(19))
+            writeInt(&buf, Int32(20))
             FfiConverterString.write(fromModel, into: &buf)
             FfiConverterString.write(toModel, into: &buf)
             FfiConverterOptionUInt16.write(status, into: &buf)
@@ -6937,13 +6978,13 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .chainTaskStart(taskId,handler):
-            writeInt(&buf, Int32(20))
+            writeInt(&buf, Int32(21))
             FfiConverterString.write(taskId, into: &buf)
             FfiConverterString.write(handler, into: &buf)
             
         
         case let .chainTaskEnd(taskId,handler,value,next,error):
-            writeInt(&buf, Int32(21))
+            writeInt(&buf, Int32(22))
             FfiConverterString.write(taskId, into: &buf)
             FfiConverterString.write(handler, into: &buf)
             FfiConverterOptionString.write(value, into: &buf)
@@ -6952,7 +6993,7 @@ public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
             
         
         case let .turnEnd(outcome,finalText,usage,error):
-            writeInt(&buf, Int32(22))
+            writeInt(&buf, Int32(23))
             FfiConverterTypeOutcome.write(outcome, into: &buf)
             FfiConverterString.write(finalText, into: &buf)
             FfiConverterTypeUsage.write(usage, into: &buf)
@@ -7247,6 +7288,7 @@ public enum Outcome: Equatable, Hashable {
     case maxTurns
     case error
     case budget
+    case outputInvalid
 
 
 
@@ -7278,6 +7320,8 @@ public struct FfiConverterTypeOutcome: FfiConverterRustBuffer {
         
         case 5: return .budget
         
+        case 6: return .outputInvalid
+        
         default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
@@ -7304,6 +7348,10 @@ public struct FfiConverterTypeOutcome: FfiConverterRustBuffer {
         
         case .budget:
             writeInt(&buf, Int32(5))
+        
+        
+        case .outputInvalid:
+            writeInt(&buf, Int32(6))
         
         }
     }
@@ -8712,13 +8760,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_client_register_source_tool() != 49553) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_run() != 49455) {
+    if (uniffi_contenox_uniffi_checksum_method_client_run() != 16522) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_run_chain() != 4985) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_run_parts() != 44608) {
+    if (uniffi_contenox_uniffi_checksum_method_client_run_parts() != 25148) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_set_policy() != 24331) {
@@ -8730,13 +8778,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_client_shutdown() != 59147) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_stream() != 53352) {
+    if (uniffi_contenox_uniffi_checksum_method_client_stream() != 29104) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_stream_chain() != 11480) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_stream_parts() != 54731) {
+    if (uniffi_contenox_uniffi_checksum_method_client_stream_parts() != 29369) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_tools() != 46900) {

@@ -432,7 +432,7 @@ void uniffi_contenox_uniffi_fn_method_client_register_source_tool(uint64_t ptr, 
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN
-uint64_t uniffi_contenox_uniffi_fn_method_client_run(uint64_t ptr, RustBuffer prompt, RustBuffer allow, RustBuffer settings_json
+uint64_t uniffi_contenox_uniffi_fn_method_client_run(uint64_t ptr, RustBuffer prompt, RustBuffer allow, RustBuffer settings_json, RustBuffer output_schema_json
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN_CHAIN
@@ -442,7 +442,7 @@ uint64_t uniffi_contenox_uniffi_fn_method_client_run_chain(uint64_t ptr, RustBuf
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN_PARTS
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN_PARTS
-uint64_t uniffi_contenox_uniffi_fn_method_client_run_parts(uint64_t ptr, RustBuffer parts, RustBuffer allow, RustBuffer settings_json
+uint64_t uniffi_contenox_uniffi_fn_method_client_run_parts(uint64_t ptr, RustBuffer parts, RustBuffer allow, RustBuffer settings_json, RustBuffer output_schema_json
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_SET_POLICY
@@ -462,7 +462,7 @@ void uniffi_contenox_uniffi_fn_method_client_shutdown(uint64_t ptr, RustCallStat
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM
-uint64_t uniffi_contenox_uniffi_fn_method_client_stream(uint64_t ptr, RustBuffer prompt, RustBuffer allow, RustBuffer settings_json
+uint64_t uniffi_contenox_uniffi_fn_method_client_stream(uint64_t ptr, RustBuffer prompt, RustBuffer allow, RustBuffer settings_json, RustBuffer output_schema_json
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM_CHAIN
@@ -472,7 +472,7 @@ uint64_t uniffi_contenox_uniffi_fn_method_client_stream_chain(uint64_t ptr, Rust
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM_PARTS
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM_PARTS
-uint64_t uniffi_contenox_uniffi_fn_method_client_stream_parts(uint64_t ptr, RustBuffer parts, RustBuffer allow, RustBuffer settings_json
+uint64_t uniffi_contenox_uniffi_fn_method_client_stream_parts(uint64_t ptr, RustBuffer parts, RustBuffer allow, RustBuffer settings_json, RustBuffer output_schema_json
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_TOOLS

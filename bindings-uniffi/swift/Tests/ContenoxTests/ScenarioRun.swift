@@ -131,6 +131,8 @@ final class ScenarioRun: @unchecked Sendable {
             let run: Run
             // Extension `run_settings`: the first prompt's run has its own model settings.
             let settings = i == 0 ? scenario["run_settings"].flatMap { $0 == .null ? nil : $0.text } : nil
+            // Extension `run_output_schema`: the first prompt's run has its own output schema.
+            let outputSchema = i == 0 ? scenario["run_output_schema"].flatMap { $0 == .null ? nil : $0.text } : nil
             if let chain {
                 do {
                     run = try await current.streamChain(chainJson: chain, input: prompt, settingsJson: settings)
@@ -144,9 +146,9 @@ final class ScenarioRun: @unchecked Sendable {
                 let parts = i == 0 ? scenario["prompt_parts"]?.array.map(swiftParts) : nil
                 do {
                     if let parts {
-                        run = try await current.streamParts(parts: parts, settingsJson: settings)
+                        run = try await current.streamParts(parts: parts, settingsJson: settings, outputSchemaJson: outputSchema)
                     } else {
-                        run = try await current.stream(prompt: prompt, settingsJson: settings)
+                        run = try await current.stream(prompt: prompt, settingsJson: settings, outputSchemaJson: outputSchema)
                     }
                 } catch let error as ContenoxError {
                     release()
@@ -192,7 +194,8 @@ final class ScenarioRun: @unchecked Sendable {
             + ",\"cache_creation_input_tokens\":\(u.cacheCreationInputTokens)}"
             + ",\"events\":\(eventsText),\"requests\":\(requests),\"workspace\":\(snapshot())"
             + ",\"remote_requests\":\(remoteRequests)"
-            + ",\"compactions\":[\(told.joined(separator: ","))]}"
+            + ",\"compactions\":[\(told.joined(separator: ","))]"
+            + ",\"output\":\(result.outputJson ?? "null")}"
     }
 
     /// Shut down and drop the current client, if any (the last reference frees it).

@@ -22,6 +22,7 @@ import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNotNull
+import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
@@ -485,6 +486,48 @@ class BindingTest {
     }
 
     @Test
+    fun `an output schema in the config and per run gives the validated answer as outputJson`() = runBlocking<Unit> {
+        val schema = JSONObject(
+            """{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}""",
+        )
+        val client = Client(
+            config(
+                text("no json"),
+                text("""{"n": 2}"""),
+                text("""{"word": "x"}"""),
+                text("still not"),
+                text("again not"),
+                extra = JSONObject().put("output_schema", schema).put("output_retries", 1),
+            ),
+        )
+        client.use {
+            val (events, first) = collect(client, "n?")
+            assertEquals(Outcome.DONE, first.outcome)
+            assertEquals(JSONObject("""{"n":2}""").toString(), JSONObject(first.outputJson!!).toString())
+            assertTrue(events.any { it is Event.Retry })
+            assertEquals(
+                listOf("""{"n":2}"""),
+                events.filterIsInstance<Event.OutputDelta>().map { it.outputJson },
+            )
+            // A run of its own: another schema; still invalid after one correction.
+            val own = """{"type":"object","properties":{"word":{"type":"string"}},"required":["word"],"additionalProperties":false}"""
+            val second = client.run("word?", null, null, own)
+            assertEquals(Outcome.DONE, second.outcome)
+            assertEquals("""{"word":"x"}""", second.outputJson)
+            val third = client.run("n?")
+            assertEquals(Outcome.OUTPUT_INVALID, third.outcome)
+            assertEquals("output_invalid", outcomeName(third.outcome))
+            assertNull(third.outputJson)
+            assertEquals("again not", third.finalText)
+            assertTrue(third.error!!.contains("not valid JSON"))
+            val bad = assertThrows<ContenoxException.Config> {
+                runBlocking { client.run("x", null, null, """{"type":7}""") }
+            }
+            assertTrue(bad.detail.contains("output_schema"))
+        }
+    }
+
+    @Test
     fun `a when over events needs no else branch`() = runBlocking {
         val client = Client(config(text("hi")))
         client.use {
@@ -495,6 +538,7 @@ class BindingTest {
                     is Event.TurnStart -> "turn_start"
                     is Event.Request -> "request"
                     is Event.TextDelta -> "text_delta"
+                    is Event.OutputDelta -> "output_delta"
                     is Event.Text -> "text"
                     is Event.ReasoningDelta -> "reasoning_delta"
                     is Event.Reasoning -> "reasoning"

@@ -183,10 +183,12 @@ private class ScenarioRun(
                 val settings = if (i == 0) scenario.optJSONObject("run_settings")?.toString() else null
                 // Extension `prompt_parts`: the first prompt as parts, image data as a ByteArray.
                 val parts = if (i == 0) scenario.optJSONArray("prompt_parts")?.let(::kotlinParts) else null
+                // Extension `run_output_schema`: the first prompt's run has its own output schema.
+                val outputSchema = if (i == 0) scenario.optJSONObject("run_output_schema")?.toString() else null
                 val run = if (chain == null) {
                     try {
-                        if (parts == null) current.stream(prompt, null, settings)
-                        else current.streamParts(parts, null, settings)
+                        if (parts == null) current.stream(prompt, null, settings, outputSchema)
+                        else current.streamParts(parts, null, settings, outputSchema)
                     } catch (e: ContenoxException.Config) {
                         release()
                         return refused(e)
@@ -248,6 +250,7 @@ private class ScenarioRun(
                 append(",\"workspace\":").append(snapshot())
                 append(",\"remote_requests\":").append(remoteRequests)
                 append(",\"compactions\":[").append(told.joinToString(",")).append("]")
+                append(",\"output\":").append(result.outputJson ?: "null")
                 append("}")
             }
         } finally {
