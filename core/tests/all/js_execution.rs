@@ -263,7 +263,7 @@ async fn inner_calls_count_in_the_turns_budget() {
 #[tokio::test]
 async fn a_call_the_code_did_not_wait_for_still_ends_and_is_listed() {
     let runs = Arc::new(AtomicUsize::new(0));
-    // The first call starts; the code ends at once; the second never starts.
+    // The code starts two calls and ends at once, waiting for neither.
     let code = "tools.echo({text: 'a'}); tools.echo({text: 'b'}); 'left'";
     let client = ClientBuilder::from_config(config(limits(), code))
         .tool(echo(runs.clone()))
@@ -273,14 +273,10 @@ async fn a_call_the_code_did_not_wait_for_still_ends_and_is_listed() {
     let (content, is_error) = js_result(&result.transcript);
     assert!(!is_error, "{content}");
     assert!(content.starts_with("\"left\""), "{content}");
-    // Whether the first call started before the run ended is a race; what holds either way:
-    // the second never starts, and a call that ran ended and is listed.
+    // How many calls start before the turn sees the run's end is a race; what holds either
+    // way: every call that ran ended and is listed, none is listed that did not run.
     let ran = runs.load(Ordering::SeqCst);
-    assert!(ran <= 1, "a queued call never starts");
-    assert_eq!(
-        content.contains("\"call_id\":\"c0/js0\""),
-        ran == 1,
-        "{content}"
-    );
-    assert!(!content.contains("c0/js1"), "{content}");
+    assert!(ran <= 2, "{ran}");
+    let listed = content.matches("\"call_id\":\"c0/js").count();
+    assert_eq!(listed, ran, "{content}");
 }
