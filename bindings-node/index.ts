@@ -46,6 +46,7 @@ export type {
   Reasoning,
   RetryPolicy,
   RunOptions,
+  CodeExecutionOptions,
   SandboxOptions,
   ScriptEntry,
   SubagentOptions,

@@ -16,7 +16,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$here"
 seconds=${1:-60}
 shift || true
-all=(sse ndjson path notebook html policy shell_line chain)
+all=(sse ndjson path notebook html policy shell_line chain js_execution)
 targets=("${@:-${all[@]}}")
 out=$here/target/fuzz
 toolchain=${FUZZ_TOOLCHAIN:-nightly}

@@ -44,6 +44,23 @@ export interface ScriptEntry {
   breakAfterBytes?: number
 }
 
+/**
+ * The limits of `js_execution` (core: `code_execution`); giving the option (`{}` for the
+ * defaults) turns the builtin on. An unknown key is a `ConfigurationError`.
+ */
+export interface CodeExecutionOptions {
+  /** Wall time of one run, inner tool calls included (default 10000). */
+  timeoutMs?: number
+  /** Memory the JavaScript heap may take, in MiB (default 64). */
+  memoryMb?: number
+  /** Native stack the interpreter may use, in KiB (default 512). */
+  maxStackKb?: number
+  /** Bytes of output the model gets; the rest is cut and the cut said (default 32768). */
+  maxOutputBytes?: number
+  /** Inner tool calls one run may make (default 100). */
+  maxToolCalls?: number
+}
+
 /** How bash and background shells are confined (core: `sandbox`). */
 export interface SandboxOptions {
   /** Confine commands with Landlock and seccomp where the kernel offers them (default true). */
@@ -168,6 +185,11 @@ export interface ClientOptions extends ModelSettings {
   background?: boolean | BackgroundShells
   /** Opt-in `notebook_edit`. */
   notebookEdit?: boolean
+  /**
+   * Opt-in `js_execution` with these limits (`{}` = the defaults): model-written JavaScript whose
+   * `await tools.NAME(args)` calls pass the same gate as direct calls.
+   */
+  codeExecution?: CodeExecutionOptions
   /** Environment variables never passed to processes that tools start. */
   secretEnv?: string[]
   connectTimeoutMs?: number

@@ -87,6 +87,7 @@ const NESTED: &[(&str, &[&str])] = &[
     ("usage", &[]),
     ("tool", &[]),
     ("compaction", &[]),
+    ("code_execution", &[]),
     ("reasoning", &[]),
     ("fallback", &[]),
 ];
@@ -102,6 +103,7 @@ pub fn config_from_js(options: Value) -> Value {
             "script",
             "sandbox",
             "compaction",
+            "code_execution",
             "reasoning",
             "fallback",
         ]),

@@ -172,6 +172,84 @@ impl fmt::Debug for FallbackModel {
     }
 }
 
+/// The limits of `js_execution` (config `code_execution`; `{}` takes every default). Its
+/// presence turns the builtin on. An unknown key is a configuration error.
+///
+/// ```
+/// use contenox::CodeExecutionConfig;
+/// let limits: CodeExecutionConfig = serde_json::from_str(r#"{"timeout_ms": 2000}"#).unwrap();
+/// assert_eq!(limits.timeout_ms, 2000);
+/// assert_eq!(limits.memory_mb, 64);
+/// assert!(serde_json::from_str::<CodeExecutionConfig>(r#"{"timeout": 1}"#).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CodeExecutionConfig {
+    /// Wall time of one run, inner tool calls included, in milliseconds (default 10 000).
+    pub timeout_ms: u64,
+    /// Memory the JavaScript heap may take, in MiB (default 64).
+    pub memory_mb: u64,
+    /// Native stack the interpreter may use, in KiB (default 512): deep recursion stops there.
+    pub max_stack_kb: u64,
+    /// Bytes of output (console and the value together) the model gets (default 32 768); the
+    /// rest is cut, and the cut said.
+    pub max_output_bytes: u64,
+    /// Inner tool calls one run may make (default 100); one more rejects in the code.
+    pub max_tool_calls: u64,
+}
+
+impl CodeExecutionConfig {
+    /// The default of `timeout_ms`.
+    pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+    /// The default of `memory_mb`.
+    pub const DEFAULT_MEMORY_MB: u64 = 64;
+    /// The default of `max_stack_kb`.
+    pub const DEFAULT_MAX_STACK_KB: u64 = 512;
+    /// The default of `max_output_bytes`.
+    pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 32 * 1024;
+    /// The default of `max_tool_calls`.
+    pub const DEFAULT_MAX_TOOL_CALLS: u64 = 100;
+
+    /// Each limit within what the engine can keep; otherwise the key (`code_execution.KEY`),
+    /// why, and the value given.
+    pub(crate) fn problem(&self) -> Option<(String, String, u64)> {
+        let ranges: [(&str, u64, u64, u64); 5] = [
+            ("timeout_ms", self.timeout_ms, 1, 3_600_000),
+            ("memory_mb", self.memory_mb, 1, 4096),
+            ("max_stack_kb", self.max_stack_kb, 64, 65_536),
+            (
+                "max_output_bytes",
+                self.max_output_bytes,
+                1,
+                64 * 1024 * 1024,
+            ),
+            ("max_tool_calls", self.max_tool_calls, 0, 100_000),
+        ];
+        ranges
+            .into_iter()
+            .find(|(_, value, min, max)| value < min || value > max)
+            .map(|(key, value, min, max)| {
+                (
+                    format!("code_execution.{key}"),
+                    format!("must be between {min} and {max}"),
+                    value,
+                )
+            })
+    }
+}
+
+impl Default for CodeExecutionConfig {
+    fn default() -> Self {
+        CodeExecutionConfig {
+            timeout_ms: Self::DEFAULT_TIMEOUT_MS,
+            memory_mb: Self::DEFAULT_MEMORY_MB,
+            max_stack_kb: Self::DEFAULT_MAX_STACK_KB,
+            max_output_bytes: Self::DEFAULT_MAX_OUTPUT_BYTES,
+            max_tool_calls: Self::DEFAULT_MAX_TOOL_CALLS,
+        }
+    }
+}
+
 /// Compaction of a long conversation (option `compaction`; see [`crate::compact`]): before
 /// each model request, when the context is measured over `threshold_tokens`, the older part of
 /// the conversation is replaced by one summary the same model writes.
@@ -262,6 +340,9 @@ pub struct Config {
     pub background: bool,
     /// Opt-in `notebook_edit`.
     pub notebook_edit: bool,
+    /// Opt-in `js_execution` with these limits (`{}` = the defaults); see [`crate::code`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code_execution: Option<CodeExecutionConfig>,
     /// Environment variables the host marks secret: never passed to processes tools start (the
     /// style's API key variable is always withheld).
     pub secret_env: Vec<String>,
@@ -394,6 +475,7 @@ impl Default for Config {
             script: None,
             background: false,
             notebook_edit: false,
+            code_execution: None,
             secret_env: Vec::new(),
             connect_timeout_ms: 10_000,
             policy: None,
@@ -446,6 +528,7 @@ impl fmt::Debug for Config {
             script,
             background,
             notebook_edit,
+            code_execution,
             secret_env,
             connect_timeout_ms,
             policy,
@@ -496,6 +579,7 @@ impl fmt::Debug for Config {
             .field("script", script)
             .field("background", background)
             .field("notebook_edit", notebook_edit)
+            .field("code_execution", code_execution)
             // Names of variables, not their values.
             .field("secret_env", secret_env)
             .field("connect_timeout_ms", connect_timeout_ms)

@@ -106,6 +106,9 @@ pub(crate) fn check_client(config: &Config, spelling: Spelling) -> Result<()> {
             return Err(bad(at_least_one("compaction.threshold_tokens")));
         }
     }
+    if let Some((key, why, value)) = config.code_execution.as_ref().and_then(|c| c.problem()) {
+        return Err(bad(ConfigError::new(key, why).with_value(value.to_string())));
+    }
     if let Some(problem) = config_problem(&config.shell_env, &config.sandbox) {
         return Err(bad(problem));
     }

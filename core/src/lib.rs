@@ -56,6 +56,7 @@ pub mod builtin;
 pub mod chain;
 mod client;
 mod client_state;
+pub mod code;
 pub mod compact;
 mod config;
 mod config_check;
@@ -88,6 +89,7 @@ mod tool_spec;
 mod transcript;
 mod turn;
 mod turn_calls;
+mod turn_code;
 mod until_cancelled;
 
 pub use agent::{Conversation, SubagentOptions, DEFAULT_MAX_DEPTH};
@@ -95,9 +97,11 @@ pub use async_trait::async_trait;
 pub use builtin::{BackgroundShells, SearchRequest, SearchResult, WebSearchProvider};
 pub use chain::Chain;
 pub use client::{Client, ClientBuilder};
+pub use code::JS_EXECUTION;
 pub use compact::{CompactNotice, Compactor, OnCompact, SUMMARY_HEADER};
 pub use config::{
-    CompactionConfig, Config, RetryPolicy, ToolConcurrency, DEFAULT_MAX_CONCURRENT_TOOLS,
+    CodeExecutionConfig, CompactionConfig, Config, RetryPolicy, ToolConcurrency,
+    DEFAULT_MAX_CONCURRENT_TOOLS,
 };
 pub use error::{ConfigError, Error, ErrorKind, Result};
 pub use event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};

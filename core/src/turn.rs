@@ -13,6 +13,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
 use crate::client_state::ClientState;
+use crate::code::inner_calls_made;
 use crate::compact::CompactFailed;
 use crate::config::ToolConcurrency;
 use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
@@ -587,6 +588,9 @@ impl Turn<'_> {
                 let exhausted = spend.exhausted.filter(|_| i >= spend.run);
                 exhausted.map(|e| ToolOutput::error(e.result_text()))
             };
+            // The calls js_execution's code made count in the budget too (the turn ends after
+            // this step when they reached a ceiling).
+            let mut inner_exhausted = None;
             let mut done = |c: &ToolCall, out: ToolOutput, spent: Usage| {
                 // What the call spent on models (a subagent's turn) is the turn's too.
                 let spent = (!spent.is_zero()).then(|| {
@@ -594,6 +598,11 @@ impl Turn<'_> {
                     budget.spend(0, spent, &ceilings);
                     spent
                 });
+                let inner = inner_calls_made(c, &out);
+                if inner > 0 {
+                    let s = budget.spend(inner, Usage::default(), &ceilings);
+                    inner_exhausted = inner_exhausted.or(s.exhausted);
+                }
                 step.push(self.result_message(c, out, spent));
             };
             for (i, call) in calls.iter().enumerate().skip(runner.taken()) {
@@ -661,7 +670,7 @@ impl Turn<'_> {
             if at_limit {
                 return TurnEnd::new(Outcome::MaxTurns, final_text, usage);
             }
-            if let Some(e) = spend.and_then(|s| s.exhausted) {
+            if let Some(e) = spend.and_then(|s| s.exhausted).or(inner_exhausted) {
                 return TurnEnd {
                     error: Some(e.to_string()),
                     ..TurnEnd::new(Outcome::Budget, final_text, usage)
@@ -875,7 +884,7 @@ impl Turn<'_> {
         call
     }
 
-    fn emit_tool_call(&self, c: &ToolCall) {
+    pub(crate) fn emit_tool_call(&self, c: &ToolCall) {
         self.sink.emit_with(|| Event::ToolCall {
             call_id: c.id.clone(),
             name: c.name.clone(),
@@ -1121,6 +1130,8 @@ impl Turn<'_> {
             name: event.name.clone(),
             agent: Vec::new(),
         });
+        // js_execution's code calls tools: those calls come back here, to this turn's gate.
+        let (inner, inner_rx) = self.inner_calls_for(event).unzip();
         let ctx = ToolContext {
             call_id: event.call_id.clone(),
             name: event.name.clone(),
@@ -1130,9 +1141,16 @@ impl Turn<'_> {
             secret_env: self.inner.secret_env().clone(),
             scope: self.scope.clone(),
             spent: spent.clone(),
+            inner,
         };
         let call = AssertUnwindSafe(entry.tool.call(event.arguments.clone(), ctx)).catch_unwind();
-        let output = match until_cancelled(self.cancel, call).await {
+        let ran = match inner_rx {
+            None => until_cancelled(self.cancel, call).await,
+            Some(rx) => {
+                until_cancelled(self.cancel, self.serve_inner_calls(event, spent, rx, call)).await
+            }
+        };
+        let output = match ran {
             None => return ToolOutput::error(CANCELLED_RESULT),
             Some(Ok(Ok(out))) => out,
             Some(Ok(Err(e))) => ToolOutput::error(e.message),

@@ -49,7 +49,14 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         .await
         .map_err(|e| format!("fake server: {e}"))?;
 
-    let config = client_config(scenario, &server.base_url(), root.path())?;
+    let config = match client_config(scenario, &server.base_url(), root.path()) {
+        Ok(config) => config,
+        // A config core refuses to read is a creation error too (as in every other binding).
+        Err(e) if scenario.expect.config_error_contains.is_some() => {
+            return refused(scenario, server, root.path(), e).await;
+        }
+        Err(e) => return Err(e),
+    };
     let answers = Arc::new(ScriptedAnswers {
         answers: Mutex::new(scenario.wait_for.iter().cloned().collect()),
     });
@@ -416,7 +423,8 @@ fn config_of(
     obj.insert("model".into(), json!("fake"));
     obj.insert("api_key".into(), json!("test"));
     obj.insert("root".into(), json!(root));
-    serde_json::from_value(cfg).map_err(|e| format!("invalid config: {e}"))
+    // Read as every binding reads it: a mistake names the option's path.
+    Config::from_json(&cfg.to_string()).map_err(|e| format!("invalid config: {e}"))
 }
 
 /// A `fallback` entry of another style than the scenario's and without a `base_url` talks to

@@ -56,6 +56,7 @@ from ._native import CancelSignal, SourceTool, ToolContext
 from ._tools import Tool, tool
 from ._types import (
     JSON,
+    CodeExecutionOptions,
     CompactionOptions,
     Effort,
     FallbackModel,
@@ -198,6 +199,7 @@ __all__ = [
     "ClosedError",
     "CompactNotice",
     "CompactionError",
+    "CodeExecutionOptions",
     "CompactionOptions",
     "Compactor",
     "FallbackModel",

@@ -13,6 +13,7 @@ from ._errors import ConfigurationError
 from ._output import OutputSchema, OutputSpec, Parse, output_spec
 from ._tools import Tool, _hints_dict
 from ._types import (
+    CodeExecutionOptions,
     CompactionOptions,
     FallbackModel,
     ModelSettings,
@@ -729,6 +730,7 @@ def create_client(
     script: Sequence[Mapping[str, Any]] | None = None,
     background: bool | BackgroundShells | None = None,
     notebook_edit: bool | None = None,
+    code_execution: CodeExecutionOptions | None = None,
     secret_env: Sequence[str] | None = None,
     connect_timeout_ms: int | None = None,
     request_timeout_ms: int | None = None,
@@ -821,6 +823,11 @@ def create_client(
     sees). ``prompt_cache``: anthropic prompt caching, on by default (False turns
     it off).
 
+    Code execution: ``code_execution={}`` turns on ``js_execution`` (model-written JavaScript
+    whose ``await tools.NAME(args)`` calls pass the same gate as direct calls) with the default
+    limits; its keys are ``timeout_ms``, ``memory_mb``, ``max_stack_kb``, ``max_output_bytes``,
+    ``max_tool_calls``.
+
     A typed answer: ``output_schema`` (a JSON Schema dict, or a pydantic model class, a
     dataclass or a ``TypedDict``, described by pydantic's ``TypeAdapter``) is what every turn's
     final answer must be; the model may call tools first. ``result.output`` is the validated
@@ -850,6 +857,7 @@ def create_client(
             "script": [dict(e) for e in script] if script is not None else None,
             "background": None if isinstance(background, BackgroundShells) else background,
             "notebook_edit": notebook_edit,
+            "code_execution": dict(code_execution) if code_execution is not None else None,
             "secret_env": list(secret_env) if secret_env is not None else None,
             "connect_timeout_ms": connect_timeout_ms,
             "request_timeout_ms": request_timeout_ms,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, Union
 
 __all__ = [
+    "CodeExecutionOptions",
     "CompactionOptions",
     "FallbackModel",
     "Effort",
@@ -265,6 +266,19 @@ class Usage(_Record):
         if self.reasoning_tokens:
             out["reasoning_tokens"] = self.reasoning_tokens
         return out
+
+
+class CodeExecutionOptions(TypedDict, total=False):
+    """The ``code_execution`` option: turns on ``js_execution`` (``{}`` = every default) with
+    these limits: ``timeout_ms`` (10000, wall time, inner tool calls included), ``memory_mb``
+    (64), ``max_stack_kb`` (512), ``max_output_bytes`` (32768), ``max_tool_calls`` (100). An
+    unknown key is a configuration error."""
+
+    timeout_ms: int
+    memory_mb: int
+    max_stack_kb: int
+    max_output_bytes: int
+    max_tool_calls: int
 
 
 class CompactionOptions(TypedDict, total=False):

@@ -69,6 +69,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::code::{js_execution, JS_EXECUTION};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::sandbox::Sandbox;
@@ -148,6 +149,9 @@ pub(crate) fn builtins_for(config: &Config, opt_ins: &OptIns) -> Result<Vec<Buil
     if config.notebook_edit && !names.iter().any(|n| n == "notebook_edit") {
         names.push("notebook_edit".into());
     }
+    if config.code_execution.is_some() && !names.iter().any(|n| n == JS_EXECUTION) {
+        names.push(JS_EXECUTION.into());
+    }
     let mut tools: Vec<Builtin> = Vec::with_capacity(names.len() + 3);
     let mut push = |key: &str, tool: Arc<dyn Tool>| -> Result<()> {
         let spec = shared_spec::shared_spec(key, tool.as_ref())?;
@@ -174,6 +178,16 @@ pub(crate) fn builtins_for(config: &Config, opt_ins: &OptIns) -> Result<Vec<Buil
                 "web_fetch",
                 Arc::new(web_fetch::WebFetch::new(config.web_fetch_allow_private)),
             ),
+            // One spec whatever the limits: the key names the builtin.
+            (JS_EXECUTION, _) => match &config.code_execution {
+                Some(limits) => (JS_EXECUTION, js_execution(limits.clone())),
+                None => {
+                    return Err(Error::config(format!(
+                        "builtin {JS_EXECUTION:?} needs the `code_execution` option (`{{}}` \
+                         for the default limits)"
+                    )))
+                }
+            },
             ("websearch", _) if opt_ins.websearch.is_some() => continue, // added below
             ("websearch", _) => {
                 return Err(Error::config(

@@ -11,6 +11,8 @@ use crate::event::{Event, Usage};
 use crate::output::PartialOutput;
 use crate::scope::{TurnScope, UsageCell};
 
+use super::InnerCalls;
+
 /// Where a turn's events go. Cheap to clone; sending never blocks and never fails loudly (a host
 /// that stopped listening just misses events).
 #[derive(Clone, Debug, Default)]
@@ -116,6 +118,8 @@ pub struct ToolContext {
     pub(crate) scope: TurnScope,
     /// Tokens this call spent on models, added to the calling turn's usage.
     pub(crate) spent: UsageCell,
+    /// Where the tool's own tool calls go (`js_execution` inside a turn); `None` elsewhere.
+    pub(crate) inner: Option<InnerCalls>,
 }
 
 impl ToolContext {
@@ -130,6 +134,7 @@ impl ToolContext {
             secret_env: Arc::new(Vec::new()),
             scope: TurnScope::default(),
             spent: UsageCell::default(),
+            inner: None,
         }
     }
 

@@ -6,6 +6,7 @@ mod call_tool;
 mod context;
 mod fn_tool;
 pub(crate) mod inject;
+mod inner_calls;
 pub mod names;
 mod source;
 mod source_shared;
@@ -19,6 +20,7 @@ pub use fn_tool::{tool_fn, FnTool};
 pub use toolkit::Toolkit;
 
 pub(crate) use call_tool::{CallTool, CALL_TOOL};
+pub(crate) use inner_calls::{InnerCall, InnerCalls, InnerSettled};
 pub(crate) use source::{HostTools, SourceList};
 pub use source::{ToolHost, ToolSource, WeakHost};
 pub(crate) use source_shared::SourceShared;

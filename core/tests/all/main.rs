@@ -16,6 +16,7 @@ mod compaction;
 mod concurrent_calls;
 mod errors;
 mod file_confinement;
+mod js_execution;
 mod mcp_net;
 mod mcp_servers;
 mod model_net;
