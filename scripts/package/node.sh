@@ -66,8 +66,10 @@ JSON
 # are optional and not installable here, and are skipped without a lookup).
 ts=$(node -p "require('$repo/examples/node/package.json').devDependencies.typescript")
 types=$(node -p "require('$repo/examples/node/package.json').devDependencies['@types/node']")
-echo "== npm install typescript@$ts @types/node@$types"
-(cd "$app" && without_rust npm install --no-audit --no-fund --loglevel=error "typescript@$ts" "@types/node@$types")
+# The examples' other dependencies (zod, for the output_schema example), as their package.json pins.
+zod=$(node -p "require('$repo/examples/node/package.json').dependencies.zod")
+echo "== npm install typescript@$ts @types/node@$types zod@$zod"
+(cd "$app" && without_rust npm install --no-audit --no-fund --loglevel=error "typescript@$ts" "@types/node@$types" "zod@$zod")
 echo "== npm install --offline the two tarballs, no Rust on PATH"
 (cd "$app" && without_rust npm install --offline --no-audit --no-fund --loglevel=error "$main" "$platform")
 
