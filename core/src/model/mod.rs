@@ -4,6 +4,7 @@
 mod anthropic;
 mod anthropic_body;
 mod body;
+mod endpoint;
 mod fallback;
 mod http;
 mod images;

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::body::{read_lines, Progress};
+use super::endpoint::BearerEndpoint;
 use super::http::Http;
 use super::ollama_body::render;
 use super::{
@@ -14,23 +15,13 @@ use crate::event::{StopReason, Usage};
 use crate::transcript::{Part, Reasoning};
 
 pub(crate) struct Ollama {
-    http: Http,
-    model: String,
-    max_tokens: u32,
-    auth: Vec<(&'static str, String)>,
+    endpoint: BearerEndpoint,
 }
 
 impl Ollama {
     pub fn new(http: Http, config: &Config) -> Self {
-        let auth = config
-            .resolved_api_key()
-            .map(|k| vec![("authorization", format!("Bearer {k}"))])
-            .unwrap_or_default();
         Ollama {
-            http,
-            model: config.model.clone().unwrap_or_default(),
-            max_tokens: config.max_tokens,
-            auth,
+            endpoint: BearerEndpoint::new(http, config),
         }
     }
 }
@@ -105,7 +96,11 @@ fn parse_line(line: &str) -> Result<Value, Failure> {
 #[async_trait]
 impl Backend for Ollama {
     fn body(&self, req: &ModelRequest<'_>) -> RequestBody {
-        render(req.model.unwrap_or(&self.model), self.max_tokens, req)
+        render(
+            req.model.unwrap_or(&self.endpoint.model),
+            self.endpoint.max_tokens,
+            req,
+        )
     }
 
     async fn send(
@@ -113,9 +108,13 @@ impl Backend for Ollama {
         body: &RequestBody,
         deltas: DeltaSink<'_>,
     ) -> Result<ModelResponse, Failure> {
-        let resp = self.http.post("/api/chat", &self.auth, body).await?;
+        let resp = self
+            .endpoint
+            .http
+            .post("/api/chat", &self.endpoint.auth, body)
+            .await?;
         let mut asm = Assembler::default();
-        read_lines(resp, self.http.idle_timeout, |line| {
+        read_lines(resp, self.endpoint.http.idle_timeout, |line| {
             asm.line(&parse_line(line)?, deltas)?;
             Ok(if asm.done {
                 Progress::Done
@@ -152,7 +151,7 @@ impl Backend for Ollama {
     }
 
     fn redact(&self, text: &str) -> String {
-        self.http.redactor.redact(text)
+        self.endpoint.http.redactor.redact(text)
     }
 }
 

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::body::{read_sse, read_whole, Progress, MAX_BODY_BYTES};
+use super::endpoint::BearerEndpoint;
 use super::http::Http;
 use super::lenient::{First, Obj, Present, Seq, Str, StrOr, Text, U64};
 use super::openai_body::{render, REASONING_FIELDS};
@@ -17,23 +18,13 @@ use crate::event::{StopReason, Usage};
 use crate::transcript::{Part, Reasoning};
 
 pub(crate) struct OpenAi {
-    http: Http,
-    model: String,
-    max_tokens: u32,
-    auth: Vec<(&'static str, String)>,
+    endpoint: BearerEndpoint,
 }
 
 impl OpenAi {
     pub fn new(http: Http, config: &Config) -> Self {
-        let auth = config
-            .resolved_api_key()
-            .map(|k| vec![("authorization", format!("Bearer {k}"))])
-            .unwrap_or_default();
         OpenAi {
-            http,
-            model: config.model.clone().unwrap_or_default(),
-            max_tokens: config.max_tokens,
-            auth,
+            endpoint: BearerEndpoint::new(http, config),
         }
     }
 }
@@ -411,7 +402,11 @@ impl Assembler {
 #[async_trait]
 impl Backend for OpenAi {
     fn body(&self, req: &ModelRequest<'_>) -> RequestBody {
-        render(req.model.unwrap_or(&self.model), self.max_tokens, req)
+        render(
+            req.model.unwrap_or(&self.endpoint.model),
+            self.endpoint.max_tokens,
+            req,
+        )
     }
 
     async fn send(
@@ -420,10 +415,11 @@ impl Backend for OpenAi {
         deltas: DeltaSink<'_>,
     ) -> Result<ModelResponse, Failure> {
         let resp = self
+            .endpoint
             .http
-            .post("/chat/completions", &self.auth, body)
+            .post("/chat/completions", &self.endpoint.auth, body)
             .await?;
-        let idle = self.http.idle_timeout;
+        let idle = self.endpoint.http.idle_timeout;
         let mut asm = Assembler::default();
         if !is_event_stream(&resp.resp) {
             // A server that ignores `stream: true` answers with one completion.
@@ -464,7 +460,7 @@ impl Backend for OpenAi {
     }
 
     fn redact(&self, text: &str) -> String {
-        self.http.redactor.redact(text)
+        self.endpoint.http.redactor.redact(text)
     }
 }
 

@@ -20,6 +20,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::body::{read_sse, read_whole, Progress, MAX_BODY_BYTES};
+use super::endpoint::BearerEndpoint;
 use super::http::Http;
 use super::lenient::{Obj, Str, U64};
 use super::openai::is_event_stream;
@@ -32,23 +33,13 @@ use crate::event::{StopReason, Usage};
 use crate::transcript::{Part, ProviderBlock, Reasoning};
 
 pub(crate) struct Responses {
-    http: Http,
-    model: String,
-    max_tokens: u32,
-    auth: Vec<(&'static str, String)>,
+    endpoint: BearerEndpoint,
 }
 
 impl Responses {
     pub fn new(http: Http, config: &Config) -> Self {
-        let auth = config
-            .resolved_api_key()
-            .map(|k| vec![("authorization", format!("Bearer {k}"))])
-            .unwrap_or_default();
         Responses {
-            http,
-            model: config.model.clone().unwrap_or_default(),
-            max_tokens: config.max_tokens,
-            auth,
+            endpoint: BearerEndpoint::new(http, config),
         }
     }
 }
@@ -476,7 +467,11 @@ fn cut(text: &str, max: usize) -> &str {
 #[async_trait]
 impl Backend for Responses {
     fn body(&self, req: &ModelRequest<'_>) -> RequestBody {
-        render(req.model.unwrap_or(&self.model), self.max_tokens, req)
+        render(
+            req.model.unwrap_or(&self.endpoint.model),
+            self.endpoint.max_tokens,
+            req,
+        )
     }
 
     async fn send(
@@ -484,8 +479,12 @@ impl Backend for Responses {
         body: &RequestBody,
         deltas: DeltaSink<'_>,
     ) -> Result<ModelResponse, Failure> {
-        let resp = self.http.post("/responses", &self.auth, body).await?;
-        let idle = self.http.idle_timeout;
+        let resp = self
+            .endpoint
+            .http
+            .post("/responses", &self.endpoint.auth, body)
+            .await?;
+        let idle = self.endpoint.http.idle_timeout;
         let mut asm = Assembler::default();
         if !is_event_stream(&resp.resp) {
             // A server that ignores `stream: true` answers with the whole response object.
@@ -528,7 +527,7 @@ impl Backend for Responses {
     }
 
     fn redact(&self, text: &str) -> String {
-        self.http.redactor.redact(text)
+        self.endpoint.http.redactor.redact(text)
     }
 }
 
