@@ -577,6 +577,26 @@ impl Turn<'_> {
         let mut stop_hooks = 0u32;
         let mut warned_near = false;
         loop {
+            // A ceiling near (the last response max_turns allows, 80 % of a budget): told once.
+            let ceilings = self.ceilings();
+            if !warned_near {
+                let near = if index.saturating_add(1) == ceilings.max_turns && index > 0 {
+                    Some(format!(
+                        "the next model response is the last max_turns ({}) allows",
+                        ceilings.max_turns
+                    ))
+                } else {
+                    budget.near(&ceilings)
+                };
+                if let Some(message) = near {
+                    warned_near = true;
+                    let notice = Notification {
+                        kind: NotificationKind::BudgetNear,
+                        message,
+                    };
+                    inner.lifecycle().notify(&notice, self.cancel).await;
+                }
+            }
             // The reply's calls run under a token of their own (a child of the turn's): a
             // stream that fails after some started cancels those, not the turn.
             let reply_cancel = self.cancel.child_token();
@@ -755,24 +775,6 @@ impl Turn<'_> {
             }
             if self.cancel.is_cancelled() {
                 return TurnEnd::new(Outcome::Cancelled, final_text, usage);
-            }
-            if !warned_near {
-                let near = if index.saturating_add(1) == ceilings.max_turns {
-                    Some(format!(
-                        "one model response left before max_turns ({})",
-                        ceilings.max_turns
-                    ))
-                } else {
-                    budget.near(&ceilings)
-                };
-                if let Some(message) = near {
-                    warned_near = true;
-                    let notice = Notification {
-                        kind: NotificationKind::BudgetNear,
-                        message,
-                    };
-                    inner.lifecycle().notify(&notice, self.cancel).await;
-                }
             }
         }
     }

@@ -332,12 +332,14 @@ fn read_hook(h: &Value, at: &str) -> Result<CommandHook, ConfigError> {
         None | Some(Value::Null) => DEFAULT_HOOK_TIMEOUT,
         Some(t) => match t.as_f64() {
             Some(s) if s > 0.0 && s <= MAX_HOOK_TIMEOUT_S as f64 => Duration::from_secs_f64(s),
-            _ => return Err(ConfigError::new(
-                format!("{at}.timeout"),
-                format!(
+            _ => {
+                return Err(ConfigError::new(
+                    format!("{at}.timeout"),
+                    format!(
                     "must be a number of seconds above 0, at most {MAX_HOOK_TIMEOUT_S}; got {t}"
                 ),
-            )),
+                ))
+            }
         },
     };
     Ok(CommandHook {
