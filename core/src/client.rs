@@ -512,9 +512,9 @@ impl ClientBuilder {
     }
 
     /// Lifecycle hooks from a hooks file (see [`crate::hooks`]); also settable as config
-    /// `hooks`.
+    /// `hooks_file`.
     pub fn hooks_file(mut self, source: serde_json::Value) -> Self {
-        self.config.hooks = Some(source);
+        self.config.hooks_file = Some(source);
         self
     }
 
@@ -661,7 +661,7 @@ impl ClientBuilder {
         if let Some(p) = &policy {
             check_backend(p, &config)?;
         }
-        let hooks_file = match &config.hooks {
+        let hooks_file = match &config.hooks_file {
             Some(source) => Some(
                 crate::hooks::HooksFile::from_source(source)
                     .map_err(|e| Error::Config(e.spelled(spelling)))?,

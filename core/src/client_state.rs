@@ -81,7 +81,7 @@ pub(crate) struct Parts {
     pub toolkit: Toolkit,
     pub allow: Allowlist,
     pub hooks: Option<Arc<dyn Hooks>>,
-    /// Config `hooks`, read.
+    /// Config `hooks_file`, read.
     pub hooks_file: Option<HooksFile>,
     /// How long a host lifecycle hook may take.
     pub hook_timeout: std::time::Duration,

@@ -360,7 +360,7 @@ pub struct Config {
     /// of a file holding either. Checked whole at client creation; the commands run in the
     /// root, in the same sandbox as bash. See [`crate::hooks`] and `docs/hooks.md`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub hooks: Option<serde_json::Value>,
+    pub hooks_file: Option<serde_json::Value>,
     /// Tool calls per turn; one more ends the turn with outcome `budget`. `None` = no ceiling
     /// (a policy's `compute.maxToolCalls` may still set one: the smaller wins).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -486,7 +486,7 @@ impl Default for Config {
             secret_env: Vec::new(),
             connect_timeout_ms: 10_000,
             policy: None,
-            hooks: None,
+            hooks_file: None,
             max_tool_calls: None,
             max_turn_tokens: None,
             compaction: None,
@@ -540,7 +540,7 @@ impl fmt::Debug for Config {
             secret_env,
             connect_timeout_ms,
             policy,
-            hooks,
+            hooks_file,
             max_tool_calls,
             max_turn_tokens,
             request_timeout_ms,
@@ -595,7 +595,7 @@ impl fmt::Debug for Config {
             // A policy holds rules, not secrets.
             .field("policy", policy)
             // Commands, not secrets (a hook reads its secrets from where it runs).
-            .field("hooks", hooks)
+            .field("hooks_file", hooks_file)
             .field("max_tool_calls", max_tool_calls)
             .field("max_turn_tokens", max_turn_tokens)
             .field("request_timeout_ms", request_timeout_ms)

@@ -139,14 +139,15 @@ pub struct HooksFile {
 }
 
 impl HooksFile {
-    /// The `hooks` option's forms: a JSON object (a settings file with a `hooks` key, or the
+    /// The `hooks_file` option's forms: a JSON object (a settings file with a `hooks` key, or the
     /// `hooks` object itself), its JSON text (a string starting with `{`), or a file path.
     pub fn from_source(source: &Value) -> Result<HooksFile, ConfigError> {
         match source {
             Value::Object(_) => HooksFile::from_value(source),
             Value::String(s) if s.trim_start().starts_with('{') => {
-                let v: Value = serde_json::from_str(s)
-                    .map_err(|e| ConfigError::new("hooks", format!("is not valid JSON: {e}")))?;
+                let v: Value = serde_json::from_str(s).map_err(|e| {
+                    ConfigError::new("hooks_file", format!("is not valid JSON: {e}"))
+                })?;
                 HooksFile::from_value(&v)
             }
             Value::String(s) => HooksFile::load(s),
@@ -161,7 +162,7 @@ impl HooksFile {
     pub fn load(path: impl AsRef<Path>) -> Result<HooksFile, ConfigError> {
         let path = path.as_ref();
         let at = |why: String| {
-            ConfigError::new("hooks", why)
+            ConfigError::new("hooks_file", why)
                 .with_value(serde_json::Value::String(path.display().to_string()).to_string())
         };
         let meta = std::fs::metadata(path).map_err(|e| at(format!("cannot be read: {e}")))?;
@@ -184,12 +185,12 @@ impl HooksFile {
     pub fn from_value(v: &Value) -> Result<HooksFile, ConfigError> {
         let obj = v
             .as_object()
-            .ok_or_else(|| ConfigError::new("hooks", "must be an object"))?;
+            .ok_or_else(|| ConfigError::new("hooks_file", "must be an object"))?;
         // A settings file holds its hooks under `hooks`; the bare object is the events map.
         let (events, prefix) = match obj.get("hooks") {
-            Some(Value::Object(inner)) => (inner, "hooks.hooks"),
-            Some(_) => return Err(ConfigError::new("hooks.hooks", "must be an object")),
-            None => (obj, "hooks"),
+            Some(Value::Object(inner)) => (inner, "hooks_file.hooks"),
+            Some(_) => return Err(ConfigError::new("hooks_file.hooks", "must be an object")),
+            None => (obj, "hooks_file"),
         };
         let mut file = HooksFile::default();
         for (name, groups) in events {
@@ -411,29 +412,29 @@ mod tests {
     #[test]
     fn what_contenox_cannot_honour_is_refused_by_name() {
         let cases = [
-            (json!({"SubagentStop": []}), "hooks.SubagentStop"),
-            (json!({"Bogus": []}), "hooks.Bogus"),
+            (json!({"SubagentStop": []}), "hooks_file.SubagentStop"),
+            (json!({"Bogus": []}), "hooks_file.Bogus"),
             (
                 json!({"Stop": [{"hooks": [{"type": "prompt", "prompt": "x"}]}]}),
-                "hooks.Stop[0].hooks[0].type",
+                "hooks_file.Stop[0].hooks[0].type",
             ),
             (
                 json!({"Stop": [{"hooks": [{"type": "command"}]}]}),
-                "hooks.Stop[0].hooks[0].command",
+                "hooks_file.Stop[0].hooks[0].command",
             ),
             (
                 json!({"PreToolUse": [{"matcher": "(", "hooks": []}]}),
-                "hooks.PreToolUse[0].matcher",
+                "hooks_file.PreToolUse[0].matcher",
             ),
             (
                 json!({"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": 0}]}]}),
-                "hooks.Stop[0].hooks[0].timeout",
+                "hooks_file.Stop[0].hooks[0].timeout",
             ),
             (
                 json!({"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": 601}]}]}),
-                "hooks.Stop[0].hooks[0].timeout",
+                "hooks_file.Stop[0].hooks[0].timeout",
             ),
-            (json!({"hooks": []}), "hooks.hooks"),
+            (json!({"hooks": []}), "hooks_file.hooks"),
         ];
         for (v, at) in cases {
             let e = HooksFile::from_value(&v).unwrap_err();

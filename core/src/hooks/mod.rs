@@ -1,5 +1,5 @@
 //! Lifecycle hooks: the host's (the lifecycle methods of [`crate::Hooks`]) and a hooks file's
-//! (config `hooks`, the shape Claude Code, codex and goose share: [`HooksFile`]), called at each
+//! (config `hooks_file`, the shape Claude Code, codex and goose share: [`HooksFile`]), called at each
 //! point of a turn. The file's command hooks run first, then the host's; a block by either wins.
 //! Every point has a fallback when a hook fails (raises, panics, times out, answers what cannot
 //! be read): it is logged and the point goes on as if the hook had said nothing, as Claude Code

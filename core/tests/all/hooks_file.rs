@@ -1,4 +1,4 @@
-//! Config `hooks`: a Claude Code hooks file, its command hooks run for real (bash, in the
+//! Config `hooks_file`: a Claude Code hooks file, its command hooks run for real (bash, in the
 //! sandbox) at each point, and hostile hooks (hang, flood, bad JSON, exit 1) each giving their
 //! documented fallback.
 
@@ -347,16 +347,16 @@ fn a_hooks_file_contenox_cannot_honour_is_refused_at_creation() {
     for (hooks, option) in [
         (
             json!({"hooks": {"SubagentStop": []}}),
-            "hooks.hooks.SubagentStop",
+            "hooks_file.hooks.SubagentStop",
         ),
         (
             json!({"PreToolUse": [{"hooks": [{"type": "http", "url": "http://127.0.0.1:1"}]}]}),
-            "hooks.PreToolUse[0].hooks[0].type",
+            "hooks_file.PreToolUse[0].hooks[0].type",
         ),
-        (json!("{not json"), "hooks"),
+        (json!("{not json"), "hooks_file"),
         (
             json!(dir.path().join("missing.json").display().to_string()),
-            "hooks",
+            "hooks_file",
         ),
     ] {
         let e = Client::builder()
