@@ -175,7 +175,10 @@ impl FileHooks {
         let replies = self
             .fire(HookEvent::PreToolUse, &subjects, fields, cancel)
             .await;
-        if let Some(why) = replies.iter().find_map(|r| r.block.clone()) {
+        if let Some(why) = replies
+            .iter()
+            .find_map(|r| r.block.clone().or_else(|| r.halt.clone()))
+        {
             return Some(Decision::deny(why));
         }
         if replies.iter().any(|r| r.updated_input) {
@@ -222,7 +225,7 @@ impl FileHooks {
         let replies = self.fire(event, &subjects, fields, cancel).await;
         let notes: Vec<String> = replies
             .into_iter()
-            .flat_map(|r| [r.block, r.context])
+            .flat_map(|r| [r.block, r.halt, r.context])
             .flatten()
             .collect();
         if notes.is_empty() {
@@ -261,7 +264,7 @@ impl FileHooks {
             )
             .await;
         for r in replies {
-            verdict.refused = verdict.refused.or(r.block);
+            verdict.refused = verdict.refused.or(r.block).or(r.halt);
             verdict.context.extend(r.context);
         }
         verdict
@@ -275,6 +278,10 @@ impl FileHooks {
     ) -> Option<String> {
         let fields = json!({"stop_hook_active": active, "last_assistant_message": final_text});
         let replies = self.fire(HookEvent::Stop, &[], fields, cancel).await;
+        // `continue: false` from any of them: the turn ends, whatever the others asked.
+        if replies.iter().any(|r| r.halt.is_some()) {
+            return None;
+        }
         replies.into_iter().find_map(|r| r.block)
     }
 
@@ -291,7 +298,7 @@ impl FileHooks {
         let replies = self
             .fire(HookEvent::PreCompact, &[trigger], fields, cancel)
             .await;
-        replies.into_iter().find_map(|r| r.block)
+        replies.into_iter().find_map(|r| r.block.or(r.halt))
     }
 
     async fn notification(&self, n: &Notification, cancel: &CancellationToken) {

@@ -11,8 +11,11 @@ use super::file::HookEvent;
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct Reply {
     /// Block what the point is about (exit 2; `decision: "block"`; `permissionDecision:
-    /// "deny"`; `continue: false`), with the reason for the model.
+    /// "deny"`), with the reason for the model.
     pub block: Option<String>,
+    /// `continue: false`, with its `stopReason`: stop what is going on (deny the call, refuse
+    /// the prompt, veto the compaction; at `Stop`, let the turn end).
+    pub halt: Option<String>,
     /// `permissionDecision: "ask"` with its reason (PreToolUse).
     pub ask: Option<String>,
     /// Text for the model: `additionalContext`, or a plain stdout on the points that take one
@@ -111,8 +114,8 @@ pub(crate) fn read(event: HookEvent, command: &str, ran: &Ran) -> Reply {
         }
         _ => {}
     }
-    if v.get("continue") == Some(&Value::Bool(false)) && reply.block.is_none() {
-        reply.block = Some(top("stopReason").unwrap_or(reason));
+    if v.get("continue") == Some(&Value::Bool(false)) {
+        reply.halt = Some(top("stopReason").unwrap_or(reason));
     }
     reply.context = s("additionalContext").map(|c| short(&c));
     reply.updated_input = specific.is_some_and(|o| o.get("updatedInput").is_some());
@@ -159,12 +162,8 @@ mod tests {
         let allow = r#"{"hookSpecificOutput": {"permissionDecision": "allow"}}"#;
         assert_eq!(read(pre, "g", &ran(0, allow, "")), Reply::default());
         let stop = r#"{"continue": false, "stopReason": "enough"}"#;
-        assert_eq!(
-            read(HookEvent::Stop, "g", &ran(0, stop, ""))
-                .block
-                .as_deref(),
-            Some("enough")
-        );
+        let r = read(HookEvent::Stop, "g", &ran(0, stop, ""));
+        assert_eq!((r.halt.as_deref(), r.block), (Some("enough"), None));
         // JSON meant but broken: nothing applied, a non-blocking error.
         let r = read(pre, "g", &ran(0, "{\"decision\": \"blo", ""));
         assert!(r.block.is_none() && r.error.is_some());

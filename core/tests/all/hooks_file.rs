@@ -372,3 +372,21 @@ fn a_hooks_file_contenox_cannot_honour_is_refused_at_creation() {
         }
     }
 }
+
+#[tokio::test]
+async fn continue_false_at_stop_lets_the_turn_end_whatever_another_hook_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = json!({"Stop": [{"hooks": [
+        {"type": "command", "command": "echo 'keep going' >&2; exit 2"},
+        {"type": "command", "command": "echo '{\"continue\": false, \"stopReason\": \"enough\"}'"}
+    ]}]});
+    let c = Client::builder()
+        .root(dir.path())
+        .builtins(Vec::<String>::new())
+        .script(vec![ScriptEntry::text("a"), ScriptEntry::text("b")])
+        .hooks_file(hooks)
+        .build()
+        .unwrap();
+    let r = c.run("go").await.unwrap();
+    assert_eq!((r.outcome, r.final_text.as_str()), (Outcome::Done, "a"));
+}
