@@ -1,10 +1,60 @@
 //! What the lifecycle hooks of [`crate::Hooks`] see and answer: the points of a turn beside
 //! `before_tool` / `after_tool` (see `docs/hooks.md` for every point, what it may do and its
-//! fallback when the hook fails).
+//! fallback when the hook fails), and the two facts of a turn's life they name: how it ended
+//! ([`Outcome`]) and what started a compaction ([`CompactTrigger`]) (here rather than in
+//! `event`, which reports them, so that `gate` can name them without a cycle).
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::{CompactTrigger, Outcome};
+/// How a turn ended.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The model gave a final answer.
+    Done,
+    /// The turn was cancelled; the transcript is kept and valid.
+    Cancelled,
+    /// The turn reached `max_turns` model responses.
+    MaxTurns,
+    /// The model could not be reached or answered badly; see the final event's `error`.
+    Error,
+    /// A compute ceiling (`max_tool_calls`, `max_turn_tokens`, or the policy's `compute`) was
+    /// reached; the final event's `error` names it. Calls left unexecuted got the error result
+    /// `budget reached: ...`, so the transcript stays valid.
+    Budget,
+    /// The turn has an `output_schema`, and its final answer did not match it after
+    /// `output_retries` corrections (or stopped short: see `stop_reason`): `error` says why,
+    /// `final_text` is the raw answer, `output` is absent.
+    OutputInvalid,
+}
+
+impl Outcome {
+    /// The snake_case name used on every wire (`done`, `cancelled`, `max_turns`, `error`,
+    /// `budget`, `output_invalid`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::Cancelled => "cancelled",
+            Outcome::MaxTurns => "max_turns",
+            Outcome::Error => "error",
+            Outcome::Budget => "budget",
+            Outcome::OutputInvalid => "output_invalid",
+        }
+    }
+}
+
+/// What started a compaction, as reported in [`Event::Compact`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum CompactTrigger {
+    /// The engine: the context measured over `compaction.threshold_tokens` before a request,
+    /// or the server refused a request as over its context length.
+    Auto,
+    /// The host: `client.compact()`.
+    Manual,
+}
 
 /// What `on_prompt` decides about a turn's prompt (before the first model request).
 #[derive(Debug, Clone, PartialEq, Eq)]
