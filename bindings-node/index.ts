@@ -42,6 +42,7 @@ export type {
   ClientOptions,
   Effort,
   FallbackModel,
+  HooksFileSource,
   ModelSettings,
   Reasoning,
   RetryPolicy,

@@ -3,6 +3,9 @@
 import type { CompactionOptions, Compactor } from './compaction'
 import type { Hooks, WaitFor } from './gate'
 import type { PolicySource } from './policy'
+
+/** The `hooksFile` option: a hooks (or settings) object, its JSON text, or a file path. */
+export type HooksFileSource = Record<string, unknown> | string
 import type { ToolDefinition } from './tools'
 import type { Hints, JsonObject, Style, Usage } from './types'
 import type { OutputSchema } from './output'
@@ -203,6 +206,15 @@ export interface ClientOptions extends ModelSettings {
    * policy that does not validate throws a `ConfigurationError` with `option: 'policy'`.
    */
   policy?: PolicySource
+  /**
+   * A hooks file in the shape Claude Code, codex and goose share: a settings object holding
+   * `hooks`, the `hooks` object itself (`{PreToolUse: [{matcher: 'Bash', hooks: [{type:
+   * 'command', command: './guard.sh', timeout: 30}]}]}`), its JSON text, or a file path. Its
+   * command hooks run in the root, in the bash sandbox, at the turn's points (a `PreToolUse`
+   * hook exiting 2 blocks the call); the file's keys are its own and are never renamed. See
+   * docs/hooks.md. Checked now (`ConfigurationError` with `option: 'hooksFile...'`).
+   */
+  hooksFile?: HooksFileSource
   /** Tool calls per turn; one more ends the turn with outcome `budget`. */
   maxToolCalls?: number
   /** Input + output tokens per turn; reaching it ends the turn with outcome `budget`. */

@@ -145,6 +145,11 @@ pub struct ClientArgs {
     /// Model responses per turn, that is per prompt (default 50).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
+    /// Lifecycle hooks from a hooks file in the shape Claude Code, codex and goose share (a
+    /// settings file such as .claude/settings.json, or a hooks.json): its command hooks run in
+    /// the working directory, in the bash sandbox (a PreToolUse hook exiting 2 blocks the call).
+    #[arg(long, value_name = "FILE")]
+    pub hooks_file: Option<PathBuf>,
 }
 
 /// Where the model is: the same flags (and variables) for `run` and `acp`.

@@ -63,6 +63,9 @@ pub fn client_config(flags: &ClientArgs, root: &Path) -> CliResult<Config> {
     if let Some(n) = flags.max_turns {
         config.insert("max_turns".into(), json!(n));
     }
+    if let Some(path) = &flags.hooks_file {
+        config.insert("hooks_file".into(), json!(path.display().to_string()));
+    }
     config.insert(
         "policy".into(),
         policy(&flags.gate.policy)?.document().clone(),

@@ -405,6 +405,7 @@ pub struct ClientBuilder {
     spelling: Spelling,
     policy: Option<Policy>,
     compactor: Option<Arc<dyn Compactor>>,
+    hook_timeout: Option<std::time::Duration>,
 }
 
 impl ClientBuilder {
@@ -502,6 +503,21 @@ impl ClientBuilder {
         self.tools.push(tool);
         self
     }
+    /// How long each lifecycle hook of [`Hooks`] (`on_prompt` ... `on_notification`) may take
+    /// before its point's fallback applies (default 60 s). Command hooks of a hooks file have
+    /// their own `timeout`.
+    pub fn hook_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.hook_timeout = Some(timeout);
+        self
+    }
+
+    /// Lifecycle hooks from a hooks file (see [`crate::hooks`]); also settable as config
+    /// `hooks_file`.
+    pub fn hooks_file(mut self, source: serde_json::Value) -> Self {
+        self.config.hooks_file = Some(source);
+        self
+    }
+
     /// The gate's hooks.
     pub fn hooks(mut self, hooks: Arc<dyn Hooks>) -> Self {
         self.hooks = Some(hooks);
@@ -645,6 +661,13 @@ impl ClientBuilder {
         if let Some(p) = &policy {
             check_backend(p, &config)?;
         }
+        let hooks_file = match &config.hooks_file {
+            Some(source) => Some(
+                crate::hooks::HooksFile::from_source(source)
+                    .map_err(|e| Error::Config(e.spelled(spelling)))?,
+            ),
+            None => None,
+        };
         let backend = backend_for(&config).map_err(option(""))?;
         let mut fallbacks = Vec::with_capacity(config.fallback.len());
         for i in 0..config.fallback.len() {
@@ -692,6 +715,10 @@ impl ClientBuilder {
                 toolkit,
                 allow,
                 hooks: self.hooks,
+                hooks_file,
+                hook_timeout: self
+                    .hook_timeout
+                    .unwrap_or(crate::hooks::DEFAULT_LIFECYCLE_TIMEOUT),
                 wait_for: self.wait_for,
                 root,
                 secret_env,

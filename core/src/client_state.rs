@@ -17,9 +17,11 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::event::Usage;
 use crate::gate::{Hooks, WaitFor};
+use crate::hooks::{FileHooks, HooksFile, Lifecycle};
 use crate::model::{Backend, Model};
 use crate::output::OutputSchema;
 use crate::policy::Policy;
+use crate::sandbox::Sandbox;
 use crate::settings::TurnSettings;
 use crate::spelling::Spelling;
 use crate::tool::{Allowlist, EventSink, HostTools, SourceList, Tool, ToolSpec, Toolkit};
@@ -37,6 +39,8 @@ pub(crate) struct ClientState {
     toolkit: Toolkit,
     allow: Allowlist,
     hooks: Option<Arc<dyn Hooks>>,
+    /// The lifecycle hooks: the hooks file's and the host's.
+    lifecycle: Lifecycle,
     wait_for: Option<Arc<dyn WaitFor>>,
     conversation: Mutex<Transcript>,
     /// Held by the running turn: turns of one client run one at a time.
@@ -77,6 +81,10 @@ pub(crate) struct Parts {
     pub toolkit: Toolkit,
     pub allow: Allowlist,
     pub hooks: Option<Arc<dyn Hooks>>,
+    /// Config `hooks_file`, read.
+    pub hooks_file: Option<HooksFile>,
+    /// How long a host lifecycle hook may take.
+    pub hook_timeout: std::time::Duration,
     pub wait_for: Option<Arc<dyn WaitFor>>,
     pub root: PathBuf,
     pub secret_env: Vec<String>,
@@ -105,7 +113,22 @@ impl Drop for ClientState {
 
 impl ClientState {
     pub fn new(parts: Parts) -> Self {
+        let root = Arc::new(parts.root);
+        let secret_env = Arc::new(parts.secret_env);
+        let lifecycle = Lifecycle {
+            file: parts.hooks_file.filter(|f| !f.is_empty()).map(|f| {
+                Arc::new(FileHooks::new(
+                    f,
+                    root.clone(),
+                    Sandbox::new(parts.config.sandbox.clone(), parts.config.shell_env.clone()),
+                    secret_env.clone(),
+                ))
+            }),
+            host: parts.hooks.clone(),
+            timeout: parts.hook_timeout,
+        };
         ClientState {
+            lifecycle,
             models: std::iter::once(Model {
                 name: parts.config.model_name().to_string(),
                 backend: parts.backend,
@@ -119,8 +142,8 @@ impl ClientState {
             wait_for: parts.wait_for,
             conversation: Mutex::new(Transcript::default()),
             turn_lock: tokio::sync::Mutex::new(()),
-            root: Arc::new(parts.root),
-            secret_env: Arc::new(parts.secret_env),
+            root,
+            secret_env,
             next_id: AtomicU64::new(0),
             shutdown: CancellationToken::new(),
             shells: parts.shells,
@@ -185,6 +208,11 @@ impl ClientState {
 
     pub fn hooks(&self) -> Option<&Arc<dyn Hooks>> {
         self.hooks.as_ref()
+    }
+
+    /// The lifecycle hooks (the hooks file's, the host's).
+    pub fn lifecycle(&self) -> &Lifecycle {
+        &self.lifecycle
     }
 
     pub fn wait_for(&self) -> Option<&Arc<dyn WaitFor>> {
@@ -307,6 +335,7 @@ impl ClientState {
             tools,
             sink,
             cancel,
+            lifecycle: &self.lifecycle,
         }
     }
 
@@ -333,6 +362,16 @@ impl ClientState {
 
     /// Cancel every running turn, kill every background shell, refuse new turns.
     pub fn close(&self) {
+        if !self.shutdown.is_cancelled() {
+            // SessionEnd runs on the runtime the client is closed in (none: it is skipped),
+            // bounded by its hooks' own timeouts.
+            if let (Some(file), Ok(rt)) = (
+                self.lifecycle.file.clone(),
+                tokio::runtime::Handle::try_current(),
+            ) {
+                rt.spawn(async move { file.session_end().await });
+            }
+        }
         // Cancelling every turn's token kills the shells this client's turns started; shells
         // the host owns and shares (given with `background_shells`) stay for the host's
         // `close_all`.

@@ -354,6 +354,13 @@ pub struct Config {
     /// at client creation. `None` = no policy. See [`crate::policy`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<serde_json::Value>,
+    /// Lifecycle hooks from a hooks file in the shape Claude Code, codex and goose share
+    /// (`{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", ...}]}]}}`):
+    /// a settings object holding `hooks`, the `hooks` object itself, its JSON text, or the path
+    /// of a file holding either. Checked whole at client creation; the commands run in the
+    /// root, in the same sandbox as bash. See [`crate::hooks`] and `docs/hooks.md`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hooks_file: Option<serde_json::Value>,
     /// Tool calls per turn; one more ends the turn with outcome `budget`. `None` = no ceiling
     /// (a policy's `compute.maxToolCalls` may still set one: the smaller wins).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -479,6 +486,7 @@ impl Default for Config {
             secret_env: Vec::new(),
             connect_timeout_ms: 10_000,
             policy: None,
+            hooks_file: None,
             max_tool_calls: None,
             max_turn_tokens: None,
             compaction: None,
@@ -532,6 +540,7 @@ impl fmt::Debug for Config {
             secret_env,
             connect_timeout_ms,
             policy,
+            hooks_file,
             max_tool_calls,
             max_turn_tokens,
             request_timeout_ms,
@@ -585,6 +594,8 @@ impl fmt::Debug for Config {
             .field("connect_timeout_ms", connect_timeout_ms)
             // A policy holds rules, not secrets.
             .field("policy", policy)
+            // Commands, not secrets (a hook reads its secrets from where it runs).
+            .field("hooks_file", hooks_file)
             .field("max_tool_calls", max_tool_calls)
             .field("max_turn_tokens", max_turn_tokens)
             .field("request_timeout_ms", request_timeout_ms)

@@ -4,46 +4,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::gate::{Answer, PendingRequest};
+pub use crate::lifecycle::{CompactTrigger, Outcome};
 use crate::tool_spec::{Hints, Source};
 use crate::transcript::Transcript;
-
-/// How a turn ended.
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// The model gave a final answer.
-    Done,
-    /// The turn was cancelled; the transcript is kept and valid.
-    Cancelled,
-    /// The turn reached `max_turns` model responses.
-    MaxTurns,
-    /// The model could not be reached or answered badly; see the final event's `error`.
-    Error,
-    /// A compute ceiling (`max_tool_calls`, `max_turn_tokens`, or the policy's `compute`) was
-    /// reached; the final event's `error` names it. Calls left unexecuted got the error result
-    /// `budget reached: ...`, so the transcript stays valid.
-    Budget,
-    /// The turn has an `output_schema`, and its final answer did not match it after
-    /// `output_retries` corrections (or stopped short: see `stop_reason`): `error` says why,
-    /// `final_text` is the raw answer, `output` is absent.
-    OutputInvalid,
-}
-
-impl Outcome {
-    /// The snake_case name used on every wire (`done`, `cancelled`, `max_turns`, `error`,
-    /// `budget`, `output_invalid`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Done => "done",
-            Outcome::Cancelled => "cancelled",
-            Outcome::MaxTurns => "max_turns",
-            Outcome::Error => "error",
-            Outcome::Budget => "budget",
-            Outcome::OutputInvalid => "output_invalid",
-        }
-    }
-}
 
 /// Why a model reply stopped short of a full answer. A reply with one of these ends the turn:
 /// the `stop` event says so as it happens, and the result's `stop_reason` after.
@@ -137,18 +100,6 @@ pub enum GateVerdict {
     Deny,
     /// The call waits for the host's `wait_for`.
     Ask,
-}
-
-/// What started a compaction, as reported in [`Event::Compact`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum CompactTrigger {
-    /// The engine: the context measured over `compaction.threshold_tokens` before a request,
-    /// or the server refused a request as over its context length.
-    Auto,
-    /// The host: `client.compact()`.
-    Manual,
 }
 
 /// One thing that happened in a turn. Serialized with a `type` tag in snake_case, the same in

@@ -5,6 +5,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::lifecycle::{
+    CompactAction, CompactRequest, Notification, PromptAction, StopAction, TurnEndInfo,
+};
 use crate::tool_output::{HostError, ToolOutput};
 use crate::tool_spec::{Hints, Source};
 
@@ -180,8 +183,11 @@ impl<'de> Deserialize<'de> for Answer {
     }
 }
 
-/// The host's gate. Both methods have defaults (allow; keep the result), so a host implements
-/// only what it needs. An `Err` from a hook becomes an error result for that call.
+/// The host's gate and lifecycle hooks. Every method has a default (allow; keep the result; go
+/// on), so a host implements only what it needs. An `Err` from `before_tool` / `after_tool`
+/// becomes an error result for that call; the lifecycle hooks (`on_prompt` ... `on_notification`)
+/// each have the fallback their doc names, and are given at most the client's hook timeout
+/// ([`crate::ClientBuilder::hook_timeout`], default 60 s).
 #[async_trait]
 pub trait Hooks: Send + Sync + 'static {
     /// Decide on a call before it runs. Called for every call from every source.
@@ -199,6 +205,56 @@ pub trait Hooks: Send + Sync + 'static {
     ) -> Result<Option<ToolOutput>, HostError> {
         let _ = (call, result);
         Ok(None)
+    }
+
+    /// Before the turn's first model request: keep, replace, add to or refuse the prompt.
+    /// Fallback when it fails (an `Err`, a panic, no answer within the hook timeout): the prompt
+    /// is sent as it is (the failure is logged).
+    async fn on_prompt(&self, prompt: &str) -> Result<PromptAction, HostError> {
+        let _ = prompt;
+        Ok(PromptAction::Continue)
+    }
+
+    /// The model gave its final answer: let the turn end, or send the model back to work.
+    /// Fallback when it fails: the turn ends.
+    async fn on_stop(&self, final_text: &str) -> Result<StopAction, HostError> {
+        let _ = final_text;
+        Ok(StopAction::Stop)
+    }
+
+    /// A compaction is about to run: proceed, change its instructions or veto it.
+    /// Fallback when it fails: the compaction proceeds as configured.
+    async fn before_compact(&self, request: &CompactRequest) -> Result<CompactAction, HostError> {
+        let _ = request;
+        Ok(CompactAction::Proceed)
+    }
+
+    /// A call ran and its result is an error (after `after_tool`). Observes only.
+    async fn on_tool_error(
+        &self,
+        call: &ToolCallEvent,
+        result: &ToolOutput,
+    ) -> Result<(), HostError> {
+        let _ = (call, result);
+        Ok(())
+    }
+
+    /// A turn starts (after its `turn_start` event, before `on_prompt`). Observes only.
+    async fn on_turn_start(&self, prompt: &str) -> Result<(), HostError> {
+        let _ = prompt;
+        Ok(())
+    }
+
+    /// A turn ended (before its `turn_end` event). Observes only.
+    async fn on_turn_end(&self, end: &TurnEndInfo) -> Result<(), HostError> {
+        let _ = end;
+        Ok(())
+    }
+
+    /// An ask was raised, or the turn is near a ceiling. Observes only.
+    async fn on_notification(&self, notification: &Notification) -> Result<(), HostError> {
+        let _ = notification;
+        Ok(())
     }
 }
 

@@ -64,7 +64,9 @@ mod config_read;
 mod error;
 mod event;
 mod gate;
+pub mod hooks;
 mod image_file;
+mod lifecycle;
 pub mod mcp;
 mod model;
 pub mod output;
@@ -108,6 +110,11 @@ pub use event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnRes
 pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
     DEFAULT_DENIAL,
+};
+pub use hooks::HooksFile;
+pub use lifecycle::{
+    CompactAction, CompactRequest, Notification, NotificationKind, PromptAction, StopAction,
+    TurnEndInfo,
 };
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 #[doc(hidden)]

@@ -119,6 +119,17 @@ impl Prompt {
         Ok(())
     }
 
+    /// The prompt as the lifecycle hooks left it: its text parts replaced by `replace` (one
+    /// text part first, the images kept in order), then each `context` text as a part after.
+    pub(crate) fn with_hooks(mut self, replace: Option<String>, context: Vec<String>) -> Prompt {
+        if let Some(text) = replace {
+            self.parts.retain(|p| !matches!(p, Part::Text { .. }));
+            self.parts.insert(0, Part::text(text));
+        }
+        self.parts.extend(context.into_iter().map(Part::text));
+        self
+    }
+
     /// The user message the turn appends.
     pub(crate) fn into_message(self) -> Message {
         Message::User {

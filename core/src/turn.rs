@@ -21,6 +21,7 @@ use crate::gate::{
     Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
 };
 use crate::image_file::{check_result_images, image_paths, resolve_images};
+use crate::lifecycle::{refused_prompt_error, Notification, NotificationKind, TurnEndInfo};
 use crate::model::{complete_with_fallback, Backend, ModelRequest, RawCall, RequestFailed};
 use crate::output::OutputSchema;
 use crate::policy::{self, Budget, Ceilings};
@@ -118,7 +119,36 @@ pub(crate) async fn run_turn(
     sink.emit_with(|| Event::TurnStart {
         prompt: prompt.text(),
     });
-    inner.append([prompt.into_message()]);
+    let lifecycle = inner.lifecycle();
+    lifecycle.turn_start(&prompt.text(), &cancel).await;
+    let verdict = lifecycle.prompt(&prompt.text(), &cancel).await;
+    if let Some(why) = verdict.refused {
+        // Refused: no request, the conversation as it was.
+        let end = TurnEndInfo {
+            outcome: Outcome::Error,
+            final_text: String::new(),
+            error: Some(refused_prompt_error(&why)),
+        };
+        lifecycle.turn_end(&end, &cancel).await;
+        sink.emit_with(|| Event::TurnEnd {
+            outcome: end.outcome,
+            final_text: String::new(),
+            usage: Usage::default(),
+            error: end.error.clone(),
+        });
+        return TurnResult {
+            outcome: end.outcome,
+            final_text: String::new(),
+            usage: Usage::default(),
+            error: end.error,
+            stop_reason: None,
+            output: None,
+            transcript: inner.transcript(),
+        };
+    }
+    inner.append([prompt
+        .with_hooks(verdict.replace, verdict.context)
+        .into_message()]);
     // Sources that asked for it (a remote hook that was down) are probed before the first
     // request, so what came up is offered in it.
     inner.sources().before_turn(&cancel).await;
@@ -130,6 +160,17 @@ pub(crate) async fn run_turn(
         stop_reason,
         output,
     } = turn.steps().await;
+    let end = TurnEndInfo {
+        outcome,
+        final_text,
+        error,
+    };
+    lifecycle.turn_end(&end, &cancel).await;
+    let TurnEndInfo {
+        outcome,
+        final_text,
+        error,
+    } = end;
     sink.emit_with(|| Event::TurnEnd {
         outcome,
         final_text: final_text.clone(),
@@ -207,10 +248,21 @@ impl Gatekeeper for ClientState {
     ) -> BoxFuture<'a, Option<Judgement>> {
         Box::pin(async move {
             let policy = policy::judge(self.policy().as_deref(), call, root);
-            let decision = match (policy.denial(), self.hooks()) {
-                (Some(denied), _) => Ok(denied),
-                (None, None) => policy.narrow(Ok(Decision::Allow)),
-                (None, Some(hooks)) => {
+            // The hooks file's PreToolUse after the policy, before the host's `before_tool`:
+            // it may deny or ask, never widen what the policy denied.
+            let file = match policy.denial() {
+                Some(_) => None,
+                None => {
+                    let pre = self.lifecycle().file_pre_tool(call, cancel);
+                    let d = until_cancelled(cancel, pre).await?;
+                    d.filter(|d| !matches!(d, Decision::Allow))
+                }
+            };
+            let decision = match (policy.denial(), file, self.hooks()) {
+                (Some(denied), _, _) => Ok(denied),
+                (None, Some(file), _) => policy.narrow(Ok(file)),
+                (None, None, None) => policy.narrow(Ok(Decision::Allow)),
+                (None, None, Some(hooks)) => {
                     let hook = AssertUnwindSafe(hooks.before_tool(call)).catch_unwind();
                     let host = tokio::select! {
                         biased;
@@ -234,18 +286,28 @@ impl Gatekeeper for ClientState {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Option<std::result::Result<Option<ToolOutput>, String>>> {
         Box::pin(async move {
-            let Some(hooks) = self.hooks() else {
-                return Some(Ok(None));
+            let host = match self.hooks() {
+                None => Ok(None),
+                Some(hooks) => {
+                    let after = AssertUnwindSafe(hooks.after_tool(call, output)).catch_unwind();
+                    tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => return None,
+                        r = after => match r {
+                            Ok(r) => r.map_err(|e| e.to_string()),
+                            Err(_) => Err("after_tool panicked".into()),
+                        },
+                    }
+                }
             };
-            let after = AssertUnwindSafe(hooks.after_tool(call, output)).catch_unwind();
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => None,
-                r = after => Some(match r {
-                    Ok(r) => r.map_err(|e| e.to_string()),
-                    Err(_) => Err("after_tool panicked".into()),
-                }),
-            }
+            let Ok(host) = host else {
+                return Some(host);
+            };
+            // Then the hooks file's PostToolUse (or PostToolUseFailure) and `on_tool_error`.
+            let seen = host.as_ref().unwrap_or(output);
+            let later = self.lifecycle().after_tool(call, seen, cancel);
+            let later = until_cancelled(cancel, later).await?;
+            Some(Ok(later.or(host)))
         })
     }
 
@@ -511,7 +573,30 @@ impl Turn<'_> {
         let mut budget = Budget::default();
         // Answers that did not match the output schema, sent back for another try.
         let mut corrections = 0u32;
+        // How many times a stop hook sent the model back to work.
+        let mut stop_hooks = 0u32;
+        let mut warned_near = false;
         loop {
+            // A ceiling near (the last response max_turns allows, 80 % of a budget): told once.
+            let ceilings = self.ceilings();
+            if !warned_near {
+                let near = if index.saturating_add(1) == ceilings.max_turns && index > 0 {
+                    Some(format!(
+                        "the next model response is the last max_turns ({}) allows",
+                        ceilings.max_turns
+                    ))
+                } else {
+                    budget.near(&ceilings)
+                };
+                if let Some(message) = near {
+                    warned_near = true;
+                    let notice = Notification {
+                        kind: NotificationKind::BudgetNear,
+                        message,
+                    };
+                    inner.lifecycle().notify(&notice, self.cancel).await;
+                }
+            }
             // The reply's calls run under a token of their own (a child of the turn's): a
             // stream that fails after some started cancels those, not the turn.
             let reply_cancel = self.cancel.child_token();
@@ -613,6 +698,18 @@ impl Turn<'_> {
             }
             runner.finish(&calls, &mut done).await;
             inner.append(step);
+            if stopped && stop.is_none() && !at_limit && !self.cancel.is_cancelled() {
+                // The final answer: a stop hook may send the model back to work.
+                let again = inner
+                    .lifecycle()
+                    .stop(&final_text, stop_hooks > 0, self.cancel)
+                    .await;
+                if let Some(message) = again {
+                    stop_hooks += 1;
+                    inner.append([Message::user(message)]);
+                    continue;
+                }
+            }
             if stopped {
                 let Some(schema) = self.output else {
                     return TurnEnd {
@@ -1083,6 +1180,19 @@ impl Turn<'_> {
     /// gate at `level` is answered by that client's `wait_for`, else the nearest one further
     /// out (a subagent without one asks its parent's).
     async fn ask(&self, request: PendingRequest, level: usize) -> Option<Answer> {
+        let notice = Notification {
+            kind: NotificationKind::Ask,
+            message: format!(
+                "{} needs approval{}",
+                request.name,
+                request
+                    .prompt
+                    .as_deref()
+                    .map(|p| format!(": {p}"))
+                    .unwrap_or_default()
+            ),
+        };
+        self.inner.lifecycle().notify(&notice, self.cancel).await;
         self.sink.emit(Event::Pending {
             call_id: request.call_id.clone(),
             name: request.name.clone(),

@@ -16,6 +16,7 @@ from ._types import (
     CodeExecutionOptions,
     CompactionOptions,
     FallbackModel,
+    HooksFileSource,
     ModelSettings,
     PolicySource,
     Prompt,
@@ -107,7 +108,7 @@ def _config_json(options: Mapping[str, Any]) -> str:
             continue
         if key == "root":
             value = os.fspath(value)
-        elif key == "policy":
+        elif key in ("policy", "hooks_file"):
             value = _policy_value(value)
         elif key == "sandbox" and isinstance(value, Mapping):
             value = dict(value)
@@ -736,6 +737,7 @@ def create_client(
     request_timeout_ms: int | None = None,
     idle_timeout_ms: int | None = None,
     policy: PolicySource | None = None,
+    hooks_file: HooksFileSource | None = None,
     max_tool_calls: int | None = None,
     max_turn_tokens: int | None = None,
     shell_env: Sequence[str] | None = None,
@@ -801,7 +803,11 @@ def create_client(
 
     The gate: ``policy``, an approval policy (a document such as
     ``contenox.policies.default()``, its JSON text or a file path), decides first on every
-    call; ``hooks={"before_tool": fn, "after_tool": fn}`` may only narrow what it allows;
+    call; ``hooks_file``, a hooks file in the shape Claude Code, codex and goose share (a
+    settings mapping holding ``hooks``, the ``hooks`` mapping, its JSON text or a file path),
+    runs its command hooks (``PreToolUse`` may deny or ask) in the bash sandbox, see
+    ``docs/hooks.md``; ``hooks={"before_tool": fn, "after_tool": fn}`` may only narrow what
+    it allows;
     ``wait_for=fn(request, cancel)`` answers asks (or ``wait_for_ctx``, the design's name for
     the same cancellable ask: the function gets the turn's cancel signal). ``before_tool``
     returns None (allow), ``deny(message)`` or an error result such as
@@ -863,6 +869,7 @@ def create_client(
             "request_timeout_ms": request_timeout_ms,
             "idle_timeout_ms": idle_timeout_ms,
             "policy": policy,
+            "hooks_file": hooks_file,
             "max_tool_calls": max_tool_calls,
             "max_turn_tokens": max_turn_tokens,
             "shell_env": list(shell_env) if shell_env is not None else None,

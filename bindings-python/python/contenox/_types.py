@@ -22,6 +22,7 @@ __all__ = [
     "JSON",
     "Outcome",
     "PolicySource",
+    "HooksFileSource",
     "SandboxOptions",
     "Source",
     "Tier",
@@ -45,6 +46,9 @@ Tier = Literal["core", "deferred"]
 """``core`` tools are sent to the model; ``deferred`` ones are reached through ``call_tool``."""
 
 PolicySource = Union[Mapping[str, Any], str, os.PathLike[str]]
+#: The ``hooks_file`` option: a hooks file in the Claude Code / codex / goose shape (a settings
+#: mapping holding ``hooks``, the ``hooks`` mapping itself), its JSON text, or a file path.
+HooksFileSource = Union[Mapping[str, Any], str, os.PathLike[str]]
 """An approval policy (hitl-policy-v1) as the option ``policy`` takes it: the document (a dict,
 e.g. ``contenox.policies.default()``), its JSON text, or the path of a file holding it. The
 engine reads and checks it whole; a policy that does not validate is a ConfigurationError."""

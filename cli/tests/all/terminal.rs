@@ -372,3 +372,87 @@ fn a_descriptor_the_shell_passes_never_reaches_a_command() {
     let transcript = std::fs::read_to_string(work.path().join("t.json")).unwrap();
     assert!(transcript.contains(r"fds:\n0\n1\n2\nend\n"), "{transcript}");
 }
+
+/// A Claude Code settings file whose PreToolUse command hook blocks `rm -rf`, given with
+/// `--hooks-file`: the call never runs, the model sees the hook's reason; a harmless call runs.
+#[test]
+fn a_claude_code_hooks_file_blocks_rm_rf() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    std::fs::create_dir_all(dir.join(".claude/hooks")).unwrap();
+    std::fs::write(
+        dir.join(".claude/hooks/guard.sh"),
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'rm -rf'*) echo 'Blocked: rm -rf is not allowed' >&2; exit 2;; esac\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join(".claude/settings.json"),
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "sh \"$CLAUDE_PROJECT_DIR\"/.claude/hooks/guard.sh"}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir(dir.join("victim")).unwrap();
+    std::fs::write(dir.join("victim/keep.txt"), "precious").unwrap();
+    let script = write_script(
+        dir,
+        json!([
+            {"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "rm -rf victim"}}]},
+            {"tool_calls": [{"id": "c2", "name": "bash", "arguments": {"command": "echo ok > out.txt"}}]},
+            {"text": "Done."}
+        ]),
+    );
+    let out = contenox(&dir.join("registry.db"))
+        .current_dir(dir)
+        .args([
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--builtins",
+            "bash",
+        ])
+        .args([
+            "--hooks-file",
+            ".claude/settings.json",
+            "--auto",
+            "clean up",
+        ])
+        .output()
+        .unwrap();
+    let text = both(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Blocked: rm -rf is not allowed"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("victim/keep.txt")).unwrap(),
+        "precious"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt")).unwrap(),
+        "ok\n"
+    );
+    // A hooks file that cannot be honoured is a usage error naming where.
+    std::fs::write(
+        dir.join("bad.json"),
+        json!({"hooks": {"Stop": [{"hooks": [{"type": "prompt", "prompt": "done?"}]}]}})
+            .to_string(),
+    )
+    .unwrap();
+    let out = contenox(&dir.join("registry.db"))
+        .current_dir(dir)
+        .args([
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--hooks-file",
+            "bad.json",
+            "x",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        both(&out).contains("hooks_file.hooks.Stop[0].hooks[0].type"),
+        "{}",
+        both(&out)
+    );
+}

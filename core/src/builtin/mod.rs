@@ -62,6 +62,7 @@ pub(crate) use multi_edit::apply_edits;
 pub(crate) use notebook_edit::edit_notebook;
 pub(crate) use numbers::{opt_u64, opt_usize};
 pub use path::{confine, display_path, Located, RootDir};
+pub(crate) use process::{kill_group, shell};
 pub use shells::BackgroundShells;
 pub use websearch::{SearchRequest, SearchResult, WebSearchProvider};
 

@@ -61,7 +61,7 @@ pub(crate) struct Spawned {
 }
 
 /// The shell commands run in: bash when there is one, else sh.
-fn shell() -> &'static str {
+pub(crate) fn shell() -> &'static str {
     static SHELL: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
     SHELL.get_or_init(|| {
         ["/bin/bash", "/usr/bin/bash"]

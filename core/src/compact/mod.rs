@@ -58,6 +58,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{CompactionConfig, RetryPolicy};
 use crate::event::{CompactTrigger, Event, Usage};
+use crate::hooks::Lifecycle;
+use crate::lifecycle::{CompactAction, CompactRequest};
 use crate::model::{complete_with_retry, Backend, ModelRequest};
 use crate::tool::{EventSink, HostError, ToolSpec};
 use crate::transcript::{Message, Transcript};
@@ -145,6 +147,8 @@ pub(crate) struct Compaction<'a> {
     pub tools: &'a [Arc<ToolSpec>],
     pub sink: &'a EventSink,
     pub cancel: &'a CancellationToken,
+    /// The client's lifecycle hooks (`before_compact`).
+    pub lifecycle: &'a Lifecycle,
 }
 
 impl Compaction<'_> {
@@ -163,6 +167,19 @@ impl Compaction<'_> {
         trigger: CompactTrigger,
         pre_tokens: u64,
     ) -> Result<Option<CompactNotice>, CompactFailed> {
+        let request = CompactRequest {
+            trigger,
+            pre_tokens,
+            instructions: self.settings.instructions.clone(),
+        };
+        let instructions = match self.lifecycle.before_compact(&request, self.cancel).await {
+            CompactAction::Proceed => request.instructions,
+            CompactAction::Instructions(i) => Some(i),
+            CompactAction::Veto(why) => {
+                tracing::info!(target: "contenox::hooks", "compaction vetoed by a hook: {why}");
+                return Ok(None);
+            }
+        };
         let current = self.conversation.lock().clone();
         let (messages, summary, usage) = match self.host_compaction(&current).await? {
             Some(t) => (t.messages, None, Usage::default()),
@@ -172,7 +189,7 @@ impl Compaction<'_> {
                 if !split::worth_compacting(older) {
                     return Ok(None);
                 }
-                let (summary, usage) = self.summarise(older).await?;
+                let (summary, usage) = self.summarise(older, instructions.as_deref()).await?;
                 let mut messages = Vec::with_capacity(kept.len() + 1);
                 messages.push(split::summary_message(&summary));
                 messages.extend_from_slice(kept);
@@ -258,8 +275,12 @@ impl Compaction<'_> {
     }
 
     /// Ask the model for a summary of `older`.
-    async fn summarise(&self, older: &[Message]) -> Result<(String, Usage), CompactFailed> {
-        let system = summary::system_prompt(self.settings.instructions.as_deref());
+    async fn summarise(
+        &self,
+        older: &[Message],
+        instructions: Option<&str>,
+    ) -> Result<(String, Usage), CompactFailed> {
+        let system = summary::system_prompt(instructions);
         let messages = [Message::user(summary::request_text(older))];
         let body = self.backend.body(&ModelRequest {
             system: Some(&system),

@@ -87,6 +87,22 @@ pub struct Spend {
 }
 
 impl Budget {
+    /// The ceiling of which 80 % or more is spent, said for a person (the `budget_near`
+    /// notification); `None` when none is near.
+    pub fn near(&self, c: &Ceilings) -> Option<String> {
+        let near = |used: u64, max: Option<u64>| {
+            max.filter(|m| used.saturating_mul(5) >= m.saturating_mul(4))
+        };
+        if let Some(max) = near(self.calls, c.max_tool_calls) {
+            return Some(format!(
+                "{} of {max} tool calls (max_tool_calls) made",
+                self.calls
+            ));
+        }
+        near(self.tokens, c.max_tokens)
+            .map(|max| format!("{} of {max} tokens (max_turn_tokens) spent", self.tokens))
+    }
+
     /// Whether the `i`-th call (from 0) of the next response runs whatever that response turns
     /// out to spend: there is no token ceiling (the response's own tokens could reach it), and
     /// the call is within `max_tool_calls`. What lets a call start before its reply is over.
