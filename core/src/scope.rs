@@ -14,8 +14,18 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::Usage;
-use crate::gate::{Decision, ToolCallEvent, WaitFor};
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use futures::FutureExt;
+
+use crate::event::Event;
+use crate::gate::{
+    Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
+};
+use crate::tool::EventSink;
 use crate::tool_output::ToolOutput;
+use crate::transcript::Message;
 
 /// One client's say on a call: its approval policy, then its `before_tool`.
 pub(crate) struct Judgement {
@@ -48,6 +58,40 @@ pub(crate) trait Gatekeeper: Send + Sync {
 
     /// The client's `wait_for`, if it has one.
     fn wait_for(&self) -> Option<Arc<dyn WaitFor>>;
+
+    /// One request to the client's own model, without tools (an MCP server's sampling):
+    /// `Err` is the failure's message, already without the backend's secrets.
+    fn sample<'a>(
+        &'a self,
+        request: &'a SampleRequest,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Sampled, String>>;
+}
+
+/// A request to a client's model on someone else's behalf (MCP `sampling/createMessage`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SampleRequest {
+    /// The system prompt (the server's `systemPrompt`).
+    pub system: Option<String>,
+    /// The conversation, ending with the user's message.
+    pub messages: Vec<Message>,
+    /// Replaces the client's temperature when set.
+    pub temperature: Option<f64>,
+    /// Replaces the client's stop sequences when set.
+    pub stop: Option<Vec<String>>,
+}
+
+/// What the model answered a [`SampleRequest`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sampled {
+    /// The answer's text.
+    pub text: String,
+    /// What the request spent.
+    pub usage: Usage,
+    /// The model's name.
+    pub model: String,
+    /// The answer was cut at `max_tokens`.
+    pub cut: bool,
 }
 
 /// One client of the chain.
@@ -116,6 +160,11 @@ impl TurnScope {
         self.frames.iter().any(|f| f.id == id)
     }
 
+    /// The gate of the turn's own client (the last of the chain), if any.
+    pub fn own(&self) -> Option<&Arc<dyn Gatekeeper>> {
+        self.frames.last().map(|f| &f.gate)
+    }
+
     /// The gates a call of this turn passes: its own client's first, then outwards.
     pub fn gates_inner_to_outer(&self) -> impl Iterator<Item = &Frame> {
         self.frames.iter().rev()
@@ -128,6 +177,137 @@ impl TurnScope {
             .skip(level)
             .find_map(|f| f.gate.wait_for())
     }
+
+    /// Pass `event` through every gate of the chain, the turn's own client first, then
+    /// outwards (a subagent's call also passes its parent's gate). The stricter answer wins:
+    /// a deny ends it (the gates further out are not asked); asks add up. `None` when
+    /// cancelled.
+    pub async fn gate(
+        &self,
+        event: &ToolCallEvent,
+        root: &Path,
+        cancel: &CancellationToken,
+    ) -> Option<Gated> {
+        let mut gated = Gated::default();
+        let mut first_rule = None;
+        for (level, frame) in self.gates_inner_to_outer().enumerate() {
+            let judged = frame.gate.judge(event, root, cancel).await?;
+            if first_rule.is_none() {
+                first_rule = judged.rule.clone();
+            }
+            match judged.decision {
+                Err(e) => {
+                    gated.denied = Some(format!("before_tool hook failed: {e}"));
+                    gated.rule = judged.rule;
+                    break;
+                }
+                Ok(Decision::Deny(message)) => {
+                    gated.denied = Some(message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()));
+                    gated.rule = judged.rule;
+                    break;
+                }
+                Ok(Decision::Ask(request)) => {
+                    if gated.asks.is_empty() {
+                        gated.rule = judged.rule;
+                    }
+                    gated.asks.push((level, request));
+                }
+                Ok(Decision::Allow) => {}
+            }
+        }
+        // The gate event names the rule that decided, else the turn's own client's.
+        gated.rule = gated.rule.or(first_rule);
+        Some(gated)
+    }
+
+    /// Wait for the host's answer; `None` when the turn was cancelled meanwhile. The ask of the
+    /// gate at `level` is answered by that client's `wait_for`, else the nearest one further
+    /// out (a subagent without one asks its parent's).
+    pub async fn ask(
+        &self,
+        request: PendingRequest,
+        level: usize,
+        cancel: &CancellationToken,
+        sink: &EventSink,
+    ) -> Option<Answer> {
+        Some(match self.ask_outcome(request, level, cancel, sink).await {
+            Asked::Cancelled => return None,
+            Asked::Answered(answer) => answer,
+            Asked::NoWaitFor => Answer::deny(
+                "The operation needs approval, but the host has no wait_for to ask; it was denied.",
+            ),
+            Asked::TimedOut => Answer::deny(ASK_TIMEOUT_DENIAL),
+            Asked::Failed(e) => Answer::deny(e),
+        })
+    }
+
+    /// [`ask`](Self::ask), telling each way an ask can end apart (an MCP elicitation maps them
+    /// to different actions). Emits the `pending` event.
+    pub async fn ask_outcome(
+        &self,
+        request: PendingRequest,
+        level: usize,
+        cancel: &CancellationToken,
+        sink: &EventSink,
+    ) -> Asked {
+        sink.emit(Event::Pending {
+            call_id: request.call_id.clone(),
+            name: request.name.clone(),
+            request: request.clone(),
+            agent: Vec::new(),
+        });
+        let Some(wait_for) = self.wait_for_from(level) else {
+            return Asked::NoWaitFor;
+        };
+        let wait_token = cancel.child_token();
+        let timeout = request.timeout_ms.map(Duration::from_millis);
+        let wait = AssertUnwindSafe(wait_for.wait_for(request, wait_token.clone())).catch_unwind();
+        let timer = async {
+            match timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        let asked = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Asked::Cancelled,
+            _ = timer => Asked::TimedOut,
+            a = wait => match a {
+                Ok(Ok(answer)) => Asked::Answered(answer),
+                Ok(Err(e)) => Asked::Failed(format!("wait_for failed: {e}")),
+                Err(_) => Asked::Failed("wait_for panicked".into()),
+            },
+        };
+        // The wait is over either way: tell a host still waiting to stop.
+        wait_token.cancel();
+        asked
+    }
+}
+
+/// How an ask ended.
+#[derive(Debug)]
+pub(crate) enum Asked {
+    /// The host answered.
+    Answered(Answer),
+    /// No client of the chain has a `wait_for`.
+    NoWaitFor,
+    /// The request's `timeout_ms` passed first.
+    TimedOut,
+    /// The host's `wait_for` failed or panicked (the message says which).
+    Failed(String),
+    /// The turn was cancelled first.
+    Cancelled,
+}
+
+/// What the chain of gates said about one call.
+#[derive(Default)]
+pub(crate) struct Gated {
+    /// The denial message, when a gate denied.
+    pub denied: Option<String>,
+    /// The asks to answer, in order, with the level of the gate that raised each.
+    pub asks: Vec<(usize, PendingRequest)>,
+    /// The policy rule for the gate event.
+    pub rule: Option<String>,
 }
 
 /// Tokens a tool call spent on models (a subagent's turns), collected while it runs and added

@@ -63,9 +63,13 @@
 //! error result. Each stdio server runs in its own process group, so what a launcher such as
 //! `npx` starts is stopped with it.
 
+mod calls;
 mod config;
+mod elicit;
 mod http;
 mod resource;
+mod roots;
+mod sampling;
 mod server;
 mod stdio;
 mod tool;
@@ -76,8 +80,10 @@ use std::sync::Arc;
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 
-pub use config::{McpConfig, ServerConfig, Transport, DEFAULT_TIMEOUT_MS};
+pub use config::{McpConfig, ServerConfig, ServerRequests, Transport, DEFAULT_TIMEOUT_MS};
+pub use elicit::ELICITATION_KIND;
 pub use resource::{LIST_MCP_RESOURCES, READ_MCP_RESOURCE};
+pub use sampling::SAMPLING_CALL;
 
 use async_trait::async_trait;
 
@@ -282,6 +288,11 @@ impl ToolSource for SourceInner {
         }
         self.shared.add_client(host);
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            // The new client's root and writable directories are roots now.
+            let servers = self.servers.clone();
+            handle.spawn(async move {
+                futures::future::join_all(servers.iter().map(|s| s.roots_changed())).await;
+            });
             let client_closed = host.closed();
             let source_closed = self.shared.closed.clone();
             let source = Arc::downgrade(&self);

@@ -17,6 +17,7 @@ mod concurrent_calls;
 mod errors;
 mod file_confinement;
 mod js_execution;
+mod mcp_client_requests;
 mod mcp_net;
 mod mcp_servers;
 mod model_net;
