@@ -39,12 +39,11 @@ pub(crate) fn list_result(dirs: &[PathBuf]) -> Value {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| dir.display().to_string());
-            // `from_directory_path` ends the URI with `/`; MCP's examples do not.
-            let uri = uri.as_str().trim_end_matches('/').to_string();
-            let uri = if uri == "file://" {
-                "file:///".into()
-            } else {
-                uri
+            // `from_directory_path` ends the URI with `/`; MCP's examples do not (but `/`
+            // itself stays `file:///`).
+            let uri = match uri.as_str().strip_suffix('/') {
+                Some(short) if short != "file://" => short.to_string(),
+                _ => uri.to_string(),
             };
             Some(json!({"uri": uri, "name": name}))
         })
