@@ -64,6 +64,7 @@ mod config_read;
 mod error;
 mod event;
 mod gate;
+mod gate_chain;
 mod image_file;
 pub mod mcp;
 mod model;

@@ -17,12 +17,13 @@ use crate::compact::CompactFailed;
 use crate::config::ToolConcurrency;
 use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
 use crate::gate::{Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, DEFAULT_DENIAL};
+use crate::gate_chain::{self, Gated};
 use crate::image_file::{check_result_images, image_paths, resolve_images};
 use crate::model::{complete_with_fallback, Backend, ModelRequest, RawCall, RequestFailed};
 use crate::output::OutputSchema;
 use crate::policy::{self, Budget, Ceilings};
 use crate::prompt::Prompt;
-use crate::scope::{Gated, Gatekeeper, Judgement, SampleRequest, Sampled, TurnScope, UsageCell};
+use crate::scope::{Gatekeeper, Judgement, SampleRequest, Sampled, TurnScope, UsageCell};
 use crate::settings::TurnSettings;
 use crate::tool::{
     allowed_by, Allowlist, CallTool, Entry, EventSink, Source, ToolContext, ToolOutput, ToolSpec,
@@ -1044,15 +1045,15 @@ impl Turn<'_> {
         Admission::Run { entry, event }
     }
 
-    /// Pass `event` through every gate of the chain ([`TurnScope::gate`]); `None` when
+    /// Pass `event` through every gate of the chain ([`gate_chain::gate`]); `None` when
     /// cancelled.
     async fn gate(&self, event: &ToolCallEvent) -> Option<Gated> {
-        self.scope.gate(event, self.inner.root(), self.cancel).await
+        gate_chain::gate(&self.scope, event, self.inner.root(), self.cancel).await
     }
 
-    /// Wait for the host's answer ([`TurnScope::ask`]); `None` when the turn was cancelled.
+    /// Wait for the host's answer ([`gate_chain::ask`]); `None` when the turn was cancelled.
     async fn ask(&self, request: PendingRequest, level: usize) -> Option<Answer> {
-        self.scope.ask(request, level, self.cancel, self.sink).await
+        gate_chain::ask(&self.scope, request, level, self.cancel, self.sink).await
     }
 
     /// Run an allowed call, then `after_tool`.

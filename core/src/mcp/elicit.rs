@@ -15,12 +15,48 @@ use serde_json::{json, Map, Value};
 
 use crate::event::Event;
 use crate::gate::{Answer, PendingRequest};
-use crate::scope::Asked;
+use crate::gate_chain::{ask_outcome, Asked};
 
 use super::calls::ActiveCalls;
 
 /// The pending request kind of an elicitation.
 pub const ELICITATION_KIND: &str = "elicitation";
+
+/// What an MCP server's `elicitation/create` asks, read back from the pending request the host
+/// is given (what the bindings' typed accessors return).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Elicitation {
+    /// The server's name in the config.
+    pub server: String,
+    /// What to show the person.
+    pub message: String,
+    /// The JSON Schema the answer's `result` must match (an object schema).
+    pub requested_schema: Value,
+}
+
+impl Elicitation {
+    /// The elicitation `request` carries, or `None` when it is another kind of ask.
+    pub fn from_request(request: &PendingRequest) -> Option<Elicitation> {
+        if request.kind != ELICITATION_KIND {
+            return None;
+        }
+        let data = request.data.as_ref()?.as_object()?;
+        let text = |key: &str| {
+            data.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        Some(Elicitation {
+            server: text("server"),
+            message: text("message"),
+            requested_schema: data
+                .get("requestedSchema")
+                .cloned()
+                .unwrap_or_else(|| json!({"type": "object"})),
+        })
+    }
+}
 
 /// MCP's answer to one elicitation: `accept` (with content), `decline` or `cancel`.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,10 +116,7 @@ pub(crate) async fn elicit(
         name: ctx.name.clone(),
         arguments: Value::Null,
     };
-    let asked = ctx
-        .scope
-        .ask_outcome(request, 0, &ctx.cancel, &ctx.events)
-        .await;
+    let asked = ask_outcome(&ctx.scope, request, 0, &ctx.cancel, &ctx.events).await;
     let answer = match asked {
         Asked::Answered(answer) => answer,
         Asked::Failed(_) => return Elicited::Cancel,

@@ -81,7 +81,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 
 pub use config::{McpConfig, ServerConfig, ServerRequests, Transport, DEFAULT_TIMEOUT_MS};
-pub use elicit::ELICITATION_KIND;
+pub use elicit::{Elicitation, ELICITATION_KIND};
 pub use resource::{LIST_MCP_RESOURCES, READ_MCP_RESOURCE};
 pub use sampling::SAMPLING_CALL;
 

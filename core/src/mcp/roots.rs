@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::calls::ActiveCalls;
-use super::server::Shared;
+use crate::tool::SourceShared as Shared;
 
 /// The roots of every live client of the source (the calling client's when no client is
 /// attached yet, as when a tool of the source runs by hand), without repeats, in order.

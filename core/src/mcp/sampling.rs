@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use crate::event::{Event, GateVerdict};
 use crate::gate::{Answer, ToolCallEvent, DEFAULT_DENIAL};
+use crate::gate_chain;
 use crate::scope::SampleRequest;
 use crate::tool::{Hints, Source, ToolContext};
 use crate::transcript::Message;
@@ -74,7 +75,7 @@ async fn pass_gate(
         server: Some(server.to_string()),
         agent: ctx.scope.agent(),
     };
-    let Some(gated) = ctx.scope.gate(&event, &ctx.root, &ctx.cancel).await else {
+    let Some(gated) = gate_chain::gate(&ctx.scope, &event, &ctx.root, &ctx.cancel).await else {
         return Err("the turn was cancelled".into());
     };
     let emit = |decision: GateVerdict, message: Option<String>| {
@@ -102,10 +103,8 @@ async fn pass_gate(
         request.call_id = event.call_id.clone();
         request.name = event.name.clone();
         request.arguments = event.arguments.clone();
-        let Some(answer) = ctx
-            .scope
-            .ask(request, level, &ctx.cancel, &ctx.events)
-            .await
+        let Some(answer) =
+            gate_chain::ask(&ctx.scope, request, level, &ctx.cancel, &ctx.events).await
         else {
             return Err("the turn was cancelled".into());
         };
