@@ -110,7 +110,7 @@ pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
     DEFAULT_DENIAL,
 };
-pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
+pub use mcp::{load_mcp, load_mcp_with, McpAuth, McpConfig, McpSource, ServerState};
 #[doc(hidden)]
 pub use model::fuzz;
 pub use model::{list_models, ModelInfo};

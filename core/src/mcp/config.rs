@@ -59,6 +59,9 @@ pub struct ServerConfig {
     pub timeout: Duration,
     /// What contenox answers of the server's own requests (`elicitation`, `sampling`, `roots`).
     pub answers: ServerRequests,
+    /// The `oauth` options of an HTTP server (a client id given beforehand, scopes); OAuth
+    /// itself is on when the source is loaded with an [`McpAuth`](super::McpAuth).
+    pub oauth: super::oauth::OAuthOptions,
 }
 
 /// Which of a server's requests to the client contenox offers to answer (the client
@@ -121,12 +124,19 @@ impl fmt::Debug for ServerConfig {
             inject,
             timeout,
             answers,
+            oauth,
         } = self;
         f.debug_struct("ServerConfig")
             .field("transport", transport)
             .field("inject", &RedactedObject(inject))
             .field("timeout", timeout)
             .field("answers", answers)
+            .field("oauth_client_id", &oauth.client_id)
+            .field(
+                "oauth_client_secret",
+                &oauth.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("oauth_scope", &oauth.scope)
             .finish()
     }
 }
@@ -182,6 +192,7 @@ struct RawServer {
     elicitation: Option<bool>,
     sampling: Option<bool>,
     roots: Option<bool>,
+    oauth: Option<super::oauth::OAuthOptions>,
 }
 
 impl McpConfig {
@@ -244,9 +255,10 @@ impl ServerConfig {
             let Some(command) = raw.command.filter(|c| !c.is_empty()) else {
                 return Err(bad("a stdio server needs \"command\"".into()));
             };
-            if raw.url.is_some() || !raw.headers.is_empty() {
+            if raw.url.is_some() || !raw.headers.is_empty() || raw.oauth.is_some() {
                 return Err(bad(
-                    "\"url\" and \"headers\" belong to \"type\": \"http\" servers".into(),
+                    "\"url\", \"headers\" and \"oauth\" belong to \"type\": \"http\" servers"
+                        .into(),
                 ));
             }
             Transport::Stdio {
@@ -300,6 +312,7 @@ impl ServerConfig {
                 sampling: raw.sampling.unwrap_or(false),
                 roots: raw.roots.unwrap_or(true),
             },
+            oauth: raw.oauth.unwrap_or_default(),
         })
     }
 }

@@ -67,6 +67,7 @@ mod calls;
 mod config;
 mod elicit;
 mod http;
+mod oauth;
 mod resource;
 mod roots;
 mod sampling;
@@ -82,6 +83,7 @@ use serde::{Deserialize, Serialize};
 
 pub use config::{McpConfig, ServerConfig, ServerRequests, Transport, DEFAULT_TIMEOUT_MS};
 pub use elicit::{Elicitation, ELICITATION_KIND};
+pub use oauth::{McpAuth, OAuthOptions};
 pub use resource::{LIST_MCP_RESOURCES, READ_MCP_RESOURCE};
 pub use sampling::SAMPLING_CALL;
 
@@ -137,6 +139,20 @@ pub async fn load_mcp<F>(config: McpConfig, on_server: F) -> McpSource
 where
     F: Fn(&str, &ServerState) + Send + Sync,
 {
+    load_mcp_with(config, None, on_server).await
+}
+
+/// [`load_mcp`] with OAuth: HTTP servers that answer 401 are authorized through `auth` (its
+/// token store and browser step; docs/mcp.md "OAuth"), their tokens refreshed when they stop
+/// working, and authorized again when a refresh fails.
+pub async fn load_mcp_with<F>(
+    config: McpConfig,
+    auth: Option<Arc<dyn McpAuth>>,
+    on_server: F,
+) -> McpSource
+where
+    F: Fn(&str, &ServerState) + Send + Sync,
+{
     let shared = Shared::new();
     let mut prefixes = HashSet::new();
     let servers: Vec<Arc<Server>> = config
@@ -144,7 +160,13 @@ where
         .into_iter()
         .map(|(name, cfg)| {
             let prefix = names::unique(&names::server_prefix(&name), &mut prefixes);
-            Arc::new(Server::new(name, prefix, cfg, shared.clone()))
+            Arc::new(Server::new(
+                name,
+                prefix,
+                cfg,
+                shared.clone(),
+                auth.clone(),
+            ))
         })
         .collect();
     let mut starting: FuturesUnordered<_> = servers

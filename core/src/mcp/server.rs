@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::calls::ActiveCalls;
+use super::oauth::{McpAuth, OAuthSession};
 use super::config::{ServerConfig, Transport};
 use super::names;
 use super::stdio::{ChildProcess, StderrTail};
@@ -100,6 +101,8 @@ pub(crate) struct Server {
     redactor: Redactor,
     /// The tool calls running on it (whose turns answer the server's own requests).
     pub calls: Arc<ActiveCalls>,
+    /// OAuth, for an HTTP server of a source loaded with an `McpAuth`.
+    oauth: Option<Arc<OAuthSession>>,
 }
 
 /// How a request to a server failed.
@@ -122,8 +125,23 @@ impl CallError {
 }
 
 impl Server {
-    pub fn new(name: String, prefix: String, config: ServerConfig, shared: Arc<Shared>) -> Self {
+    pub fn new(
+        name: String,
+        prefix: String,
+        config: ServerConfig,
+        shared: Arc<Shared>,
+        auth: Option<Arc<dyn McpAuth>>,
+    ) -> Self {
+        let oauth = match (&config.transport, auth) {
+            (Transport::Http { url, .. }, Some(auth)) => {
+                OAuthSession::new(auth, &name, url, config.oauth.clone(), config.timeout)
+                    .ok()
+                    .map(Arc::new)
+            }
+            _ => None,
+        };
         Server {
+            oauth,
             name,
             prefix,
             shared,
@@ -227,10 +245,48 @@ impl Server {
                 }
             }
             Transport::Http { url, headers } => {
-                let client = super::http::HttpClient::new(self.config.timeout)?;
+                let Some(oauth) = &self.oauth else {
+                    return self.connect_http(url, headers, handler, generation).await;
+                };
+                oauth.prepare().await?;
+                match self
+                    .connect_http(url, headers, handler, generation)
+                    .await
+                {
+                    Ok(live) => Ok(live),
+                    Err(e) if oauth.challenge.lock().is_some() => {
+                        oauth.reauthorize().await.map_err(|why| {
+                            format!("{e}; OAuth authorization failed: {why}")
+                        })?;
+                        let handler = Handler {
+                            server: Arc::downgrade(self),
+                        };
+                        self.connect_http(url, headers, handler, generation).await
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    /// Open a streamable HTTP session (with the OAuth token, when there is one).
+    async fn connect_http(
+        self: &Arc<Self>,
+        url: &str,
+        headers: &std::collections::BTreeMap<String, String>,
+        handler: Handler,
+        generation: u64,
+    ) -> Result<Live, String> {
+        let ms = self.start_timeout().as_millis();
+        {
+            {
+                let mut client = super::http::HttpClient::new(self.config.timeout)?;
+                if let Some(oauth) = &self.oauth {
+                    client = client.with_oauth(oauth.bearer.clone(), oauth.challenge.clone());
+                }
                 let http_error = client.last_error();
                 let shown = display_url(url);
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url);
                 for (k, v) in headers {
                     // Checked when the config was read.
                     let name = http::HeaderName::from_bytes(k.as_bytes())
@@ -485,9 +541,29 @@ impl Server {
         };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         let what = format!("the call of {tool}");
-        let out = self
-            .bounded(&what, cancel, generation, peer.call_tool(params))
+        let mut out = self
+            .bounded(&what, cancel, generation, peer.call_tool(params.clone()))
             .await;
+        // A 401 (the token expired or was revoked): the server did not run the call. Authorize
+        // again (refresh, else the browser step) and send it once more on a new session.
+        if let (Err(_), Some(oauth)) = (&out, &self.oauth) {
+            if oauth.challenge.lock().is_some() {
+                if let Err(why) = oauth.reauthorize().await {
+                    return ToolOutput::error(format!(
+                        "MCP server {}: OAuth authorization failed: {why}",
+                        self.name
+                    ));
+                }
+                self.mark_dead(generation).await;
+                let (peer, generation) = match self.peer().await {
+                    Ok(p) => p,
+                    Err(e) => return e.into_output(),
+                };
+                out = self
+                    .bounded(&what, cancel, generation, peer.call_tool(params))
+                    .await;
+            }
+        }
         match out {
             Ok(result) => {
                 self.settle_refresh().await;
