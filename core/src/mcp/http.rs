@@ -478,12 +478,13 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<()> {
-        let req = self.apply(
-            self.client.delete(uri.as_ref()),
-            auth_header,
-            custom_headers,
-        )
-        .header(HEADER_SESSION_ID, session_id.as_ref());
+        let req = self
+            .apply(
+                self.client.delete(uri.as_ref()),
+                auth_header,
+                custom_headers,
+            )
+            .header(HEADER_SESSION_ID, session_id.as_ref());
         let resp = self.send(req).await?;
         if resp.status() == StatusCode::METHOD_NOT_ALLOWED {
             return Ok(());

@@ -160,13 +160,7 @@ where
         .into_iter()
         .map(|(name, cfg)| {
             let prefix = names::unique(&names::server_prefix(&name), &mut prefixes);
-            Arc::new(Server::new(
-                name,
-                prefix,
-                cfg,
-                shared.clone(),
-                auth.clone(),
-            ))
+            Arc::new(Server::new(name, prefix, cfg, shared.clone(), auth.clone()))
         })
         .collect();
     let mut starting: FuturesUnordered<_> = servers

@@ -239,11 +239,9 @@ impl OAuthSession {
             .and_then(Value::as_array)
             .is_some_and(|m| m.iter().any(|v| v == "S256"));
         if !s256 {
-            return Err(
-                "the authorization server does not advertise PKCE S256 \
+            return Err("the authorization server does not advertise PKCE S256 \
                  (code_challenge_methods_supported); refusing to authorize"
-                    .into(),
-            );
+                .into());
         }
         let redirect_uri = self.auth.redirect_uri();
         let (client_id, client_secret) = match &self.options.client_id {
@@ -345,7 +343,9 @@ impl OAuthSession {
             let origin = origin_of(&self.url);
             let path = u.path().trim_end_matches('/');
             if !path.is_empty() {
-                urls.push(format!("{origin}/.well-known/oauth-protected-resource{path}"));
+                urls.push(format!(
+                    "{origin}/.well-known/oauth-protected-resource{path}"
+                ));
             }
             urls.push(format!("{origin}/.well-known/oauth-protected-resource"));
         }
@@ -363,7 +363,9 @@ impl OAuthSession {
         let path = url::Url::parse(issuer)
             .map(|u| u.path().trim_end_matches('/').to_string())
             .unwrap_or_default();
-        let mut urls = vec![format!("{origin}/.well-known/oauth-authorization-server{path}")];
+        let mut urls = vec![format!(
+            "{origin}/.well-known/oauth-authorization-server{path}"
+        )];
         urls.push(format!("{origin}/.well-known/openid-configuration{path}"));
         if !path.is_empty() {
             urls.push(format!("{issuer}/.well-known/openid-configuration"));
@@ -394,7 +396,9 @@ impl OAuthSession {
             "token_endpoint_auth_method": "none",
         });
         let req = self.http.post(endpoint).json(&body);
-        let v = self.json_of(req, endpoint, "the client registration").await?;
+        let v = self
+            .json_of(req, endpoint, "the client registration")
+            .await?;
         let id = v
             .get("client_id")
             .and_then(Value::as_str)
@@ -413,12 +417,14 @@ impl OAuthSession {
     ) -> Result<Tokens, String> {
         let req = self.http.post(endpoint).form(form);
         let v = self.json_of(req, endpoint, "the token request").await?;
-        serde_json::from_value(v)
-            .map_err(|_| "the token response has no access_token".to_string())
+        serde_json::from_value(v).map_err(|_| "the token response has no access_token".to_string())
     }
 
     async fn get_json(&self, url: &str) -> Result<Value, String> {
-        let req = self.http.get(url).header("MCP-Protocol-Version", "2025-06-18");
+        let req = self
+            .http
+            .get(url)
+            .header("MCP-Protocol-Version", "2025-06-18");
         self.json_of(req, url, "the metadata request").await
     }
 
@@ -445,7 +451,9 @@ impl OAuthSession {
                 .map_err(|e| format!("{what} to {at} failed: {}", e.without_url()))?;
             let Some(chunk) = chunk else { break };
             if body.len() + chunk.len() > MAX_BODY {
-                return Err(format!("{what} to {at}: the answer is over {MAX_BODY} bytes"));
+                return Err(format!(
+                    "{what} to {at}: the answer is over {MAX_BODY} bytes"
+                ));
             }
             body.extend_from_slice(&chunk);
         }
@@ -516,7 +524,10 @@ mod tests {
             challenge_param(h, "resource_metadata").as_deref(),
             Some("http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp")
         );
-        assert_eq!(challenge_param(h, "error").as_deref(), Some("invalid_token"));
+        assert_eq!(
+            challenge_param(h, "error").as_deref(),
+            Some("invalid_token")
+        );
         assert_eq!(challenge_param("Bearer", "resource_metadata"), None);
     }
 

@@ -23,9 +23,9 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::calls::ActiveCalls;
-use super::oauth::{McpAuth, OAuthSession};
 use super::config::{ServerConfig, Transport};
 use super::names;
+use super::oauth::{McpAuth, OAuthSession};
 use super::stdio::{ChildProcess, StderrTail};
 use super::tool::{convert_result, McpTool, ToolServer};
 
@@ -249,15 +249,13 @@ impl Server {
                     return self.connect_http(url, headers, handler, generation).await;
                 };
                 oauth.prepare().await?;
-                match self
-                    .connect_http(url, headers, handler, generation)
-                    .await
-                {
+                match self.connect_http(url, headers, handler, generation).await {
                     Ok(live) => Ok(live),
                     Err(e) if oauth.challenge.lock().is_some() => {
-                        oauth.reauthorize().await.map_err(|why| {
-                            format!("{e}; OAuth authorization failed: {why}")
-                        })?;
+                        oauth
+                            .reauthorize()
+                            .await
+                            .map_err(|why| format!("{e}; OAuth authorization failed: {why}"))?;
                         let handler = Handler {
                             server: Arc::downgrade(self),
                         };

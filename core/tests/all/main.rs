@@ -19,6 +19,7 @@ mod file_confinement;
 mod js_execution;
 mod mcp_client_requests;
 mod mcp_net;
+mod mcp_oauth;
 mod mcp_servers;
 mod model_net;
 mod notebook_nbformat;
