@@ -129,3 +129,118 @@ async def test_sampling_is_off_by_default_and_roots_are_the_clients_root(tmp_pat
     finally:
         await source.close()
     assert f"file://{tmp_path.resolve()}" in result.content, result.content
+
+
+class Vault:
+    """tests/mcp/oauth_server.py (the Python SDK's own authorization server and a protected
+    MCP server) on a free loopback port, stopped on exit."""
+
+    def __init__(self) -> None:
+        import socket
+        import subprocess
+        import time
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        python = os.environ.get("CONTENOX_MCP_PYTHON") or str(MCP_DIR / ".venv" / "bin" / "python")
+        self.proc = subprocess.Popen(
+            [python, str(MCP_DIR / "oauth_server.py"), str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "oauth_server.py did not listen"
+                time.sleep(0.05)
+
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def post(self, path: str) -> None:
+        import urllib.request
+
+        urllib.request.urlopen(urllib.request.Request(self.url()[:-4] + path, method="POST")).read()
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Auth:
+    """The host's OAuth part: tokens in a dict, a "browser" that follows the authorization URL."""
+
+    redirect_uri = "http://127.0.0.1:9/callback"
+
+    def __init__(self) -> None:
+        self.store: dict[str, str] = {}
+        self.saved: list[str] = []
+        self.urls: list[str] = []
+
+    async def authorize(self, server: str, url: str) -> str:
+        import http.client
+        from urllib.parse import urlsplit
+
+        self.urls.append(url)
+        u = urlsplit(url)
+        conn = http.client.HTTPConnection(u.hostname or "", u.port)
+        conn.request("GET", f"{u.path}?{u.query}")
+        location = conn.getresponse().getheader("Location")
+        conn.close()
+        assert location is not None
+        return location
+
+    def load(self, key: str) -> str | None:
+        return self.store.get(key)
+
+    def save(self, key: str, value: str) -> None:
+        self.store[key] = value
+        self.saved.append(value)
+
+    def tokens(self) -> list[str]:
+        import json
+
+        out = []
+        for v in self.saved:
+            d = json.loads(v)
+            out += [d[k] for k in ("access_token", "refresh_token") if d.get(k)]
+        return out
+
+
+async def test_oauth_tools_load_after_the_authorization_callback_and_no_token_shows() -> None:
+    vault = Vault()
+    auth = Auth()
+    try:
+        source = await contenox.load_mcp(
+            {"mcpServers": {"vault": {"type": "http", "url": vault.url()}}}, auth=auth
+        )
+        try:
+            assert [t.name for t in source.tools()] == ["vault__vault_sum"]
+            assert len(auth.urls) == 1 and "code_challenge_method=S256" in auth.urls[0]
+            shown = [repr(source), repr(source.servers)]
+            for step in ("first", "expire", "revoke"):
+                if step != "first":
+                    vault.post(f"/_test/{step}")
+                client = contenox.create_client(
+                    style="scripted",
+                    script=[call("vault__vault_sum", {"a": 40, "b": 2}), {"text": "done"}],
+                    builtins=[],
+                )
+                source.register_into(client)
+                result, events = await run_one(client)
+                assert "vault says 42" in result.content, (step, result.content)
+                shown += [repr(e) for e in events] + [client.transcript.to_json()]
+            assert len(auth.urls) == 2, "the revoked token needed a new authorization"
+        finally:
+            await source.close()
+    finally:
+        vault.close()
+    tokens = auth.tokens()
+    assert tokens
+    for text in shown:
+        for token in tokens:
+            assert token not in text

@@ -122,7 +122,7 @@ pub use run::{Run, RunOptions};
 pub use sandbox::{SandboxConfig, SandboxStatus};
 pub use script::{ScriptCall, ScriptEntry, ScriptError};
 pub use settings::{Effort, ModelSettings, ToolChoice};
-pub use sources::{load_source, LoadedSource, SourceConfig};
+pub use sources::{load_source, load_source_with, LoadedSource, SourceConfig};
 pub use spelling::Spelling;
 pub use style::Style;
 pub use tokio_util::sync::CancellationToken;

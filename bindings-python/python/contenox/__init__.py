@@ -98,7 +98,7 @@ if _TYPE_CHECKING:
         pending,
     )
     from ._hints import Hints, HintsLike
-    from ._mcp import McpSource, ServerState, load_mcp
+    from ._mcp import McpAuth, McpSource, ServerState, load_mcp
     from ._remote import HookState, HookTool, Protocol, RemoteHook, RemoteSource, load_remote
     from ._websearch import (
         SearchRequest,
@@ -135,6 +135,7 @@ _LAZY = {
     "McpSource": ("._mcp", "McpSource"),
     "ServerState": ("._mcp", "ServerState"),
     "load_mcp": ("._mcp", "load_mcp"),
+    "McpAuth": ("._mcp", "McpAuth"),
     "HookState": ("._remote", "HookState"),
     "HookTool": ("._remote", "HookTool"),
     "Protocol": ("._remote", "Protocol"),
@@ -181,6 +182,7 @@ _atexit.register(_native.shutdown)
 
 __all__ = [
     "JSON",
+    "McpAuth",
     "McpSource",
     "SourceTool",
     "ServerState",
