@@ -29,7 +29,7 @@ pub struct PyMcpAuth {
 
 impl PyMcpAuth {
     /// From the parts `_mcp.py` passes, calling back on the loop of `locals`.
-    pub fn new(py: Python<'_>, parts: PyAuthParts, locals: &TaskLocals) -> Arc<dyn McpAuth> {
+    pub fn shared(py: Python<'_>, parts: PyAuthParts, locals: &TaskLocals) -> Arc<dyn McpAuth> {
         let (redirect_uri, (authorize, a1), (load, a2), (save, a3)) = parts;
         let host = Arc::new(Host::default());
         host.set_running(locals);

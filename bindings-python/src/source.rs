@@ -116,7 +116,7 @@ pub fn load_source<'py>(
     let (class, what) = named(kind);
     let locals = running_loop(py, what)?;
     let report = reporter(locals.event_loop(py).unbind(), on_member);
-    let auth = auth.map(|parts| PyMcpAuth::new(py, parts, &locals));
+    let auth = auth.map(|parts| PyMcpAuth::shared(py, parts, &locals));
     py_future(locals.event_loop(py), async move {
         let loaded = contenox::load_source_with(config, auth, report).await;
         produce(move |py| {
