@@ -23,7 +23,9 @@ def everything(**switches: Any) -> dict[str, Any]:
     js = modules / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
     if not js.exists():
         pytest.fail(f"server-everything not found at {js}: run tests/mcp/install.sh")
-    return {"mcpServers": {"everything": {"command": "node", "args": [str(js), "stdio"], **switches}}}
+    return {
+        "mcpServers": {"everything": {"command": "node", "args": [str(js), "stdio"], **switches}}
+    }
 
 
 def call(name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -39,7 +41,9 @@ async def run_one(client: Any) -> tuple[ToolResult, list[Any]]:
     return results[0], run.events
 
 
-async def test_an_elicitation_reaches_wait_for_with_its_schema_and_the_answer_reaches_the_server() -> None:
+async def test_an_elicitation_reaches_wait_for_with_its_schema_and_the_answer_reaches_the_server() -> (
+    None
+):
     seen: list[contenox.PendingRequest] = []
 
     async def wait_for(request: contenox.PendingRequest, cancel: Any) -> dict[str, Any]:
@@ -49,7 +53,10 @@ async def test_an_elicitation_reaches_wait_for_with_its_schema_and_the_answer_re
     source = await contenox.load_mcp(everything())
     try:
         client = contenox.create_client(
-            style="scripted", script=[call(ELICIT), {"text": "done"}], builtins=[], wait_for=wait_for
+            style="scripted",
+            script=[call(ELICIT), {"text": "done"}],
+            builtins=[],
+            wait_for=wait_for,
         )
         source.register_into(client)
         result, events = await run_one(client)
@@ -75,7 +82,10 @@ async def test_an_answer_outside_the_schema_is_declined_and_never_reaches_the_se
     source = await contenox.load_mcp(everything())
     try:
         client = contenox.create_client(
-            style="scripted", script=[call(ELICIT), {"text": "done"}], builtins=[], wait_for=wait_for
+            style="scripted",
+            script=[call(ELICIT), {"text": "done"}],
+            builtins=[],
+            wait_for=wait_for,
         )
         source.register_into(client)
         result, _ = await run_one(client)
@@ -85,7 +95,10 @@ async def test_an_answer_outside_the_schema_is_declined_and_never_reaches_the_se
 
 
 async def test_sampling_is_denied_by_a_policy_then_allowed() -> None:
-    policy = {"default_action": "allow", "rules": [{"tools": "mcp", "tool": "sampling", "action": "deny"}]}
+    policy = {
+        "default_action": "allow",
+        "rules": [{"tools": "mcp", "tool": "sampling", "action": "deny"}],
+    }
     script = [call(SAMPLE, {"prompt": "a haiku", "maxTokens": 30}), {"text": "done"}]
     source = await contenox.load_mcp(everything(sampling=True))
     try:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-import inspect
 from typing import Any, Literal, Protocol, Union, runtime_checkable
 
 from . import _native
