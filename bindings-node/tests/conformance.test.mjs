@@ -294,7 +294,7 @@ async function mcpSetup(spec) {
       } else {
         throw new Error(`mcp: unknown transport ${JSON.stringify(transport)}`)
       }
-      for (const key of ['inject', 'headers', 'timeout_ms', 'env']) if (key in s) entry[key] = s[key]
+      for (const key of ['inject', 'headers', 'timeout_ms', 'env', 'elicitation', 'sampling', 'roots']) if (key in s) entry[key] = s[key]
       entries[name] = entry
     }
     setup.source = await loadMcp({ mcpServers: entries })

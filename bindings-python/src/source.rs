@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::convert::ser_to_py;
 use crate::error::to_py_err;
+use crate::mcp_auth::{PyAuthParts, PyMcpAuth};
 use crate::runtime::{produce, py_future, running_loop, with_python};
 
 /// A tool that lives in the engine (an MCP server's tool, a resource tool, a remote hook's tool,
@@ -103,19 +104,21 @@ fn named(kind: &str) -> (&'static str, &'static str) {
 /// on the caller's loop as each server or hook settles. A bad config raises
 /// `ConfigurationError` now, before anything starts.
 #[pyfunction]
-#[pyo3(signature = (kind, json, on_member=None))]
+#[pyo3(signature = (kind, json, on_member=None, auth=None))]
 pub fn load_source<'py>(
     py: Python<'py>,
     kind: &str,
     json: &str,
     on_member: Option<Py<PyAny>>,
+    auth: Option<PyAuthParts>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let config = SourceConfig::from_json(kind, json).map_err(to_py_err)?;
     let (class, what) = named(kind);
     let locals = running_loop(py, what)?;
     let report = reporter(locals.event_loop(py).unbind(), on_member);
+    let auth = auth.map(|parts| PyMcpAuth::shared(py, parts, &locals));
     py_future(locals.event_loop(py), async move {
-        let loaded = contenox::load_source(config, report).await;
+        let loaded = contenox::load_source_with(config, auth, report).await;
         produce(move |py| {
             let LoadedSource {
                 source,

@@ -329,7 +329,15 @@ class McpSetup:
                 entry = {"type": "http", "url": await self._start_http(s["server"])}
             else:
                 raise ValueError(f"mcp: unknown transport {transport!r}")
-            for key in ("inject", "headers", "timeout_ms", "env"):
+            for key in (
+                "inject",
+                "headers",
+                "timeout_ms",
+                "env",
+                "elicitation",
+                "sampling",
+                "roots",
+            ):
                 if key in s:
                     entry[key] = s[key]
             entries[name] = entry

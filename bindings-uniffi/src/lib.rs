@@ -42,7 +42,7 @@ pub use convert::{
 pub use error::ContenoxError;
 pub use event::Event;
 pub use host::{Hooks, HostTool, ToolContext, ToolReporter, WaitFor, WebSearchProvider};
-pub use mcp::{load_mcp, McpServer, McpServerListener, McpSource};
+pub use mcp::{elicitation_of, load_mcp, Elicitation, McpServer, McpServerListener, McpSource};
 pub use prompt::PromptPart;
 pub use remote::{load_remote, RemoteHookListener, RemoteHookState, RemoteSource};
 pub use run::Run;

@@ -35,6 +35,32 @@ pub async fn load_mcp(
     }))
 }
 
+/// What an MCP server's `elicitation/create` asks: the data of a pending request of kind
+/// `elicitation` (docs/mcp.md). Answer it with `Answer.Result` holding JSON that matches
+/// `requestedSchemaJson`, or a denial to decline.
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct Elicitation {
+    /// The server's name in the config.
+    pub server: String,
+    /// What to show the person.
+    pub message: String,
+    /// The JSON Schema the answer must match, as JSON text.
+    pub requested_schema_json: String,
+}
+
+/// The elicitation a pending request carries, or null when it is another kind of ask.
+#[uniffi::export]
+pub fn elicitation_of(request: crate::convert::PendingRequest) -> Option<Elicitation> {
+    let request: contenox::PendingRequest =
+        serde_json::from_value(serde_json::to_value(request).ok()?).ok()?;
+    let e = contenox::mcp::Elicitation::from_request(&request)?;
+    Some(Elicitation {
+        server: e.server,
+        message: e.message,
+        requested_schema_json: e.requested_schema.to_string(),
+    })
+}
+
 /// Hears each server of a `loadMcp` as it settles (the `on_server` of the other bindings).
 #[uniffi::export(foreign)]
 pub trait McpServerListener: Send + Sync {

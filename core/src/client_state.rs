@@ -15,13 +15,14 @@ use crate::compact::{Compaction, Compactor, ContextMeasure};
 use crate::config::CompactionConfig;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::event::Usage;
+use crate::event::{StopReason, Usage};
 use crate::gate::{Hooks, WaitFor};
 use crate::hooks::{FileHooks, HooksFile, Lifecycle};
-use crate::model::{Backend, Model};
+use crate::model::{complete_with_retry, Backend, Model, ModelRequest};
 use crate::output::OutputSchema;
 use crate::policy::Policy;
 use crate::sandbox::Sandbox;
+use crate::scope::{SampleRequest, Sampled};
 use crate::settings::TurnSettings;
 use crate::spelling::Spelling;
 use crate::tool::{Allowlist, EventSink, HostTools, SourceList, Tool, ToolSpec, Toolkit};
@@ -315,6 +316,46 @@ impl ClientState {
         self.context.lock().record(sent, usage);
     }
 
+    /// One request to the config's own model, without tools and outside the conversation (an
+    /// MCP server's sampling): the client's settings, with the request's temperature and stop
+    /// sequences when it sets them. Retries as a turn's requests do; emits no events.
+    pub async fn sample_model(
+        &self,
+        request: &SampleRequest,
+        cancel: &CancellationToken,
+    ) -> std::result::Result<Sampled, String> {
+        let mut settings = self.settings.first().clone();
+        if request.temperature.is_some() {
+            settings.temperature = request.temperature;
+        }
+        if request.stop.is_some() {
+            settings.stop = request.stop.clone();
+        }
+        let backend = self.backend();
+        let body = backend.body(&ModelRequest {
+            system: request.system.as_deref(),
+            model: None,
+            messages: &request.messages,
+            tools: &[],
+            settings: &settings,
+            images: None,
+            output: None,
+        });
+        let quiet = EventSink::discard();
+        let response = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err("cancelled".into()),
+            r = complete_with_retry(backend, &body, &self.config.retry, &quiet, 0, None) => r,
+        };
+        let response = response.map_err(|f| f.message)?;
+        Ok(Sampled {
+            text: response.text,
+            usage: response.usage,
+            model: self.config.model_name().to_string(),
+            cut: response.stop == Some(StopReason::MaxTokens),
+        })
+    }
+
     /// The compaction of the conversation, with these settings, tools, sink and token.
     pub fn compaction<'a>(
         &'a self,
@@ -395,5 +436,11 @@ impl HostTools for ClientState {
 
     fn shutdown_token(&self) -> &CancellationToken {
         &self.shutdown
+    }
+
+    fn roots(&self) -> Vec<PathBuf> {
+        let mut roots = vec![PathBuf::clone(&self.root)];
+        roots.extend(self.config.sandbox.writable.iter().cloned());
+        roots
     }
 }

@@ -64,6 +64,7 @@ mod config_read;
 mod error;
 mod event;
 mod gate;
+mod gate_chain;
 pub mod hooks;
 mod image_file;
 mod lifecycle;
@@ -116,7 +117,7 @@ pub use lifecycle::{
     CompactAction, CompactRequest, Notification, NotificationKind, PromptAction, StopAction,
     TurnEndInfo,
 };
-pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
+pub use mcp::{load_mcp, load_mcp_with, McpAuth, McpConfig, McpSource, ServerState};
 #[doc(hidden)]
 pub use model::fuzz;
 pub use model::{list_models, ModelInfo};
@@ -128,7 +129,7 @@ pub use run::{Run, RunOptions};
 pub use sandbox::{SandboxConfig, SandboxStatus};
 pub use script::{ScriptCall, ScriptEntry, ScriptError};
 pub use settings::{Effort, ModelSettings, ToolChoice};
-pub use sources::{load_source, LoadedSource, SourceConfig};
+pub use sources::{load_source, load_source_with, LoadedSource, SourceConfig};
 pub use spelling::Spelling;
 pub use style::Style;
 pub use tokio_util::sync::CancellationToken;

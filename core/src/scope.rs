@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::event::Usage;
 use crate::gate::{Decision, ToolCallEvent, WaitFor};
 use crate::tool_output::ToolOutput;
+use crate::transcript::Message;
 
 /// One client's say on a call: its approval policy, then its `before_tool`.
 pub(crate) struct Judgement {
@@ -48,6 +49,40 @@ pub(crate) trait Gatekeeper: Send + Sync {
 
     /// The client's `wait_for`, if it has one.
     fn wait_for(&self) -> Option<Arc<dyn WaitFor>>;
+
+    /// One request to the client's own model, without tools (an MCP server's sampling):
+    /// `Err` is the failure's message, already without the backend's secrets.
+    fn sample<'a>(
+        &'a self,
+        request: &'a SampleRequest,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Sampled, String>>;
+}
+
+/// A request to a client's model on someone else's behalf (MCP `sampling/createMessage`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SampleRequest {
+    /// The system prompt (the server's `systemPrompt`).
+    pub system: Option<String>,
+    /// The conversation, ending with the user's message.
+    pub messages: Vec<Message>,
+    /// Replaces the client's temperature when set.
+    pub temperature: Option<f64>,
+    /// Replaces the client's stop sequences when set.
+    pub stop: Option<Vec<String>>,
+}
+
+/// What the model answered a [`SampleRequest`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sampled {
+    /// The answer's text.
+    pub text: String,
+    /// What the request spent.
+    pub usage: Usage,
+    /// The model's name.
+    pub model: String,
+    /// The answer was cut at `max_tokens`.
+    pub cut: bool,
 }
 
 /// One client of the chain.
@@ -114,6 +149,11 @@ impl TurnScope {
     /// Whether the client `id` already runs a turn of this chain.
     pub fn contains(&self, id: usize) -> bool {
         self.frames.iter().any(|f| f.id == id)
+    }
+
+    /// The gate of the turn's own client (the last of the chain), if any.
+    pub fn own(&self) -> Option<&Arc<dyn Gatekeeper>> {
+        self.frames.last().map(|f| &f.gate)
     }
 
     /// The gates a call of this turn passes: its own client's first, then outwards.

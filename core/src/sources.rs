@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::mcp::{load_mcp, McpConfig, McpSource};
+use crate::mcp::{load_mcp_with, McpAuth, McpConfig, McpSource};
 use crate::remote::{load_remote, RemoteHook, RemoteSource};
 use crate::tool::{Tool, ToolSource};
 
@@ -84,9 +84,22 @@ pub async fn load_source<F>(config: SourceConfig, report: F) -> Result<LoadedSou
 where
     F: Fn(&str, &Value) + Send + Sync,
 {
+    load_source_with(config, None, report).await
+}
+
+/// [`load_source`] with OAuth for the HTTP servers of an MCP config (see
+/// [`load_mcp_with`]); `auth` is ignored for remote hooks.
+pub async fn load_source_with<F>(
+    config: SourceConfig,
+    auth: Option<Arc<dyn McpAuth>>,
+    report: F,
+) -> Result<LoadedSource>
+where
+    F: Fn(&str, &Value) + Send + Sync,
+{
     Ok(match config {
         SourceConfig::Mcp(config) => {
-            let mcp = load_mcp(config, |name, s| report(name, &json(s))).await;
+            let mcp = load_mcp_with(config, auth, |name, s| report(name, &json(s))).await;
             LoadedSource {
                 source: mcp.source(),
                 resource_tools: mcp.resource_tools(),

@@ -3,7 +3,6 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -17,16 +16,15 @@ use crate::code::inner_calls_made;
 use crate::compact::CompactFailed;
 use crate::config::ToolConcurrency;
 use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
-use crate::gate::{
-    Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
-};
+use crate::gate::{Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, DEFAULT_DENIAL};
+use crate::gate_chain::{self, Gated};
 use crate::image_file::{check_result_images, image_paths, resolve_images};
 use crate::lifecycle::{refused_prompt_error, Notification, NotificationKind, TurnEndInfo};
 use crate::model::{complete_with_fallback, Backend, ModelRequest, RawCall, RequestFailed};
 use crate::output::OutputSchema;
 use crate::policy::{self, Budget, Ceilings};
 use crate::prompt::Prompt;
-use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
+use crate::scope::{Gatekeeper, Judgement, SampleRequest, Sampled, TurnScope, UsageCell};
 use crate::settings::TurnSettings;
 use crate::tool::{
     allowed_by, Allowlist, CallTool, Entry, EventSink, Source, ToolContext, ToolOutput, ToolSpec,
@@ -313,6 +311,14 @@ impl Gatekeeper for ClientState {
 
     fn wait_for(&self) -> Option<Arc<dyn WaitFor>> {
         ClientState::wait_for(self).cloned()
+    }
+
+    fn sample<'a>(
+        &'a self,
+        request: &'a SampleRequest,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, std::result::Result<Sampled, String>> {
+        Box::pin(self.sample_model(request, cancel))
     }
 }
 
@@ -1136,49 +1142,13 @@ impl Turn<'_> {
         Admission::Run { entry, event }
     }
 
-    /// Pass `event` through every gate of the chain, the turn's own client first, then
-    /// outwards (a subagent's call also passes its parent's gate). The stricter answer wins:
-    /// a deny ends it (the gates further out are not asked); asks add up. `None` when
+    /// Pass `event` through every gate of the chain ([`gate_chain::gate`]); `None` when
     /// cancelled.
     async fn gate(&self, event: &ToolCallEvent) -> Option<Gated> {
-        let mut gated = Gated::default();
-        let mut first_rule = None;
-        for (level, frame) in self.scope.gates_inner_to_outer().enumerate() {
-            let judged = frame
-                .gate
-                .judge(event, self.inner.root(), self.cancel)
-                .await?;
-            if first_rule.is_none() {
-                first_rule = judged.rule.clone();
-            }
-            match judged.decision {
-                Err(e) => {
-                    gated.denied = Some(format!("before_tool hook failed: {e}"));
-                    gated.rule = judged.rule;
-                    break;
-                }
-                Ok(Decision::Deny(message)) => {
-                    gated.denied = Some(message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()));
-                    gated.rule = judged.rule;
-                    break;
-                }
-                Ok(Decision::Ask(request)) => {
-                    if gated.asks.is_empty() {
-                        gated.rule = judged.rule;
-                    }
-                    gated.asks.push((level, request));
-                }
-                Ok(Decision::Allow) => {}
-            }
-        }
-        // The gate event names the rule that decided, else the turn's own client's.
-        gated.rule = gated.rule.or(first_rule);
-        Some(gated)
+        gate_chain::gate(&self.scope, event, self.inner.root(), self.cancel).await
     }
 
-    /// Wait for the host's answer; `None` when the turn was cancelled meanwhile. The ask of the
-    /// gate at `level` is answered by that client's `wait_for`, else the nearest one further
-    /// out (a subagent without one asks its parent's).
+    /// Wait for the host's answer ([`gate_chain::ask`]); `None` when the turn was cancelled.
     async fn ask(&self, request: PendingRequest, level: usize) -> Option<Answer> {
         let notice = Notification {
             kind: NotificationKind::Ask,
@@ -1193,39 +1163,7 @@ impl Turn<'_> {
             ),
         };
         self.inner.lifecycle().notify(&notice, self.cancel).await;
-        self.sink.emit(Event::Pending {
-            call_id: request.call_id.clone(),
-            name: request.name.clone(),
-            request: request.clone(),
-            agent: Vec::new(),
-        });
-        let Some(wait_for) = self.scope.wait_for_from(level) else {
-            return Some(Answer::deny(
-                "The operation needs approval, but the host has no wait_for to ask; it was denied.",
-            ));
-        };
-        let wait_token = self.cancel.child_token();
-        let timeout = request.timeout_ms.map(Duration::from_millis);
-        let wait = AssertUnwindSafe(wait_for.wait_for(request, wait_token.clone())).catch_unwind();
-        let timer = async {
-            match timeout {
-                Some(t) => tokio::time::sleep(t).await,
-                None => std::future::pending().await,
-            }
-        };
-        let answer = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => None,
-            _ = timer => Some(Answer::deny(ASK_TIMEOUT_DENIAL)),
-            a = wait => Some(match a {
-                Ok(Ok(answer)) => answer,
-                Ok(Err(e)) => Answer::deny(format!("wait_for failed: {e}")),
-                Err(_) => Answer::deny("wait_for panicked"),
-            }),
-        };
-        // The wait is over either way: tell a host still waiting to stop.
-        wait_token.cancel();
-        answer
+        gate_chain::ask(&self.scope, request, level, self.cancel, self.sink).await
     }
 
     /// Run an allowed call, then `after_tool`.
@@ -1316,17 +1254,6 @@ impl Turn<'_> {
             )
         }
     }
-}
-
-/// What the chain of gates said about one call.
-#[derive(Default)]
-struct Gated {
-    /// The denial message, when a gate denied.
-    denied: Option<String>,
-    /// The asks to answer, in order, with the level of the gate that raised each.
-    asks: Vec<(usize, PendingRequest)>,
-    /// The policy rule for the gate event.
-    rule: Option<String>,
 }
 
 /// The turn runs a reply's calls ([`ReplyCalls`]) under the reply's cancel token (its own).

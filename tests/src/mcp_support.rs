@@ -170,7 +170,15 @@ pub async fn setup(extra: &Map<String, Value>) -> Result<Option<McpSetup>, Strin
             }
             other => return Err(format!("mcp: unknown transport {other:?}")),
         };
-        for key in ["inject", "headers", "timeout_ms", "env"] {
+        for key in [
+            "inject",
+            "headers",
+            "timeout_ms",
+            "env",
+            "elicitation",
+            "sampling",
+            "roots",
+        ] {
             if let Some(v) = s.get(key) {
                 entry[key] = v.clone();
             }

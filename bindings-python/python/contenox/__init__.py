@@ -88,6 +88,7 @@ if _TYPE_CHECKING:
         BeforeTool,
         CompactNotice,
         Deny,
+        Elicitation,
         Hooks,
         OnCompact,
         PendingRequest,
@@ -98,7 +99,7 @@ if _TYPE_CHECKING:
         pending,
     )
     from ._hints import Hints, HintsLike
-    from ._mcp import McpSource, ServerState, load_mcp
+    from ._mcp import McpAuth, McpSource, ServerState, load_mcp
     from ._remote import HookState, HookTool, Protocol, RemoteHook, RemoteSource, load_remote
     from ._websearch import (
         SearchRequest,
@@ -118,6 +119,7 @@ _LAZY = {
     "BeforeTool": ("._callbacks", "BeforeTool"),
     "CompactNotice": ("._callbacks", "CompactNotice"),
     "Deny": ("._callbacks", "Deny"),
+    "Elicitation": ("._callbacks", "Elicitation"),
     "Hooks": ("._callbacks", "Hooks"),
     "Hints": ("._hints", "Hints"),
     "HintsLike": ("._hints", "HintsLike"),
@@ -134,6 +136,7 @@ _LAZY = {
     "McpSource": ("._mcp", "McpSource"),
     "ServerState": ("._mcp", "ServerState"),
     "load_mcp": ("._mcp", "load_mcp"),
+    "McpAuth": ("._mcp", "McpAuth"),
     "HookState": ("._remote", "HookState"),
     "HookTool": ("._remote", "HookTool"),
     "Protocol": ("._remote", "Protocol"),
@@ -180,6 +183,7 @@ _atexit.register(_native.shutdown)
 
 __all__ = [
     "JSON",
+    "McpAuth",
     "McpSource",
     "SourceTool",
     "ServerState",
@@ -210,6 +214,7 @@ __all__ = [
     "ContenoxIOError",
     "Deny",
     "Effort",
+    "Elicitation",
     "Event",
     "Hints",
     "HintsLike",

@@ -25,6 +25,7 @@ __all__ = [
     "CompactNotice",
     "Deny",
     "Hooks",
+    "Elicitation",
     "OnCompact",
     "PendingRequest",
     "ToolCallEvent",
@@ -77,6 +78,15 @@ class ToolCallEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class Elicitation:
+    """What an MCP server's ``elicitation/create`` asks (``PendingRequest.elicitation``)."""
+
+    server: str
+    message: str
+    requested_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class PendingRequest:
     """A request the host answers through ``wait_for``. The hook sets ``kind``, ``prompt``,
     ``timeout_ms`` and ``data``; the engine fills in the call (``call_id``, ``name``,
@@ -100,6 +110,19 @@ class PendingRequest:
             call_id=d.get("call_id", ""),
             name=d.get("name", ""),
             arguments=d.get("arguments"),
+        )
+
+    @property
+    def elicitation(self) -> Elicitation | None:
+        """What an MCP server's ``elicitation/create`` asks, when this is a request of kind
+        ``elicitation`` (else ``None``): answer ``{"result": {...}}`` matching its
+        ``requested_schema``, or ``{"approve": False}`` to decline."""
+        if self.kind != "elicitation" or not isinstance(self.data, dict):
+            return None
+        return Elicitation(
+            server=str(self.data.get("server", "")),
+            message=str(self.data.get("message", "")),
+            requested_schema=dict(self.data.get("requestedSchema") or {}),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -2,16 +2,39 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal, Protocol, Union, runtime_checkable
 
 from . import _native
 from ._errors import ConfigurationError
 from ._source import MemberState, ToolSourceBase, load_source
 
-__all__ = ["McpSource", "ServerState", "load_mcp"]
+__all__ = ["McpAuth", "McpSource", "ServerState", "load_mcp"]
+
+
+@runtime_checkable
+class McpAuth(Protocol):
+    """OAuth for MCP servers over HTTP (docs/mcp.md "OAuth"): the host keeps the tokens and
+    performs the browser step; the engine does discovery, registration, PKCE and refresh.
+    Each method may be sync or ``async``."""
+
+    redirect_uri: str
+    """The loopback URL the authorization server sends the browser back to."""
+
+    def authorize(self, server: str, url: str) -> Any:
+        """Open ``url`` for the person; return the full URL the browser was redirected to."""
+        ...
+
+    def load(self, key: str) -> Any:
+        """The JSON text saved under ``key``, or ``None``."""
+        ...
+
+    def save(self, key: str, value: str) -> Any:
+        """Keep ``value`` (it holds tokens: only the user may read it) under ``key``."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +77,15 @@ class McpSource(ToolSourceBase[ServerState]):
 
 
 async def load_mcp(
-    config: Union[Mapping[str, Any], str], *, on_server: OnServer | None = None
+    config: Union[Mapping[str, Any], str],
+    *,
+    on_server: OnServer | None = None,
+    auth: McpAuth | None = None,
 ) -> McpSource:
     """Start the servers of an ``mcpServers`` config (a dict, or its JSON text), as Claude
     Desktop and Claude Code read it, and list their tools. Servers that fail are reported
-    (``on_server``, ``source.servers``) and left out."""
+    (``on_server``, ``source.servers``) and left out. ``auth`` authorizes HTTP servers that ask
+    for OAuth (:class:`McpAuth`)."""
     if isinstance(config, str):
         text = config
     else:
@@ -66,4 +93,11 @@ async def load_mcp(
             text = json.dumps(dict(config))
         except (TypeError, ValueError) as e:
             raise ConfigurationError(f"the MCP config is not JSON: {e}") from e
-    return McpSource(await load_source("mcp", text, on_server, ServerState))
+    parts = None
+    if auth is not None:
+
+        def part(f: Callable[..., Any]) -> tuple[Callable[..., Any], bool]:
+            return f, inspect.iscoroutinefunction(f)
+
+        parts = (str(auth.redirect_uri), part(auth.authorize), part(auth.load), part(auth.save))
+    return McpSource(await load_source("mcp", text, on_server, ServerState, parts))

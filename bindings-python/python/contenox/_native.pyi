@@ -160,7 +160,16 @@ class ToolSource:
     def closed(self) -> bool: ...
 
 def load_source(
-    kind: str, json: str, on_member: Callable[[str, dict[str, Any]], None] | None = None
+    kind: str,
+    json: str,
+    on_member: Callable[[str, dict[str, Any]], None] | None = None,
+    auth: tuple[
+        str,
+        tuple[Callable[..., Any], bool],
+        tuple[Callable[..., Any], bool],
+        tuple[Callable[..., Any], bool],
+    ]
+    | None = None,
 ) -> Awaitable[ToolSource]: ...
 
 class OnDone:

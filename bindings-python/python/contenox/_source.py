@@ -77,6 +77,7 @@ async def load_source(
     text: str,
     on_member: Callable[[str, Any], Any] | None,
     state: type[MemberState],
+    auth: Any = None,
 ) -> _native.ToolSource:
     """Start a source of ``kind`` (``"mcp"``, ``"remote"``) from its config (JSON text);
     ``on_member(name, state)`` is called on this loop as each member settles, sync or async."""
@@ -92,4 +93,4 @@ async def load_source(
                 pending.add(task)
                 task.add_done_callback(pending.discard)
 
-    return await _native.load_source(kind, text, callback)
+    return await _native.load_source(kind, text, callback, auth)

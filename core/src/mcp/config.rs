@@ -34,7 +34,8 @@ const RESERVED_HEADERS: &[&str] = &[
 /// `{"type": "http", "url": "https://...", "headers": {...}}`. Both may add
 /// `"inject": {"param": value}` (parameters hidden from the model and merged into every call of a
 /// tool that declares them) and `"timeout_ms"` (the limit of each request to that server,
-/// default [`DEFAULT_TIMEOUT_MS`]; starting it gets at least 30 s). Unknown keys in a server entry are an error, so a typo never
+/// default [`DEFAULT_TIMEOUT_MS`]; starting it gets at least 30 s), and the switches of
+/// [`ServerRequests`] (`"elicitation"`, `"sampling"`, `"roots"`, booleans). Unknown keys in a server entry are an error, so a typo never
 /// drops a header or an injected value silently.
 ///
 /// `Debug` prints of it (and of [`ServerConfig`] and [`Transport`]) show server names,
@@ -56,6 +57,35 @@ pub struct ServerConfig {
     pub inject: Map<String, Value>,
     /// The limit of each request to the server (a listing, one call); a start gets at least 30 s.
     pub timeout: Duration,
+    /// What contenox answers of the server's own requests (`elicitation`, `sampling`, `roots`).
+    pub answers: ServerRequests,
+    /// The `oauth` options of an HTTP server (a client id given beforehand, scopes); OAuth
+    /// itself is on when the source is loaded with an [`McpAuth`](super::McpAuth).
+    pub oauth: super::oauth::OAuthOptions,
+}
+
+/// Which of a server's requests to the client contenox offers to answer (the client
+/// capabilities sent in `initialize`), per server: `"elicitation": false` and `"roots": false`
+/// turn those off, `"sampling": true` turns sampling on (off by default: it spends the user's
+/// tokens on the server's behalf).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerRequests {
+    /// `elicitation/create` becomes a pending request of kind `elicitation` (default on).
+    pub elicitation: bool,
+    /// `sampling/createMessage` is answered by the calling client's model (default off).
+    pub sampling: bool,
+    /// `roots/list` is answered with the clients' roots (default on).
+    pub roots: bool,
+}
+
+impl Default for ServerRequests {
+    fn default() -> Self {
+        ServerRequests {
+            elicitation: true,
+            sampling: false,
+            roots: true,
+        }
+    }
 }
 
 /// How a server is reached.
@@ -93,11 +123,20 @@ impl fmt::Debug for ServerConfig {
             transport,
             inject,
             timeout,
+            answers,
+            oauth,
         } = self;
         f.debug_struct("ServerConfig")
             .field("transport", transport)
             .field("inject", &RedactedObject(inject))
             .field("timeout", timeout)
+            .field("answers", answers)
+            .field("oauth_client_id", &oauth.client_id)
+            .field(
+                "oauth_client_secret",
+                &oauth.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("oauth_scope", &oauth.scope)
             .finish()
     }
 }
@@ -150,6 +189,10 @@ struct RawServer {
     #[serde(default)]
     inject: Map<String, Value>,
     timeout_ms: Option<u64>,
+    elicitation: Option<bool>,
+    sampling: Option<bool>,
+    roots: Option<bool>,
+    oauth: Option<super::oauth::OAuthOptions>,
 }
 
 impl McpConfig {
@@ -212,9 +255,10 @@ impl ServerConfig {
             let Some(command) = raw.command.filter(|c| !c.is_empty()) else {
                 return Err(bad("a stdio server needs \"command\"".into()));
             };
-            if raw.url.is_some() || !raw.headers.is_empty() {
+            if raw.url.is_some() || !raw.headers.is_empty() || raw.oauth.is_some() {
                 return Err(bad(
-                    "\"url\" and \"headers\" belong to \"type\": \"http\" servers".into(),
+                    "\"url\", \"headers\" and \"oauth\" belong to \"type\": \"http\" servers"
+                        .into(),
                 ));
             }
             Transport::Stdio {
@@ -263,6 +307,12 @@ impl ServerConfig {
             transport,
             inject: raw.inject,
             timeout: Duration::from_millis(timeout_ms),
+            answers: ServerRequests {
+                elicitation: raw.elicitation.unwrap_or(true),
+                sampling: raw.sampling.unwrap_or(false),
+                roots: raw.roots.unwrap_or(true),
+            },
+            oauth: raw.oauth.unwrap_or_default(),
         })
     }
 }

@@ -62,6 +62,10 @@ pub(crate) struct HttpClient {
     /// From sending a request to its response headers; also the longest silence between two
     /// events of a POST's SSE answer and two chunks of a JSON body (the server's `timeout_ms`).
     timeout: Duration,
+    /// The OAuth access token sent with every request, when the server uses OAuth.
+    bearer: Option<Arc<parking_lot::RwLock<Option<String>>>>,
+    /// Where a 401's `WWW-Authenticate` is left for the OAuth session.
+    challenge: Option<Arc<parking_lot::Mutex<Option<String>>>>,
 }
 
 type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
@@ -75,8 +79,56 @@ impl HttpClient {
                 client,
                 timeout,
                 last_error: LastError::default(),
+                bearer: None,
+                challenge: None,
             })
             .map_err(|e| format!("cannot build the HTTP client: {e}"))
+    }
+
+    /// Send the OAuth session's current token with every request, and leave a 401's
+    /// challenge where the session reads it.
+    pub fn with_oauth(
+        mut self,
+        bearer: Arc<parking_lot::RwLock<Option<String>>>,
+        challenge: Arc<parking_lot::Mutex<Option<String>>>,
+    ) -> HttpClient {
+        self.bearer = Some(bearer);
+        self.challenge = Some(challenge);
+        self
+    }
+
+    /// The auth header rmcp gives, else the OAuth session's token, then the custom headers.
+    fn apply(
+        &self,
+        req: reqwest::RequestBuilder,
+        auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> reqwest::RequestBuilder {
+        let auth = auth.or_else(|| self.bearer.as_ref().and_then(|b| b.read().clone()));
+        apply(req, auth, headers)
+    }
+
+    /// A 401: note its challenge for the OAuth session and say so (never the body).
+    fn unauthorized(&self, resp: &reqwest::Response) -> StreamableHttpError<reqwest::Error> {
+        let header = resp
+            .headers()
+            .get(reqwest::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("Bearer")
+            .to_string();
+        let hint = match &self.challenge {
+            Some(slot) => {
+                *slot.lock() = Some(header);
+                "the server needs OAuth authorization"
+            }
+            None => {
+                "the server needs OAuth authorization; load it with an McpAuth (the token store \
+                 and the browser step) or give an Authorization header"
+            }
+        };
+        StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!(
+            "HTTP 401 Unauthorized: {hint}"
+        )))
     }
 
     /// Where this client leaves the reason it cut an answer short.
@@ -337,12 +389,15 @@ impl StreamableHttpClient for HttpClient {
                 format!("{EVENT_STREAM_MIME_TYPE}, {JSON_MIME_TYPE}"),
             )
             .header(CONTENT_TYPE, JSON_MIME_TYPE);
-        req = apply(req, auth_header, custom_headers);
+        req = self.apply(req, auth_header, custom_headers);
         if let Some(id) = &session_id {
             req = req.header(HEADER_SESSION_ID, id.as_ref());
         }
         let resp = self.send(req.body(body)).await?;
         let status = resp.status();
+        if status == StatusCode::UNAUTHORIZED {
+            return Err(self.unauthorized(&resp));
+        }
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             return Ok(StreamableHttpPostResponse::Accepted);
         }
@@ -423,12 +478,13 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<()> {
-        let req = apply(
-            self.client.delete(uri.as_ref()),
-            auth_header,
-            custom_headers,
-        )
-        .header(HEADER_SESSION_ID, session_id.as_ref());
+        let req = self
+            .apply(
+                self.client.delete(uri.as_ref()),
+                auth_header,
+                custom_headers,
+            )
+            .header(HEADER_SESSION_ID, session_id.as_ref());
         let resp = self.send(req).await?;
         if resp.status() == StatusCode::METHOD_NOT_ALLOWED {
             return Ok(());
@@ -469,7 +525,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        let mut req = apply(
+        let mut req = self.apply(
             self.client.get(uri.as_ref()).header(
                 ACCEPT,
                 format!("{EVENT_STREAM_MIME_TYPE}, {JSON_MIME_TYPE}"),
@@ -485,6 +541,9 @@ impl StreamableHttpClient for HttpClient {
         }
         let resp = self.send(req).await?;
         let status = resp.status();
+        if status == StatusCode::UNAUTHORIZED {
+            return Err(self.unauthorized(&resp));
+        }
         if status == StatusCode::METHOD_NOT_ALLOWED {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }

@@ -63,9 +63,14 @@
 //! error result. Each stdio server runs in its own process group, so what a launcher such as
 //! `npx` starts is stopped with it.
 
+mod calls;
 mod config;
+mod elicit;
 mod http;
+mod oauth;
 mod resource;
+mod roots;
+mod sampling;
 mod server;
 mod stdio;
 mod tool;
@@ -76,8 +81,11 @@ use std::sync::Arc;
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 
-pub use config::{McpConfig, ServerConfig, Transport, DEFAULT_TIMEOUT_MS};
+pub use config::{McpConfig, ServerConfig, ServerRequests, Transport, DEFAULT_TIMEOUT_MS};
+pub use elicit::{Elicitation, ELICITATION_KIND};
+pub use oauth::{McpAuth, OAuthOptions};
 pub use resource::{LIST_MCP_RESOURCES, READ_MCP_RESOURCE};
+pub use sampling::SAMPLING_CALL;
 
 use async_trait::async_trait;
 
@@ -131,6 +139,20 @@ pub async fn load_mcp<F>(config: McpConfig, on_server: F) -> McpSource
 where
     F: Fn(&str, &ServerState) + Send + Sync,
 {
+    load_mcp_with(config, None, on_server).await
+}
+
+/// [`load_mcp`] with OAuth: HTTP servers that answer 401 are authorized through `auth` (its
+/// token store and browser step; docs/mcp.md "OAuth"), their tokens refreshed when they stop
+/// working, and authorized again when a refresh fails.
+pub async fn load_mcp_with<F>(
+    config: McpConfig,
+    auth: Option<Arc<dyn McpAuth>>,
+    on_server: F,
+) -> McpSource
+where
+    F: Fn(&str, &ServerState) + Send + Sync,
+{
     let shared = Shared::new();
     let mut prefixes = HashSet::new();
     let servers: Vec<Arc<Server>> = config
@@ -138,7 +160,7 @@ where
         .into_iter()
         .map(|(name, cfg)| {
             let prefix = names::unique(&names::server_prefix(&name), &mut prefixes);
-            Arc::new(Server::new(name, prefix, cfg, shared.clone()))
+            Arc::new(Server::new(name, prefix, cfg, shared.clone(), auth.clone()))
         })
         .collect();
     let mut starting: FuturesUnordered<_> = servers
@@ -282,6 +304,11 @@ impl ToolSource for SourceInner {
         }
         self.shared.add_client(host);
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            // The new client's root and writable directories are roots now.
+            let servers = self.servers.clone();
+            handle.spawn(async move {
+                futures::future::join_all(servers.iter().map(|s| s.roots_changed())).await;
+            });
             let client_closed = host.closed();
             let source_closed = self.shared.closed.clone();
             let source = Arc::downgrade(&self);

@@ -7,25 +7,31 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
+// Sampling and roots are deprecated by SEP-2577 in rmcp, and still in the MCP specification
+// servers speak (server-everything uses both).
+#[allow(deprecated)]
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
-    ReadResourceRequestParams,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorData, Implementation,
+    ListRootsResult, ReadResourceRequestParams,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::calls::ActiveCalls;
 use super::config::{ServerConfig, Transport};
 use super::names;
+use super::oauth::{McpAuth, OAuthSession};
 use super::stdio::{ChildProcess, StderrTail};
 use super::tool::{convert_result, McpTool, ToolServer};
 
 use crate::model::redact::{display_url, url_secrets, Redactor};
 use crate::tool::CANCELLED_RESULT;
-use crate::tool::{Tool, ToolOutput};
+use crate::tool::{Tool, ToolContext, ToolOutput};
 
 /// How long a stdio server gets to exit on its own after its stdin closed (then SIGTERM, then the
 /// same again before SIGKILL).
@@ -93,6 +99,10 @@ pub(crate) struct Server {
     /// This server's secrets (header, env and injected values, the URL's userinfo and query),
     /// kept out of every error text.
     redactor: Redactor,
+    /// The tool calls running on it (whose turns answer the server's own requests).
+    pub calls: Arc<ActiveCalls>,
+    /// OAuth, for an HTTP server of a source loaded with an `McpAuth`.
+    oauth: Option<Arc<OAuthSession>>,
 }
 
 /// How a request to a server failed.
@@ -115,8 +125,23 @@ impl CallError {
 }
 
 impl Server {
-    pub fn new(name: String, prefix: String, config: ServerConfig, shared: Arc<Shared>) -> Self {
+    pub fn new(
+        name: String,
+        prefix: String,
+        config: ServerConfig,
+        shared: Arc<Shared>,
+        auth: Option<Arc<dyn McpAuth>>,
+    ) -> Self {
+        let oauth = match (&config.transport, auth) {
+            (Transport::Http { url, .. }, Some(auth)) => {
+                OAuthSession::new(auth, &name, url, config.oauth.clone(), config.timeout)
+                    .ok()
+                    .map(Arc::new)
+            }
+            _ => None,
+        };
         Server {
+            oauth,
             name,
             prefix,
             shared,
@@ -128,6 +153,7 @@ impl Server {
             refresh_scheduled: AtomicBool::new(false),
             refresh_lock: tokio::sync::Mutex::new(()),
             redactor: secrets_of(&config),
+            calls: Arc::default(),
             config,
         }
     }
@@ -219,10 +245,46 @@ impl Server {
                 }
             }
             Transport::Http { url, headers } => {
-                let client = super::http::HttpClient::new(self.config.timeout)?;
+                let Some(oauth) = &self.oauth else {
+                    return self.connect_http(url, headers, handler, generation).await;
+                };
+                oauth.prepare().await?;
+                match self.connect_http(url, headers, handler, generation).await {
+                    Ok(live) => Ok(live),
+                    Err(e) if oauth.challenge.lock().is_some() => {
+                        oauth
+                            .reauthorize()
+                            .await
+                            .map_err(|why| format!("{e}; OAuth authorization failed: {why}"))?;
+                        let handler = Handler {
+                            server: Arc::downgrade(self),
+                        };
+                        self.connect_http(url, headers, handler, generation).await
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    /// Open a streamable HTTP session (with the OAuth token, when there is one).
+    async fn connect_http(
+        self: &Arc<Self>,
+        url: &str,
+        headers: &std::collections::BTreeMap<String, String>,
+        handler: Handler,
+        generation: u64,
+    ) -> Result<Live, String> {
+        let ms = self.start_timeout().as_millis();
+        {
+            {
+                let mut client = super::http::HttpClient::new(self.config.timeout)?;
+                if let Some(oauth) = &self.oauth {
+                    client = client.with_oauth(oauth.bearer.clone(), oauth.challenge.clone());
+                }
                 let http_error = client.last_error();
                 let shown = display_url(url);
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url);
                 for (k, v) in headers {
                     // Checked when the config was read.
                     let name = http::HeaderName::from_bytes(k.as_bytes())
@@ -477,9 +539,29 @@ impl Server {
         };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         let what = format!("the call of {tool}");
-        let out = self
-            .bounded(&what, cancel, generation, peer.call_tool(params))
+        let mut out = self
+            .bounded(&what, cancel, generation, peer.call_tool(params.clone()))
             .await;
+        // A 401 (the token expired or was revoked): the server did not run the call. Authorize
+        // again (refresh, else the browser step) and send it once more on a new session.
+        if let (Err(_), Some(oauth)) = (&out, &self.oauth) {
+            if oauth.challenge.lock().is_some() {
+                if let Err(why) = oauth.reauthorize().await {
+                    return ToolOutput::error(format!(
+                        "MCP server {}: OAuth authorization failed: {why}",
+                        self.name
+                    ));
+                }
+                self.mark_dead(generation).await;
+                let (peer, generation) = match self.peer().await {
+                    Ok(p) => p,
+                    Err(e) => return e.into_output(),
+                };
+                out = self
+                    .bounded(&what, cancel, generation, peer.call_tool(params))
+                    .await;
+            }
+        }
         match out {
             Ok(result) => {
                 self.settle_refresh().await;
@@ -538,6 +620,24 @@ impl Server {
         serde_json::to_value(result).map_err(|e| CallError::Failed(e.to_string()))
     }
 
+    /// Tell the server its roots changed (`notifications/roots/list_changed`), when it is
+    /// connected and was offered roots; a server that is not connected asks when it connects.
+    pub async fn roots_changed(&self) {
+        if !self.config.answers.roots {
+            return;
+        }
+        let peer = {
+            let conn = self.conn.lock().await;
+            conn.as_ref().map(|l| l.service.peer().clone())
+        };
+        if let Some(peer) = peer {
+            #[allow(deprecated)]
+            if let Err(e) = peer.notify_roots_list_changed().await {
+                tracing::debug!(server = %self.name, "roots/list_changed not sent: {e}");
+            }
+        }
+    }
+
     /// Stop the server (graceful, bounded). The connection stays locked until it has stopped,
     /// so a second, concurrent shutdown (a client closing the source while the host closes it
     /// too) also returns only once the server is gone.
@@ -578,9 +678,10 @@ impl ToolServer for Arc<Server> {
         &self,
         tool: &str,
         args: Map<String, Value>,
-        cancel: &CancellationToken,
+        ctx: &ToolContext,
     ) -> ToolOutput {
-        Server::call_tool(self, tool, args, cancel).await
+        let _in_call = self.calls.enter(ctx);
+        Server::call_tool(self, tool, args, &ctx.cancel).await
     }
 }
 
@@ -609,6 +710,7 @@ pub(crate) struct Handler {
     server: Weak<Server>,
 }
 
+#[allow(deprecated)]
 impl ClientHandler for Handler {
     fn on_tool_list_changed(
         &self,
@@ -635,10 +737,95 @@ impl ClientHandler for Handler {
         std::future::ready(())
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(server) = self.server.upgrade() else {
+            return Err(ErrorData::internal_error("the MCP source was closed", None));
+        };
+        if !server.config.answers.elicitation {
+            return Err(ErrorData::invalid_request(
+                "elicitation is turned off for this server",
+                None,
+            ));
+        }
+        let params = serde_json::to_value(&request).unwrap_or(Value::Null);
+        // The ask ends (declined) at 3/4 of the server's limit, so the server hears the answer
+        // before the call it asks during times out.
+        let limit = server.config.timeout.as_millis() / 4 * 3;
+        let timeout = u64::try_from(limit).unwrap_or(u64::MAX).max(1);
+        let answer = super::elicit::elicit(&server.name, timeout, &server.calls, &params).await;
+        serde_json::from_value(answer.to_value())
+            .map_err(|e| ErrorData::internal_error(format!("elicitation result: {e}"), None))
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let Some(server) = self.server.upgrade() else {
+            return Err(ErrorData::internal_error("the MCP source was closed", None));
+        };
+        if !server.config.answers.sampling {
+            return Err(ErrorData::invalid_request(
+                "sampling is turned off for this server (its config's \"sampling\": true turns \
+                 it on)",
+                None,
+            ));
+        }
+        let params = serde_json::to_value(&params).unwrap_or(Value::Null);
+        match super::sampling::sample(&server.name, &server.calls, params).await {
+            Ok(result) => serde_json::from_value(result)
+                .map_err(|e| ErrorData::internal_error(format!("sampling result: {e}"), None)),
+            Err(message) => Err(ErrorData::invalid_request(message, None)),
+        }
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let Some(server) = self.server.upgrade() else {
+            return Err(ErrorData::internal_error("the MCP source was closed", None));
+        };
+        if !server.config.answers.roots {
+            return Err(ErrorData::invalid_request(
+                "roots are turned off for this server",
+                None,
+            ));
+        }
+        let dirs = super::roots::roots(&server.shared, &server.calls);
+        serde_json::from_value(super::roots::list_result(&dirs))
+            .map_err(|e| ErrorData::internal_error(format!("roots: {e}"), None))
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let answers = self
+            .server
+            .upgrade()
+            .map(|s| s.config.answers)
+            .unwrap_or_default();
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities(&answers),
             Implementation::new("contenox", env!("CARGO_PKG_VERSION")),
         )
     }
+}
+
+/// The client capabilities sent in `initialize`: what contenox answers of the server's requests.
+fn capabilities(answers: &super::config::ServerRequests) -> ClientCapabilities {
+    let mut caps = serde_json::Map::new();
+    if answers.roots {
+        caps.insert("roots".into(), serde_json::json!({"listChanged": true}));
+    }
+    if answers.sampling {
+        caps.insert("sampling".into(), serde_json::json!({}));
+    }
+    if answers.elicitation {
+        caps.insert("elicitation".into(), serde_json::json!({"form": {}}));
+    }
+    serde_json::from_value(Value::Object(caps)).unwrap_or_default()
 }

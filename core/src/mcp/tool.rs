@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
-use tokio_util::sync::CancellationToken;
 
 use crate::tool::inject::{merge_injected, strip_injected};
 use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
@@ -15,12 +14,13 @@ use crate::tool::{Hints, Source, Tool, ToolContext, ToolError, ToolOutput, ToolS
 pub(crate) trait ToolServer: Send + Sync {
     /// The server's name in the `mcpServers` config.
     fn name(&self) -> &str;
-    /// Call the server's tool `tool` with arguments already merged.
+    /// Call the server's tool `tool` with arguments already merged, in the turn of `ctx` (whose
+    /// gate, `wait_for` and model answer the server's requests during the call).
     async fn call_tool(
         &self,
         tool: &str,
         args: Map<String, Value>,
-        cancel: &CancellationToken,
+        ctx: &ToolContext,
     ) -> ToolOutput;
 }
 
@@ -99,10 +99,7 @@ impl Tool for McpTool {
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let args = merge_injected(args, &self.inject)?;
-        Ok(self
-            .server
-            .call_tool(&self.mcp_name, args, &ctx.cancel)
-            .await)
+        Ok(self.server.call_tool(&self.mcp_name, args, &ctx).await)
     }
 }
 

@@ -107,6 +107,8 @@ pub(crate) trait HostTools: Send + Sync + 'static {
     fn toolkit(&self) -> &Toolkit;
     /// Cancelled when the client closes.
     fn shutdown_token(&self) -> &CancellationToken;
+    /// The directories the client works in: its root, then `sandbox.writable` (MCP roots).
+    fn roots(&self) -> Vec<std::path::PathBuf>;
 }
 
 /// A client as a source sees it: register and unregister tools, see who owns a name, learn
@@ -155,6 +157,12 @@ impl ToolHost {
     /// Cancelled when the client closes.
     pub fn closed(&self) -> CancellationToken {
         self.inner.shutdown_token().clone()
+    }
+
+    /// The directories the client works in: its root, then its `sandbox.writable`
+    /// directories (what an MCP server is given as its roots).
+    pub fn roots(&self) -> Vec<std::path::PathBuf> {
+        self.inner.roots()
     }
 
     /// The weak form a source keeps.

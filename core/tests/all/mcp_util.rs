@@ -109,6 +109,20 @@ impl HttpServer {
         HttpServer::start(cmd, port)
     }
 
+    /// tests/mcp/oauth_server.py: an OAuth-protected MCP server and its authorization server
+    /// (the Python SDK's auth parts); access tokens live `ttl_s` seconds.
+    pub fn oauth(ttl_s: u64) -> HttpServer {
+        let port = free_port();
+        let mut cmd = Command::new(python());
+        cmd.arg(need(
+            repo_root().join("tests/mcp/oauth_server.py"),
+            "oauth_server.py",
+        ))
+        .arg(port.to_string())
+        .env("ACCESS_TTL", ttl_s.to_string());
+        HttpServer::start(cmd, port)
+    }
+
     pub fn fast() -> HttpServer {
         let port = free_port();
         let mut cmd = Command::new(python());

@@ -29,6 +29,9 @@ const INJECTED: &str = "INJECTED-MARKER-0008";
 const MCP_URL_QUERY: &str = "MCP-URL-MARKER-0009";
 const SHELL_ENV_VALUE: &str = "SHELL-ENV-MARKER-0010";
 const MCP_ENV: &str = "MCP-ENV-MARKER-0011";
+const OAUTH_ACCESS: &str = "OAUTH-ACCESS-MARKER-0012";
+const OAUTH_REFRESH: &str = "OAUTH-REFRESH-MARKER-0013";
+const OAUTH_SECRET: &str = "OAUTH-SECRET-MARKER-0014";
 
 const MARKERS: &[&str] = &[
     API_KEY,
@@ -42,6 +45,9 @@ const MARKERS: &[&str] = &[
     MCP_URL_QUERY,
     SHELL_ENV_VALUE,
     MCP_ENV,
+    OAUTH_ACCESS,
+    OAUTH_REFRESH,
+    OAUTH_SECRET,
 ];
 
 const ENV_NAME: &str = "CONTENOX_SECRETS_TEST_VALUE";
@@ -275,6 +281,7 @@ fn debug_prints_of_every_config_type_hold_no_marker() {
         "web": {"type": "http",
                 "url": format!("https://{USERINFO_USER}:{USERINFO_PASSWORD}@mcp.example/mcp?token={MCP_URL_QUERY}"),
                 "headers": {"X-Api-Key": MCP_HEADER},
+                "oauth": {"client_id": "contenox", "client_secret": OAUTH_SECRET},
                 "inject": {"tenant": INJECTED}},
         "local": {"command": "server", "args": ["--stdio"], "env": {"TOKEN": ENV_VALUE, "LOCAL_TOKEN": MCP_ENV},
                   "inject": {"tenant": INJECTED}}
@@ -301,4 +308,48 @@ fn debug_prints_of_every_config_type_hold_no_marker() {
         assert_no_marker(&format!("Debug of {what}"), &plain);
         assert_no_marker(&format!("pretty Debug of {what}"), &pretty);
     }
+}
+
+/// A host whose token store holds planted OAuth tokens (and whose browser step fails).
+struct PlantedAuth;
+
+#[contenox::async_trait]
+impl contenox::McpAuth for PlantedAuth {
+    fn redirect_uri(&self) -> String {
+        "http://127.0.0.1:9/callback".into()
+    }
+    async fn authorize(&self, _server: &str, _url: &str) -> Result<String, contenox::HostError> {
+        Err("the person closed the browser".into())
+    }
+    async fn load(&self, _key: &str) -> Result<Option<String>, contenox::HostError> {
+        Ok(Some(
+            json!({"client_id": "contenox", "client_secret": OAUTH_SECRET,
+                   "token_endpoint": "http://127.0.0.1:9/token",
+                   "access_token": OAUTH_ACCESS, "refresh_token": OAUTH_REFRESH,
+                   "expires_at": 1})
+            .to_string(),
+        ))
+    }
+    async fn save(&self, _key: &str, _value: &str) -> Result<(), contenox::HostError> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planted_oauth_tokens_never_reach_an_error_or_a_state() {
+    // An OAuth server that cannot be reached, with an expired token to refresh at an
+    // unreachable token endpoint: every failure is reported, none shows a token.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let config = McpConfig::from_value(json!({"mcpServers": {
+        "vault": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp"), "timeout_ms": 2000}
+    }}))
+    .unwrap();
+    let auth: std::sync::Arc<dyn contenox::McpAuth> = std::sync::Arc::new(PlantedAuth);
+    let source = contenox::load_mcp_with(config, Some(auth), |_, _| {}).await;
+    let states = format!("{:?}", source.servers());
+    assert!(states.contains("Failed"), "{states}");
+    assert_no_marker("an OAuth server's failure", &states);
 }

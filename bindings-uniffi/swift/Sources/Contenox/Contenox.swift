@@ -4451,6 +4451,87 @@ public func FfiConverterTypeCompactNotice_lower(_ value: CompactNotice) -> RustB
 }
 
 
+/**
+ * What an MCP server's `elicitation/create` asks: the data of a pending request of kind
+ * `elicitation` (docs/mcp.md). Answer it with `Answer.Result` holding JSON that matches
+ * `requestedSchemaJson`, or a denial to decline.
+ */
+public struct Elicitation: Equatable, Hashable {
+    /**
+     * The server's name in the config.
+     */
+    public var server: String
+    /**
+     * What to show the person.
+     */
+    public var message: String
+    /**
+     * The JSON Schema the answer must match, as JSON text.
+     */
+    public var requestedSchemaJson: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The server's name in the config.
+         */server: String, 
+        /**
+         * What to show the person.
+         */message: String, 
+        /**
+         * The JSON Schema the answer must match, as JSON text.
+         */requestedSchemaJson: String) {
+        self.server = server
+        self.message = message
+        self.requestedSchemaJson = requestedSchemaJson
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Elicitation: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeElicitation: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Elicitation {
+        return
+            try Elicitation(
+                server: FfiConverterString.read(from: &buf), 
+                message: FfiConverterString.read(from: &buf), 
+                requestedSchemaJson: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Elicitation, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.server, into: &buf)
+        FfiConverterString.write(value.message, into: &buf)
+        FfiConverterString.write(value.requestedSchemaJson, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeElicitation_lift(_ buf: RustBuffer) throws -> Elicitation {
+    return try FfiConverterTypeElicitation.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeElicitation_lower(_ value: Elicitation) -> RustBuffer {
+    return FfiConverterTypeElicitation.lower(value)
+}
+
+
 public struct Hints: Equatable, Hashable {
     public var readOnly: Bool?
     public var destructive: Bool?
@@ -8077,6 +8158,30 @@ fileprivate struct FfiConverterOptionTypeCompactNotice: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeElicitation: FfiConverterRustBuffer {
+    typealias SwiftType = Elicitation?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeElicitation.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeElicitation.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeToolOutput: FfiConverterRustBuffer {
     typealias SwiftType = ToolOutput?
 
@@ -8661,6 +8766,17 @@ public func stopReasonName(reason: StopReason) -> String  {
 })
 }
 /**
+ * The elicitation a pending request carries, or null when it is another kind of ask.
+ */
+public func elicitationOf(request: PendingRequest) -> Elicitation?  {
+    return try!  FfiConverterOptionTypeElicitation.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_func_elicitation_of(
+        FfiConverterTypePendingRequest_lower(request),uniffiCallStatus
+    )
+})
+}
+/**
  * Start every server of an MCP config (`{"mcpServers": {...}}` as JSON text, the document
  * Claude Desktop and Claude Code read, plus contenox's `inject` and `timeout_ms`), list their
  * tools, and report each server to `on_server` as it settles. Servers that fail are reported and
@@ -8726,6 +8842,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_func_stop_reason_name() != 63707) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_func_elicitation_of() != 16008) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_func_load_mcp() != 11857) {

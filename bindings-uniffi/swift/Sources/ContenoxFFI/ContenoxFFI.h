@@ -907,6 +907,11 @@ RustBuffer uniffi_contenox_uniffi_fn_func_outcome_name(RustBuffer outcome, RustC
 RustBuffer uniffi_contenox_uniffi_fn_func_stop_reason_name(RustBuffer reason, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_ELICITATION_OF
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_ELICITATION_OF
+RustBuffer uniffi_contenox_uniffi_fn_func_elicitation_of(RustBuffer request, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LOAD_MCP
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LOAD_MCP
 uint64_t uniffi_contenox_uniffi_fn_func_load_mcp(RustBuffer config_json, RustBuffer on_server
@@ -1198,6 +1203,12 @@ uint16_t uniffi_contenox_uniffi_checksum_func_outcome_name(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_STOP_REASON_NAME
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_STOP_REASON_NAME
 uint16_t uniffi_contenox_uniffi_checksum_func_stop_reason_name(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_ELICITATION_OF
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_ELICITATION_OF
+uint16_t uniffi_contenox_uniffi_checksum_func_elicitation_of(void
     
 );
 #endif

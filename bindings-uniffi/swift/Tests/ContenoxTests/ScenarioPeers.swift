@@ -77,7 +77,7 @@ final class McpSetup: @unchecked Sendable {
             case let transport:
                 throw RunnerError("mcp: unknown transport \(transport)")
             }
-            for key in ["inject", "headers", "timeout_ms", "env"] {
+            for key in ["inject", "headers", "timeout_ms", "env", "elicitation", "sampling", "roots"] {
                 if let v = s[key] { entry[key] = v }
             }
             entries[name] = .object(entry)

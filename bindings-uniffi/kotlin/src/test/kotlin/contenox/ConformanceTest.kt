@@ -589,7 +589,7 @@ private class McpSetup(private val repo: File) {
                 "http" -> JSONObject().put("type", "http").put("url", startHttp(server))
                 else -> error("mcp: unknown transport $transport")
             }
-            for (key in listOf("inject", "headers", "timeout_ms", "env")) {
+            for (key in listOf("inject", "headers", "timeout_ms", "env", "elicitation", "sampling", "roots")) {
                 if (s.has(key)) entry.put(key, s.get(key))
             }
             entries.put(name, entry)
