@@ -166,8 +166,8 @@ impl Checkpoint {
     /// when its content does not match its digest.
     pub fn open(text: &str) -> Result<Checkpoint> {
         let refuse = |why: String| Error::Checkpoint(why);
-        let mut v: Value = serde_json::from_str(text)
-            .map_err(|e| refuse(format!("it is not JSON ({e})")))?;
+        let mut v: Value =
+            serde_json::from_str(text).map_err(|e| refuse(format!("it is not JSON ({e})")))?;
         let Value::Object(m) = &mut v else {
             return Err(refuse("it is not a JSON object".into()));
         };
@@ -236,9 +236,9 @@ impl Checkpoint {
                 CallState::Untaken { .. } => {}
             }
         }
-        self.transcript.validate().map_err(|e| {
-            Error::Checkpoint(format!("its conversation is not valid ({e})"))
-        })?;
+        self.transcript
+            .validate()
+            .map_err(|e| Error::Checkpoint(format!("its conversation is not valid ({e})")))?;
         Ok(())
     }
 

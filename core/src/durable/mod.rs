@@ -82,6 +82,32 @@ pub(crate) use suspension::{now_ms, Durable, Resumed, Suspended};
 /// The answers a resume brings, keyed by the call id of each pending request.
 pub type Answers = BTreeMap<String, Answer>;
 
+/// Read answers from JSON text: an object of call id to answer in the wire shape
+/// (`{"call_1": {"approve": true}}`); what every binding passes its host's answers through.
+///
+/// `Err(`[`Error::Config`](crate::Error::Config)`)` naming `answers` when it is not such an
+/// object.
+pub fn answers_from_json(text: &str) -> crate::Result<Answers> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        crate::Error::Config(crate::ConfigError::new("answers", format!("not JSON: {e}")))
+    })?;
+    let serde_json::Value::Object(m) = v else {
+        return Err(crate::Error::Config(crate::ConfigError::new(
+            "answers",
+            "must be an object of call id to answer",
+        )));
+    };
+    m.into_iter()
+        .map(|(id, a)| {
+            Answer::from_value(&a)
+                .map(|a| (id.clone(), a))
+                .map_err(|e| {
+                    crate::Error::Config(crate::ConfigError::new(format!("answers.{id}"), e))
+                })
+        })
+        .collect()
+}
+
 /// Digests the turn records (of tools, requests, config).
 pub(crate) mod digests {
     pub(crate) use super::digest::{config, of, request, tool};

@@ -89,7 +89,11 @@ impl Durable {
     }
 
     /// A resumed turn's state: `answers` were checked against the checkpoint.
-    pub fn resumed(cp: &Checkpoint, answers: BTreeMap<String, Answer>, config_digest: &str) -> Self {
+    pub fn resumed(
+        cp: &Checkpoint,
+        answers: BTreeMap<String, Answer>,
+        config_digest: &str,
+    ) -> Self {
         let mut answers = answers;
         let mut asked = BTreeMap::new();
         let mut tool_digests = BTreeMap::new();

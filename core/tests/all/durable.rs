@@ -166,7 +166,11 @@ async fn suspend_then_resume_runs_each_tool_once_and_goes_on_to_the_model() {
 
     // "Another process": a client built again, whose model goes on from the next reply.
     let host = Host::new(Answer::deny("the host must not be asked"));
-    let b = parts.client(vec![ScriptEntry::text("all done")], policy("approve"), host.clone());
+    let b = parts.client(
+        vec![ScriptEntry::text("all done")],
+        policy("approve"),
+        host.clone(),
+    );
     let mut run = b
         .resume_stream(
             first.checkpoint.as_deref().unwrap(),
@@ -180,7 +184,11 @@ async fn suspend_then_resume_runs_each_tool_once_and_goes_on_to_the_model() {
     let done = run.result().await.unwrap();
     assert_eq!(done.outcome, Outcome::Done, "{:?}", done.error);
     assert_eq!(done.final_text, "all done");
-    assert_eq!(parts.reads.load(Ordering::SeqCst), 1, "a recorded result is not re-run");
+    assert_eq!(
+        parts.reads.load(Ordering::SeqCst),
+        1,
+        "a recorded result is not re-run"
+    );
     assert_eq!(parts.writes.load(Ordering::SeqCst), 1);
     assert_eq!(host.asked(), 0, "the answer stood in for the ask");
     let r = results(&done.transcript);
@@ -189,11 +197,19 @@ async fn suspend_then_resume_runs_each_tool_once_and_goes_on_to_the_model() {
     assert_eq!((r[1].0.as_str(), r[1].2), ("c1", false));
     done.transcript.validate().unwrap();
     // The gate ran again (its events are there), and the pending ask was answered.
-    assert!(events.iter().any(|e| matches!(e, Event::Gate { call_id, .. } if call_id == "c1")));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::Gate { call_id, .. } if call_id == "c1")));
     assert!(events.iter().any(
         |e| matches!(e, Event::Answer { call_id, answer: Answer::Approve, .. } if call_id == "c1")
     ));
-    assert!(matches!(events.last(), Some(Event::TurnEnd { outcome: Outcome::Done, .. })));
+    assert!(matches!(
+        events.last(),
+        Some(Event::TurnEnd {
+            outcome: Outcome::Done,
+            ..
+        })
+    ));
 }
 
 #[tokio::test]
@@ -395,7 +411,11 @@ async fn an_answer_result_stands_in_and_suspend_where_it_cannot_denies() {
     // {"result": ...} as the resume's answer: the call's result, the tool not run.
     let parts = Parts::new();
     let first = suspended(&parts).await;
-    let b = parts.client(vec![ScriptEntry::text("ok")], policy("approve"), Host::new(Answer::Approve));
+    let b = parts.client(
+        vec![ScriptEntry::text("ok")],
+        policy("approve"),
+        Host::new(Answer::Approve),
+    );
     let done = b
         .resume(
             first.checkpoint.as_deref().unwrap(),
@@ -408,7 +428,10 @@ async fn an_answer_result_stands_in_and_suspend_where_it_cannot_denies() {
     // A resume's answer may not be suspend.
     let e = parts
         .client(vec![], policy("approve"), Host::new(Answer::Approve))
-        .resume(first.checkpoint.as_deref().unwrap(), answer("c1", Answer::Suspend))
+        .resume(
+            first.checkpoint.as_deref().unwrap(),
+            answer("c1", Answer::Suspend),
+        )
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Checkpoint);
