@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conformance_runner import FakeServer
 
 API_KEY = "sk-DURABLE-SECRET-KEY-0001"
@@ -43,8 +42,8 @@ HOST = textwrap.dedent(
         return json.loads(wait)
 
     client = contenox.create_client(
-        style="openai", base_url=base_url, model="fake", api_key=%(key)r,
-        headers={"X-Secret": %(header)r}, secret_env=[%(env)r], root=root, builtins=[],
+        style="openai", base_url=base_url, model="fake", api_key=API_KEY_,
+        headers={"X-Secret": HEADER_}, secret_env=[ENV_NAME_], root=root, builtins=[],
         tools=[contenox.tool(write)],
         policy={"default_action": "allow",
                 "rules": [{"tool": "write", "action": policy_action, "timeout_s": 600}]},
@@ -71,16 +70,20 @@ HOST = textwrap.dedent(
         tool_results = [m for m in result.transcript.messages if m["role"] == "tool"]
         print(json.dumps({"outcome": result.outcome, "final_text": result.final_text,
                           "results": tool_results}, default=str), flush=True)
-    """
-    % {"key": API_KEY, "header": HEADER, "env": ENV_NAME}
+    """.replace("API_KEY_", repr(API_KEY))
+    .replace("HEADER_", repr(HEADER))
+    .replace("ENV_NAME_", repr(ENV_NAME))
 )
 
 SCENARIO = {
     "name": "durable_two_processes",
     "style": "openai",
     "model": [
-        {"tool_calls": [{"id": "call_w", "name": "write",
-                         "arguments": {"path": "out.txt", "content": "hi"}}]},
+        {
+            "tool_calls": [
+                {"id": "call_w", "name": "write", "arguments": {"path": "out.txt", "content": "hi"}}
+            ]
+        },
         {"text": "written"},
     ],
     "prompt": "Write out.txt.",
@@ -108,9 +111,20 @@ def _env() -> dict[str, str]:
 
 def suspend_in_a_process_then_kill_it(root: Path, server: FakeServer) -> dict[str, Any]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", HOST, "suspend", server.base_url("openai"), str(root),
-         "approve", '{"suspend": true}'],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+        [
+            sys.executable,
+            "-c",
+            HOST,
+            "suspend",
+            server.base_url("openai"),
+            str(root),
+            "approve",
+            '{"suspend": true}',
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
     )
     try:
         assert proc.stdout is not None
@@ -127,12 +141,25 @@ def suspend_in_a_process_then_kill_it(root: Path, server: FakeServer) -> dict[st
     return first
 
 
-def resume_in_another(root: Path, server: FakeServer, policy_action: str,
-                      answers: dict[str, Any]) -> dict[str, Any]:
+def resume_in_another(
+    root: Path, server: FakeServer, policy_action: str, answers: dict[str, Any]
+) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-c", HOST, "resume", server.base_url("openai"), str(root),
-         policy_action, '{"approve": false, "message": "the host was asked again"}'],
-        input=json.dumps(answers), capture_output=True, text=True, env=_env(), timeout=60,
+        [
+            sys.executable,
+            "-c",
+            HOST,
+            "resume",
+            server.base_url("openai"),
+            str(root),
+            policy_action,
+            '{"approve": false, "message": "the host was asked again"}',
+        ],
+        input=json.dumps(answers),
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -219,8 +246,9 @@ async def test_resume_in_process_awaitable_and_stream() -> None:
             wait_for=lambda request, cancel: answer,
         )
 
-    call = {"tool_calls": [{"id": "c1", "name": "write",
-                            "arguments": {"path": "a", "content": "b"}}]}
+    call = {
+        "tool_calls": [{"id": "c1", "name": "write", "arguments": {"path": "a", "content": "b"}}]
+    }
     a = make({"suspend": True}, [call])
     first = await a.run("go")
     assert first.outcome == "suspended"
