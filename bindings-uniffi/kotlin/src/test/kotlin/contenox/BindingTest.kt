@@ -199,7 +199,7 @@ class BindingTest {
         assertEquals(0, runs.get())
         val pending = first.pending.single()
         assertEquals("c1", pending.callId)
-        assertTrue(pending.deadlineMs!! > System.currentTimeMillis())
+        assertTrue(pending.deadlineMs!!.toLong() > System.currentTimeMillis())
         val checkpoint = first.checkpoint!!
 
         val b = Client(
