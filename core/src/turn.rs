@@ -770,21 +770,24 @@ impl Turn<'_> {
                 .and_then(|d| d.take_suspended().map(|s| (d, s)));
             if let Some((durable, suspended)) = suspension {
                 let exhausted = spend.and_then(|s| s.exhausted).or(inner_exhausted);
-                let cp = self.checkpoint(durable, CheckpointParts {
-                    suspended,
-                    step,
-                    reply: Reply {
-                        text: final_text.clone(),
-                        calls: calls.clone(),
-                        extra: reply_extra.unwrap_or_default(),
+                let cp = self.checkpoint(
+                    durable,
+                    CheckpointParts {
+                        suspended,
+                        step,
+                        reply: Reply {
+                            text: final_text.clone(),
+                            calls: calls.clone(),
+                            extra: reply_extra.unwrap_or_default(),
+                        },
+                        settled: &settled,
+                        index,
+                        usage,
+                        budget,
+                        exhausted,
+                        corrections,
                     },
-                    settled: &settled,
-                    index,
-                    usage,
-                    budget,
-                    exhausted,
-                    corrections,
-                });
+                );
                 return TurnEnd {
                     pending: cp.pending(now_ms()),
                     checkpoint: Some(cp.seal()),
