@@ -523,6 +523,16 @@ pub struct TurnResult {
     /// exactly when the turn has one and the outcome is `done`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<serde_json::Value>,
-    /// The whole conversation after the turn.
+    /// The whole conversation after the turn (for outcome `suspended`: the conversation before
+    /// the reply whose call is waiting; the checkpoint holds the reply).
     pub transcript: Transcript,
+    /// For outcome `suspended`: the checkpoint, as JSON text, to give
+    /// [`Client::resume`](crate::Client::resume) (it holds no secret of the config).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    /// For outcome `suspended`: the requests waiting for an answer, each with its `call_id`
+    /// (answers to [`Client::resume`](crate::Client::resume) are keyed by it) and its
+    /// `deadline_ms`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingRequest>,
 }

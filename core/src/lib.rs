@@ -42,6 +42,8 @@
 //!   ([`Chain`], [`Client::run_chain`]).
 //! - [`policy`]: approval policies (hitl-policy-v1) as the first stage of the gate, presets,
 //!   compute ceilings.
+//! - [`durable`]: a turn suspended at an ask ([`Answer::Suspend`]) ends with a checkpoint;
+//!   [`Client::resume`] continues it, in this process or another.
 //! - [`agent`]: a client as a tool of another ([`Client::as_tool_with`]), under both gates.
 //! - [`compact`]: compaction of a long conversation ([`CompactionConfig`], [`Compactor`],
 //!   [`Client::compact`]).
@@ -55,12 +57,14 @@ pub mod agent;
 pub mod builtin;
 pub mod chain;
 mod client;
+mod client_resume;
 mod client_state;
 pub mod code;
 pub mod compact;
 mod config;
 mod config_check;
 mod config_read;
+pub mod durable;
 mod error;
 mod event;
 mod gate;
@@ -110,7 +114,7 @@ pub use error::{ConfigError, Error, ErrorKind, Result};
 pub use event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
 pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
-    DEFAULT_DENIAL,
+    DEFAULT_DENIAL, SUSPEND_UNAVAILABLE,
 };
 pub use hooks::HooksFile;
 pub use lifecycle::{

@@ -27,11 +27,16 @@ pub enum Outcome {
     /// `output_retries` corrections (or stopped short: see `stop_reason`): `error` says why,
     /// `final_text` is the raw answer, `output` is absent.
     OutputInvalid,
+    /// The host answered an ask `{"suspend": true}`: the turn stopped there, its result's
+    /// `checkpoint` holds everything [`Client::resume`](crate::Client::resume) needs to
+    /// continue it (in this process or another, with the same config), and `pending` the
+    /// requests waiting for an answer.
+    Suspended,
 }
 
 impl Outcome {
     /// The snake_case name used on every wire (`done`, `cancelled`, `max_turns`, `error`,
-    /// `budget`, `output_invalid`).
+    /// `budget`, `output_invalid`, `suspended`).
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Done => "done",
@@ -40,6 +45,7 @@ impl Outcome {
             Outcome::Error => "error",
             Outcome::Budget => "budget",
             Outcome::OutputInvalid => "output_invalid",
+            Outcome::Suspended => "suspended",
         }
     }
 }

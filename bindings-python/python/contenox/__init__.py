@@ -38,6 +38,7 @@ from ._client import (
 )
 from ._errors import (
     BusyError,
+    CheckpointError,
     ClosedError,
     CompactionError,
     ConfigurationError,
@@ -202,6 +203,7 @@ __all__ = [
     "CancelSignal",
     "Client",
     "ClosedError",
+    "CheckpointError",
     "CompactNotice",
     "CompactionError",
     "CodeExecutionOptions",

@@ -28,6 +28,9 @@ class ToolContext:
     def name(self) -> str:
         """The tool's name."""
     @property
+    def idempotency_key(self) -> str:
+        """``turn_id:call_id``: names this call once across a turn's suspensions and resumes."""
+    @property
     def root(self) -> str:
         """The client's root directory."""
     @property
@@ -97,6 +100,9 @@ class Client:
         allow: list[str] | None = None,
         settings: str | None = None,
     ) -> dict[str, Any]: ...
+    def resume(self, checkpoint: str, answers_json: str) -> Awaitable[dict[str, Any]]: ...
+    def resume_blocking(self, checkpoint: str, answers_json: str) -> dict[str, Any]: ...
+    def resume_stream(self, checkpoint: str, answers_json: str) -> Run: ...
     def needs_loop(self) -> bool: ...
     def wait_idle(self, timeout: float) -> bool: ...
     def stream(

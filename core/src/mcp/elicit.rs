@@ -115,6 +115,7 @@ pub(crate) async fn elicit(
         call_id: ctx.call_id.clone(),
         name: ctx.name.clone(),
         arguments: Value::Null,
+        deadline_ms: None,
     };
     let asked = ask_outcome(&ctx.scope, request, 0, &ctx.cancel, &ctx.events).await;
     let answer = match asked {
@@ -134,7 +135,9 @@ pub(crate) async fn elicit(
 /// The host's answer as an MCP action, the content checked against `schema`.
 fn map_answer(answer: Answer, schema: &Value, server: &str) -> Elicited {
     let content = match answer {
-        Answer::Deny(_) => return Elicited::Decline,
+        // A turn suspends only at its own calls' asks; a server's question mid-call cannot wait
+        // across processes, so suspend declines it.
+        Answer::Deny(_) | Answer::Suspend => return Elicited::Decline,
         Answer::Approve => Value::Object(Map::new()),
         Answer::Result(v) => v,
     };

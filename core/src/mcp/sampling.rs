@@ -15,7 +15,7 @@
 use serde_json::{json, Value};
 
 use crate::event::{Event, GateVerdict};
-use crate::gate::{Answer, ToolCallEvent, DEFAULT_DENIAL};
+use crate::gate::{Answer, ToolCallEvent, DEFAULT_DENIAL, SUSPEND_UNAVAILABLE};
 use crate::gate_chain;
 use crate::scope::SampleRequest;
 use crate::tool::{Hints, Source, ToolContext};
@@ -124,6 +124,7 @@ async fn pass_gate(
                     "sampling can be approved or denied, not answered with a result".into(),
                 ))
             }
+            Answer::Suspend => return Ok(Some(SUSPEND_UNAVAILABLE.to_string())),
         }
     }
     Ok(None)
