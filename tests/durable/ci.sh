@@ -25,6 +25,9 @@ export PATH="$venv/bin:$PATH"
 echo "== the Python binding into $venv (maturin develop)"
 (cd "$repo/bindings-python" && maturin develop --quiet)
 
+echo "== the Node binding (debug native module + TypeScript layer, contenox/restate)"
+(cd "$repo/bindings-node" && npm run --silent build:debug)
+
 echo "== ruff (tests/durable)"
 ruff check "$here"
 ruff format --check "$here"

@@ -290,6 +290,11 @@ def restate_server(tmp: Path) -> Iterator[Restate]:
         "RESTATE_ADVERTISED_ADDRESS": f"http://127.0.0.1:{node}",
         "RESTATE_LISTEN_MODE": "tcp",
         "RESTATE_LOG_FORMAT": "compact",
+        # A dead endpoint is retried every 100-500 ms (not backing off to a minute), so a test's
+        # process B is found soon after it listens.
+        "RESTATE_DEFAULT_RETRY_POLICY__INITIAL_INTERVAL": "100ms",
+        "RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL": "500ms",
+        "RESTATE_DEFAULT_RETRY_POLICY__MAX_ATTEMPTS": "1000",
         "NO_COLOR": "1",
     }
     log = open(tmp / "restate.log", "wb")

@@ -46,7 +46,10 @@ def start_and_crash(procs: Processes, db: str, turn_id: str, **env: str) -> dict
 
         def pending() -> list[dict[str, Any]]:
             assert a.poll() is None, f"A exited: {procs.log('A')}"
-            return list(client.get_event(turn_id, "pending", timeout_seconds=0) or [])
+            try:
+                return list(client.get_event(turn_id, "pending", timeout_seconds=0) or [])
+            except Exception:  # A has not created DBOS's tables yet
+                return []
 
         (request,) = wait_until("DBOS holds the ask", pending, timeout=60)
     finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -30,35 +31,55 @@ TIMEOUT_SENTENCE = "Approval timed out. The operation was automatically denied."
 
 
 class Server:
-    """The dev server and an event loop to talk to it from the (sync) tests."""
+    """The dev server, and an event loop in a thread of its own to talk to it from the (sync)
+    tests. The loop runs under asyncio.run (a loop closed by hand while the SDK's runtime still
+    holds it crashes the interpreter at exit)."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
         self.port = free_port()
-        self.env = self.loop.run_until_complete(
-            WorkflowEnvironment.start_local(
+        self._ready = threading.Event()
+        self._failed: BaseException | None = None
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._serve()), daemon=True)
+        self._thread.start()
+        self._ready.wait(120)
+        if self._failed is not None:
+            raise self._failed
+        # The dev server the SDK started for us (its child): gone after shutdown, by pid.
+        self.pids = children_running(temporal_binary())
+        assert len(self.pids) == 1, self.pids
+
+    async def _serve(self) -> None:
+        try:
+            env = await WorkflowEnvironment.start_local(
                 dev_server_existing_path=temporal_binary(),
                 ip="127.0.0.1",
                 port=self.port,
                 ui=False,
                 dev_server_log_level="error",
             )
-        )
-        self.client: Client = self.env.client
-        # The dev server the SDK started for us (its child): gone after shutdown, by pid.
-        self.pids = children_running(temporal_binary())
-        assert len(self.pids) == 1, self.pids
+        except BaseException as e:
+            self._failed = e
+            self._ready.set()
+            return
+        self.loop = asyncio.get_running_loop()
+        self.client: Client = env.client
+        self._stop = asyncio.Event()
+        self._ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            await env.shutdown()
 
     @property
     def target(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def run(self, coro: Any) -> Any:
-        return self.loop.run_until_complete(coro)
+    def run(self, coro: Any, timeout: float = 30) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def stop(self) -> None:
-        self.run(self.env.shutdown())
-        self.loop.close()
+        self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(60)
         wait_gone(self.pids)
 
 
