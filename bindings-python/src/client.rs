@@ -230,6 +230,28 @@ impl PyClient {
         Ok((turn, cancel))
     }
 
+    /// Resume a suspended turn (its checkpoint, the answers' JSON text) nobody streams, as
+    /// [`PyClient::start_quiet`]: the engine checks both before anything runs.
+    fn start_resume_quiet(
+        &self,
+        checkpoint: String,
+        answers_json: &str,
+    ) -> PyResult<(
+        impl Future<Output = contenox::Result<TurnResult>> + Send + 'static,
+        CancellationToken,
+    )> {
+        let answers = contenox::durable::answers_from_json(answers_json).map_err(to_py_err)?;
+        let cancel = CancellationToken::new();
+        let options = RunOptions::default().cancel(cancel.clone());
+        let core = self.open_core()?;
+        let turn = quiet::spawn(
+            async move { core.resume_with(&checkpoint, answers, options).await },
+            cancel.clone(),
+            &self.quiet_running,
+        );
+        Ok((turn, cancel))
+    }
+
     /// The engine client, refusing (as `stream_with` does, at the call) when it is closed.
     fn open_core(&self) -> PyResult<contenox::Client> {
         let core = self.core()?;
@@ -477,6 +499,52 @@ impl PyClient {
             retries: output_retries,
         };
         Ok(PyRun::new(self.start(prompt, allow, settings, output)?))
+    }
+
+    /// Resume a suspended turn from its checkpoint with the answers (JSON text of call id to
+    /// answer); an awaitable of the result dict, as `run`. A refused checkpoint or answer
+    /// raises when awaited, before anything runs.
+    fn resume<'py>(
+        &self,
+        py: Python<'py>,
+        checkpoint: String,
+        answers_json: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let locals = running_loop(py, "client.resume()")?;
+        self.host.set_running(&locals);
+        let (turn, _) = self.start_resume_quiet(checkpoint, answers_json)?;
+        py_future(locals.event_loop(py), async move {
+            let r = turn.await;
+            produce(move |py| result_dict(py, r.map_err(to_py_err)?))
+        })
+    }
+
+    /// `resume` blocking until the turn ends (`client.resume_sync`), as `run_blocking`.
+    fn resume_blocking(
+        &self,
+        py: Python<'_>,
+        checkpoint: String,
+        answers_json: &str,
+    ) -> PyResult<Py<PyAny>> {
+        let (turn, cancel) = self.start_resume_quiet(checkpoint, answers_json)?;
+        let r = blocking::wait(py, turn, &cancel)?;
+        result_dict(py, r.map_err(to_py_err)?)
+    }
+
+    /// Resume a suspended turn and return its handle, as `stream`.
+    fn resume_stream(
+        &self,
+        py: Python<'_>,
+        checkpoint: &str,
+        answers_json: &str,
+    ) -> PyResult<PyRun> {
+        let answers = contenox::durable::answers_from_json(answers_json).map_err(to_py_err)?;
+        self.host.capture(py);
+        let core = self.core()?;
+        let _rt = runtime().enter();
+        Ok(PyRun::new(
+            core.resume_stream(checkpoint, answers).map_err(to_py_err)?,
+        ))
     }
 
     /// Run a task chain (JSON text) on `input`; an awaitable of the result dict, as `run`.

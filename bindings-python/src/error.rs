@@ -71,6 +71,7 @@ fn class_of(kind: ErrorKind) -> &'static str {
         ErrorKind::Compaction => "CompactionError",
         ErrorKind::Serialization => "SerializationError",
         ErrorKind::Io => "ContenoxIOError",
+        ErrorKind::Checkpoint => "CheckpointError",
         _ => "ContenoxError",
     }
 }

@@ -32,6 +32,9 @@ pub(crate) fn result_dict(py: Python<'_>, r: TurnResult) -> PyResult<Py<PyAny>> 
         "transcript",
         Py::new(py, PyTranscript::compact(r.transcript))?,
     )?;
+    // A suspended turn's checkpoint (JSON text) and pending requests (dicts).
+    d.set_item("checkpoint", r.checkpoint)?;
+    d.set_item("pending", ser_to_py(py, &r.pending)?)?;
     Ok(d.into_any().unbind())
 }
 

@@ -146,6 +146,7 @@ impl Printer {
                         .unwrap_or_default()
                 )),
                 Answer::Result(_) => self.note(&format!("[gate] {name}: answered")),
+                Answer::Suspend => self.note(&format!("[gate] {name}: suspended")),
             },
             Event::ToolResult {
                 name,
@@ -262,6 +263,8 @@ impl Printer {
                     "output_invalid: {}",
                     clean_line(error.as_deref().unwrap_or("the answer did not match"))
                 )),
+                // The CLI's own gate never answers suspend; a library host's may.
+                Outcome::Suspended => self.note("suspended: waiting for an answer"),
             },
             _ => {}
         }

@@ -11,6 +11,7 @@ use crate::client_state::{ClientState, Parts};
 use crate::compact::{CompactFailed, CompactNotice, Compactor, OnCompact};
 use crate::config::{CompactionConfig, Config, RetryPolicy, Style};
 use crate::config_check::check_client;
+use crate::durable::RunRecord;
 use crate::error::{ConfigError, Error, Result};
 use crate::event::{CompactTrigger, TurnResult};
 use crate::gate::{Hooks, WaitFor};
@@ -123,6 +124,7 @@ impl Client {
         let settings = self.run_settings(&options)?;
         let output = self.run_output(&options)?;
         let (cancel, _link) = self.turn_token(&options);
+        let record = RunRecord::of(&options);
         Ok(run_turn(
             self.state.clone(),
             prompt,
@@ -132,6 +134,7 @@ impl Client {
                 settings,
                 output,
                 output_retries: options.output_retries,
+                record,
                 ..TurnSetup::default()
             },
             cancel,
@@ -172,6 +175,7 @@ impl Client {
         let output = self.run_output(&options)?;
         let (cancel, link) = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
+        let record = RunRecord::of(&options);
         let turn = run_turn(
             self.state.clone(),
             prompt,
@@ -181,6 +185,7 @@ impl Client {
                 settings,
                 output,
                 output_retries: options.output_retries,
+                record,
                 ..TurnSetup::default()
             },
             cancel.clone(),
@@ -335,7 +340,7 @@ impl Client {
 
     /// A run's `output_schema`, compiled: a bad one is the caller's configuration error before
     /// the turn starts. `None` when the run gives none (the client's, if any, holds).
-    fn run_output(&self, options: &RunOptions) -> Result<Option<Arc<OutputSchema>>> {
+    pub(crate) fn run_output(&self, options: &RunOptions) -> Result<Option<Arc<OutputSchema>>> {
         let Some(schema) = &options.output_schema else {
             return Ok(None);
         };

@@ -45,6 +45,8 @@ pub(crate) struct ClientState {
     secret_env: Arc<Vec<String>>,
     /// The last call id the engine made (`call_cxN`).
     next_id: AtomicU64,
+    /// The checkpoints resumed on this client (turn id, suspension number).
+    resumed: Mutex<std::collections::HashSet<(String, u32)>>,
     /// The parent of every turn's cancel token; cancelled by `close`.
     shutdown: CancellationToken,
     /// The opt-in background shells (config `background`).
@@ -122,6 +124,7 @@ impl ClientState {
             root: Arc::new(parts.root),
             secret_env: Arc::new(parts.secret_env),
             next_id: AtomicU64::new(0),
+            resumed: Mutex::default(),
             shutdown: CancellationToken::new(),
             shells: parts.shells,
             owns_shells: parts.owns_shells,
@@ -224,6 +227,23 @@ impl ClientState {
             "call_cx{}",
             self.next_id.fetch_add(1, Ordering::Relaxed) + 1
         )
+    }
+
+    /// Call ids generated from now on stay clear of `n` (`call_cxN`) and below: a resumed
+    /// turn's reply holds ids this client did not make.
+    pub fn reserve_call_ids(&self, n: u64) {
+        self.next_id.fetch_max(n, Ordering::Relaxed);
+    }
+
+    /// Claim the checkpoint `turn_id` / `seq` for a resume on this client: `false` when it was
+    /// already resumed here (an answer is applied once).
+    pub fn claim_checkpoint(&self, turn_id: &str, seq: u32) -> bool {
+        self.resumed.lock().insert((turn_id.to_string(), seq))
+    }
+
+    /// Give back a claim whose resume never started (cancelled while queued).
+    pub fn release_checkpoint(&self, turn_id: &str, seq: u32) {
+        self.resumed.lock().remove(&(turn_id.to_string(), seq));
     }
 
     /// Wait until no other turn runs; the guard holds the client's turn slot.

@@ -99,6 +99,16 @@ pub enum Error {
     /// A file system error outside any tool (for example reading the current directory).
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
+    /// A checkpoint cannot be resumed: it is not a checkpoint, it was written by a newer engine
+    /// (its `version`), its content does not match its digest (edited or corrupted), it was
+    /// already resumed on this client, or an answer names a call that is not waiting for one
+    /// (a wrong call id, or one already answered).
+    ///
+    /// Returned by [`Client::resume`](crate::Client::resume) and its siblings before anything
+    /// runs: the conversation is unchanged. Resume the checkpoint the suspended turn returned,
+    /// once, with answers keyed by the call ids of its `pending` requests.
+    #[error("checkpoint refused: {0}")]
+    Checkpoint(String),
 }
 
 /// What is wrong with a configuration, in the words of the host that gave it: the option as
@@ -227,11 +237,14 @@ pub enum ErrorKind {
     Serialization,
     /// [`Error::Io`].
     Io,
+    /// [`Error::Checkpoint`].
+    Checkpoint,
 }
 
 impl ErrorKind {
     /// The kind's name, the same in every binding: `configuration`, `tool`, `closed`, `busy`,
-    /// `transcript`, `http`, `transport`, `internal`, `compaction`, `serialization`, `io`.
+    /// `transcript`, `http`, `transport`, `internal`, `compaction`, `serialization`, `io`,
+    /// `checkpoint`.
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::Config => "configuration",
@@ -245,6 +258,7 @@ impl ErrorKind {
             ErrorKind::Compaction => "compaction",
             ErrorKind::Serialization => "serialization",
             ErrorKind::Io => "io",
+            ErrorKind::Checkpoint => "checkpoint",
         }
     }
 }
@@ -265,6 +279,7 @@ impl Error {
             Error::Compaction(_) => ErrorKind::Compaction,
             Error::Serde(_) => ErrorKind::Serialization,
             Error::Io(_) => ErrorKind::Io,
+            Error::Checkpoint(_) => ErrorKind::Checkpoint,
         }
     }
 }

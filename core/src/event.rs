@@ -28,11 +28,16 @@ pub enum Outcome {
     /// `output_retries` corrections (or stopped short: see `stop_reason`): `error` says why,
     /// `final_text` is the raw answer, `output` is absent.
     OutputInvalid,
+    /// The host answered an ask `{"suspend": true}`: the turn stopped there, its result's
+    /// `checkpoint` holds everything [`Client::resume`](crate::Client::resume) needs to
+    /// continue it (in this process or another, with the same config), and `pending` the
+    /// requests waiting for an answer.
+    Suspended,
 }
 
 impl Outcome {
     /// The snake_case name used on every wire (`done`, `cancelled`, `max_turns`, `error`,
-    /// `budget`, `output_invalid`).
+    /// `budget`, `output_invalid`, `suspended`).
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Done => "done",
@@ -41,6 +46,7 @@ impl Outcome {
             Outcome::Error => "error",
             Outcome::Budget => "budget",
             Outcome::OutputInvalid => "output_invalid",
+            Outcome::Suspended => "suspended",
         }
     }
 }
@@ -572,6 +578,16 @@ pub struct TurnResult {
     /// exactly when the turn has one and the outcome is `done`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<serde_json::Value>,
-    /// The whole conversation after the turn.
+    /// The whole conversation after the turn (for outcome `suspended`: the conversation before
+    /// the reply whose call is waiting; the checkpoint holds the reply).
     pub transcript: Transcript,
+    /// For outcome `suspended`: the checkpoint, as JSON text, to give
+    /// [`Client::resume`](crate::Client::resume) (it holds no secret of the config).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    /// For outcome `suspended`: the requests waiting for an answer, each with its `call_id`
+    /// (answers to [`Client::resume`](crate::Client::resume) are keyed by it) and its
+    /// `deadline_ms`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingRequest>,
 }

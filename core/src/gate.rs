@@ -80,6 +80,10 @@ pub struct PendingRequest {
     /// The call's arguments (filled by the engine).
     #[serde(default)]
     pub arguments: Value,
+    /// When the ask is denied as timed out, in Unix milliseconds: set in a suspended turn's
+    /// `pending` (a resumed ask keeps its deadline; `timeout_ms` there is what is left of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
 }
 
 impl PendingRequest {
@@ -100,7 +104,7 @@ impl PendingRequest {
 }
 
 /// The host's answer to a [`PendingRequest`]. On every wire: `{"approve": true}`,
-/// `{"approve": false, "message": "..."}` or `{"result": value}`.
+/// `{"approve": false, "message": "..."}`, `{"result": value}` or `{"suspend": true}`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
     /// Run the call.
@@ -109,7 +113,16 @@ pub enum Answer {
     Deny(Option<String>),
     /// Do not run it: this value is the call's result.
     Result(Value),
+    /// Answer later, maybe in another process: the turn ends with outcome `suspended`, its
+    /// result carries a checkpoint and the pending requests, and
+    /// [`Client::resume`](crate::Client::resume) continues it with the answers. Only a turn's
+    /// own calls suspend; a subagent's, a task chain's or `js_execution`'s inner call is denied
+    /// instead (see [`SUSPEND_UNAVAILABLE`]).
+    Suspend,
 }
+
+/// The denial of a `{"suspend": true}` answer where a turn cannot suspend.
+pub const SUSPEND_UNAVAILABLE: &str = "The host answered suspend, but this call cannot suspend (only a turn's own calls can: not a subagent's, a task chain's or js_execution's); it was denied.";
 
 impl Answer {
     /// Approve.
@@ -133,6 +146,12 @@ impl Answer {
         if let Some(r) = obj.get("result") {
             return Ok(Answer::Result(r.clone()));
         }
+        if let Some(s) = obj.get("suspend") {
+            return match s {
+                Value::Bool(true) => Ok(Answer::Suspend),
+                _ => Err(format!("suspend must be true, got {s}")),
+            };
+        }
         match obj.get("approve") {
             Some(Value::Bool(true)) => Ok(Answer::Approve),
             Some(Value::Bool(false)) => Ok(Answer::Deny(
@@ -141,7 +160,7 @@ impl Answer {
                     .map(str::to_string),
             )),
             _ => Err(format!(
-                "an answer is {{\"approve\": bool, \"message\"?: str}} or {{\"result\": value}}, got {v}"
+                "an answer is {{\"approve\": bool, \"message\"?: str}}, {{\"result\": value}} or {{\"suspend\": true}}, got {v}"
             )),
         }
     }
@@ -161,6 +180,9 @@ impl Answer {
             }
             Answer::Result(v) => {
                 m.insert("result".into(), v.clone());
+            }
+            Answer::Suspend => {
+                m.insert("suspend".into(), Value::Bool(true));
             }
         }
         Value::Object(m)

@@ -42,6 +42,8 @@
 //!   ([`Chain`], [`Client::run_chain`]).
 //! - [`policy`]: approval policies (hitl-policy-v1) as the first stage of the gate, presets,
 //!   compute ceilings.
+//! - [`durable`]: a turn suspended at an ask ([`Answer::Suspend`]) ends with a checkpoint;
+//!   [`Client::resume`] continues it, in this process or another.
 //! - [`agent`]: a client as a tool of another ([`Client::as_tool_with`]), under both gates.
 //! - [`compact`]: compaction of a long conversation ([`CompactionConfig`], [`Compactor`],
 //!   [`Client::compact`]).
@@ -61,6 +63,7 @@ pub mod compact;
 mod config;
 mod config_check;
 mod config_read;
+pub mod durable;
 mod error;
 mod event;
 mod gate;
@@ -107,7 +110,7 @@ pub use error::{ConfigError, Error, ErrorKind, Result};
 pub use event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
 pub use gate::{
     Answer, Decision, Hooks, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL,
-    DEFAULT_DENIAL,
+    DEFAULT_DENIAL, SUSPEND_UNAVAILABLE,
 };
 pub use mcp::{load_mcp, McpConfig, McpSource, ServerState};
 #[doc(hidden)]

@@ -16,14 +16,19 @@ use crate::client_state::ClientState;
 use crate::code::inner_calls_made;
 use crate::compact::CompactFailed;
 use crate::config::ToolConcurrency;
+use crate::durable::{
+    digests, now_ms, CallState, Checkpoint, Durable, Reply, Resumed, RunRecord, Suspended,
+    CHECKPOINT_VERSION,
+};
 use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
 use crate::gate::{
     Answer, Decision, PendingRequest, ToolCallEvent, WaitFor, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
+    SUSPEND_UNAVAILABLE,
 };
 use crate::image_file::{check_result_images, image_paths, resolve_images};
 use crate::model::{complete_with_fallback, Backend, ModelRequest, RawCall, RequestFailed};
 use crate::output::OutputSchema;
-use crate::policy::{self, Budget, Ceilings};
+use crate::policy::{self, Budget, Ceilings, Spend};
 use crate::prompt::Prompt;
 use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
 use crate::settings::TurnSettings;
@@ -43,6 +48,10 @@ pub const MAX_TURNS_RESULT: &str = "max_turns reached";
 /// cut too, so it is not executed.
 pub const STOPPED_REPLY_RESULT: &str =
     "not executed: the reply stopped short of a full answer (see the turn's stop_reason)";
+
+/// The result of a call whose ask answered suspend, where a result must be shown (its reply
+/// abandoned when the stream failed afterwards); a suspended turn's checkpoint holds the ask.
+const SUSPENDED_RESULT: &str = "not executed: the turn was suspended at this call's ask";
 
 /// How one turn runs, beyond its prompt: what `run_with` / `stream_with` pass, and what a
 /// subagent's tool call sets for its child's turn.
@@ -65,6 +74,14 @@ pub(crate) struct TurnSetup {
     pub output: Option<Arc<OutputSchema>>,
     /// The run's `output_retries`; `None` = the client's.
     pub output_retries: Option<u32>,
+    /// The run's options as a suspended turn's checkpoint records them.
+    pub record: RunRecord,
+}
+
+/// How a turn begins: with a prompt, or where a suspended turn stopped.
+enum Begin {
+    Prompt(Prompt),
+    Resume(Box<Checkpoint>, Durable),
 }
 
 /// Which client `inner` is: the address of its shared state.
@@ -80,17 +97,60 @@ pub(crate) async fn run_turn(
     cancel: CancellationToken,
     sink: EventSink,
 ) -> TurnResult {
+    run_or_resume(inner, Begin::Prompt(prompt), setup, cancel, sink).await
+}
+
+/// Go on with a suspended turn where its checkpoint `cp` stopped (`durable` holds the answers,
+/// checked against it); the conversation becomes the checkpoint's.
+pub(crate) async fn resume_turn(
+    inner: Arc<ClientState>,
+    cp: Checkpoint,
+    durable: Durable,
+    setup: TurnSetup,
+    cancel: CancellationToken,
+    sink: EventSink,
+) -> TurnResult {
+    let begin = Begin::Resume(Box::new(cp), durable);
+    run_or_resume(inner, begin, setup, cancel, sink).await
+}
+
+async fn run_or_resume(
+    inner: Arc<ClientState>,
+    begin: Begin,
+    setup: TurnSetup,
+    cancel: CancellationToken,
+    sink: EventSink,
+) -> TurnResult {
     // Queued behind a running turn: a cancel while waiting (or before) ends this turn without
     // touching the conversation.
     let queued = until_cancelled(&cancel, inner.lock_turn())
         .await
         .filter(|_| !cancel.is_cancelled());
     let Some(_one_at_a_time) = queued else {
-        return cancelled_before_start(&inner, prompt.text(), &sink);
+        let prompt = match begin {
+            Begin::Prompt(prompt) => prompt.text(),
+            Begin::Resume(cp, _) => {
+                // Never started: the checkpoint can be resumed again.
+                inner.release_checkpoint(&cp.turn_id, cp.seq);
+                cp.prompt.clone()
+            }
+        };
+        return cancelled_before_start(&inner, prompt, &sink);
     };
     if setup.fresh {
         inner.replace_conversation(Transcript::default());
     }
+    // A host's own turn may suspend; a subagent's (it has a scope) does not.
+    let (prompt, resume, durable) = match begin {
+        Begin::Prompt(prompt) => {
+            let durable = setup
+                .scope
+                .is_none()
+                .then(|| Durable::new(prompt.text(), setup.record.clone()));
+            (Some(prompt), None, durable)
+        }
+        Begin::Resume(cp, durable) => (None, Some(cp), Some(durable)),
+    };
     let scope = match setup.scope {
         Some(s) => s,
         None => TurnScope::root(client_id(&inner), inner.clone()),
@@ -114,11 +174,29 @@ pub(crate) async fn run_turn(
         output_retries: setup
             .output_retries
             .unwrap_or(inner.config().output_retries),
+        durable: durable.as_ref(),
     };
-    sink.emit_with(|| Event::TurnStart {
-        prompt: prompt.text(),
-    });
-    inner.append([prompt.into_message()]);
+    match (prompt, &resume) {
+        (Some(prompt), _) => {
+            sink.emit_with(|| Event::TurnStart {
+                prompt: prompt.text(),
+            });
+            inner.append([prompt.into_message()]);
+        }
+        (None, Some(cp)) => {
+            sink.emit_with(|| Event::TurnStart {
+                prompt: cp.prompt.clone(),
+            });
+            // The ids of the checkpoint's calls are taken: new ones stay clear of them.
+            let ids = cp
+                .transcript
+                .max_generated_id()
+                .max(max_generated_in(&cp.reply.calls));
+            inner.reserve_call_ids(ids);
+            inner.replace_conversation(cp.transcript.clone());
+        }
+        (None, None) => unreachable!("a turn begins with a prompt or a checkpoint"),
+    }
     // Sources that asked for it (a remote hook that was down) are probed before the first
     // request, so what came up is offered in it.
     inner.sources().before_turn(&cancel).await;
@@ -129,7 +207,9 @@ pub(crate) async fn run_turn(
         error,
         stop_reason,
         output,
-    } = turn.steps().await;
+        checkpoint,
+        pending,
+    } = turn.steps(resume).await;
     sink.emit_with(|| Event::TurnEnd {
         outcome,
         final_text: final_text.clone(),
@@ -144,7 +224,18 @@ pub(crate) async fn run_turn(
         stop_reason,
         output,
         transcript: inner.transcript(),
+        checkpoint,
+        pending,
     }
+}
+
+/// The highest `call_cxN` number among `calls`.
+fn max_generated_in(calls: &[ToolCall]) -> u64 {
+    calls
+        .iter()
+        .filter_map(|c| c.id.strip_prefix("call_cx")?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0)
 }
 
 /// How the step loop ended: what the turn's `turn_end` event and result report.
@@ -160,6 +251,9 @@ struct TurnEnd {
     stop_reason: Option<StopReason>,
     /// The answer parsed and validated against the turn's `output_schema`.
     output: Option<Value>,
+    /// For outcome `suspended`: the sealed checkpoint and the requests waiting.
+    checkpoint: Option<String>,
+    pending: Vec<PendingRequest>,
 }
 
 impl TurnEnd {
@@ -171,6 +265,8 @@ impl TurnEnd {
             error: None,
             stop_reason: None,
             output: None,
+            checkpoint: None,
+            pending: Vec::new(),
         }
     }
 }
@@ -193,6 +289,8 @@ fn cancelled_before_start(inner: &ClientState, prompt: String, sink: &EventSink)
         stop_reason: None,
         output: None,
         transcript: inner.transcript(),
+        checkpoint: None,
+        pending: Vec::new(),
     }
 }
 
@@ -276,6 +374,9 @@ pub(crate) struct Turn<'a> {
     pub output: Option<&'a OutputSchema>,
     /// How many invalid answers are sent back for another try.
     pub output_retries: u32,
+    /// A host's own turn: its id, its suspension, a resumed turn's answers. `None` for a
+    /// subagent's turn and a chain's: their calls do not suspend.
+    pub durable: Option<&'a Durable>,
 }
 
 /// What one model request came back with.
@@ -503,7 +604,9 @@ impl Turn<'_> {
         ceilings
     }
 
-    async fn steps(&self) -> TurnEnd {
+    /// The step loop; `resume` = go on with a suspended reply (its recorded results replay,
+    /// its other calls are gated again) before the next request.
+    async fn steps(&self, resume: Option<Box<Checkpoint>>) -> TurnEnd {
         let inner = self.inner;
         let mut usage = Usage::default();
         let mut final_text = String::new();
@@ -511,6 +614,13 @@ impl Turn<'_> {
         let mut budget = Budget::default();
         // Answers that did not match the output schema, sent back for another try.
         let mut corrections = 0u32;
+        let mut resume = resume;
+        if let Some(cp) = &resume {
+            usage = cp.usage;
+            index = cp.index;
+            budget = cp.budget;
+            corrections = cp.corrections;
+        }
         loop {
             // The reply's calls run under a token of their own (a child of the turn's): a
             // stream that fails after some started cancels those, not the turn.
@@ -520,9 +630,21 @@ impl Turn<'_> {
             let anew_turn = self.with_cancel(&anew_cancel);
             let mut runner = self.reply_calls(&reply_turn);
             let mut early_calls = Vec::new();
-            let response = self
-                .respond_starting_calls(index, &mut usage, &budget, &mut runner, &mut early_calls)
-                .await;
+            // A resumed reply: its calls' states stand in for the model's answer.
+            let replay = resume.take().map(|cp| Replay::of(*cp));
+            let response = match &replay {
+                Some(r) => r.response(),
+                None => {
+                    self.respond_starting_calls(
+                        index,
+                        &mut usage,
+                        &budget,
+                        &mut runner,
+                        &mut early_calls,
+                    )
+                    .await
+                }
+            };
             let (text, calls, extra, used, stop, paused, early) = match response {
                 Response::Answer {
                     text,
@@ -554,9 +676,13 @@ impl Turn<'_> {
                 self.spend(&mut usage, spent);
                 runner = self.reply_calls(&anew_turn);
             }
-            index += 1;
+            if replay.is_none() {
+                // A resumed reply was counted before it suspended.
+                index += 1;
+            }
             final_text = text.clone();
             let mut step = Vec::with_capacity(calls.len() + 1);
+            let reply_extra = self.durable.map(|_| extra.clone());
             step.push(Message::assistant_with(text, calls.clone(), extra));
             if paused && calls.is_empty() && stop.is_none() {
                 // The server paused a long turn (its own tools ran): the paused reply goes
@@ -576,8 +702,20 @@ impl Turn<'_> {
             let stopped = calls.is_empty() || stop.is_some();
             let ceilings = self.ceilings();
             let at_limit = index >= ceilings.max_turns;
-            let spend = (!stopped).then(|| budget.spend(calls.len(), used, &ceilings));
+            let spend = match &replay {
+                // Spent before it suspended; its ceiling, if it reached one, is recorded.
+                Some(r) => Some(Spend {
+                    run: calls.len(),
+                    exhausted: r.exhausted,
+                }),
+                None => (!stopped).then(|| budget.spend(calls.len(), used, &ceilings)),
+            };
             let settled = |i: usize| {
+                if let Some(r) = &replay {
+                    if let Some(out) = r.settled(i) {
+                        return Some(out);
+                    }
+                }
                 if stopped {
                     return Some(ToolOutput::error(STOPPED_REPLY_RESULT));
                 }
@@ -591,7 +729,18 @@ impl Turn<'_> {
             // The calls js_execution's code made count in the budget too (the turn ends after
             // this step when they reached a ceiling).
             let mut inner_exhausted = None;
+            let mut replayed = replay.as_ref().map(Replay::results).unwrap_or_default();
+            let suspended_id = || self.durable.and_then(Durable::suspended_id);
             let mut done = |c: &ToolCall, out: ToolOutput, spent: Usage| {
+                // A recorded result goes back into the conversation as it was (its events were
+                // emitted when it ran); the call that suspended has none yet.
+                if let Some(recorded) = replayed.remove(&c.id) {
+                    step.push(recorded);
+                    return;
+                }
+                if suspended_id().as_deref() == Some(c.id.as_str()) {
+                    return;
+                }
                 // What the call spent on models (a subagent's turn) is the turn's too.
                 let spent = (!spent.is_zero()).then(|| {
                     self.spend(&mut usage, spent);
@@ -606,12 +755,39 @@ impl Turn<'_> {
                 step.push(self.result_message(c, out, spent));
             };
             for (i, call) in calls.iter().enumerate().skip(runner.taken()) {
+                if self.suspending() {
+                    // The calls after the one that suspended are gated at resume.
+                    break;
+                }
                 runner.clear_for(call).await;
                 runner.hand_on(&calls, &mut done);
                 runner.take(call, settled(i)).await;
                 runner.hand_on(&calls, &mut done);
             }
             runner.finish(&calls, &mut done).await;
+            if let Some(suspended) = self.durable.and_then(Durable::take_suspended) {
+                let exhausted = spend.and_then(|s| s.exhausted).or(inner_exhausted);
+                let cp = self.checkpoint(CheckpointParts {
+                    suspended,
+                    step,
+                    reply: Reply {
+                        text: final_text.clone(),
+                        calls: calls.clone(),
+                        extra: reply_extra.unwrap_or_default(),
+                    },
+                    settled: &settled,
+                    index,
+                    usage,
+                    budget,
+                    exhausted,
+                    corrections,
+                });
+                return TurnEnd {
+                    pending: cp.pending(now_ms()),
+                    checkpoint: Some(cp.seal()),
+                    ..TurnEnd::new(Outcome::Suspended, final_text, usage)
+                };
+            }
             inner.append(step);
             if stopped {
                 let Some(schema) = self.output else {
@@ -714,7 +890,10 @@ impl Turn<'_> {
             let i = early_calls.len();
             // A call that must run alone (a write) starts after the reply, as every call after
             // it: it waits for the calls before it, whose results come after the reply.
-            taking = taking && budget.may_run(i, &ceilings) && runner.runs_beside(&call);
+            taking = taking
+                && budget.may_run(i, &ceilings)
+                && runner.runs_beside(&call)
+                && !self.suspending();
             early_calls.push(call);
             if !taking {
                 continue;
@@ -775,6 +954,7 @@ impl Turn<'_> {
             scope: self.scope.clone(),
             output: self.output,
             output_retries: self.output_retries,
+            durable: self.durable,
         }
     }
 
@@ -938,8 +1118,9 @@ impl Turn<'_> {
 
     /// Check one call, pass it through the gate, and run it.
     /// What the call spends on models (a subagent's turn) is added to `spent`.
+    /// Such a call (js_execution's inner call, a chain task's) does not suspend.
     pub(crate) async fn handle_call(&self, call: &ToolCall, spent: &UsageCell) -> ToolOutput {
-        match self.admit_call(call).await {
+        match self.admit_call(call, false).await {
             Admission::Settled(out) => out,
             Admission::Run { entry, event } => self.execute(&entry, &event, spent).await,
         }
@@ -947,7 +1128,8 @@ impl Turn<'_> {
 
     /// Check one call and pass it through the gate (its asks answered): either its result
     /// without running (an error, a denial, an answer given as the result) or the go-ahead.
-    pub(crate) async fn admit_call(&self, call: &ToolCall) -> Admission {
+    /// `own`: one of the reply's own calls, which may suspend the turn.
+    pub(crate) async fn admit_call(&self, call: &ToolCall, own: bool) -> Admission {
         let allowed = |n: &str| self.allowed(n);
         if call.name == CALL_TOOL && call.via.is_none() {
             return Admission::Settled(self.call_tool_search(call));
@@ -956,6 +1138,10 @@ impl Turn<'_> {
             return Admission::Settled(ToolOutput::error(self.unknown_tool(&call.name)));
         };
         let settled = |out: ToolOutput| Admission::Settled(out);
+        // A resumed call whose tool or config changed since it suspended fails closed.
+        if let Some(why) = self.durable.and_then(|d| d.fail_closed(&call.id, &entry)) {
+            return settled(ToolOutput::error(why));
+        }
         if call.raw_arguments {
             let raw = call.arguments.as_str().unwrap_or_default();
             let why = serde_json::from_str::<Value>(raw)
@@ -1012,13 +1198,31 @@ impl Turn<'_> {
             return Admission::Run { entry, event };
         }
         gate(GateVerdict::Ask, None);
+        let rule = gated.rule.clone();
         // Every gate that asked must approve, the innermost first.
         for (level, mut request) in gated.asks {
             request.call_id = event.call_id.clone();
             request.name = event.name.clone();
             request.arguments = event.arguments.clone();
-            let Some(answer) = self.ask(request, level).await else {
+            let Some((answer, deadline_ms)) = self.ask(request.clone(), level).await else {
                 return settled(ToolOutput::error(CANCELLED_RESULT));
+            };
+            let answer = match (answer, self.durable.filter(|_| own)) {
+                (Answer::Suspend, Some(durable)) => {
+                    // The turn stops after this reply's running calls; the checkpoint holds
+                    // this ask.
+                    durable.suspend(Suspended {
+                        call_id: event.call_id.clone(),
+                        request,
+                        deadline_ms,
+                        level,
+                        rule,
+                        tool_digest: digests::tool(&entry.spec),
+                    });
+                    return settled(ToolOutput::error(SUSPENDED_RESULT));
+                }
+                (Answer::Suspend, None) => Answer::deny(SUSPEND_UNAVAILABLE),
+                (answer, _) => answer,
             };
             self.sink.emit(Event::Answer {
                 call_id: event.call_id.clone(),
@@ -1034,6 +1238,7 @@ impl Turn<'_> {
                     ))
                 }
                 Answer::Result(value) => return settled(ToolOutput::json(value)),
+                Answer::Suspend => unreachable!("a suspend answer was handled above"),
             }
         }
         Admission::Run { entry, event }
@@ -1082,16 +1287,48 @@ impl Turn<'_> {
     /// Wait for the host's answer; `None` when the turn was cancelled meanwhile. The ask of the
     /// gate at `level` is answered by that client's `wait_for`, else the nearest one further
     /// out (a subagent without one asks its parent's).
-    async fn ask(&self, request: PendingRequest, level: usize) -> Option<Answer> {
+    ///
+    /// With the answer comes the ask's absolute deadline (Unix ms), when it has one: a resumed
+    /// ask keeps the one it had (what is left of it is the request's `timeout_ms`, and past it
+    /// the ask is denied as timed out without asking), and the answer the resume brought
+    /// stands in for the host's.
+    async fn ask(
+        &self,
+        mut request: PendingRequest,
+        level: usize,
+    ) -> Option<(Answer, Option<u64>)> {
+        let now = now_ms();
+        let resumed = self.durable.map(|d| d.resumed_ask(&request, level));
+        let (deadline, given) = match resumed {
+            Some(Resumed::Same {
+                deadline_ms,
+                answer,
+            }) => {
+                if let Some(d) = deadline_ms {
+                    request.timeout_ms = Some(d.saturating_sub(now));
+                }
+                (deadline_ms, answer)
+            }
+            _ => (request.timeout_ms.map(|t| now.saturating_add(t)), None),
+        };
         self.sink.emit(Event::Pending {
             call_id: request.call_id.clone(),
             name: request.name.clone(),
             request: request.clone(),
             agent: Vec::new(),
         });
+        if deadline.is_some_and(|d| d <= now) {
+            return Some((Answer::deny(ASK_TIMEOUT_DENIAL), deadline));
+        }
+        if let Some(answer) = given {
+            return Some((answer, deadline));
+        }
         let Some(wait_for) = self.scope.wait_for_from(level) else {
-            return Some(Answer::deny(
-                "The operation needs approval, but the host has no wait_for to ask; it was denied.",
+            return Some((
+                Answer::deny(
+                    "The operation needs approval, but the host has no wait_for to ask; it was denied.",
+                ),
+                deadline,
             ));
         };
         let wait_token = self.cancel.child_token();
@@ -1115,7 +1352,7 @@ impl Turn<'_> {
         };
         // The wait is over either way: tell a host still waiting to stop.
         wait_token.cancel();
-        answer
+        answer.map(|a| (a, deadline))
     }
 
     /// Run an allowed call, then `after_tool`.
@@ -1208,6 +1445,153 @@ impl Turn<'_> {
     }
 }
 
+/// A suspended reply at resume: the checkpoint's reply and call states.
+struct Replay {
+    reply: Reply,
+    calls: Vec<CallState>,
+    exhausted: Option<policy::Exhausted>,
+}
+
+impl Replay {
+    fn of(cp: Checkpoint) -> Self {
+        Replay {
+            reply: cp.reply,
+            calls: cp.calls,
+            exhausted: cp.exhausted,
+        }
+    }
+
+    /// The reply, as if the model had just given it (already counted in usage and budget).
+    fn response(&self) -> Response {
+        Response::Answer {
+            text: self.reply.text.clone(),
+            calls: self.reply.calls.clone(),
+            extra: self.reply.extra.clone(),
+            usage: Usage::default(),
+            stop: None,
+            paused: false,
+            early: 0,
+        }
+    }
+
+    /// The recorded results, by call id.
+    fn results(&self) -> std::collections::BTreeMap<String, Message> {
+        self.calls
+            .iter()
+            .filter_map(|c| match c {
+                CallState::Done { call_id, result } => Some((call_id.clone(), result.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The `i`-th call's result without running it: a recorded one (a placeholder the step
+    /// swaps for the recorded message), or the ceiling it reached.
+    fn settled(&self, i: usize) -> Option<ToolOutput> {
+        match self.calls.get(i)? {
+            CallState::Done { .. } => Some(ToolOutput::text(String::new())),
+            CallState::Untaken {
+                settled: Some(text),
+                ..
+            } => Some(ToolOutput::error(text.clone())),
+            _ => None,
+        }
+    }
+}
+
+/// What a suspended step's checkpoint is made of.
+struct CheckpointParts<'s> {
+    suspended: Suspended,
+    /// The reply's message and the results that came in, in the model's order.
+    step: Vec<Message>,
+    reply: Reply,
+    /// The `i`-th call's result without running, when a ceiling gives it one.
+    settled: &'s dyn Fn(usize) -> Option<ToolOutput>,
+    index: u32,
+    usage: Usage,
+    budget: Budget,
+    exhausted: Option<policy::Exhausted>,
+    corrections: u32,
+}
+
+impl Turn<'_> {
+    /// Whether one of this turn's calls suspended.
+    fn suspending(&self) -> bool {
+        self.durable.is_some_and(Durable::suspending)
+    }
+
+    /// The checkpoint of a step that suspended: the conversation before it, the reply, each
+    /// call's state (result in, asked, or not taken), what the turn spent.
+    fn checkpoint(&self, parts: CheckpointParts<'_>) -> Checkpoint {
+        let durable = self.durable.expect("only a durable turn suspends");
+        let allowed = |n: &str| self.allowed(n);
+        let offered = self.inner.toolkit().offered(&allowed);
+        let mut specs: Vec<&ToolSpec> = offered.iter().map(|s| s.as_ref()).collect();
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut results: std::collections::BTreeMap<&str, &Message> = parts
+            .step
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { call_id, .. } => Some((call_id.as_str(), m)),
+                _ => None,
+            })
+            .collect();
+        let s = &parts.suspended;
+        let calls = parts
+            .reply
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| {
+                if let Some(m) = results.remove(call.id.as_str()) {
+                    return CallState::Done {
+                        call_id: call.id.clone(),
+                        result: m.clone(),
+                    };
+                }
+                if call.id == s.call_id {
+                    return CallState::Asked {
+                        call_id: call.id.clone(),
+                        request: s.request.clone(),
+                        deadline_ms: s.deadline_ms,
+                        request_digest: digests::request(&s.request),
+                        tool_digest: s.tool_digest.clone(),
+                        call_digest: crate::durable::call_digest(call),
+                        level: s.level,
+                        rule: s.rule.clone(),
+                    };
+                }
+                CallState::Untaken {
+                    call_id: call.id.clone(),
+                    tool_digest: self
+                        .inner
+                        .toolkit()
+                        .lookup(&call.name, &allowed)
+                        .map(|e| digests::tool(&e.spec)),
+                    settled: (parts.settled)(i).map(|o| o.model_text()),
+                }
+            })
+            .collect();
+        Checkpoint {
+            version: CHECKPOINT_VERSION,
+            turn_id: durable.turn_id.clone(),
+            seq: durable.seq,
+            prompt: durable.prompt.clone(),
+            config_digest: digests::config(self.inner.config()),
+            tools_digest: digests::of(&specs),
+            transcript: self.inner.transcript(),
+            reply: parts.reply,
+            calls,
+            index: parts.index,
+            usage: parts.usage,
+            budget: parts.budget,
+            exhausted: parts.exhausted,
+            corrections: parts.corrections,
+            run: durable.run.clone(),
+        }
+    }
+}
+
 /// What the chain of gates said about one call.
 #[derive(Default)]
 struct Gated {
@@ -1247,7 +1631,7 @@ impl CallRunner for Turn<'_> {
     }
 
     fn admit<'s>(&'s self, call: &'s ToolCall) -> BoxFuture<'s, Admission> {
-        Box::pin(self.admit_call(call))
+        Box::pin(self.admit_call(call, true))
     }
 
     fn run(&self, entry: Arc<Entry>, event: ToolCallEvent) -> BoxFuture<'_, (ToolOutput, Usage)> {

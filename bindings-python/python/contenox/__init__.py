@@ -38,6 +38,7 @@ from ._client import (
 )
 from ._errors import (
     BusyError,
+    CheckpointError,
     ClosedError,
     CompactionError,
     ConfigurationError,
@@ -197,6 +198,7 @@ __all__ = [
     "CancelSignal",
     "Client",
     "ClosedError",
+    "CheckpointError",
     "CompactNotice",
     "CompactionError",
     "CodeExecutionOptions",

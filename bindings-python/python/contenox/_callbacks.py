@@ -89,6 +89,9 @@ class PendingRequest:
     call_id: str = ""
     name: str = ""
     arguments: Any = None
+    deadline_ms: int | None = None
+    """In a suspended turn's ``pending``: when the ask times out, Unix milliseconds (a resumed
+    ask keeps it; ``timeout_ms`` there is what was left of it when the turn suspended)."""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PendingRequest:
@@ -100,11 +103,12 @@ class PendingRequest:
             call_id=d.get("call_id", ""),
             name=d.get("name", ""),
             arguments=d.get("arguments"),
+            deadline_ms=d.get("deadline_ms"),
         )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
-        for key in ("prompt", "timeout_ms", "data"):
+        for key in ("prompt", "timeout_ms", "data", "deadline_ms"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value

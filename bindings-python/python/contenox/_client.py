@@ -68,6 +68,17 @@ def _as_tool(t: ToolLike) -> Tool | _native.SourceTool:
     raise TypeError(f"a tool is a contenox.Tool or a typed function, got {type(t).__name__}")
 
 
+def _answers_json(answers: Mapping[str, Mapping[str, Any]] | None) -> str:
+    """Answers keyed by call id, as the JSON text the engine reads (and checks)."""
+    if answers is None:
+        return "{}"
+    if not isinstance(answers, Mapping):
+        raise TypeError(
+            f"answers must be a mapping of call id to answer, got {type(answers).__name__}"
+        )
+    return json.dumps({str(k): dict(v) for k, v in answers.items()})
+
+
 def _list(v: Sequence[str] | None) -> list[str] | None:
     return None if v is None else list(v)
 
@@ -446,6 +457,56 @@ class Client:
             _prompt_text(prompt),
             parse,
         )
+
+    async def resume(
+        self, checkpoint: str, answers: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> TurnResult:
+        """Go on with a turn that ended ``suspended`` (its ``wait_for`` answered
+        ``{"suspend": True}``), from ``result.checkpoint``, in this process or another with the
+        same config. ``answers`` are keyed by the ``call_id`` of ``result.pending``, in
+        ``wait_for``'s answer shape (``{"approve": True}``, ``{"approve": False, "message":
+        ...}``, ``{"result": value}``); a request left out is asked again through ``wait_for``
+        with what is left of its time. Resolves as :meth:`run` does.
+
+        The gate runs again first: a policy or ``before_tool`` that now denies wins, and an
+        answer counts only while the gate asks the same. An ask past its deadline is denied as
+        timed out. Results recorded before the turn suspended are replayed, not run again.
+
+        Raises :class:`CheckpointError` before anything runs when the checkpoint is not one,
+        was written by a newer engine, was edited, was already resumed on this client, or an
+        answer names a call that is not waiting (a wrong id, or one already answered)."""
+        return TurnResult.from_native(
+            await self._native.resume(checkpoint, _answers_json(answers)), self._resume_parse()
+        )
+
+    def resume_sync(
+        self, checkpoint: str, answers: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> TurnResult:
+        """:meth:`resume` for scripts: blocks until the turn ends, without asyncio (as
+        :meth:`run_sync`)."""
+        if self._native.needs_loop():
+            return _run_coroutine(self._native, self.resume(checkpoint, answers))
+        return TurnResult.from_native(
+            self._native.resume_blocking(checkpoint, _answers_json(answers)),
+            self._resume_parse(),
+        )
+
+    def resume_stream(
+        self, checkpoint: str, answers: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> Run:
+        """:meth:`resume` as a :class:`Run` handle: events as they happen (from ``turn_start``
+        with the turn's first prompt; results replayed from the checkpoint emit no event
+        again)."""
+        return Run(
+            self._native.resume_stream(checkpoint, _answers_json(answers)),
+            "",
+            self._resume_parse(),
+        )
+
+    def _resume_parse(self) -> Parse | None:
+        """A resumed turn's answer type: the client's (a run's own schema is the checkpoint's,
+        checked by the engine; its answer comes back as JSON values)."""
+        return self._output.parse if self._output else None
 
     async def run_chain(
         self,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "CheckpointError",
     "CompactionError",
     "BusyError",
     "ClosedError",
@@ -83,6 +84,12 @@ class BusyError(ContenoxError):
 
 class TranscriptError(ContenoxError):
     """A transcript is not valid (a tool result without its call, a call without a result)."""
+
+
+class CheckpointError(ContenoxError):
+    """A checkpoint cannot be resumed: not a checkpoint, written by a newer engine, edited
+    (its digest does not match), already resumed on this client, or an answer for a call that
+    is not waiting (a wrong call id, or one already answered). Raised before anything runs."""
 
 
 class InternalError(ContenoxError):

@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union
+
+if TYPE_CHECKING:
+    from ._callbacks import PendingRequest
 
 __all__ = [
     "CodeExecutionOptions",
@@ -33,7 +36,9 @@ __all__ = [
 JSON = Union[dict[str, Any], list[Any], str, int, float, bool, None]
 """A JSON value as Python objects."""
 
-Outcome = Literal["done", "cancelled", "max_turns", "error", "budget", "output_invalid"]
+Outcome = Literal[
+    "done", "cancelled", "max_turns", "error", "budget", "output_invalid", "suspended"
+]
 StopReason = Literal["refusal", "content_filter", "max_tokens"]
 """Why a model reply stopped short of a full answer; the turn ended there."""
 """How a turn ended."""
@@ -401,7 +406,17 @@ class TurnResult(_Record):
     """What a finished turn returns. Immutable; compared and hashed by everything but its
     transcript."""
 
-    __slots__ = ("error", "final_text", "outcome", "output", "stop_reason", "transcript", "usage")
+    __slots__ = (
+        "checkpoint",
+        "error",
+        "final_text",
+        "outcome",
+        "output",
+        "pending",
+        "stop_reason",
+        "transcript",
+        "usage",
+    )
     __match_args__ = (
         "outcome",
         "final_text",
@@ -410,6 +425,8 @@ class TurnResult(_Record):
         "error",
         "stop_reason",
         "output",
+        "checkpoint",
+        "pending",
     )
 
     outcome: Outcome
@@ -425,6 +442,13 @@ class TurnResult(_Record):
     type given (pydantic model, dataclass, ``TypedDict``), or the JSON values for a dict schema.
     ``None`` unless the outcome is ``done`` (``output_invalid``: the answer did not match;
     ``final_text`` has it raw, ``error`` says why)."""
+    checkpoint: str | None
+    """For outcome ``suspended`` (a ``wait_for`` answered ``{"suspend": True}``): the JSON text
+    :meth:`Client.resume` continues the turn from, in this process or another with the same
+    config. It holds no secret of the config (keys, headers, ``secret_env``, MCP auth)."""
+    pending: tuple[PendingRequest, ...]
+    """For outcome ``suspended``: the requests waiting for an answer; answers to
+    :meth:`Client.resume` are keyed by their ``call_id``."""
 
     def __init__(
         self,
@@ -435,8 +459,12 @@ class TurnResult(_Record):
         error: str | None = None,
         stop_reason: StopReason | None = None,
         output: Any = None,
+        checkpoint: str | None = None,
+        pending: Sequence[PendingRequest] = (),
     ) -> None:
         _set = object.__setattr__
+        _set(self, "checkpoint", checkpoint)
+        _set(self, "pending", tuple(pending))
         _set(self, "outcome", outcome)
         _set(self, "final_text", final_text)
         _set(self, "usage", usage)
@@ -453,14 +481,17 @@ class TurnResult(_Record):
             self.error,
             self.stop_reason,
             _hashable(self.output),
+            self.checkpoint,
+            self.pending,
         )
 
     def __repr__(self) -> str:
         stop = f", stop_reason={self.stop_reason!r}" if self.stop_reason else ""
         output = f", output={self.output!r}" if self.output is not None else ""
+        pending = f", pending={list(self.pending)!r}" if self.pending else ""
         return (
             f"TurnResult(outcome={self.outcome!r}, final_text={self.final_text!r}, "
-            f"usage={self.usage!r}, error={self.error!r}{stop}{output})"
+            f"usage={self.usage!r}, error={self.error!r}{stop}{output}{pending})"
         )
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -474,6 +505,8 @@ class TurnResult(_Record):
                 self.error,
                 self.stop_reason,
                 self.output,
+                self.checkpoint,
+                self.pending,
             ),
         )
 
@@ -501,6 +534,8 @@ class TurnResult(_Record):
             stop_reason=d.get("stop_reason"),
             transcript=Transcript._from_native(d["transcript"]),
             output=output,
+            checkpoint=d.get("checkpoint"),
+            pending=_pending(d.get("pending")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -515,6 +550,10 @@ class TurnResult(_Record):
             out["stop_reason"] = self.stop_reason
         if self.output is not None:
             out["output"] = _jsonable(self.output)
+        if self.checkpoint is not None:
+            out["checkpoint"] = self.checkpoint
+        if self.pending:
+            out["pending"] = [p.to_dict() for p in self.pending]
         out["transcript"] = self.transcript.to_dict()
         return out
 
@@ -527,6 +566,15 @@ class TurnResult(_Record):
             f"{html.escape(self.final_text)} <small>({self.usage.input_tokens} in / "
             f"{self.usage.output_tokens} out tokens)</small></div>"
         )
+
+
+def _pending(raw: Any) -> list[PendingRequest]:
+    """A suspended turn's pending requests (none for every other outcome)."""
+    if not raw:
+        return []
+    from ._callbacks import PendingRequest  # only a suspended turn has any
+
+    return [PendingRequest.from_dict(p) for p in raw]
 
 
 def _jsonable(value: Any) -> Any:

@@ -297,6 +297,13 @@ impl Session {
                     result.error.unwrap_or_else(|| "the turn failed".into()),
                 ))
             }
+            // ACP's permission requests are answered in the session; its gate never suspends.
+            Outcome::Suspended => {
+                return Err(RpcError::new(
+                    INTERNAL_ERROR,
+                    "the turn suspended, which an ACP session does not support",
+                ))
+            }
         };
         Ok(json!({"stopReason": stop}))
     }

@@ -113,6 +113,8 @@ impl Tool for SubagentTool {
                 // The subagent client's own output_schema, if it has one.
                 output: None,
                 output_retries: None,
+                // A subagent's turn does not suspend: nothing to record.
+                record: Default::default(),
             },
             cancel.clone(),
             sink,
@@ -144,6 +146,10 @@ impl Tool for SubagentTool {
             Outcome::Error => Err(ToolError::new(format!(
                 "the subagent {name} failed: {}",
                 result.error.unwrap_or_else(|| "no reason given".into())
+            ))),
+            // A subagent's turn has no durable state: its calls never suspend.
+            Outcome::Suspended => Err(ToolError::new(format!(
+                "the subagent {name} suspended, which a subagent cannot do"
             ))),
             Outcome::OutputInvalid => Err(ToolError::new(format!(
                 "the subagent {name}'s answer did not match its output schema: {}{}",

@@ -143,6 +143,8 @@ pub(crate) async fn run_chain(
         stop_reason: None,
         // A chain's answer is its last task's text: it has no output schema.
         output: None,
+        checkpoint: None,
+        pending: Vec::new(),
         transcript: inner.transcript(),
     }
 }
@@ -451,6 +453,8 @@ impl ChainRun<'_> {
             scope: self.scope.clone(),
             output: None,
             output_retries: 0,
+            // A chain's calls do not suspend (a `{"suspend": true}` answer denies).
+            durable: None,
         }
     }
 

@@ -46,7 +46,8 @@ impl Ceilings {
 }
 
 /// Which ceiling a turn reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Exhausted {
     /// More tool calls than `max_tool_calls`.
     ToolCalls(u64),
@@ -70,8 +71,8 @@ impl Exhausted {
     }
 }
 
-/// What a turn spent so far.
-#[derive(Debug, Clone, Copy, Default)]
+/// What a turn spent so far (kept in a suspended turn's checkpoint).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub struct Budget {
     calls: u64,
     tokens: u64,

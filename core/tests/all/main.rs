@@ -14,6 +14,7 @@ mod builtin_processes;
 mod chain_memory;
 mod compaction;
 mod concurrent_calls;
+mod durable;
 mod errors;
 mod file_confinement;
 mod js_execution;

@@ -115,6 +115,105 @@ fn count(events: &[Event], kind: &str) -> usize {
     events.iter().filter(|e| e.kind() == kind).count()
 }
 
+/// The MCP servers of the test: a header and an injected value over HTTP, `env` over stdio.
+fn mcp_config() -> Value {
+    json!({"mcp": {"servers": {
+        "fast": {
+            "server": "fast", "transport": "http",
+            "headers": {"X-Api-Key": MCP_HEADER},
+            "inject": {"tenant": INJECTED}
+        },
+        "local": {"server": "fast", "transport": "stdio", "env": {"LOCAL_TOKEN": MCP_ENV}}
+    }}})
+}
+
+/// Answers every ask with one answer.
+struct Answering(contenox::Answer);
+#[contenox::async_trait]
+impl contenox::WaitFor for Answering {
+    async fn wait_for(
+        &self,
+        _request: contenox::PendingRequest,
+        _cancel: contenox::CancellationToken,
+    ) -> Result<contenox::Answer, contenox::HostError> {
+        Ok(self.0.clone())
+    }
+}
+
+async fn suspended_checkpoint_holds_no_marker(mcp: &Value) {
+    let script = entries(json!([
+        {"tool_calls": [
+            {"id": "call_1", "name": "fast__secrets_check", "arguments": {"user": "ann"}},
+            {"id": "call_2", "name": "bash", "arguments": {"command": format!("echo \"v=${ENV_NAME}\"")}},
+            {"id": "call_3", "name": "local__refuse", "arguments": {"reason": "asked"}}
+        ]},
+        {"text": "resumed"}
+    ]));
+    let server = fake::serve(script, Style::Openai).await.unwrap();
+    let cfg = config(
+        Style::Openai,
+        &secret_base(Style::Openai, &server.root_url()),
+        &["bash"],
+    );
+    let policy = contenox::Policy::from_value(&json!({
+        "default_action": "allow",
+        "rules": [{"tool": "local__refuse", "action": "approve", "timeout_s": 600}]
+    }))
+    .unwrap();
+    let build = |answer: contenox::Answer| {
+        contenox::ClientBuilder::from_config(cfg.clone())
+            .policy(policy.clone())
+            .wait_for(std::sync::Arc::new(Answering(answer)))
+            .build()
+            .unwrap()
+    };
+    let a = build(contenox::Answer::Suspend);
+    let sources = mcp_support::setup(mcp.as_object().unwrap())
+        .await
+        .expect("the MCP test server (tests/mcp/install.sh)")
+        .unwrap();
+    sources.register_into(&a).unwrap();
+    let (events, result) = turn(&a, "Check, then ask.").await;
+    assert_eq!(result.outcome, Outcome::Suspended, "{:?}", result.error);
+    assert_eq!(
+        count(&events, "tool_result"),
+        2,
+        "the MCP call and bash ran"
+    );
+    let checkpoint = result.checkpoint.clone().unwrap();
+    assert!(
+        checkpoint.contains("tenant_sha="),
+        "the MCP result is recorded"
+    );
+    assert_no_marker("a checkpoint", &checkpoint);
+    assert_no_marker("a suspended turn", &seen(&events, &result));
+    assert_eq!(result.pending[0].call_id, "call_3");
+
+    let b = build(contenox::Answer::deny("not asked again"));
+    sources.register_into(&b).unwrap();
+    let answers =
+        contenox::durable::Answers::from([("call_3".to_string(), contenox::Answer::Approve)]);
+    let mut run = b.resume_stream(&checkpoint, answers).unwrap();
+    let mut events = Vec::new();
+    while let Some(e) = run.next_event().await {
+        events.push(e);
+    }
+    let result = run.result().await.unwrap();
+    assert_eq!(result.outcome, Outcome::Done, "{:?}", result.error);
+    assert_eq!(result.final_text, "resumed");
+    assert_eq!(count(&events, "tool_result"), 1, "only the asked call ran");
+    assert_no_marker("a resumed turn", &seen(&events, &result));
+    assert_no_marker(
+        "the model request bodies of a suspended and resumed turn",
+        &serde_json::to_string(&server.requests()).unwrap(),
+    );
+    assert_eq!(server.requests().len(), 2, "each step asked the model once");
+    sources.close().await;
+    a.close();
+    b.close();
+    server.shutdown().await;
+}
+
 #[test]
 fn no_marker_reaches_an_event_a_result_a_request_or_an_error() {
     crate::alone::run("secrets::no_marker_reaches_an_event_a_result_a_request_or_an_error_alone");
@@ -154,14 +253,7 @@ async fn no_marker_reaches_an_event_a_result_a_request_or_an_error_alone() {
         &["bash"],
     );
     let client = Client::from_config(cfg).unwrap();
-    let mcp = json!({"mcp": {"servers": {
-        "fast": {
-            "server": "fast", "transport": "http",
-            "headers": {"X-Api-Key": MCP_HEADER},
-            "inject": {"tenant": INJECTED}
-        },
-        "local": {"server": "fast", "transport": "stdio", "env": {"LOCAL_TOKEN": MCP_ENV}}
-    }}});
+    let mcp = mcp_config();
     let mcp = mcp_support::setup(mcp.as_object().unwrap())
         .await
         .expect("the MCP test server (tests/mcp/install.sh)")
@@ -224,6 +316,11 @@ async fn no_marker_reaches_an_event_a_result_a_request_or_an_error_alone() {
     mcp.close().await;
     client.close();
     server.shutdown().await;
+
+    // A turn suspended at an ask, after an MCP call with the injected value and header and a
+    // bash call that read the secret variable ran: its checkpoint and pending requests hold no
+    // marker, nor does the turn resumed from it in another client with the same config.
+    suspended_checkpoint_holds_no_marker(&mcp_config()).await;
 
     // An MCP stdio server that prints its `env` values to stderr and dies: its failure names
     // its stderr, with the values redacted.
