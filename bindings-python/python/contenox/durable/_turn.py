@@ -46,12 +46,6 @@ def _usage(usage: contenox.Usage) -> dict[str, int]:
     }
 
 
-def _pending(request: Any) -> dict[str, Any]:
-    if isinstance(request, Mapping):
-        return dict(request)
-    return {k: getattr(request, k) for k in dir(request) if not k.startswith("_")}
-
-
 def state_of(result: contenox.TurnResult) -> TurnState:
     """The plain data an engine records about a finished or suspended run."""
     return TurnState(
@@ -61,7 +55,7 @@ def state_of(result: contenox.TurnResult) -> TurnState:
         stop_reason=result.stop_reason,
         usage=_usage(result.usage),
         checkpoint=result.checkpoint,
-        pending=[_pending(p) for p in result.pending],
+        pending=[p.to_dict() for p in result.pending],
     )
 
 

@@ -114,6 +114,7 @@ class TurnWorkflow:
                 maximum_attempts=3, non_retryable_error_types=_NOT_RETRYABLE
             ),
         }
+        state: dict[str, Any]
         if turn.state is not None:
             state = turn.state
         elif turn.prompt is not None:
@@ -125,7 +126,7 @@ class TurnWorkflow:
         self._pending = list(state["pending"])
         for request in self._pending:
             await self._wait_for_answer(request)
-        answers = {k: v for k, v in self._answers.items()}
+        answers = dict(self._answers)
         self._pending = []
         state = await workflow.execute_activity(
             "contenox.resume", args=[state["checkpoint"], answers], **options
