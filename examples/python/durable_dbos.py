@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import contenox
 from contenox.durable.dbos import DBOSTurns
@@ -20,7 +22,7 @@ work = Path(tempfile.mkdtemp(prefix="contenox-dbos-"))
 
 # The scripted model stands in for a real one (swap in style="openai", model=..., api_key=...):
 # each client the turn's steps build replays the next reply.
-replies = iter(
+replies: Iterator[dict[str, Any]] = iter(
     [
         {
             "tool_calls": [

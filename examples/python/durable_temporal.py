@@ -14,7 +14,9 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import contenox
 from contenox.durable.temporal import TurnActivities, TurnWorkflow, start_turn
@@ -26,7 +28,7 @@ work = Path(tempfile.mkdtemp(prefix="contenox-temporal-"))
 
 # The scripted model stands in for a real one (swap in style="openai", model=..., api_key=...):
 # each client the turn's activities build replays the next reply.
-replies = iter(
+replies: Iterator[dict[str, Any]] = iter(
     [
         {
             "tool_calls": [
