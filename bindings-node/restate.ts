@@ -48,10 +48,72 @@ export interface TurnState {
   error?: string
   stopReason?: string
   usage: Record<string, number>
-  /** The checkpoint (JSON text) when the outcome is `suspended`. */
+  /** The checkpoint (JSON text) when the outcome is `suspended` (absent when a resume recorded
+   * it as `checkpointDelta`). */
   checkpoint?: string
+  /** A resume's checkpoint as what it adds to the checkpoint it resumed ({@link deltaOf}), so
+   * the journal holds each message once. */
+  checkpointDelta?: CheckpointDelta
   /** The pending requests (each with its `callId`) when the outcome is `suspended`. */
   pending: JsonValue[]
+}
+
+/** A checkpoint as what it adds to another: see {@link deltaOf}. */
+export interface CheckpointDelta {
+  keys: string[]
+  transcriptKeys: string[]
+  keep: number
+  tail: JsonValue[]
+  transcript: Record<string, JsonValue>
+  rest: Record<string, JsonValue>
+}
+
+type JsonRecord = Record<string, JsonValue>
+
+function messagesOf(checkpoint: JsonRecord): JsonValue[] | undefined {
+  const transcript = checkpoint.transcript as JsonRecord | undefined
+  const messages = transcript?.messages
+  return Array.isArray(messages) ? messages : undefined
+}
+
+/**
+ * `checkpoint` as what it adds to `base`: the messages of its transcript past the ones it
+ * shares with `base`'s, and its other fields; `undefined` when the transcripts share no prefix
+ * (e.g. the turn compacted its conversation). A turn that asks k times records k checkpoints,
+ * each with the conversation so far; whole, they add up to the square of the conversation, as
+ * deltas to it once. The same shape as the Python adapters' `delta_of`.
+ */
+export function deltaOf(checkpoint: string, base: string): CheckpointDelta | undefined {
+  const next = JSON.parse(checkpoint) as JsonRecord
+  const messages = messagesOf(next)
+  const before = messagesOf(JSON.parse(base) as JsonRecord)
+  if (messages === undefined || before === undefined || messages.length < before.length) return undefined
+  for (let i = 0; i < before.length; i++) {
+    if (JSON.stringify(messages[i]) !== JSON.stringify(before[i])) return undefined
+  }
+  const transcript = { ...(next.transcript as JsonRecord) }
+  delete transcript.messages
+  const rest = { ...next }
+  delete rest.transcript
+  return {
+    keys: Object.keys(next),
+    transcriptKeys: Object.keys(next.transcript as JsonRecord),
+    keep: before.length,
+    tail: messages.slice(before.length),
+    transcript,
+    rest,
+  }
+}
+
+/** The checkpoint {@link deltaOf} made `delta` of, rebuilt from `base` (the same JSON values:
+ * the engine checks its digest over them, so a wrong rebuild is refused). */
+export function applyDelta(base: string, delta: CheckpointDelta): string {
+  const messages = [...(messagesOf(JSON.parse(base) as JsonRecord) ?? []).slice(0, delta.keep), ...delta.tail]
+  const transcript: JsonRecord = {}
+  for (const k of delta.transcriptKeys) transcript[k] = k === 'messages' ? messages : delta.transcript[k]
+  const whole: JsonRecord = {}
+  for (const k of delta.keys) whole[k] = k === 'transcript' ? transcript : delta.rest[k]
+  return JSON.stringify(whole)
 }
 
 /** An open ask as the workflow's state keeps it: the awakeable that answers it. */
@@ -79,7 +141,7 @@ function stateOf(result: TurnResult): TurnState {
 }
 
 /** Run `prompt` (or resume `checkpoint` with `answers`) in a fresh client until the turn ends or
- * suspends at its next ask. */
+ * suspends at its next ask. A resume's checkpoint comes back as a delta of the one resumed. */
 export async function runOnce(
   makeClient: ClientFactory,
   turn: { prompt: string } | { checkpoint: string; answers: Record<string, JsonValue> },
@@ -90,7 +152,13 @@ export async function runOnce(
     const resumable = client as Client & {
       resume(checkpoint: string, answers: Record<string, JsonValue>): Promise<TurnResult>
     }
-    return stateOf(await resumable.resume(turn.checkpoint, turn.answers))
+    const state = stateOf(await resumable.resume(turn.checkpoint, turn.answers))
+    const delta = state.checkpoint === undefined ? undefined : deltaOf(state.checkpoint, turn.checkpoint)
+    if (delta !== undefined) {
+      delete state.checkpoint
+      state.checkpointDelta = delta
+    }
+    return state
   } finally {
     client.close()
   }
@@ -114,9 +182,13 @@ export function turnWorkflow(makeClient: ClientFactory, options: { name?: string
     handlers: {
       run: async (ctx: restate.WorkflowContext, input: { prompt: string }): Promise<TurnState> => {
         let state = await ctx.run('run', () => runOnce(makeClient, { prompt: input.prompt }))
+        let base: string | undefined
         while (state.outcome === 'suspended') {
-          const checkpoint = state.checkpoint
+          const checkpoint: string | undefined =
+            state.checkpoint ??
+            (state.checkpointDelta !== undefined && base !== undefined ? applyDelta(base, state.checkpointDelta) : undefined)
           if (checkpoint === undefined) throw new restate.TerminalError('a suspended turn came back without its checkpoint')
+          base = checkpoint
           const asks = state.pending.map((request) => {
             const { id, promise } = ctx.awakeable<JsonValue>()
             return { open: { callId: callIdOf(request), awakeable: id, request } as OpenAsk, promise }

@@ -3,6 +3,7 @@ finishes or suspends at an ask, and keep only plain data about it (what an engin
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any, TypedDict
 
@@ -24,7 +25,11 @@ class TurnState(TypedDict):
     stop_reason: str | None
     usage: dict[str, int]
     checkpoint: str | None
-    """The checkpoint (JSON text) when the outcome is ``suspended``."""
+    """The checkpoint (JSON text) when the outcome is ``suspended`` (``None`` when a resume
+    recorded it as ``checkpoint_delta``)."""
+    checkpoint_delta: dict[str, Any] | None
+    """A resume's checkpoint as what it adds to the checkpoint it resumed (see
+    :func:`delta_of`), so that an engine records each message once."""
     pending: list[dict[str, Any]]
     """The pending requests (each with its ``call_id`` and, when the ask has a timeout, its
     absolute ``deadline_ms``) when the outcome is ``suspended``."""
@@ -55,8 +60,71 @@ def state_of(result: contenox.TurnResult) -> TurnState:
         stop_reason=result.stop_reason,
         usage=_usage(result.usage),
         checkpoint=result.checkpoint,
+        checkpoint_delta=None,
         pending=[p.to_dict() for p in result.pending],
     )
+
+
+def _messages(checkpoint: Mapping[str, Any]) -> list[Any] | None:
+    transcript = checkpoint.get("transcript")
+    if isinstance(transcript, Mapping) and isinstance(transcript.get("messages"), list):
+        return list(transcript["messages"])
+    return None
+
+
+def delta_of(checkpoint: str, base: str) -> dict[str, Any] | None:
+    """``checkpoint`` as what it adds to ``base``: the messages of its transcript past the ones
+    it shares with ``base``'s, and its other fields. ``None`` when the transcripts do not share
+    a prefix (e.g. the turn compacted its conversation): record the whole checkpoint then.
+
+    A turn that asks k times records k checkpoints; each holds the conversation so far, so the
+    whole ones add up to the square of the conversation. The deltas add up to it once."""
+    new, old = json.loads(checkpoint), json.loads(base)
+    messages, before = _messages(new), _messages(old)
+    if messages is None or before is None or messages[: len(before)] != before:
+        return None
+    keep = len(before)
+    transcript = {k: v for k, v in new["transcript"].items() if k != "messages"}
+    rest = {k: v for k, v in new.items() if k != "transcript"}
+    return {
+        "keys": list(new),
+        "transcript_keys": list(new["transcript"]),
+        "keep": keep,
+        "tail": messages[keep:],
+        "transcript": transcript,
+        "rest": rest,
+    }
+
+
+def apply_delta(base: str, delta: Mapping[str, Any]) -> str:
+    """The checkpoint :func:`delta_of` made ``delta`` of, rebuilt from ``base``: the same JSON
+    values (the engine checks its digest over them, so a wrong rebuild is refused)."""
+    messages = json.loads(base)["transcript"]["messages"][: delta["keep"]] + list(delta["tail"])
+    fields = delta["transcript"]
+    transcript = {k: messages if k == "messages" else fields[k] for k in delta["transcript_keys"]}
+    rest = delta["rest"]
+    whole = {k: transcript if k == "transcript" else rest[k] for k in delta["keys"]}
+    return json.dumps(whole, ensure_ascii=False, separators=(",", ":"))
+
+
+def shrink(state: TurnState, base: str) -> TurnState:
+    """``state`` with its checkpoint recorded as a delta of ``base`` (when one can be made)."""
+    if state["checkpoint"] is None:
+        return state
+    delta = delta_of(state["checkpoint"], base)
+    if delta is None:
+        return state
+    return TurnState(**{**state, "checkpoint": None, "checkpoint_delta": delta})
+
+
+def checkpoint_of(state: TurnState, base: str | None) -> str:
+    """The whole checkpoint of a suspended ``state`` (rebuilt from ``base`` for a delta)."""
+    if state["checkpoint"] is not None:
+        return state["checkpoint"]
+    delta = state.get("checkpoint_delta")
+    if delta is None or base is None:
+        raise RuntimeError("a suspended turn came back without its checkpoint")
+    return apply_delta(base, delta)
 
 
 async def run_once(

@@ -36,7 +36,7 @@ from typing import Any
 
 from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
 
-from contenox.durable._turn import ClientFactory, TurnState, run_once
+from contenox.durable._turn import ClientFactory, TurnState, checkpoint_of, run_once, shrink
 
 __all__ = ["DBOSTurns"]
 
@@ -57,7 +57,10 @@ class DBOSTurns:
 
         @DBOS.step(name=f"{name}.resume")
         async def resume_step(checkpoint: str, answers: dict[str, Any]) -> TurnState:
-            return await run_once(make_client, checkpoint=checkpoint, answers=answers)
+            # DBOS records step outputs, not inputs: a checkpoint it records as a delta of the
+            # one resumed keeps a turn's history linear in its conversation.
+            state = await run_once(make_client, checkpoint=checkpoint, answers=answers)
+            return shrink(state, checkpoint)
 
         @DBOS.step(name=f"{name}.clock")
         async def now_ms() -> int:
@@ -67,10 +70,9 @@ class DBOSTurns:
         @DBOS.workflow(name=name)
         async def turn(prompt: str) -> TurnState:
             state = await run_step(prompt)
+            checkpoint: str | None = None
             while state["outcome"] == "suspended":
-                checkpoint = state["checkpoint"]
-                if checkpoint is None:
-                    raise RuntimeError("a suspended turn came back without its checkpoint")
+                checkpoint = checkpoint_of(state, checkpoint)
                 await DBOS.set_event_async("pending", state["pending"])
                 answers: dict[str, Any] = {}
                 for request in state["pending"]:
