@@ -93,6 +93,7 @@ export { RemoteHook, RemoteSource, loadRemote } from './lib/remote'
 export type { HookState, RemoteHookOptions, RemoteHookTool, RemoteProtocol } from './lib/remote'
 export {
   BusyError,
+  CheckpointError,
   ClosedError,
   CompactionError,
   ConfigurationError,

@@ -75,6 +75,13 @@ export declare class NativeClient {
   run(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null, outputJson?: string | undefined | null): Promise<NativeTurnResult>
   /** Start a turn and return its handle (events, cancel, result). */
   stream(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null, outputJson?: string | undefined | null): NativeRun
+  /**
+   * Resume a suspended turn from its checkpoint with the answers (JSON text of call id to
+   * answer); the engine checks both before anything runs.
+   */
+  resume(checkpoint: string, answersJson: string, cancel?: NativeCancel | undefined | null): Promise<NativeTurnResult>
+  /** Resume a suspended turn and return its handle (events, cancel, result). */
+  resumeStream(checkpoint: string, answersJson: string, cancel?: NativeCancel | undefined | null): NativeRun
   /** Run a task chain (its JSON text) on `input` to its end; the engine reads and runs it. */
   runChain(chainJson: string, input: string, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null): Promise<NativeTurnResult>
   /** Start a task chain on `input` and return its handle (events, cancel, result). */
@@ -182,7 +189,7 @@ export declare function loadSource(kind: 'mcp' | 'remote', json: string, onMembe
 
 /** What a finished turn returns. */
 export interface NativeTurnResult {
-  /** `done` | `cancelled` | `max_turns` | `error` | `budget` | `output_invalid`. */
+  /** `done` | `cancelled` | `max_turns` | `error` | `budget` | `output_invalid` | `suspended`. */
   outcome: string
   /** The text of the turn's last model response. */
   finalText: string
@@ -199,6 +206,10 @@ export interface NativeTurnResult {
   outputJson?: string
   /** The whole conversation after the turn. */
   transcript: NativeTranscript
+  /** For outcome `suspended`: the checkpoint (JSON text) `resume` continues from. */
+  checkpoint?: string
+  /** For outcome `suspended`: the requests waiting, as a JSON array in `waitFor`'s shape. */
+  pendingJson?: string
 }
 
 /** Token usage (`input_tokens` -> `inputTokens`). */

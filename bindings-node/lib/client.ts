@@ -3,7 +3,7 @@
 import * as native from '../native'
 import type { CompactNotice } from './compaction'
 import { chainText, coreConfig, gateDecision, toolSpec } from './convert'
-import type { PendingRequest, ToolCallEvent, ToolResult } from './gate'
+import type { Answer, PendingRequest, ToolCallEvent, ToolResult } from './gate'
 import { envelope, toolEnvelope, withSignal } from './host'
 import { ConfigurationError } from './errors'
 import type { ClientOptions, ModelSettings, RunOptions, SubagentOptions } from './options'
@@ -153,6 +153,40 @@ export class Client<O = unknown> {
         outputJson(own, options.outputRetries),
       )
       return new Run<RunOutput<S, O>>(handle, unlink, own ?? this.#output)
+    } catch (e) {
+      unlink()
+      throw e
+    }
+  }
+
+  /**
+   * Go on with a turn that ended `suspended` (its `waitFor` answered `{ suspend: true }`), from
+   * `result.checkpoint`, in this process or another with the same options. `answers` are keyed
+   * by the `callId` of `result.pending`, in `waitFor`'s answer shape; a request left out is
+   * asked again through `waitFor` with what is left of its time. Resolves as `run` does.
+   *
+   * The gate runs again first: a policy or `beforeTool` that now denies wins, and an answer
+   * counts only while the gate asks the same. An ask past its deadline is denied as timed out.
+   * Results recorded before the turn suspended are replayed, not run again. Throws
+   * `CheckpointError` before anything runs when the checkpoint is not one, was written by a
+   * newer engine, was edited, was already resumed on this client, or an answer names a call
+   * that is not waiting.
+   */
+  async resume(checkpoint: string, answers: Record<string, Answer> = {}, options: { signal?: AbortSignal } = {}): Promise<TurnResult<O>> {
+    const { token, unlink } = linkSignal(options.signal)
+    try {
+      const r = await this.#native.resume(checkpoint, JSON.stringify(answers), token)
+      return await typedResult<O>(r, this.#output)
+    } finally {
+      unlink()
+    }
+  }
+
+  /** `resume`, reading the turn's events as they happen (results replayed from the checkpoint emit none again). */
+  resumeStream(checkpoint: string, answers: Record<string, Answer> = {}, options: { signal?: AbortSignal } = {}): Run<O> {
+    const { token, unlink } = linkSignal(options.signal)
+    try {
+      return new Run<O>(this.#native.resumeStream(checkpoint, JSON.stringify(answers), token), unlink, this.#output)
     } catch (e) {
       unlink()
       throw e

@@ -77,6 +77,13 @@ export class SerializationError extends ContenoxError {}
 /** A file system error outside any tool. */
 export class ContenoxIOError extends ContenoxError {}
 
+/**
+ * A checkpoint cannot be resumed: not a checkpoint, written by a newer engine, edited (its
+ * digest does not match), already resumed on this client, or an answer for a call that is not
+ * waiting (a wrong call id, or one already answered). Thrown before anything runs.
+ */
+export class CheckpointError extends ContenoxError {}
+
 /** One link of an engine error's cause chain. */
 export class ContenoxCause extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -99,6 +106,7 @@ const ERROR_CLASSES: Record<string, ErrorClass> = {
   compaction: CompactionError,
   serialization: SerializationError,
   io: ContenoxIOError,
+  checkpoint: CheckpointError,
 }
 
 // The native side makes every engine error through this, on the JavaScript thread (see

@@ -50,10 +50,23 @@ export interface PendingRequest extends PendingRequestInit {
   callId: string
   name: string
   args: any
+  /**
+   * In a suspended turn's `pending`: when the ask times out, Unix milliseconds (a resumed ask
+   * keeps it; `timeoutMs` there is what was left of it when the turn suspended).
+   */
+  deadlineMs?: number
 }
 
 /** The host's answer to a pending request (the same objects in every binding). */
-export type Answer = { approve: true } | { approve: false; message?: string } | { result: unknown }
+export type Answer =
+  | { approve: true }
+  | { approve: false; message?: string }
+  | { result: unknown }
+  /**
+   * Answer later, maybe in another process: the turn ends with outcome `suspended`, its result
+   * carries `checkpoint` and `pending`, and `client.resume(checkpoint, answers)` continues it.
+   */
+  | { suspend: true }
 
 /** Let the call run. Returning nothing from `beforeTool` means the same. */
 export interface Allow {

@@ -5,6 +5,7 @@ import type { Event } from './events'
 import { Transcript } from './transcript'
 import type { Outcome, StopReason, Usage } from './types'
 import type { OutputSpec } from './output'
+import type { PendingRequest } from './gate'
 
 /** What a finished turn returns; `O` is the type of `output` (an output schema's). */
 export interface TurnResult<O = unknown> {
@@ -25,6 +26,14 @@ export interface TurnResult<O = unknown> {
   output?: O
   /** The whole conversation after the turn. */
   transcript: Transcript
+  /**
+   * For outcome `suspended` (a `waitFor` answered `{ suspend: true }`): the JSON text
+   * `client.resume` continues the turn from, in this process or another with the same options.
+   * It holds no secret of the options (keys, headers, `secretEnv`, MCP auth).
+   */
+  checkpoint?: string
+  /** For outcome `suspended`: the requests waiting; answers to `client.resume` are keyed by their `callId`. */
+  pending?: PendingRequest[]
 }
 
 export function turnResult(r: native.NativeTurnResult): TurnResult {
@@ -43,6 +52,8 @@ export function turnResult(r: native.NativeTurnResult): TurnResult {
   if (r.error != null) out.error = r.error
   if (r.stopReason != null) out.stopReason = r.stopReason as StopReason
   if (r.outputJson != null) out.output = JSON.parse(r.outputJson)
+  if (r.checkpoint != null) out.checkpoint = r.checkpoint
+  if (r.pendingJson != null) out.pending = JSON.parse(r.pendingJson) as PendingRequest[]
   return out
 }
 

@@ -14,7 +14,7 @@ export type JsonObject = { [key: string]: JsonValue }
 export type Style = 'openai' | 'openai-responses' | 'anthropic' | 'ollama' | 'scripted'
 
 /** How a turn ended. */
-export type Outcome = 'done' | 'cancelled' | 'max_turns' | 'error' | 'budget' | 'output_invalid'
+export type Outcome = 'done' | 'cancelled' | 'max_turns' | 'error' | 'budget' | 'output_invalid' | 'suspended'
 /** Why a model reply stopped short of a full answer; the turn ended there. */
 export type StopReason = 'refusal' | 'content_filter' | 'max_tokens'
 

@@ -300,6 +300,51 @@ impl NativeClient {
         })
     }
 
+    /// Resume a suspended turn from its checkpoint with the answers (JSON text of call id to
+    /// answer); the engine checks both before anything runs.
+    #[napi(ts_return_type = "Promise<NativeTurnResult>")]
+    pub fn resume<'env>(
+        &self,
+        env: &'env Env,
+        checkpoint: String,
+        answers_json: String,
+        cancel: Option<&NativeCancel>,
+    ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
+        let answers = contenox::durable::answers_from_json(&answers_json)
+            .map_err(|e| error::to_js(env, e))?;
+        let options = run_options(env, None, cancel, None, None)?;
+        let client = self.client.clone();
+        let snapshots = self.snapshots.clone();
+        env.spawn_future_with_callback(
+            async move { Ok(client.resume_with(&checkpoint, answers, options).await) },
+            move |env, r| {
+                r.map(|r| NativeTurnResult::new(r, &snapshots))
+                    .map_err(|e| error::to_js(env, e))
+            },
+        )
+    }
+
+    /// Resume a suspended turn and return its handle (events, cancel, result).
+    #[napi]
+    pub fn resume_stream(
+        &self,
+        env: &Env,
+        checkpoint: String,
+        answers_json: String,
+        cancel: Option<&NativeCancel>,
+    ) -> Result<NativeRun> {
+        let answers = contenox::durable::answers_from_json(&answers_json)
+            .map_err(|e| error::to_js(env, e))?;
+        let options = run_options(env, None, cancel, None, None)?;
+        napi::bindgen_prelude::within_runtime_if_available(|| {
+            let run = self
+                .client
+                .resume_stream_with(&checkpoint, answers, options)
+                .map_err(|e| error::to_js(env, e))?;
+            Ok(NativeRun::new(run, self.snapshots.clone()))
+        })
+    }
+
     /// Run a task chain (its JSON text) on `input` to its end; the engine reads and runs it.
     #[napi(ts_return_type = "Promise<NativeTurnResult>")]
     pub fn run_chain<'env>(

@@ -44,7 +44,7 @@ impl From<Usage> for NativeUsage {
 /// What a finished turn returns.
 #[napi(object, object_from_js = false)]
 pub struct NativeTurnResult {
-    /// `done` | `cancelled` | `max_turns` | `error` | `budget` | `output_invalid`.
+    /// `done` | `cancelled` | `max_turns` | `error` | `budget` | `output_invalid` | `suspended`.
     pub outcome: String,
     /// The text of the turn's last model response.
     pub final_text: String,
@@ -59,6 +59,10 @@ pub struct NativeTurnResult {
     pub output_json: Option<String>,
     /// The whole conversation after the turn.
     pub transcript: NativeTranscript,
+    /// For outcome `suspended`: the checkpoint (JSON text) `resume` continues from.
+    pub checkpoint: Option<String>,
+    /// For outcome `suspended`: the requests waiting, as a JSON array in `waitFor`'s shape.
+    pub pending_json: Option<String>,
 }
 
 impl NativeTurnResult {
@@ -72,6 +76,15 @@ impl NativeTurnResult {
             stop_reason: r.stop_reason.map(|s| s.as_str().to_string()),
             output_json: r.output.map(|v| v.to_string()),
             transcript: NativeTranscript(snapshots.share(r.transcript)),
+            checkpoint: r.checkpoint,
+            pending_json: (!r.pending.is_empty()).then(|| {
+                let each: Vec<String> = r
+                    .pending
+                    .iter()
+                    .map(crate::convert::pending_request)
+                    .collect();
+                format!("[{}]", each.join(","))
+            }),
         }
     }
 }

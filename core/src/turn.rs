@@ -81,7 +81,7 @@ pub(crate) struct TurnSetup {
 /// How a turn begins: with a prompt, or where a suspended turn stopped.
 enum Begin {
     Prompt(Prompt),
-    Resume(Box<Checkpoint>, Durable),
+    Resume(Box<Checkpoint>, Box<Durable>),
 }
 
 /// Which client `inner` is: the address of its shared state.
@@ -110,7 +110,7 @@ pub(crate) async fn resume_turn(
     cancel: CancellationToken,
     sink: EventSink,
 ) -> TurnResult {
-    let begin = Begin::Resume(Box::new(cp), durable);
+    let begin = Begin::Resume(Box::new(cp), Box::new(durable));
     run_or_resume(inner, begin, setup, cancel, sink).await
 }
 
@@ -149,7 +149,7 @@ async fn run_or_resume(
                 .then(|| Durable::new(prompt.text(), setup.record.clone()));
             (Some(prompt), None, durable)
         }
-        Begin::Resume(cp, durable) => (None, Some(cp), Some(durable)),
+        Begin::Resume(cp, durable) => (None, Some(cp), Some(*durable)),
     };
     let scope = match setup.scope {
         Some(s) => s,
@@ -1552,7 +1552,7 @@ impl Turn<'_> {
                 if call.id == s.call_id {
                     return CallState::Asked {
                         call_id: call.id.clone(),
-                        request: s.request.clone(),
+                        request: Box::new(s.request.clone()),
                         deadline_ms: s.deadline_ms,
                         request_digest: digests::request(&s.request),
                         tool_digest: s.tool_digest.clone(),

@@ -80,7 +80,7 @@ pub(crate) enum CallState {
     Asked {
         call_id: String,
         /// The request as the host saw it (`timeout_ms` as the hook set it).
-        request: PendingRequest,
+        request: Box<PendingRequest>,
         /// When the ask times out, Unix milliseconds; `None` = never.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         deadline_ms: Option<u64>,
@@ -253,7 +253,7 @@ impl Checkpoint {
                     deadline_ms,
                     ..
                 } => {
-                    let mut r = request.clone();
+                    let mut r = (**request).clone();
                     r.deadline_ms = *deadline_ms;
                     if let Some(d) = deadline_ms {
                         r.timeout_ms = Some(d.saturating_sub(now_ms));

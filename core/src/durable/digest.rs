@@ -80,8 +80,10 @@ mod tests {
 
     #[test]
     fn config_digest_leaves_secrets_and_addresses_out() {
-        let mut a = Config::default();
-        a.model = Some("m".into());
+        let a = Config {
+            model: Some("m".into()),
+            ..Config::default()
+        };
         let mut b = a.clone();
         b.api_key = Some("sk-other".into());
         b.base_url = Some("http://127.0.0.1:9/v1".into());
