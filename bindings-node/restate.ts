@@ -31,7 +31,7 @@
  */
 
 import * as restate from '@restatedev/restate-sdk'
-import type { Client, JsonValue, PendingRequest, TurnResult, WaitFor } from './index'
+import type { Answer, Client, JsonValue, TurnResult, WaitFor } from './index'
 
 /**
  * `makeClient(waitFor)`: builds the client a turn runs on, with the same config in every process
@@ -124,10 +124,9 @@ export interface OpenAsk {
 }
 
 /** The adapters' `waitFor`: every ask suspends the turn; the workflow answers it later. */
-export const suspend: WaitFor = async () => ({ suspend: true }) as never
+export const suspend: WaitFor = async () => ({ suspend: true })
 
-function stateOf(result: TurnResult): TurnState {
-  const r = result as TurnResult & { checkpoint?: string; pending?: PendingRequest[] }
+function stateOf(r: TurnResult): TurnState {
   const state: TurnState = {
     outcome: r.outcome,
     finalText: r.finalText,
@@ -149,10 +148,7 @@ export async function runOnce(
   const client = makeClient(suspend)
   try {
     if ('prompt' in turn) return stateOf(await client.run(turn.prompt))
-    const resumable = client as Client & {
-      resume(checkpoint: string, answers: Record<string, JsonValue>): Promise<TurnResult>
-    }
-    const state = stateOf(await resumable.resume(turn.checkpoint, turn.answers))
+    const state = stateOf(await client.resume(turn.checkpoint, turn.answers as Record<string, Answer>))
     const delta = state.checkpoint === undefined ? undefined : deltaOf(state.checkpoint, turn.checkpoint)
     if (delta !== undefined) {
       delete state.checkpoint

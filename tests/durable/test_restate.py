@@ -110,10 +110,31 @@ def start_and_crash(procs: Processes, restate: Restate, turn_id: str, **env: str
     return turn
 
 
-def journal(restate: Restate, turn_id: str) -> str:
-    query = f"SELECT * FROM sys_journal WHERE target_service_key = '{turn_id}'"
-    rows = post(f"{restate.admin}/query", {"query": query})
-    return json.dumps(rows)
+def journal(restate: Restate, turn_id: str) -> list[dict[str, Any]]:
+    """The journal entries of the turn's invocations (Restate's SQL over its admin API)."""
+    query = (
+        "SELECT j.name, j.entry_type, j.raw_length, j.entry_json FROM sys_journal j "
+        f"JOIN sys_invocation i ON j.id = i.id WHERE i.target_service_key = '{turn_id}'"
+    )
+    req = urllib.request.Request(
+        f"{restate.admin}/query",
+        data=json.dumps({"query": query}).encode(),
+        headers={"content-type": "application/json", "accept": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=30) as r:
+        rows: list[dict[str, Any]] = json.loads(r.read())["rows"]
+    return rows
+
+
+def decoded(value: Any) -> Any:
+    """An entry's JSON with its payloads (byte arrays) read as text."""
+    if isinstance(value, list) and value and all(isinstance(b, int) for b in value):
+        return bytes(value).decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [decoded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: decoded(v) for k, v in value.items()}
+    return value
 
 
 def test_crash_at_ask_then_approve(procs: Processes, restate: Restate) -> None:
@@ -128,8 +149,11 @@ def test_crash_at_ask_then_approve(procs: Processes, restate: Restate) -> None:
     requests = assert_model_called_once_per_step(procs.model, 2)
     (result,) = tool_messages(requests[1])
     assert "wrote 17 bytes" in json.dumps(result)
-    recorded = journal(restate, "r-approve")
-    assert "checkpoint" in recorded or "r-approve" in recorded
+    entries = journal(restate, "r-approve")
+    runs = [e.get("name") for e in entries if e.get("entry_type") == "Command: Run"]
+    assert runs == ["run", "resume"], runs  # journaled once each, A's run not re-run in B
+    recorded = json.dumps([decoded(json.loads(e.get("entry_json") or "null")) for e in entries])
+    assert "checkpoint" in recorded  # the journal is read, payloads and all
     assert PLANTED_KEY not in recorded
 
 
