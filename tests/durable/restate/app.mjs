@@ -59,6 +59,7 @@ function makeClient(waitFor) {
     tools: [write],
     hooks: { beforeTool },
     waitFor,
+    ...(env.DURABLE_MAX_TURNS ? { maxTurns: Number(env.DURABLE_MAX_TURNS) } : {}),
   })
 }
 
