@@ -360,6 +360,13 @@ impl PyToolContext {
         &self.ctx.name
     }
 
+    /// `turn_id:call_id`: names this call once across a turn's suspensions and resumes (give it
+    /// to the system a tool with side effects changes).
+    #[getter]
+    fn idempotency_key(&self) -> String {
+        self.ctx.idempotency_key()
+    }
+
     /// The client's root directory.
     #[getter]
     fn root(&self) -> String {

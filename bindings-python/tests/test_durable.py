@@ -231,9 +231,11 @@ async def test_resume_in_process_awaitable_and_stream() -> None:
     import contenox
 
     ran: list[str] = []
+    keys: list[str] = []
 
-    def write(path: str, content: str) -> str:
+    def write(path: str, content: str, ctx: contenox.ToolContext) -> str:
         ran.append(path)
+        keys.append(ctx.idempotency_key)
         return "ok"
 
     def make(answer: dict[str, Any], script: list[dict[str, Any]]) -> contenox.Client:
@@ -258,6 +260,8 @@ async def test_resume_in_process_awaitable_and_stream() -> None:
     kinds = [e.type async for e in run]
     result = await run.result()
     assert result.outcome == "done" and ran == ["a"]
+    # The key names the call in the turn that began in the first client.
+    assert keys == [json.loads(first.checkpoint)["turn_id"] + ":c1"]
     assert kinds[0] == "turn_start" and "answer" in kinds and kinds[-1] == "turn_end"
     with pytest.raises(contenox.CheckpointError):
         await b.resume(first.checkpoint, {"c1": {"approve": True}})

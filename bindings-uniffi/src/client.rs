@@ -1,12 +1,13 @@
 //! `Client`: the engine's client as a UniFFI object.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use contenox::{CancellationToken, CompactNotice, ModelInfo, RunOptions, SubagentOptions};
 
-use crate::convert::{via_json, ToolSpec, Transcript, TurnResult};
+use crate::convert::{via_json, Answer, ToolSpec, Transcript, TurnResult};
 use crate::error::ContenoxError;
 use crate::host::{
     Hooks, HooksAdapter, HostTool, OnCompact, OnCompactAdapter, ToolAdapter, WaitFor,
@@ -65,6 +66,23 @@ impl Client {
             options = options.output_schema(schema);
         }
         Ok(options)
+    }
+
+    /// Start a resumed turn (under a child of the client's cancel token); the engine checks the
+    /// checkpoint and the answers before anything runs.
+    fn resume_run(
+        &self,
+        checkpoint: String,
+        answers: HashMap<String, Answer>,
+    ) -> Result<contenox::Run, ContenoxError> {
+        let answers = answers
+            .into_iter()
+            .map(|(id, a)| Ok((id, a.into_core()?)))
+            .collect::<Result<contenox::durable::Answers, ContenoxError>>()?;
+        let options = RunOptions::default().cancel(self.turns.lock().child_token());
+        Ok(self
+            .inner
+            .resume_stream_with(&checkpoint, answers, options)?)
     }
 }
 
@@ -144,6 +162,34 @@ impl Client {
         // turn: it still ends properly, as `Cancelled`, instead of being cut off mid-step.
         let run = self.inner.stream_with(prompt, options)?;
         Ok(run.result().await?.into())
+    }
+
+    /// Go on with a turn that ended `Suspended` (its `WaitFor` answered `Answer.Suspend`), from
+    /// its result's `checkpoint`, in this process or another with the same config. `answers`
+    /// are keyed by the `call_id` of the result's `pending`; a request left out is asked again
+    /// through `WaitFor` with what is left of its time. The gate runs again first (a policy
+    /// that now denies wins; an answer counts only while the gate asks the same), an ask past
+    /// its deadline is denied as timed out, recorded results replay. Throws
+    /// `ContenoxError.Checkpoint` before anything runs when the checkpoint is not one, was
+    /// written by a newer engine, was edited, was already resumed on this client, or an answer
+    /// names a call that is not waiting.
+    pub async fn resume(
+        &self,
+        checkpoint: String,
+        answers: HashMap<String, Answer>,
+    ) -> Result<TurnResult, ContenoxError> {
+        let run = self.resume_run(checkpoint, answers)?;
+        Ok(run.result().await?.into())
+    }
+
+    /// [`Client::resume`] as a `Run`: events as they happen (results replayed from the
+    /// checkpoint emit none again), `cancel()`, `result()`.
+    pub async fn resume_stream(
+        &self,
+        checkpoint: String,
+        answers: HashMap<String, Answer>,
+    ) -> Result<Arc<Run>, ContenoxError> {
+        Ok(Arc::new(Run::new(self.resume_run(checkpoint, answers)?)))
     }
 
     /// Start a turn and return its `Run`: events as they happen (`nextBatch()`), `cancel()`,

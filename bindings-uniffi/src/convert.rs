@@ -26,6 +26,7 @@ pub enum Outcome {
     Error,
     Budget,
     OutputInvalid,
+    Suspended,
 }
 
 #[uniffi::remote(Enum)]
@@ -294,6 +295,10 @@ pub struct PendingRequest {
     /// The call's arguments, as JSON text.
     #[serde(rename = "arguments", with = "json_text")]
     pub arguments_json: String,
+    /// In a suspended turn's `pending`: when the ask times out, Unix milliseconds (a resumed
+    /// ask keeps it; `timeout_ms` there is what was left of it when the turn suspended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
 }
 
 /// What `beforeTool` decides.
@@ -337,6 +342,7 @@ impl Decision {
                 call_id: String::new(),
                 name: String::new(),
                 arguments_json: "null".into(),
+                deadline_ms: None,
             })?),
         })
     }
@@ -357,6 +363,9 @@ pub enum Answer {
         /// The result, as JSON text.
         value_json: String,
     },
+    /// Answer later, maybe in another process: the turn ends `Suspended`, its result carries
+    /// `checkpoint` and `pending`, and `Client.resume(checkpoint, answers)` continues it.
+    Suspend,
 }
 
 impl Answer {
@@ -367,6 +376,7 @@ impl Answer {
             Answer::Result { value_json } => {
                 contenox::Answer::Result(crate::error::parse_json("answer result", &value_json)?)
             }
+            Answer::Suspend => contenox::Answer::Suspend,
         })
     }
 }
@@ -379,6 +389,7 @@ impl From<contenox::Answer> for Answer {
             contenox::Answer::Result(v) => Answer::Result {
                 value_json: v.to_string(),
             },
+            contenox::Answer::Suspend => Answer::Suspend,
         }
     }
 }
@@ -562,6 +573,12 @@ pub struct TurnResult {
     pub output_json: Option<String>,
     /// The whole conversation after the turn.
     pub transcript: Arc<Transcript>,
+    /// For outcome `Suspended`: the checkpoint (JSON text) `Client.resume` continues from, in
+    /// this process or another with the same config (it holds no secret of the config).
+    pub checkpoint: Option<String>,
+    /// For outcome `Suspended`: the requests waiting; answers to `Client.resume` are keyed by
+    /// their `call_id`.
+    pub pending: Vec<PendingRequest>,
 }
 
 impl From<contenox::TurnResult> for TurnResult {
@@ -576,6 +593,9 @@ impl From<contenox::TurnResult> for TurnResult {
             transcript: Arc::new(Transcript {
                 inner: r.transcript,
             }),
+            checkpoint: r.checkpoint,
+            // Both shapes are the engine's request; the conversion cannot fail.
+            pending: r.pending.iter().filter_map(|p| via_json(p).ok()).collect(),
         }
     }
 }

@@ -87,6 +87,14 @@ pub enum ContenoxError {
         /// What went wrong.
         detail: String,
     },
+    /// A checkpoint cannot be resumed: not a checkpoint, written by a newer engine, edited (its
+    /// digest does not match), already resumed on this client, or an answer for a call that is
+    /// not waiting (a wrong call id, or one already answered). Raised before anything runs.
+    #[error("checkpoint refused: {detail}")]
+    Checkpoint {
+        /// Why.
+        detail: String,
+    },
     /// Raised by host code (a tool, a hook, a wait_for): the model sees `detail` as the error
     /// result of that call.
     #[error("{detail}")]
@@ -140,6 +148,7 @@ impl From<contenox::Error> for ContenoxError {
             contenox::Error::Io(e) => ContenoxError::Io {
                 detail: e.to_string(),
             },
+            contenox::Error::Checkpoint(detail) => ContenoxError::Checkpoint { detail },
             // Transport, and a kind added later: the message and its causes.
             other => ContenoxError::Transport {
                 causes: causes(&other),

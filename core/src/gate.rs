@@ -82,6 +82,8 @@ pub struct PendingRequest {
     pub arguments: Value,
     /// When the ask is denied as timed out, in Unix milliseconds: set in a suspended turn's
     /// `pending` (a resumed ask keeps its deadline; `timeout_ms` there is what is left of it).
+    // Never in a `pending` event (only in a suspended turn's result): not in the event schema.
+    #[cfg_attr(feature = "schema", schemars(skip))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<u64>,
 }

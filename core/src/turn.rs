@@ -1379,6 +1379,7 @@ impl Turn<'_> {
             scope: self.scope.clone(),
             spent: spent.clone(),
             inner,
+            turn_id: self.durable.map(|d| Arc::from(d.turn_id.as_str())),
         };
         let call = AssertUnwindSafe(entry.tool.call(event.arguments.clone(), ctx)).catch_unwind();
         let ran = match inner_rx {

@@ -28,6 +28,9 @@ class ToolContext:
     def name(self) -> str:
         """The tool's name."""
     @property
+    def idempotency_key(self) -> str:
+        """``turn_id:call_id``: names this call once across a turn's suspensions and resumes."""
+    @property
     def root(self) -> str:
         """The client's root directory."""
     @property

@@ -120,6 +120,9 @@ pub struct ToolContext {
     pub(crate) spent: UsageCell,
     /// Where the tool's own tool calls go (`js_execution` inside a turn); `None` elsewhere.
     pub(crate) inner: Option<InnerCalls>,
+    /// The id of the host's own turn this call belongs to (kept through its suspensions and
+    /// resumes); `None` in a subagent's or chain's turn and outside a turn.
+    pub(crate) turn_id: Option<Arc<str>>,
 }
 
 impl ToolContext {
@@ -135,6 +138,18 @@ impl ToolContext {
             scope: TurnScope::default(),
             spent: UsageCell::default(),
             inner: None,
+            turn_id: None,
+        }
+    }
+
+    /// A key that names this call once across suspensions, resumes and processes:
+    /// `turn_id:call_id` in a host's own turn, the call id elsewhere. A tool with side effects
+    /// passes it to the system it changes (a payment's idempotency key, a row's unique id), so
+    /// a call run again after a crash does its work once (docs/durable.md).
+    pub fn idempotency_key(&self) -> String {
+        match &self.turn_id {
+            Some(turn) => format!("{turn}:{}", self.call_id),
+            None => self.call_id.clone(),
         }
     }
 

@@ -16,7 +16,7 @@ use contenox::{
 };
 use serde_json::{json, Value};
 
-/// A tool with a side effect: counts its runs.
+/// A tool with a side effect: counts its runs (its text names the call's idempotency key).
 fn counted(name: &str, read_only: bool, runs: Arc<AtomicU32>) -> Arc<contenox::FnTool> {
     let spec = ToolSpec::new(name, "Does something once.", json!({"type": "object"}));
     let spec = if read_only {
@@ -24,11 +24,14 @@ fn counted(name: &str, read_only: bool, runs: Arc<AtomicU32>) -> Arc<contenox::F
     } else {
         spec
     };
-    Arc::new(tool_fn(spec, move |args, _ctx| {
+    Arc::new(tool_fn(spec, move |args, ctx| {
         let runs = runs.clone();
         async move {
             runs.fetch_add(1, Ordering::SeqCst);
-            Ok(ToolOutput::text(format!("did {args}")))
+            Ok(ToolOutput::text(format!(
+                "did {args} as {}",
+                ctx.idempotency_key()
+            )))
         }
     }))
 }
@@ -195,6 +198,10 @@ async fn suspend_then_resume_runs_each_tool_once_and_goes_on_to_the_model() {
     assert_eq!(r.len(), 2);
     assert_eq!((r[0].0.as_str(), r[0].2), ("c0", false));
     assert_eq!((r[1].0.as_str(), r[1].2), ("c1", false));
+    // Both calls' keys name the one turn that began in the first client.
+    let turn_id = cp["turn_id"].as_str().unwrap();
+    assert!(r[0].1.ends_with(&format!("as {turn_id}:c0")), "{r:?}");
+    assert!(r[1].1.ends_with(&format!("as {turn_id}:c1")), "{r:?}");
     done.transcript.validate().unwrap();
     // The gate ran again (its events are there), and the pending ask was answered.
     assert!(events
@@ -435,4 +442,45 @@ async fn an_answer_result_stands_in_and_suspend_where_it_cannot_denies() {
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Checkpoint);
+}
+
+/// The checkpoint of a turn suspended after `n` model requests (each but the last a read-only
+/// call with a result), in bytes.
+async fn checkpoint_size_after(n: usize) -> usize {
+    let parts = Parts::new();
+    let mut script: Vec<ScriptEntry> = (0..n - 1)
+        .map(|i| ScriptEntry::tool_call(format!("r{i}"), "read", json!({"n": i})))
+        .collect();
+    script.push(ScriptEntry::tool_call("w", "write", json!({"n": n})));
+    let client = Client::builder()
+        .script(script)
+        .tool(counted("read", true, parts.reads.clone()))
+        .tool(counted("write", false, parts.writes.clone()))
+        .policy(policy("approve"))
+        .wait_for(Host::new(Answer::Suspend))
+        .max_turns(n as u32 + 1)
+        .build()
+        .unwrap();
+    let r = client.run("read many, then write").await.unwrap();
+    assert_eq!(r.outcome, Outcome::Suspended);
+    assert_eq!(parts.reads.load(Ordering::SeqCst) as usize, n - 1);
+    r.checkpoint.unwrap().len()
+}
+
+/// docs/benchmarks.md records what this prints:
+/// `cargo test -p contenox --test all durable::checkpoint_size -- --nocapture`.
+#[tokio::test]
+async fn checkpoint_size_grows_linearly_with_the_model_requests() {
+    let mut sizes = Vec::new();
+    for n in [10, 100, 1000] {
+        let size = checkpoint_size_after(n).await;
+        println!(
+            "checkpoint after {n} model requests: {size} bytes ({} per request)",
+            size / n
+        );
+        sizes.push(size);
+    }
+    // Linear: ten times the requests, about ten times the bytes (never a hundred).
+    assert!(sizes[2] < sizes[1] * 12, "{sizes:?}");
+    assert!(sizes[1] < sizes[0] * 12, "{sizes:?}");
 }

@@ -870,6 +870,25 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func registerSourceTool(tool: SourceTool) throws 
     
     /**
+     * Go on with a turn that ended `Suspended` (its `WaitFor` answered `Answer.Suspend`), from
+     * its result's `checkpoint`, in this process or another with the same config. `answers`
+     * are keyed by the `call_id` of the result's `pending`; a request left out is asked again
+     * through `WaitFor` with what is left of its time. The gate runs again first (a policy
+     * that now denies wins; an answer counts only while the gate asks the same), an ask past
+     * its deadline is denied as timed out, recorded results replay. Throws
+     * `ContenoxError.Checkpoint` before anything runs when the checkpoint is not one, was
+     * written by a newer engine, was edited, was already resumed on this client, or an answer
+     * names a call that is not waiting.
+     */
+    func resume(checkpoint: String, answers: [String: Answer]) async throws  -> TurnResult
+    
+    /**
+     * [`Client::resume`] as a `Run`: events as they happen (results replayed from the
+     * checkpoint emit none again), `cancel()`, `result()`.
+     */
+    func resumeStream(checkpoint: String, answers: [String: Answer]) async throws  -> Run
+    
+    /**
      * Run one turn to its end. Resolves with outcome `Done`, `Cancelled`, `MaxTurns`, `Budget`
      * or `Error` (the transcript kept in every case); throws only for misuse (a closed client, a bad
      * `allow` pattern, bad settings). `allow` narrows the tools for this turn only (allowlist
@@ -1181,6 +1200,53 @@ open func registerSourceTool(tool: SourceTool)throws   {try rustCallWithError(Ff
         FfiConverterTypeSourceTool_lower(tool),uniffiCallStatus
     )
 }
+}
+    
+    /**
+     * Go on with a turn that ended `Suspended` (its `WaitFor` answered `Answer.Suspend`), from
+     * its result's `checkpoint`, in this process or another with the same config. `answers`
+     * are keyed by the `call_id` of the result's `pending`; a request left out is asked again
+     * through `WaitFor` with what is left of its time. The gate runs again first (a policy
+     * that now denies wins; an answer counts only while the gate asks the same), an ask past
+     * its deadline is denied as timed out, recorded results replay. Throws
+     * `ContenoxError.Checkpoint` before anything runs when the checkpoint is not one, was
+     * written by a newer engine, was edited, was already resumed on this client, or an answer
+     * names a call that is not waiting.
+     */
+open func resume(checkpoint: String, answers: [String: Answer])async throws  -> TurnResult  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_client_resume(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(checkpoint),FfiConverterDictionaryStringTypeAnswer.lower(answers)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeTurnResult_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
+     * [`Client::resume`] as a `Run`: events as they happen (results replayed from the
+     * checkpoint emit none again), `cancel()`, `result()`.
+     */
+open func resumeStream(checkpoint: String, answers: [String: Answer])async throws  -> Run  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_client_resume_stream(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(checkpoint),FfiConverterDictionaryStringTypeAnswer.lower(answers)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeRun_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
 }
     
     /**
@@ -4665,6 +4731,11 @@ public struct PendingRequest: Equatable, Hashable {
      * The call's arguments, as JSON text.
      */
     public var argumentsJson: String
+    /**
+     * In a suspended turn's `pending`: when the ask times out, Unix milliseconds (a resumed
+     * ask keeps it; `timeout_ms` there is what was left of it when the turn suspended).
+     */
+    public var deadlineMs: UInt64?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -4689,7 +4760,11 @@ public struct PendingRequest: Equatable, Hashable {
          */name: String, 
         /**
          * The call's arguments, as JSON text.
-         */argumentsJson: String) {
+         */argumentsJson: String, 
+        /**
+         * In a suspended turn's `pending`: when the ask times out, Unix milliseconds (a resumed
+         * ask keeps it; `timeout_ms` there is what was left of it when the turn suspended).
+         */deadlineMs: UInt64?) {
         self.kind = kind
         self.prompt = prompt
         self.timeoutMs = timeoutMs
@@ -4697,6 +4772,7 @@ public struct PendingRequest: Equatable, Hashable {
         self.callId = callId
         self.name = name
         self.argumentsJson = argumentsJson
+        self.deadlineMs = deadlineMs
     }
 
     
@@ -4721,7 +4797,8 @@ public struct FfiConverterTypePendingRequest: FfiConverterRustBuffer {
                 dataJson: FfiConverterOptionString.read(from: &buf), 
                 callId: FfiConverterString.read(from: &buf), 
                 name: FfiConverterString.read(from: &buf), 
-                argumentsJson: FfiConverterString.read(from: &buf)
+                argumentsJson: FfiConverterString.read(from: &buf), 
+                deadlineMs: FfiConverterOptionUInt64.read(from: &buf)
         )
     }
 
@@ -4733,6 +4810,7 @@ public struct FfiConverterTypePendingRequest: FfiConverterRustBuffer {
         FfiConverterString.write(value.callId, into: &buf)
         FfiConverterString.write(value.name, into: &buf)
         FfiConverterString.write(value.argumentsJson, into: &buf)
+        FfiConverterOptionUInt64.write(value.deadlineMs, into: &buf)
     }
 }
 
@@ -5381,6 +5459,16 @@ public struct TurnResult {
      * The whole conversation after the turn.
      */
     public var transcript: Transcript
+    /**
+     * For outcome `Suspended`: the checkpoint (JSON text) `Client.resume` continues from, in
+     * this process or another with the same config (it holds no secret of the config).
+     */
+    public var checkpoint: String?
+    /**
+     * For outcome `Suspended`: the requests waiting; answers to `Client.resume` are keyed by
+     * their `call_id`.
+     */
+    public var pending: [PendingRequest]
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -5407,7 +5495,15 @@ public struct TurnResult {
          */outputJson: String?, 
         /**
          * The whole conversation after the turn.
-         */transcript: Transcript) {
+         */transcript: Transcript, 
+        /**
+         * For outcome `Suspended`: the checkpoint (JSON text) `Client.resume` continues from, in
+         * this process or another with the same config (it holds no secret of the config).
+         */checkpoint: String?, 
+        /**
+         * For outcome `Suspended`: the requests waiting; answers to `Client.resume` are keyed by
+         * their `call_id`.
+         */pending: [PendingRequest]) {
         self.outcome = outcome
         self.finalText = finalText
         self.usage = usage
@@ -5415,6 +5511,8 @@ public struct TurnResult {
         self.stopReason = stopReason
         self.outputJson = outputJson
         self.transcript = transcript
+        self.checkpoint = checkpoint
+        self.pending = pending
     }
 
     
@@ -5439,7 +5537,9 @@ public struct FfiConverterTypeTurnResult: FfiConverterRustBuffer {
                 error: FfiConverterOptionString.read(from: &buf), 
                 stopReason: FfiConverterOptionTypeStopReason.read(from: &buf), 
                 outputJson: FfiConverterOptionString.read(from: &buf), 
-                transcript: FfiConverterTypeTranscript.read(from: &buf)
+                transcript: FfiConverterTypeTranscript.read(from: &buf), 
+                checkpoint: FfiConverterOptionString.read(from: &buf), 
+                pending: FfiConverterSequenceTypePendingRequest.read(from: &buf)
         )
     }
 
@@ -5451,6 +5551,8 @@ public struct FfiConverterTypeTurnResult: FfiConverterRustBuffer {
         FfiConverterOptionTypeStopReason.write(value.stopReason, into: &buf)
         FfiConverterOptionString.write(value.outputJson, into: &buf)
         FfiConverterTypeTranscript.write(value.transcript, into: &buf)
+        FfiConverterOptionString.write(value.checkpoint, into: &buf)
+        FfiConverterSequenceTypePendingRequest.write(value.pending, into: &buf)
     }
 }
 
@@ -5562,6 +5664,11 @@ public enum Answer: Equatable, Hashable {
          * The result, as JSON text.
          */valueJson: String
     )
+    /**
+     * Answer later, maybe in another process: the turn ends `Suspended`, its result carries
+     * `checkpoint` and `pending`, and `Client.resume(checkpoint, answers)` continues it.
+     */
+    case suspend
 
 
 
@@ -5591,6 +5698,8 @@ public struct FfiConverterTypeAnswer: FfiConverterRustBuffer {
         case 3: return .result(valueJson: try FfiConverterString.read(from: &buf)
         )
         
+        case 4: return .suspend
+        
         default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
@@ -5612,6 +5721,10 @@ public struct FfiConverterTypeAnswer: FfiConverterRustBuffer {
             writeInt(&buf, Int32(3))
             FfiConverterString.write(valueJson, into: &buf)
             
+        
+        case .suspend:
+            writeInt(&buf, Int32(4))
+        
         }
     }
 }
@@ -5816,6 +5929,16 @@ enum ContenoxError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError 
          */detail: String
     )
     /**
+     * A checkpoint cannot be resumed: not a checkpoint, written by a newer engine, edited (its
+     * digest does not match), already resumed on this client, or an answer for a call that is
+     * not waiting (a wrong call id, or one already answered). Raised before anything runs.
+     */
+    case Checkpoint(
+        /**
+         * Why.
+         */detail: String
+    )
+    /**
      * Raised by host code (a tool, a hook, a wait_for): the model sees `detail` as the error
      * result of that call.
      */
@@ -5898,10 +6021,13 @@ public struct FfiConverterTypeContenoxError: FfiConverterRustBuffer {
         case 11: return .Io(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 12: return .Host(
+        case 12: return .Checkpoint(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 13: return .Unexpected(
+        case 13: return .Host(
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 14: return .Unexpected(
             reason: try FfiConverterString.read(from: &buf)
             )
 
@@ -5975,13 +6101,18 @@ public struct FfiConverterTypeContenoxError: FfiConverterRustBuffer {
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Host(detail):
+        case let .Checkpoint(detail):
             writeInt(&buf, Int32(12))
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Unexpected(reason):
+        case let .Host(detail):
             writeInt(&buf, Int32(13))
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .Unexpected(reason):
+            writeInt(&buf, Int32(14))
             FfiConverterString.write(reason, into: &buf)
             
         }
@@ -7293,6 +7424,7 @@ public enum Outcome: Equatable, Hashable {
     case error
     case budget
     case outputInvalid
+    case suspended
 
 
 
@@ -7326,6 +7458,8 @@ public struct FfiConverterTypeOutcome: FfiConverterRustBuffer {
         
         case 6: return .outputInvalid
         
+        case 7: return .suspended
+        
         default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
@@ -7356,6 +7490,10 @@ public struct FfiConverterTypeOutcome: FfiConverterRustBuffer {
         
         case .outputInvalid:
             writeInt(&buf, Int32(6))
+        
+        
+        case .suspended:
+            writeInt(&buf, Int32(7))
         
         }
     }
@@ -8298,6 +8436,31 @@ fileprivate struct FfiConverterSequenceTypeModelInfo: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypePendingRequest: FfiConverterRustBuffer {
+    typealias SwiftType = [PendingRequest]
+
+    public static func write(_ value: [PendingRequest], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypePendingRequest.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [PendingRequest] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [PendingRequest]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypePendingRequest.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeRemoteHookState: FfiConverterRustBuffer {
     typealias SwiftType = [RemoteHookState]
 
@@ -8467,6 +8630,32 @@ fileprivate struct FfiConverterSequenceTypePromptPart: FfiConverterRustBuffer {
             seq.append(try FfiConverterTypePromptPart.read(from: &buf))
         }
         return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterDictionaryStringTypeAnswer: FfiConverterRustBuffer {
+    public static func write(_ value: [String: Answer], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for (key, value) in value {
+            FfiConverterString.write(key, into: &buf)
+            FfiConverterTypeAnswer.write(value, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [String: Answer] {
+        let len: Int32 = try readInt(&buf)
+        var dict = [String: Answer]()
+        dict.reserveCapacity(Int(len))
+        for _ in 0..<len {
+            let key = try FfiConverterString.read(from: &buf)
+            let value = try FfiConverterTypeAnswer.read(from: &buf)
+            dict[key] = value
+        }
+        return dict
     }
 }
 private let UNIFFI_RUST_FUTURE_POLL_READY: Int8 = 0
@@ -8762,6 +8951,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_register_source_tool() != 49553) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_resume() != 16798) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_resume_stream() != 27838) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_run() != 16522) {

@@ -430,6 +430,16 @@ void uniffi_contenox_uniffi_fn_method_client_register(uint64_t ptr, uint64_t too
 void uniffi_contenox_uniffi_fn_method_client_register_source_tool(uint64_t ptr, uint64_t tool, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RESUME
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RESUME
+uint64_t uniffi_contenox_uniffi_fn_method_client_resume(uint64_t ptr, RustBuffer checkpoint, RustBuffer answers
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RESUME_STREAM
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RESUME_STREAM
+uint64_t uniffi_contenox_uniffi_fn_method_client_resume_stream(uint64_t ptr, RustBuffer checkpoint, RustBuffer answers
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_RUN
 uint64_t uniffi_contenox_uniffi_fn_method_client_run(uint64_t ptr, RustBuffer prompt, RustBuffer allow, RustBuffer settings_json, RustBuffer output_schema_json
@@ -1270,6 +1280,18 @@ uint16_t uniffi_contenox_uniffi_checksum_method_client_register(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_REGISTER_SOURCE_TOOL
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_REGISTER_SOURCE_TOOL
 uint16_t uniffi_contenox_uniffi_checksum_method_client_register_source_tool(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_RESUME
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_RESUME
+uint16_t uniffi_contenox_uniffi_checksum_method_client_resume(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_RESUME_STREAM
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_RESUME_STREAM
+uint16_t uniffi_contenox_uniffi_checksum_method_client_resume_stream(void
     
 );
 #endif

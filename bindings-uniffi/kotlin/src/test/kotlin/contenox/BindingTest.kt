@@ -174,6 +174,60 @@ class BindingTest {
     }
 
     @Test
+    fun `a turn suspended at an ask resumes in another client, its tool run once`() = runBlocking {
+        val runs = AtomicInteger(0)
+        val write = hostTool(spec("write")) { _, _ ->
+            runs.incrementAndGet()
+            ToolOutput("wrote", false, null)
+        }
+        val policy = JSONObject().put(
+            "policy",
+            JSONObject().put("default_action", "allow").put(
+                "rules",
+                JSONArray().put(JSONObject().put("tool", "write").put("action", "approve").put("timeout_s", 600)),
+            ),
+        )
+        fun answering(answer: Answer) = object : WaitFor {
+            override suspend fun waitFor(request: PendingRequest): Answer = answer
+        }
+        val a = Client(
+            config(calls(call("c1", "write", JSONObject().put("path", "a"))), extra = policy),
+            listOf(write), null, answering(Answer.Suspend),
+        )
+        val first = a.use { it.run("go") }
+        assertEquals(Outcome.SUSPENDED, first.outcome)
+        assertEquals(0, runs.get())
+        val pending = first.pending.single()
+        assertEquals("c1", pending.callId)
+        assertTrue(pending.deadlineMs!!.toLong() > System.currentTimeMillis())
+        val checkpoint = first.checkpoint!!
+
+        val b = Client(
+            config(text("done"), extra = policy),
+            listOf(write), null, answering(Answer.Deny("the host was asked again")),
+        )
+        b.use {
+            val wrong = assertThrows<ContenoxException.Checkpoint> {
+                runBlocking { b.resume(checkpoint, mapOf("nope" to Answer.Approve)) }
+            }
+            assertTrue(wrong.toString().contains("no call nope"), wrong.toString())
+            val newer = JSONObject(checkpoint).put("version", 2).toString()
+            assertThrows<ContenoxException.Checkpoint> { runBlocking { b.resume(newer, mapOf()) } }
+            val run = b.resumeStream(checkpoint, mapOf("c1" to Answer.Approve))
+            val events = run.events().toList()
+            val done = run.result()
+            assertEquals(Outcome.DONE, done.outcome)
+            assertEquals("done", done.finalText)
+            assertEquals(1, runs.get())
+            assertTrue(events.any { it is Event.Answer }, events.toString())
+            assertThrows<ContenoxException.Checkpoint> {
+                runBlocking { b.resume(checkpoint, mapOf("c1" to Answer.Approve)) }
+            }
+            assertEquals(1, runs.get())
+        }
+    }
+
+    @Test
     fun `a tool whose spec is invalid is refused with a ContenoxException`() {
         val bad = hostTool(spec("has space")) { _, _ -> ToolOutput("x", false, null) }
         val e = assertThrows<ContenoxException> { Client(config(text("hi")), listOf(bad)) }
