@@ -9,7 +9,8 @@ same config in each, read from the environment the test sets, as a real deployme
 - ``DURABLE_API_KEY``: the model's API key: a planted secret no engine record may hold.
 
 The logs, one JSON object a line: ``gate.jsonl`` (every time the gate saw the call: role, pid,
-call id) and ``tool-runs.jsonl`` (every time the tool ran: role, pid, path).
+call id) and ``tool-runs.jsonl`` (every time the tool ran: role, pid, path, and the idempotency
+key the engine gave it, ``turn_id:call_id``).
 """
 
 from __future__ import annotations
@@ -59,9 +60,9 @@ def make_client(wait_for: contenox.WaitFor) -> contenox.Client:
     )
 
     @client.tool
-    def write(path: str, content: str) -> str:
+    def write(path: str, content: str, ctx: contenox.ToolContext) -> str:
         """Write content to a file (relative to the work directory)."""
-        _log("tool-runs.jsonl", {"path": path})
+        _log("tool-runs.jsonl", {"path": path, "key": ctx.idempotency_key})
         (files / Path(path).name).write_text(content)
         return f"wrote {len(content)} bytes to {path}"
 

@@ -73,6 +73,19 @@ def finish(
     return procs.start(role, argv, DURABLE_DB=db, **env)
 
 
+def checkpointed_turn_id(db: str, turn_id: str) -> str:
+    """The engine's turn id in the checkpoint A's ``run`` step recorded."""
+    client = DBOSClient(system_database_url=db)
+    try:
+        (step,) = [
+            s for s in client.list_workflow_steps(turn_id) if s["function_name"].endswith(".run")
+        ]
+    finally:
+        client.destroy()
+    engine_turn_id: str = json.loads(step["output"]["checkpoint"])["turn_id"]
+    return engine_turn_id
+
+
 def assert_no_secret(db: str, turn_id: str) -> None:
     """Nothing DBOS recorded about the turn (its input, steps, events, result) holds the key."""
     client = DBOSClient(system_database_url=db)
@@ -95,6 +108,10 @@ def test_crash_at_ask_then_approve(procs: Processes, database: str) -> None:
     assert state["final_text"] == "Wrote the report."
     # The tool ran exactly once, in B; the gate ran again in B before it.
     assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["B1"]
+    # The key a side-effecting tool would use: the engine's turn id (kept through the
+    # suspension, so the same in A's checkpoint and B's run) and the call id.
+    (run,) = procs.records("tool-runs.jsonl")
+    assert run["key"] == f"{checkpointed_turn_id(database, 'turn-approve')}:call_1", run
     assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1"]
     assert (procs.workdir / "files" / "report.txt").read_text() == "quarterly numbers"
     requests = assert_model_called_once_per_step(procs.model, 2)

@@ -140,6 +140,10 @@ def test_crash_at_ask_then_approve(procs: Processes, temporal: Server) -> None:
     assert state["outcome"] == "done", state
     assert state["final_text"] == "Wrote the report."
     assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["B1"]
+    # The key a side-effecting tool would use: the engine's turn id (kept through the
+    # suspension, so the same in A's checkpoint and B's run) and the call id.
+    (run,) = procs.records("tool-runs.jsonl")
+    assert run["key"].startswith("turn_") and run["key"].endswith(":call_1"), run
     assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1"]
     requests = assert_model_called_once_per_step(procs.model, 2)
     (result,) = tool_messages(requests[1])
