@@ -7,6 +7,8 @@ same config in each, read from the environment the test sets, as a real deployme
 - ``DURABLE_GATE``: ``ask`` (the gate asks before ``write``) or ``deny`` (the policy changed).
 - ``DURABLE_ASK_TIMEOUT_MS``: the ask's timeout, when set.
 - ``DURABLE_API_KEY``: the model's API key: a planted secret no engine record may hold.
+- ``DURABLE_TOOL_HANGS``: the role whose ``write`` hangs once it has logged its run (the test
+  kills that process while the tool runs).
 
 The logs, one JSON object a line: ``gate.jsonl`` (every time the gate saw the call: role, pid,
 call id) and ``tool-runs.jsonl`` (every time the tool ran: role, pid, path, and the idempotency
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +66,8 @@ def make_client(wait_for: contenox.WaitFor) -> contenox.Client:
     def write(path: str, content: str, ctx: contenox.ToolContext) -> str:
         """Write content to a file (relative to the work directory)."""
         _log("tool-runs.jsonl", {"path": path, "key": ctx.idempotency_key})
+        if os.environ.get("DURABLE_TOOL_HANGS") == os.environ.get("DURABLE_ROLE"):
+            time.sleep(3600)  # the test kills this process while the tool runs
         (files / Path(path).name).write_text(content)
         return f"wrote {len(content)} bytes to {path}"
 

@@ -45,7 +45,15 @@ async def main() -> None:
         activities=TurnActivities(make_client, heartbeat_every_s=1.0).all(),
     ):
         if args.command == "start":
-            await start_turn(client, args.prompt, turn_id=args.turn_id, task_queue=queue)
+            # A worker silent this long is taken for dead (its activity runs again elsewhere).
+            heartbeat_s = float(os.environ.get("DURABLE_HEARTBEAT_S", "30"))
+            await start_turn(
+                client,
+                args.prompt,
+                turn_id=args.turn_id,
+                task_queue=queue,
+                heartbeat_timeout_s=heartbeat_s,
+            )
             print("started", flush=True)
             await asyncio.Event().wait()  # until killed
         handle = client.get_workflow_handle(args.turn_id)

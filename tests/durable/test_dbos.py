@@ -65,9 +65,15 @@ def start_and_crash(procs: Processes, db: str, turn_id: str, **env: str) -> dict
 
 
 def finish(
-    procs: Processes, db: str, turn_id: str, role: str, answer: str | None, **env: str
+    procs: Processes,
+    db: str,
+    turn_id: str,
+    role: str,
+    answer: str | None,
+    dead: tuple[str, ...] = ("A",),
+    **env: str,
 ) -> Any:
-    argv = [*APP, "finish", turn_id, "--dead", "A"]
+    argv = [*APP, "finish", turn_id, *(a for d in dead for a in ("--dead", d))]
     if answer is not None:
         argv += ["--call", "call_1", "--answer", answer]
     return procs.start(role, argv, DURABLE_DB=db, **env)
@@ -159,4 +165,29 @@ def test_two_b_processes_race(procs: Processes, database: str) -> None:
     winner = runs[0]["role"]
     # The gate ran again in the winner only; the model was asked once per step.
     assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", winner]
+    assert_model_called_once_per_step(procs.model, 2)
+
+
+def test_crash_while_the_tool_runs_repeats_it_with_the_same_key(
+    procs: Processes, database: str
+) -> None:
+    """What is not exactly-once: B1 dies while the approved tool runs (inside the resume step);
+    B2 takes over and the step runs again, tool included. The tool gets the same idempotency
+    key both times: a tool with side effects makes them conditional on it."""
+    start_and_crash(procs, database, "turn-mid-tool")
+    b1 = finish(procs, database, "turn-mid-tool", "B1", APPROVE, DURABLE_TOOL_HANGS="B1")
+    wait_until("B1's tool runs", lambda: procs.records("tool-runs.jsonl"), timeout=60)
+    procs.kill(b1)
+    b2 = finish(procs, database, "turn-mid-tool", "B2", None, dead=("A", "B1"))
+    state = procs.output(b2, "B2")
+    assert state["outcome"] == "done", state
+    runs = procs.records("tool-runs.jsonl")
+    assert [r["role"] for r in runs] == ["B1", "B2"], runs
+    assert (
+        runs[0]["key"]
+        == runs[1]["key"]
+        == f"{checkpointed_turn_id(database, 'turn-mid-tool')}:call_1"
+    )
+    # The gate ran in each process that resumed; the model was still asked once per step.
+    assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1", "B2"]
     assert_model_called_once_per_step(procs.model, 2)

@@ -194,3 +194,23 @@ def test_two_b_processes_race(procs: Processes, temporal: Server) -> None:
     # loser's update came after the turn moved on).
     logs = procs.log("B1") + procs.log("B2")
     assert logs.count("answer rejected") <= 1
+
+
+def test_crash_while_the_tool_runs_repeats_it_with_the_same_key(
+    procs: Processes, temporal: Server
+) -> None:
+    """What is not exactly-once: B1 dies while the approved tool runs (inside the resume
+    activity); its heartbeats stop, the server runs the activity again on B2, tool included,
+    with the same idempotency key."""
+    start_and_crash(procs, temporal, "t-mid-tool", DURABLE_HEARTBEAT_S="2")
+    b1 = finish(procs, temporal, "t-mid-tool", "B1", APPROVE, DURABLE_TOOL_HANGS="B1")
+    wait_until("B1's tool runs", lambda: procs.records("tool-runs.jsonl"), timeout=60)
+    b2 = finish(procs, temporal, "t-mid-tool", "B2", None)
+    procs.kill(b1)
+    state = procs.output(b2, "B2", timeout=90)
+    assert state["outcome"] == "done", state
+    runs = procs.records("tool-runs.jsonl")
+    assert [r["role"] for r in runs] == ["B1", "B2"], runs
+    assert runs[0]["key"] == runs[1]["key"] and runs[0]["key"].endswith(":call_1"), runs
+    assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1", "B2"]
+    assert_model_called_once_per_step(procs.model, 2)
