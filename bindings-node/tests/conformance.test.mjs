@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import { describe, test } from 'node:test'
 
-import { ConfigurationError, compactor, createClient, deny, loadMcp, loadRemote, pending, tool } from 'contenox'
+import { CheckpointError, ConfigurationError, compactor, createClient, deny, loadMcp, loadRemote, pending, tool } from 'contenox'
 
 import { conformanceCheck, repoDir, startFakeRemote, startFakeServer } from './helpers.mjs'
 
@@ -161,6 +161,16 @@ function beforeTool(rules) {
     }
     throw new Error(`unknown decision ${JSON.stringify(d)}`)
   }
+}
+
+/** Extension `resume.edit`: `newer` raises the version, `tampered` changes the first call's arguments. */
+function editCheckpoint(checkpoint, edit) {
+  if (edit === undefined) return checkpoint
+  const cp = JSON.parse(checkpoint)
+  if (edit === 'newer') cp.version += 1
+  else if (edit === 'tampered') cp.reply.calls[0].arguments.tampered = true
+  else throw new Error(`resume.edit: ${edit} is not newer or tampered`)
+  return JSON.stringify(cp)
 }
 
 function scriptedWaitFor(answers) {
@@ -495,6 +505,32 @@ async function runScenario(file, scenario, deadline) {
       }
       last = await run.result
     }
+    // Extension `resume`: the last turn suspended; a client built again from the same parts
+    // resumes it from its checkpoint with `answers` (under `policy` when given, after `wait_ms`,
+    // from a checkpoint `edit`ed to be `tampered` or `newer`, a second time when `twice`). A
+    // refusal is the trace's `resume_error`.
+    let resumeError
+    if (scenario.resume !== undefined) {
+      const spec = scenario.resume
+      if (!last?.checkpoint) throw new Error('resume: the turn did not suspend (no checkpoint)')
+      const checkpoint = editCheckpoint(last.checkpoint, spec.edit)
+      if (spec.wait_ms) await new Promise((r) => setTimeout(r, spec.wait_ms))
+      client.close()
+      client = build()
+      if (spec.policy !== undefined) client.setPolicy(spec.policy)
+      for (let k = 0; k < (spec.twice ? 2 : 1); k++) {
+        let run
+        try {
+          run = client.resumeStream(checkpoint, spec.answers ?? {}, { signal: deadline })
+        } catch (e) {
+          if (!(e instanceof CheckpointError)) throw e
+          resumeError = e.message
+          break
+        }
+        for await (const event of run) events.push(traceEvent(event))
+        last = await run.result
+      }
+    }
     const notices = [...compactions]
     if (scenario.settle_ms) await new Promise((r) => setTimeout(r, scenario.settle_ms))
     if (chainError !== undefined) {
@@ -523,6 +559,7 @@ async function runScenario(file, scenario, deadline) {
       remote_requests: remote ? await remote.requests() : [],
       compactions: notices,
       output: last.output ?? null,
+      resume_error: resumeError,
     }
   } finally {
     state.client?.close()

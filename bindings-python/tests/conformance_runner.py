@@ -66,6 +66,21 @@ def _python_parts(parts: list[dict[str, Any]]) -> list[Any]:
     return out
 
 
+def _edit_checkpoint(checkpoint: str, edit: str | None) -> str:
+    """Extension ``resume.edit``: ``newer`` raises the version, ``tampered`` changes the first
+    call's arguments (its digest no longer matches)."""
+    if edit is None:
+        return checkpoint
+    cp = json.loads(checkpoint)
+    if edit == "newer":
+        cp["version"] += 1
+    elif edit == "tampered":
+        cp["reply"]["calls"][0]["arguments"]["tampered"] = True
+    else:
+        raise ValueError(f"resume.edit: {edit!r} is not newer or tampered")
+    return json.dumps(cp)
+
+
 class FakeServer:
     """``fake-model-server --scenario FILE``: started with a piped stdin, stopped by closing it."""
 
@@ -631,6 +646,30 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
                         client.register(_echo(todo["register"]["name"]))
                 events.append(event.to_dict())
             result = await run.result()
+        # Extension `resume`: the last turn suspended; a client built again from the same
+        # parts resumes it from its checkpoint with `answers` (under `policy` when given, after
+        # `wait_ms`, from a checkpoint `edit`ed to be `tampered` or `newer`, a second time when
+        # `twice`). A refusal is the trace's `resume_error`.
+        resume_error: str | None = None
+        spec = scenario.get("resume")
+        if spec is not None:
+            assert result is not None and result.checkpoint, "resume: the turn did not suspend"
+            checkpoint = _edit_checkpoint(result.checkpoint, spec.get("edit"))
+            if spec.get("wait_ms"):
+                await asyncio.sleep(spec["wait_ms"] / 1000)
+            client.close()
+            client = build()
+            if "policy" in spec:
+                client.set_policy(spec["policy"])
+            for _ in range(2 if spec.get("twice") else 1):
+                try:
+                    run = client.resume_stream(checkpoint, spec.get("answers") or {})
+                except contenox.CheckpointError as e:
+                    resume_error = str(e)
+                    break
+                async for event in run:
+                    events.append(event.to_dict())
+                result = await run.result()
         told = list(compactions)
         if scenario.get("settle_ms"):
             await asyncio.sleep(scenario["settle_ms"] / 1000)
@@ -657,7 +696,9 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
             "chain_error": chain_error,
         }
     assert result is not None
+    extra: dict[str, Any] = {} if resume_error is None else {"resume_error": resume_error}
     return {
+        **extra,
         "scenario": scenario["name"],
         "binding": "python",
         "outcome": result.outcome,

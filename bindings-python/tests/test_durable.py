@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import contenox
 import pytest
 from conformance_runner import FakeServer
 
@@ -228,8 +229,6 @@ def test_a_tampered_or_newer_checkpoint_is_refused(setup: Any, edit: str) -> Non
 
 
 async def test_resume_in_process_awaitable_and_stream() -> None:
-    import contenox
-
     ran: list[str] = []
     keys: list[str] = []
 

@@ -124,7 +124,7 @@ impl Client {
         let settings = self.run_settings(&options)?;
         let output = self.run_output(&options)?;
         let (cancel, _link) = self.turn_token(&options);
-        let record = RunRecord::of(&options);
+        let record = run_record(&options);
         Ok(run_turn(
             self.state.clone(),
             prompt,
@@ -175,7 +175,7 @@ impl Client {
         let output = self.run_output(&options)?;
         let (cancel, link) = self.turn_token(&options);
         let (tx, rx) = unbounded_channel();
-        let record = RunRecord::of(&options);
+        let record = run_record(&options);
         let turn = run_turn(
             self.state.clone(),
             prompt,
@@ -398,6 +398,17 @@ impl Client {
 /// Held by a turn's future: dropping it (the turn ended, or its future was dropped) ends the
 /// link from the caller's cancel token to the turn (see [`Client::turn_token`]).
 pub(crate) struct TurnLink(Option<tokio_util::sync::DropGuard>);
+
+/// What a run's options leave in a suspended turn's checkpoint (all but the cancel token).
+fn run_record(options: &RunOptions) -> RunRecord {
+    RunRecord {
+        allow: options.allow.as_ref().map(|a| a.patterns().to_vec()),
+        max_turns: options.max_turns,
+        settings: options.settings.clone(),
+        output_schema: options.output_schema.clone(),
+        output_retries: options.output_retries,
+    }
+}
 
 /// Builds a [`Client`]. Every option also exists in [`Config`].
 #[derive(Default)]

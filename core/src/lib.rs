@@ -57,6 +57,7 @@ pub mod agent;
 pub mod builtin;
 pub mod chain;
 mod client;
+mod client_resume;
 mod client_state;
 pub mod code;
 pub mod compact;

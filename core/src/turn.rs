@@ -765,23 +765,29 @@ impl Turn<'_> {
                 runner.hand_on(&calls, &mut done);
             }
             runner.finish(&calls, &mut done).await;
-            if let Some(suspended) = self.durable.and_then(Durable::take_suspended) {
+            let suspension = self
+                .durable
+                .and_then(|d| d.take_suspended().map(|s| (d, s)));
+            if let Some((durable, suspended)) = suspension {
                 let exhausted = spend.and_then(|s| s.exhausted).or(inner_exhausted);
-                let cp = self.checkpoint(CheckpointParts {
-                    suspended,
-                    step,
-                    reply: Reply {
-                        text: final_text.clone(),
-                        calls: calls.clone(),
-                        extra: reply_extra.unwrap_or_default(),
+                let cp = self.checkpoint(
+                    durable,
+                    CheckpointParts {
+                        suspended,
+                        step,
+                        reply: Reply {
+                            text: final_text.clone(),
+                            calls: calls.clone(),
+                            extra: reply_extra.unwrap_or_default(),
+                        },
+                        settled: &settled,
+                        index,
+                        usage,
+                        budget,
+                        exhausted,
+                        corrections,
                     },
-                    settled: &settled,
-                    index,
-                    usage,
-                    budget,
-                    exhausted,
-                    corrections,
-                });
+                );
                 return TurnEnd {
                     pending: cp.pending(now_ms()),
                     checkpoint: Some(cp.seal()),
@@ -1523,8 +1529,7 @@ impl Turn<'_> {
 
     /// The checkpoint of a step that suspended: the conversation before it, the reply, each
     /// call's state (result in, asked, or not taken), what the turn spent.
-    fn checkpoint(&self, parts: CheckpointParts<'_>) -> Checkpoint {
-        let durable = self.durable.expect("only a durable turn suspends");
+    fn checkpoint(&self, durable: &Durable, parts: CheckpointParts<'_>) -> Checkpoint {
         let allowed = |n: &str| self.allowed(n);
         let offered = self.inner.toolkit().offered(&allowed);
         let mut specs: Vec<&ToolSpec> = offered.iter().map(|s| s.as_ref()).collect();

@@ -437,6 +437,18 @@ fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>
             ));
         }
     }
+    if let Some(want) = &e.resume_error_contains {
+        let error = trace.extra.get("resume_error").and_then(Value::as_str);
+        for w in &want.0 {
+            if !error.is_some_and(|got| got.contains(w.as_str())) {
+                fails.push(format!(
+                    "resume_error_contains: {} not in the trace's resume_error {}",
+                    Show(w),
+                    Show(&error)
+                ));
+            }
+        }
+    }
     if let Some(want) = &e.chain_error_contains {
         let error = trace.extra.get("chain_error").and_then(Value::as_str);
         for w in &want.0 {

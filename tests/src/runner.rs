@@ -190,6 +190,49 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         }
         last = Some(run.result().await.map_err(|e| e.to_string())?);
     }
+    // Extension `resume`: the last turn suspended; a client built again from the same parts
+    // resumes it from its checkpoint with `answers` (under `policy` when given, after
+    // `wait_ms`, from a checkpoint `edit`ed to be `tampered` or `newer`, and a second time when
+    // `twice`). A refusal is the trace's `resume_error`.
+    let mut resume_error = None;
+    if let Some(spec) = scenario.extra.get("resume") {
+        let checkpoint = last
+            .as_ref()
+            .and_then(|l| l.checkpoint.clone())
+            .ok_or("resume: the turn did not suspend (its result has no checkpoint)")?;
+        let checkpoint = edit_checkpoint(&checkpoint, spec.get("edit").and_then(Value::as_str))?;
+        if let Some(ms) = spec.get("wait_ms").and_then(Value::as_u64) {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        client.close();
+        client = build_client(scenario, &parts)?;
+        if let Some(policy) = spec.get("policy") {
+            client
+                .set_policy_source(policy)
+                .map_err(|e| e.to_string())?;
+        }
+        let answers = spec.get("answers").cloned().unwrap_or_else(|| json!({}));
+        let answers = contenox::durable::answers_from_json(&answers.to_string())
+            .map_err(|e| e.to_string())?;
+        let times = if spec.get("twice") == Some(&Value::Bool(true)) {
+            2
+        } else {
+            1
+        };
+        for _ in 0..times {
+            let mut run = match client.resume_stream(&checkpoint, answers.clone()) {
+                Ok(run) => run,
+                Err(e) => {
+                    resume_error = Some(e.to_string());
+                    break;
+                }
+            };
+            while let Some(event) = run.next_event().await {
+                events.push(serde_json::to_value(&event).map_err(|e| e.to_string())?);
+            }
+            last = Some(run.result().await.map_err(|e| e.to_string())?);
+        }
+    }
     let told = compactions.lock().expect("compactions").clone();
     if let Some(ms) = scenario.settle_ms {
         tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -210,6 +253,9 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
     let mut extra = serde_json::Map::new();
     if let Some(e) = chain_error {
         extra.insert("chain_error".into(), json!(e));
+    }
+    if let Some(e) = resume_error {
+        extra.insert("resume_error".into(), json!(e));
     }
     Ok(Trace {
         scenario: scenario.name.clone(),
@@ -232,6 +278,24 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         output: last.as_ref().and_then(|l| l.output.clone()),
         extra,
     })
+}
+
+/// Extension `resume.edit`: `newer` raises the checkpoint's version, `tampered` changes the
+/// first call's arguments (its digest no longer matches); absent leaves it as it is.
+pub fn edit_checkpoint(checkpoint: &str, edit: Option<&str>) -> Result<String, String> {
+    let Some(edit) = edit else {
+        return Ok(checkpoint.to_string());
+    };
+    let mut v: Value = serde_json::from_str(checkpoint).map_err(|e| e.to_string())?;
+    match edit {
+        "newer" => {
+            let n = v["version"].as_u64().unwrap_or(0);
+            v["version"] = json!(n + 1);
+        }
+        "tampered" => v["reply"]["calls"][0]["arguments"]["tampered"] = json!(true),
+        other => return Err(format!("resume.edit: {other:?} is not newer or tampered")),
+    }
+    Ok(v.to_string())
 }
 
 /// The trace of a scenario whose client (or first run) was refused as a configuration: the
@@ -728,6 +792,7 @@ impl WaitFor for ScriptedAnswers {
                 message,
             } => Ok(Answer::Deny(message)),
             WaitAnswer::Result(v) => Ok(Answer::Result(v)),
+            WaitAnswer::Suspend => Ok(Answer::Suspend),
         }
     }
 }

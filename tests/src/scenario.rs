@@ -447,6 +447,8 @@ pub enum WaitAnswer {
     },
     /// This value becomes the tool result.
     Result(Value),
+    /// `{"suspend": true}`: the turn suspends (extension `resume` continues it).
+    Suspend,
 }
 
 impl TryFrom<Value> for WaitAnswer {
@@ -457,6 +459,8 @@ impl TryFrom<Value> for WaitAnswer {
             Value::Object(mut m) => {
                 if let Some(r) = m.remove("result") {
                     Ok(WaitAnswer::Result(r))
+                } else if m.remove("suspend") == Some(Value::Bool(true)) {
+                    Ok(WaitAnswer::Suspend)
                 } else if let Some(a) = m.remove("approve") {
                     let approve = a
                         .as_bool()
@@ -493,6 +497,7 @@ impl From<WaitAnswer> for Value {
                 message: Some(m),
             } => serde_json::json!({ "approve": approve, "message": m }),
             WaitAnswer::Result(r) => serde_json::json!({ "result": r }),
+            WaitAnswer::Suspend => serde_json::json!({ "suspend": true }),
         }
     }
 }
@@ -962,6 +967,7 @@ pub enum Outcome {
     Budget,
     /// Extension: the answer did not match the `output_schema` after its corrections.
     OutputInvalid,
+    Suspended,
 }
 
 impl Outcome {
@@ -973,6 +979,7 @@ impl Outcome {
             Outcome::Error => "error",
             Outcome::Budget => "budget",
             Outcome::OutputInvalid => "output_invalid",
+            Outcome::Suspended => "suspended",
         }
     }
 }
@@ -1017,6 +1024,10 @@ pub struct Expect {
     /// holding these substrings (the trace's `chain_error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain_error_contains: Option<Texts>,
+    /// Extension `resume`: the resume was refused with an error holding these substrings (the
+    /// trace's `resume_error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_error_contains: Option<Texts>,
     /// SPEC "Approval policies": creating the client must fail with an error containing this
     /// (a list = all of them); no turn runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]

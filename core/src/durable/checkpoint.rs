@@ -132,19 +132,6 @@ pub(crate) struct RunRecord {
     pub output_retries: Option<u32>,
 }
 
-impl RunRecord {
-    /// What a run's options record.
-    pub fn of(options: &crate::run::RunOptions) -> Self {
-        RunRecord {
-            allow: options.allow.as_ref().map(|a| a.patterns().to_vec()),
-            max_turns: options.max_turns,
-            settings: options.settings.clone(),
-            output_schema: options.output_schema.clone(),
-            output_retries: options.output_retries,
-        }
-    }
-}
-
 /// The digest of a call's name and arguments.
 pub(crate) fn call_digest(call: &ToolCall) -> String {
     digest::of(&serde_json::json!({"name": call.name, "arguments": call.arguments}))

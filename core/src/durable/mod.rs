@@ -68,7 +68,6 @@
 
 mod checkpoint;
 mod digest;
-mod resume;
 mod suspension;
 
 use std::collections::BTreeMap;
@@ -77,6 +76,7 @@ use crate::gate::Answer;
 
 pub use checkpoint::CHECKPOINT_VERSION;
 pub(crate) use checkpoint::{call_digest, CallState, Checkpoint, Reply, RunRecord};
+pub(crate) use digest::config as config_digest;
 pub(crate) use suspension::{now_ms, Durable, Resumed, Suspended};
 
 /// The answers a resume brings, keyed by the call id of each pending request.

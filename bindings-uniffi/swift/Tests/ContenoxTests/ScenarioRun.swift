@@ -172,6 +172,37 @@ final class ScenarioRun: @unchecked Sendable {
             }
             last = try await run.result()
         }
+        // Extension `resume`: the last turn suspended; a client built again from the same parts
+        // resumes it from its checkpoint with `answers` (under `policy` when given, after
+        // `wait_ms`, from a checkpoint `edit`ed to be `tampered` or `newer`, a second time when
+        // `twice`). A refusal is the trace's `resume_error`.
+        var resumeError: String? = nil
+        if let spec = scenario["resume"], spec != .null {
+            guard let saved = last?.checkpoint else { throw RunnerError("resume: the turn did not suspend") }
+            let checkpoint = try editCheckpoint(saved, spec["edit"]?.string)
+            if let wait = spec["wait_ms"]?.int {
+                try await Task.sleep(nanoseconds: UInt64(max(0, wait)) * 1_000_000)
+            }
+            release()
+            current = try build(config)
+            if let policy = spec["policy"], policy != .null {
+                try current.setPolicy(policy: policy.text)
+            }
+            var answers: [String: Answer] = [:]
+            for (id, a) in spec["answers"]?.object ?? [:] { answers[id] = answerOf(a) }
+            for _ in 0..<((spec["twice"]?.bool ?? false) ? 2 : 1) {
+                let run: Run
+                do {
+                    run = try await current.resumeStream(checkpoint: checkpoint, answers: answers)
+                } catch let error as ContenoxError {
+                    guard case .Checkpoint(let detail) = error else { throw error }
+                    resumeError = detail
+                    break
+                }
+                for await event in run.events { events.append(event.toJson()) }
+                last = try await run.result()
+            }
+        }
         let told: [String] = locked { compactions }
         if let settle = scenario["settle_ms"]?.int {
             try await Task.sleep(nanoseconds: UInt64(max(0, settle)) * 1_000_000)
@@ -196,6 +227,7 @@ final class ScenarioRun: @unchecked Sendable {
             + ",\"events\":\(eventsText),\"requests\":\(requests),\"workspace\":\(snapshot())"
             + ",\"remote_requests\":\(remoteRequests)"
             + ",\"compactions\":[\(told.joined(separator: ","))]"
+            + (resumeError.map { ",\"resume_error\":\(jsonQuote($0))" } ?? "")
             + ",\"output\":\(result.outputJson ?? "null")}"
     }
 
@@ -533,10 +565,42 @@ final class ScriptedWaitFor: WaitFor, @unchecked Sendable {
         if answer.string == "never" {
             while true { try await Task.sleep(nanoseconds: 3_600_000_000_000) }
         }
-        if let result = answer["result"] { return .result(valueJson: result.text) }
-        if answer["approve"]?.bool == true { return .approve }
-        return .deny(message: answer["message"]?.string)
+        return answerOf(answer)
     }
+}
+
+/// A scenario's answer object as the binding's `Answer`.
+func answerOf(_ answer: JSON) -> Answer {
+    if let result = answer["result"] { return .result(valueJson: result.text) }
+    if answer["suspend"]?.bool == true { return .suspend }
+    if answer["approve"]?.bool == true { return .approve }
+    return .deny(message: answer["message"]?.string)
+}
+
+/// Extension `resume.edit`: `newer` raises the version, `tampered` changes the first call's
+/// arguments (its digest no longer matches).
+func editCheckpoint(_ checkpoint: String, _ edit: String?) throws -> String {
+    guard let edit else { return checkpoint }
+    guard var cp = try JSONSerialization.jsonObject(with: Data(checkpoint.utf8)) as? [String: Any] else {
+        throw RunnerError("resume: the checkpoint is not an object")
+    }
+    switch edit {
+    case "newer":
+        cp["version"] = ((cp["version"] as? Int) ?? 0) + 1
+    case "tampered":
+        guard var reply = cp["reply"] as? [String: Any], var calls = reply["calls"] as? [[String: Any]],
+              var first = calls.first, var args = first["arguments"] as? [String: Any] else {
+            throw RunnerError("resume: the checkpoint has no call to tamper with")
+        }
+        args["tampered"] = true
+        first["arguments"] = args
+        calls[0] = first
+        reply["calls"] = calls
+        cp["reply"] = reply
+    default:
+        throw RunnerError("resume.edit: \(edit) is not newer or tampered")
+    }
+    return String(decoding: try JSONSerialization.data(withJSONObject: cp), as: UTF8.self)
 }
 
 final class CompactRecorder: OnCompact, @unchecked Sendable {

@@ -220,6 +220,36 @@ private class ScenarioRun(
                     last = run.result()
                 }
             }
+            // Extension `resume`: the last turn suspended; a client built again from the same
+            // parts resumes it from its checkpoint with `answers` (under `policy` when given,
+            // after `wait_ms`, from a checkpoint `edit`ed to be `tampered` or `newer`, a second
+            // time when `twice`). A refusal is the trace's `resume_error`.
+            var resumeError: String? = null
+            val spec = scenario.optJSONObject("resume")
+            if (spec != null) {
+                val checkpoint = editCheckpoint(
+                    last?.checkpoint ?: error("resume: the turn did not suspend"),
+                    spec.optString("edit", ""),
+                )
+                if (spec.has("wait_ms")) delay(spec.getLong("wait_ms"))
+                release()
+                current = build(config)
+                spec.optJSONObject("policy")?.let { current.setPolicy(it.toString()) }
+                val given = spec.optJSONObject("answers") ?: JSONObject()
+                val answerMap = given.keySet().associateWith { answerOf(given.getJSONObject(it)) }
+                for (k in 0 until if (spec.optBoolean("twice", false)) 2 else 1) {
+                    val run = try {
+                        current.resumeStream(checkpoint, answerMap)
+                    } catch (e: ContenoxException.Checkpoint) {
+                        resumeError = e.detail
+                        break
+                    }
+                    run.use {
+                        run.events().collect { event -> events.add(event.toJson()) }
+                        last = run.result()
+                    }
+                }
+            }
             val told = compactions.toList()
             if (scenario.has("settle_ms")) delay(scenario.getLong("settle_ms"))
             val requests = server.requests()
@@ -252,6 +282,7 @@ private class ScenarioRun(
                 append(",\"remote_requests\":").append(remoteRequests)
                 append(",\"compactions\":[").append(told.joinToString(",")).append("]")
                 append(",\"output\":").append(result.outputJson ?: "null")
+                resumeError?.let { append(",\"resume_error\":").append(JSONObject.quote(it)) }
                 append("}")
             }
         } finally {
@@ -553,13 +584,29 @@ private class ScriptedWaitFor(private val answers: ConcurrentLinkedQueue<Any>) :
     override suspend fun waitFor(request: PendingRequest): Answer {
         val next = answers.poll() ?: "never"
         if (next == "never") awaitCancellation()
-        val a = next as JSONObject
-        return when {
-            a.has("result") -> Answer.Result(canonicalJson(a.get("result")))
-            a.optBoolean("approve", false) -> Answer.Approve
-            else -> Answer.Deny(if (a.has("message") && !a.isNull("message")) a.getString("message") else null)
-        }
+        return answerOf(next as JSONObject)
     }
+}
+
+/** A scenario's answer object as the binding's `Answer`. */
+private fun answerOf(a: JSONObject): Answer = when {
+    a.has("result") -> Answer.Result(canonicalJson(a.get("result")))
+    a.optBoolean("suspend", false) -> Answer.Suspend
+    a.optBoolean("approve", false) -> Answer.Approve
+    else -> Answer.Deny(if (a.has("message") && !a.isNull("message")) a.getString("message") else null)
+}
+
+/** Extension `resume.edit`: `newer` raises the version, `tampered` changes the first call's arguments. */
+private fun editCheckpoint(checkpoint: String, edit: String): String {
+    if (edit.isEmpty()) return checkpoint
+    val cp = JSONObject(checkpoint)
+    when (edit) {
+        "newer" -> cp.put("version", cp.getInt("version") + 1)
+        "tampered" -> cp.getJSONObject("reply").getJSONArray("calls").getJSONObject(0)
+            .getJSONObject("arguments").put("tampered", true)
+        else -> error("resume.edit: $edit is not newer or tampered")
+    }
+    return cp.toString()
 }
 
 /**

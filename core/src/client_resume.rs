@@ -1,11 +1,10 @@
-//! [`Client::resume`]: a suspended turn goes on, with the answers to its pending asks.
+//! [`Client::resume`]: a suspended turn goes on, with the answers to its pending asks (the
+//! checkpoint and the turn's durable state are `crate::durable`'s).
 
 use tokio::sync::mpsc::unbounded_channel;
 
-use super::checkpoint::{CallState, Checkpoint};
-use super::suspension::Durable;
-use super::{digest, Answers};
 use crate::client::Client;
+use crate::durable::{config_digest, Answers, CallState, Checkpoint, Durable};
 use crate::error::{Error, Result};
 use crate::event::TurnResult;
 use crate::gate::Answer;
@@ -178,7 +177,7 @@ impl Client {
                 cp.turn_id, cp.seq
             ));
         }
-        let durable = Durable::resumed(&cp, answers, &digest::config(config));
+        let durable = Durable::resumed(&cp, answers, &config_digest(config));
         let setup = TurnSetup {
             allow: run_options.allow,
             max_turns: run_options.max_turns,
