@@ -176,7 +176,7 @@ def _as_postgres_user() -> list[str]:
     # initdb and postgres refuse to run as root: as root, run them as Debian's postgres user.
     if os.geteuid() != 0:
         return []
-    return ["runuser", "-u", "postgres", "--"]
+    return [shutil.which("runuser") or "/usr/sbin/runuser", "-u", "postgres", "--"]
 
 
 @contextlib.contextmanager
