@@ -218,3 +218,21 @@ def test_two_answers_race(procs: Processes, restate: Restate) -> None:
     assert len(runs) == 1, runs
     assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1"]
     assert_model_called_once_per_step(procs.model, 2)
+
+
+def test_crash_while_the_tool_runs_repeats_it(procs: Processes, restate: Restate) -> None:
+    """What is not exactly-once: B1 dies while the approved tool runs (inside
+    ``ctx.run('resume')``); Restate retries the invocation on the deployment's address, where
+    B2 now listens, and the journal has no result for ``resume``: it runs again, tool included,
+    and the turn finishes with the model asked once per step."""
+    turn = start_and_crash(procs, restate, "r-mid-tool")
+    b1 = turn.endpoint("B1", DURABLE_TOOL_HANGS="B1")
+    turn.answer(APPROVE)
+    wait_until("B1's tool runs", lambda: procs.records("tool-runs.jsonl"), timeout=60)
+    procs.kill(b1)
+    turn.endpoint("B2")
+    state = turn.result()
+    assert state["outcome"] == "done", state
+    assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["B1", "B2"]
+    assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1", "B2"]
+    assert_model_called_once_per_step(procs.model, 2)

@@ -41,8 +41,10 @@ const write = tool({
     properties: { path: { type: 'string' }, content: { type: 'string' } },
     required: ['path', 'content'],
   },
-  execute: ({ path, content }) => {
+  execute: async ({ path, content }) => {
     log('tool-runs.jsonl', { path })
+    // The test kills this process while the tool runs.
+    if (env.DURABLE_TOOL_HANGS === env.DURABLE_ROLE) await new Promise(() => {})
     writeFileSync(join(files, basename(path)), content)
     return `wrote ${content.length} bytes to ${path}`
   },
