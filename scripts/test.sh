@@ -31,6 +31,7 @@ steps=(
   "bindings-python|bindings-python/ci.sh"
   "bindings-node|bindings-node/ci.sh"
   "bindings-uniffi|bindings-uniffi/ci.sh"
+  "durable-engines|tests/durable/ci.sh: crash tests of the DBOS, Temporal and Restate adapters (their servers started by the tests, on 127.0.0.1)"
   "bindings-swift|bindings-uniffi/swift/ci.sh (Swift 6.0 in a Debian trixie root, toolchain.sh: conformance, XCTest, examples/swift)"
   "release-build|cargo build --release of every binding, in one build"
   "package-python|scripts/package/python.sh: the abi3 wheel in a fresh venv, no Rust on PATH"
@@ -105,6 +106,7 @@ run_step() {
     bindings-python) bash bindings-python/ci.sh ;;
     bindings-node) bash bindings-node/ci.sh ;;
     bindings-uniffi) bash bindings-uniffi/ci.sh ;;
+    durable-engines) bash tests/durable/ci.sh ;;
     bindings-swift) bash bindings-uniffi/swift/ci.sh ;;
     release-build) bash scripts/package/release-build.sh ;;
     package-python) bash scripts/package/python.sh ;;

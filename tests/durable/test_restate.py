@@ -1,0 +1,238 @@
+"""Restate crash tests (the Node adapter, contenox/restate): process A (a Node endpoint serving
+the workflow) runs a turn whose gate asks before ``write``; once the workflow's state holds the
+ask (its awakeable), A dies by SIGKILL; process B (a new endpoint on the same address) serves
+the rest after the answer resolves the awakeable. Against a real restate-server (npm
+@restatedev/restate-server), started by this module on 127.0.0.1 and stopped at its end.
+
+Restate runs one invocation of a workflow key at a time by design, so the race here is two
+answers sent at once (by two processes, as the others' B1 and B2 do): one wins, the tool runs
+once."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import (
+    PLANTED_KEY,
+    Processes,
+    assert_model_called_once_per_step,
+    tool_messages,
+)
+from servers import Restate, free_port, restate_server, wait_port, wait_until
+
+HERE = Path(__file__).resolve().parent
+APP = ["node", str(HERE / "restate" / "app.mjs")]
+APPROVE = {"approve": True}
+TIMEOUT_SENTENCE = "Approval timed out. The operation was automatically denied."
+WORKFLOW = "contenox-turn"
+
+
+@pytest.fixture(scope="module")
+def restate() -> Iterator[Restate]:
+    tmp = Path(tempfile.mkdtemp(prefix="contenox-restate-"))
+    try:
+        with restate_server(tmp) as server:
+            yield server
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def post(url: str, body: Any, timeout: float = 30) -> Any:
+    data = json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        text = r.read().decode()
+    return json.loads(text) if text else None
+
+
+def get(url: str, timeout: float = 30) -> Any:
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return json.loads(r.read().decode())
+
+
+class Turn:
+    """One turn of the workflow on one endpoint address (A's, then B's)."""
+
+    def __init__(self, procs: Processes, restate: Restate, turn_id: str) -> None:
+        self.procs = procs
+        self.restate = restate
+        self.turn_id = turn_id
+        self.port = free_port()
+
+    def endpoint(self, role: str, **env: str) -> Any:
+        proc = self.procs.start(role, [*APP, str(self.port)], **env)
+        wait_port(self.port)
+        return proc
+
+    def url(self, handler: str) -> str:
+        return f"{self.restate.ingress}/{WORKFLOW}/{self.turn_id}/{handler}"
+
+    def pending(self) -> list[dict[str, Any]]:
+        return list(post(self.url("pending"), None) or [])
+
+    def answer(self, answer: Any) -> None:
+        post(self.url("answer"), {"callId": "call_1", "answer": answer})
+
+    def result(self, timeout: float = 90) -> Any:
+        attach = f"{self.restate.ingress}/restate/workflow/{WORKFLOW}/{self.turn_id}/attach"
+        return get(attach, timeout=timeout)
+
+
+def start_and_crash(procs: Processes, restate: Restate, turn_id: str, **env: str) -> Turn:
+    turn = Turn(procs, restate, turn_id)
+    a = turn.endpoint("A", **env)
+    post(f"{restate.admin}/deployments", {"uri": f"http://127.0.0.1:{turn.port}", "force": True})
+    post(turn.url("run/send"), {"prompt": "Write the report."})
+
+    def open_asks() -> list[dict[str, Any]]:
+        assert a.poll() is None, f"A exited: {procs.log('A')}"
+        return turn.pending()
+
+    (ask,) = wait_until("the workflow holds the ask", open_asks, timeout=60)
+    procs.kill(a)
+    assert ask["callId"] == "call_1"
+    assert ask["awakeable"]
+    turn.ask = ask  # type: ignore[attr-defined]
+    assert [g["role"] for g in procs.records("gate.jsonl")] == ["A"]
+    assert procs.records("tool-runs.jsonl") == []
+    assert len(procs.model.requests()) == 1
+    return turn
+
+
+def journal(restate: Restate, turn_id: str) -> list[dict[str, Any]]:
+    """The journal entries of the turn's invocations (Restate's SQL over its admin API)."""
+    query = (
+        "SELECT j.name, j.entry_type, j.raw_length, j.entry_json FROM sys_journal j "
+        f"JOIN sys_invocation i ON j.id = i.id WHERE i.target_service_key = '{turn_id}'"
+    )
+    req = urllib.request.Request(
+        f"{restate.admin}/query",
+        data=json.dumps({"query": query}).encode(),
+        headers={"content-type": "application/json", "accept": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=30) as r:
+        rows: list[dict[str, Any]] = json.loads(r.read())["rows"]
+    return rows
+
+
+def decoded(value: Any) -> Any:
+    """An entry's JSON with its payloads (byte arrays) read as text."""
+    if isinstance(value, list) and value and all(isinstance(b, int) for b in value):
+        return bytes(value).decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [decoded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: decoded(v) for k, v in value.items()}
+    return value
+
+
+def test_crash_at_ask_then_approve(procs: Processes, restate: Restate) -> None:
+    turn = start_and_crash(procs, restate, "r-approve")
+    turn.endpoint("B1")
+    turn.answer(APPROVE)
+    state = turn.result()
+    assert state["outcome"] == "done", state
+    assert state["finalText"] == "Wrote the report."
+    assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["B1"]
+    assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1"]
+    requests = assert_model_called_once_per_step(procs.model, 2)
+    (result,) = tool_messages(requests[1])
+    assert "wrote 17 bytes" in json.dumps(result)
+    entries = journal(restate, "r-approve")
+    runs = [e.get("name") for e in entries if e.get("entry_type") == "Command: Run"]
+    assert runs == ["run", "resume"], runs  # journaled once each, A's run not re-run in B
+    recorded = json.dumps([decoded(json.loads(e.get("entry_json") or "null")) for e in entries])
+    assert "checkpoint" in recorded  # the journal is read, payloads and all
+    assert PLANTED_KEY not in recorded
+
+
+def test_answer_resolves_the_awakeable_by_id(procs: Processes, restate: Restate) -> None:
+    turn = start_and_crash(procs, restate, "r-by-id")
+    turn.endpoint("B1")
+    awakeable = turn.ask["awakeable"]  # type: ignore[attr-defined]
+    post(f"{restate.ingress}/restate/awakeables/{awakeable}/resolve", APPROVE)
+    state = turn.result()
+    assert state["outcome"] == "done", state
+    assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["B1"]
+
+
+def test_policy_changed_to_deny_before_b(procs: Processes, restate: Restate) -> None:
+    turn = start_and_crash(procs, restate, "r-deny")
+    turn.endpoint("B1", DURABLE_GATE="deny")
+    turn.answer(APPROVE)
+    state = turn.result()
+    assert state["outcome"] == "done", state
+    assert procs.records("tool-runs.jsonl") == []
+    assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1"]
+    requests = assert_model_called_once_per_step(procs.model, 2)
+    (result,) = tool_messages(requests[1])
+    assert "The policy now denies write." in json.dumps(result)
+
+
+def test_deadline_passed_denies_with_the_timeout_sentence(
+    procs: Processes, restate: Restate
+) -> None:
+    turn = start_and_crash(procs, restate, "r-late", DURABLE_ASK_TIMEOUT_MS="1500")
+    deadline_ms = turn.ask["request"]["deadlineMs"]  # type: ignore[attr-defined]
+    wait_until("the ask's deadline passed", lambda: time.time() * 1000 > deadline_ms + 100, 10)
+    turn.endpoint("B1", DURABLE_ASK_TIMEOUT_MS="1500")
+    state = turn.result()
+    assert state["outcome"] == "done", state
+    assert procs.records("tool-runs.jsonl") == []
+    requests = assert_model_called_once_per_step(procs.model, 2)
+    (result,) = tool_messages(requests[1])
+    assert TIMEOUT_SENTENCE in json.dumps(result)
+
+
+def test_two_answers_race(procs: Processes, restate: Restate) -> None:
+    turn = start_and_crash(procs, restate, "r-race")
+    turn.endpoint("B1")
+    outcomes: list[str] = []
+
+    def send(answer: Any) -> None:
+        try:
+            turn.answer(answer)
+            outcomes.append("accepted")
+        except urllib.error.HTTPError as e:
+            outcomes.append(f"refused {e.code}")
+
+    threads = [threading.Thread(target=send, args=(APPROVE,)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    state = turn.result()
+    assert state["outcome"] == "done", (state, outcomes)
+    runs = procs.records("tool-runs.jsonl")
+    assert len(runs) == 1, runs
+    assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1"]
+    assert_model_called_once_per_step(procs.model, 2)
+
+
+def test_crash_while_the_tool_runs_repeats_it(procs: Processes, restate: Restate) -> None:
+    """What is not exactly-once: B1 dies while the approved tool runs (inside
+    ``ctx.run('resume')``); Restate retries the invocation on the deployment's address, where
+    B2 now listens, and the journal has no result for ``resume``: it runs again, tool included,
+    and the turn finishes with the model asked once per step."""
+    turn = start_and_crash(procs, restate, "r-mid-tool")
+    b1 = turn.endpoint("B1", DURABLE_TOOL_HANGS="B1")
+    turn.answer(APPROVE)
+    wait_until("B1's tool runs", lambda: procs.records("tool-runs.jsonl"), timeout=60)
+    procs.kill(b1)
+    turn.endpoint("B2")
+    state = turn.result()
+    assert state["outcome"] == "done", state
+    assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["B1", "B2"]
+    assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1", "B2"]
+    assert_model_called_once_per_step(procs.model, 2)
