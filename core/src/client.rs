@@ -23,6 +23,7 @@ use crate::run::{Run, RunOptions};
 use crate::script::ScriptEntry;
 use crate::settings::{ModelSettings, TurnSettings};
 use crate::spelling::Spelling;
+use crate::telemetry::{ExportStats, SpanSink, Telemetry};
 use crate::tool::{Allowlist, EventSink, HostTools, Tool, ToolHost, ToolSource, ToolSpec, Toolkit};
 use crate::transcript::Transcript;
 use crate::turn::{run_turn, TurnSetup};
@@ -314,6 +315,13 @@ impl Client {
         self.state.shells()
     }
 
+    /// What happened to the spans exported so far (sent, dropped with the queue full, lost to
+    /// a collector that was down); `None` when telemetry is off. Zeros when the host takes
+    /// the spans ([`ClientBuilder::span_sink`]).
+    pub fn telemetry_stats(&self) -> Option<ExportStats> {
+        self.state.telemetry().map(|t| t.stats())
+    }
+
     /// Whether [`Client::close`] was called.
     pub fn is_closed(&self) -> bool {
         self.state.is_closed()
@@ -405,9 +413,18 @@ pub struct ClientBuilder {
     spelling: Spelling,
     policy: Option<Policy>,
     compactor: Option<Arc<dyn Compactor>>,
+    span_sink: Option<Arc<dyn SpanSink>>,
 }
 
 impl ClientBuilder {
+    /// Hand the turns' finished spans to `sink` instead of exporting them (a binding replays
+    /// them into its host's tracer provider). Turns telemetry on unless the config's
+    /// `telemetry` is `false`; its `include_contents` still applies.
+    pub fn span_sink(mut self, sink: Arc<dyn SpanSink>) -> Self {
+        self.span_sink = Some(sink);
+        self
+    }
+
     /// Name options in configuration errors the way the host spells them (bindings: JavaScript
     /// passes [`Spelling::Camel`]). Default: the engine's snake_case.
     pub fn spelling(mut self, spelling: Spelling) -> Self {
@@ -684,6 +701,8 @@ impl ClientBuilder {
         }
         // The variables fallback keys are read from are as secret as the styles' own.
         secret_env.extend(config.fallback.iter().filter_map(|f| f.api_key_env.clone()));
+        let telemetry = Telemetry::from_option(config.telemetry.as_ref(), self.span_sink)
+            .map_err(|why| Error::Config(ConfigError::new("telemetry", why).spelled(spelling)))?;
         Ok(Client {
             state: Arc::new(ClientState::new(Parts {
                 config,
@@ -701,6 +720,7 @@ impl ClientBuilder {
                 compactor: self.compactor,
                 spelling,
                 output,
+                telemetry,
             })),
         })
     }

@@ -27,12 +27,14 @@ use crate::policy::{self, Budget, Ceilings};
 use crate::prompt::Prompt;
 use crate::scope::{Gatekeeper, Judgement, TurnScope, UsageCell};
 use crate::settings::TurnSettings;
+use crate::telemetry::SpanContext;
 use crate::tool::{
     allowed_by, Allowlist, CallTool, Entry, EventSink, Source, ToolContext, ToolOutput, ToolSpec,
     CALL_TOOL,
 };
 use crate::transcript::{Message, Part, ToolCall, Transcript};
 use crate::turn_calls::{Admission, CallRunner, ReplyCalls};
+use crate::turn_spans::trace_turn;
 use crate::until_cancelled::until_cancelled;
 
 pub(crate) use crate::tool::CANCELLED_RESULT;
@@ -65,6 +67,8 @@ pub(crate) struct TurnSetup {
     pub output: Option<Arc<OutputSchema>>,
     /// The run's `output_retries`; `None` = the client's.
     pub output_retries: Option<u32>,
+    /// The host's current span, which a host's turn's span is a child of (telemetry on).
+    pub trace_parent: Option<SpanContext>,
 }
 
 /// Which client `inner` is: the address of its shared state.
@@ -100,6 +104,13 @@ pub(crate) async fn run_turn(
         Some(_) => sink.with_output(),
         None => sink,
     };
+    let chain = scope.agent();
+    let sink = trace_turn(
+        &inner,
+        sink,
+        chain.last().map(String::as_str),
+        setup.trace_parent,
+    );
     let turn = Turn {
         inner: &inner,
         run_allow: setup.allow.as_ref(),

@@ -163,6 +163,10 @@ impl Compaction<'_> {
         trigger: CompactTrigger,
         pre_tokens: u64,
     ) -> Result<Option<CompactNotice>, CompactFailed> {
+        // Its span (telemetry on) starts here; the `compact` event ends it.
+        if let Some(trace) = self.sink.trace() {
+            trace.compaction_starts();
+        }
         let current = self.conversation.lock().clone();
         let (messages, summary, usage) = match self.host_compaction(&current).await? {
             Some(t) => (t.messages, None, Usage::default()),
