@@ -252,11 +252,16 @@ async fn no_marker_reaches_an_event_a_result_a_request_or_an_error_alone() {
         2,
         "{spans:?}"
     );
-    assert_eq!(client.telemetry_stats().unwrap().exported, spans.len() as u64);
+    assert_eq!(
+        client.telemetry_stats().unwrap().exported,
+        spans.len() as u64
+    );
     assert!(exports.iter().all(|e| e
         .headers
         .contains(&("authorization".to_string(), TELEMETRY_HEADER.to_string()))));
     let bodies: Vec<String> = exports.iter().map(|e| e.body.to_string()).collect();
+    // Contents were exported (the check below reads what a model and its tools saw).
+    assert!(bodies.iter().any(|b| b.contains("gen_ai.tool.call.result")));
     assert_no_marker("the exported spans", &bodies.join("\n"));
 
     // An MCP stdio server that prints its `env` values to stderr and dies: its failure names
