@@ -61,7 +61,7 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
 def attributes(items: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kv in items:
-        (kind, value), = kv["value"].items() if kv["value"] else (("empty", None),)
+        ((kind, value),) = kv["value"].items() if kv["value"] else (("empty", None),)
         out[kv["key"]] = (kind, value)
     return out
 
@@ -90,7 +90,9 @@ def tree(spans: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
 
 def shape(spans: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     """Each span's name with its attribute names: what must be the same in every language."""
-    return sorted((s["name"], sorted(attributes(s.get("attributes", [])))) for s in spans)
+    return sorted(
+        (s["name"], sorted(attributes(s.get("attributes", [])))) for s in spans
+    )
 
 
 def check_one(language: str, spans: list[dict[str, Any]]) -> None:
@@ -124,7 +126,9 @@ def check_one(language: str, spans: list[dict[str, Any]]) -> None:
     denied = named["execute_tool bash"]
     bash = attributes(denied["attributes"])
     assert bash["contenox.gate.decision"] == ("stringValue", "deny"), bash
-    assert bash["contenox.policy.rule"] == ("stringValue", 'rules[0] ("no shell")'), bash
+    assert bash["contenox.policy.rule"] == ("stringValue", 'rules[0] ("no shell")'), (
+        bash
+    )
     assert bash["error.type"] == ("stringValue", "denied"), bash
     assert denied["status"].get("code") == 2, denied["status"]
     for s in spans:
@@ -147,7 +151,9 @@ def main() -> None:
         log = Path(tmp) / "collector.log"
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [collector, "--config", str(config)], stdout=out, stderr=subprocess.STDOUT
+                [collector, "--config", str(config)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
             )
         try:
             wait_listening(port, proc, log)
@@ -157,10 +163,16 @@ def main() -> None:
                 if k.startswith("OTEL_"):
                     del env[k]
             subprocess.run(
-                [sys.executable, str(HERE / "turn.py"), endpoint], check=True, env=env, timeout=120
+                [sys.executable, str(HERE / "turn.py"), endpoint],
+                check=True,
+                env=env,
+                timeout=120,
             )
             subprocess.run(
-                ["node", str(HERE / "turn.mjs"), endpoint], check=True, env=env, timeout=120
+                ["node", str(HERE / "turn.mjs"), endpoint],
+                check=True,
+                env=env,
+                timeout=120,
             )
         finally:
             # The collector writes what it got before it exits on SIGTERM.
@@ -173,7 +185,9 @@ def main() -> None:
         text = stored.read_text() if stored.exists() else ""
         assert SECRET not in text, "the planted secret reached the collector"
         by_service = traces(stored)
-        assert set(by_service) == {"contenox-python", "contenox-node"}, sorted(by_service)
+        assert set(by_service) == {"contenox-python", "contenox-node"}, sorted(
+            by_service
+        )
         for language, spans in by_service.items():
             check_one(language, spans)
         python, node = by_service["contenox-python"], by_service["contenox-node"]

@@ -31,8 +31,24 @@ async def main(endpoint: str) -> None:
             "default_action": "allow",
         },
         script=[
-            {"tool_calls": [{"id": "c1", "name": "researcher", "arguments": {"prompt": "Find it."}}]},
-            {"tool_calls": [{"id": "c2", "name": "bash", "arguments": {"command": f"echo {SECRET}"}}]},
+            {
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "name": "researcher",
+                        "arguments": {"prompt": "Find it."},
+                    }
+                ]
+            },
+            {
+                "tool_calls": [
+                    {
+                        "id": "c2",
+                        "name": "bash",
+                        "arguments": {"command": f"echo {SECRET}"},
+                    }
+                ]
+            },
             {"text": "Researcher says 42."},
         ],
         telemetry={
