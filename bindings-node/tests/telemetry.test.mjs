@@ -16,8 +16,8 @@ function clients(telemetry) {
     builtins: ['bash'],
     policy: { rules: [{ tool: 'bash', action: 'deny' }], default_action: 'allow' },
     script: [
-      { toolCalls: [{ id: 'c1', name: 'researcher', arguments: { prompt: '?' } }] },
-      { toolCalls: [{ id: 'c2', name: 'bash', arguments: { command: 'ls' } }] },
+      { toolCalls: [{ id: 'c1', name: 'researcher', args: { prompt: '?' } }] },
+      { toolCalls: [{ id: 'c2', name: 'bash', args: { command: 'ls' } }] },
       { text: 'Done.' },
     ],
     telemetry,

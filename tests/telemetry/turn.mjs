@@ -24,8 +24,8 @@ const lead = createClient({
     default_action: 'allow',
   },
   script: [
-    { toolCalls: [{ id: 'c1', name: 'researcher', arguments: { prompt: 'Find it.' } }] },
-    { toolCalls: [{ id: 'c2', name: 'bash', arguments: { command: `echo ${SECRET}` } }] },
+    { toolCalls: [{ id: 'c1', name: 'researcher', args: { prompt: 'Find it.' } }] },
+    { toolCalls: [{ id: 'c2', name: 'bash', args: { command: `echo ${SECRET}` } }] },
     { text: 'Researcher says 42.' },
   ],
   telemetry: {

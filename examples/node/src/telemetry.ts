@@ -10,7 +10,7 @@ const researcher = createClient({ style: 'scripted', script: [{ text: 'The answe
 const lead = createClient({
   style: 'scripted',
   script: [
-    { toolCalls: [{ id: 'c1', name: 'researcher', arguments: { prompt: 'Find it.' } }] },
+    { toolCalls: [{ id: 'c1', name: 'researcher', args: { prompt: 'Find it.' } }] },
     { text: 'Researcher says 42.' },
   ],
   builtins: [],
