@@ -23,7 +23,7 @@ use crate::run::{Run, RunOptions};
 use crate::script::ScriptEntry;
 use crate::settings::{ModelSettings, TurnSettings};
 use crate::spelling::Spelling;
-use crate::telemetry::{ExportStats, SpanSink, Telemetry};
+use crate::telemetry::{ExportStats, SpanContext, SpanSink, Telemetry};
 use crate::tool::{Allowlist, EventSink, HostTools, Tool, ToolHost, ToolSource, ToolSpec, Toolkit};
 use crate::transcript::Transcript;
 use crate::turn::{run_turn, TurnSetup};
@@ -124,6 +124,7 @@ impl Client {
         let settings = self.run_settings(&options)?;
         let output = self.run_output(&options)?;
         let (cancel, _link) = self.turn_token(&options);
+        let trace_parent = trace_parent(&options);
         Ok(run_turn(
             self.state.clone(),
             prompt,
@@ -133,6 +134,7 @@ impl Client {
                 settings,
                 output,
                 output_retries: options.output_retries,
+                trace_parent,
                 ..TurnSetup::default()
             },
             cancel,
@@ -172,6 +174,7 @@ impl Client {
         let settings = self.run_settings(&options)?;
         let output = self.run_output(&options)?;
         let (cancel, link) = self.turn_token(&options);
+        let trace_parent = trace_parent(&options);
         let (tx, rx) = unbounded_channel();
         let turn = run_turn(
             self.state.clone(),
@@ -182,6 +185,7 @@ impl Client {
                 settings,
                 output,
                 output_retries: options.output_retries,
+                trace_parent,
                 ..TurnSetup::default()
             },
             cancel.clone(),
@@ -401,6 +405,14 @@ impl Client {
 /// Held by a turn's future: dropping it (the turn ended, or its future was dropped) ends the
 /// link from the caller's cancel token to the turn (see [`Client::turn_token`]).
 pub(crate) struct TurnLink(Option<tokio_util::sync::DropGuard>);
+
+/// A run's `traceparent`, read (a bad one is no parent: the turn starts a new trace).
+pub(crate) fn trace_parent(options: &RunOptions) -> Option<SpanContext> {
+    options
+        .traceparent
+        .as_deref()
+        .and_then(SpanContext::from_traceparent)
+}
 
 /// Builds a [`Client`]. Every option also exists in [`Config`].
 #[derive(Default)]

@@ -18,10 +18,10 @@ pub(crate) fn trace_turn(
     agent: Option<&str>,
     host_parent: Option<SpanContext>,
 ) -> EventSink {
-    let (telemetry, parent) = match sink.trace_parent() {
-        Some((telemetry, parent)) => (telemetry, Some(parent)),
+    let (telemetry, parent, root) = match sink.trace_parent() {
+        Some((telemetry, parent, root)) => (telemetry, Some(parent), Some(root)),
         None => match inner.telemetry() {
-            Some(telemetry) => (telemetry.clone(), host_parent),
+            Some(telemetry) => (telemetry.clone(), host_parent, None),
             None => return sink,
         },
     };
@@ -29,6 +29,7 @@ pub(crate) fn trace_turn(
     let trace = TurnTrace::begin(
         telemetry,
         parent,
+        root,
         agent,
         targets(config),
         request_attributes(config),

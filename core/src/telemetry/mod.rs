@@ -31,8 +31,8 @@
 //! #[derive(Default)]
 //! struct Spans(Mutex<Vec<SpanRecord>>);
 //! impl SpanSink for Spans {
-//!     fn export(&self, span: SpanRecord) {
-//!         self.0.lock().unwrap().push(span);
+//!     fn export(&self, turn: Vec<SpanRecord>) {
+//!         self.0.lock().unwrap().extend(turn);
 //!     }
 //! }
 //!
@@ -45,7 +45,7 @@
 //!     .unwrap();
 //! client.run("hello").await.unwrap();
 //! let names: Vec<String> = spans.0.lock().unwrap().iter().map(|s| s.name.clone()).collect();
-//! assert_eq!(names, ["chat scripted", "invoke_agent"]);
+//! assert_eq!(names, ["invoke_agent", "chat scripted"]);
 //! # });
 //! ```
 
@@ -55,6 +55,7 @@ mod settings;
 mod span;
 mod turn_trace;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,15 +71,24 @@ use exporter::Exporter;
 use settings::Resolved;
 
 /// Where a host takes finished spans (instead of the OTLP exporter): a binding replays them
-/// into the host's own tracer provider. Called on the turn's path: keep it quick.
+/// into the host's own tracer provider. Called on the turn's path when a host's turn ends:
+/// keep it quick.
 pub trait SpanSink: Send + Sync {
-    /// One finished span (children end before their parents).
-    fn export(&self, span: SpanRecord);
+    /// Every span of one host turn (its subagents' turns included), parents before children
+    /// (a replay can start each span under its parent's), each with its own times.
+    fn export(&self, turn: Vec<SpanRecord>);
 }
+
+/// Spans a host's sink gets at most per turn; more are dropped (a turn of thousands of calls).
+const MAX_HOST_SPANS: usize = 10_000;
 
 enum Output {
     Otlp(Exporter),
-    Host(Arc<dyn SpanSink>),
+    Host {
+        sink: Arc<dyn SpanSink>,
+        /// The spans of each running host turn, by its span id, until it ends.
+        pending: parking_lot::Mutex<HashMap<[u8; 8], Vec<SpanRecord>>>,
+    },
 }
 
 /// A client's telemetry: whether contents go on spans, and where spans go.
@@ -105,7 +115,10 @@ impl Telemetry {
             return Ok(None);
         };
         let output = match sink {
-            Some(sink) => Output::Host(sink),
+            Some(sink) => Output::Host {
+                sink,
+                pending: parking_lot::Mutex::default(),
+            },
             None => Output::Otlp(Exporter::start(&Resolved::new(&settings))?),
         };
         Ok(Some(Arc::new(Telemetry {
@@ -114,10 +127,27 @@ impl Telemetry {
         })))
     }
 
-    fn export(&self, span: SpanRecord) {
+    /// A finished span of the host turn `root`.
+    fn export(&self, span: SpanRecord, root: [u8; 8]) {
         match &self.output {
             Output::Otlp(exporter) => exporter.push(span),
-            Output::Host(sink) => sink.export(span),
+            Output::Host { pending, .. } => {
+                let mut pending = pending.lock();
+                let spans = pending.entry(root).or_default();
+                if spans.len() < MAX_HOST_SPANS {
+                    spans.push(span);
+                }
+            }
+        }
+    }
+
+    /// The host turn `root` ended: a host's sink gets its spans.
+    fn turn_ended(&self, root: [u8; 8]) {
+        if let Output::Host { sink, pending } = &self.output {
+            let spans = pending.lock().remove(&root).unwrap_or_default();
+            if !spans.is_empty() {
+                sink.export(parents_first(spans));
+            }
         }
     }
 
@@ -132,7 +162,32 @@ impl Telemetry {
     pub(crate) fn stats(&self) -> ExportStats {
         match &self.output {
             Output::Otlp(exporter) => exporter.stats(),
-            Output::Host(_) => ExportStats::default(),
+            Output::Host { .. } => ExportStats::default(),
         }
     }
+}
+
+/// `spans` ordered so that each comes after its parent (those whose parent is not among them
+/// first), siblings by start time.
+fn parents_first(mut spans: Vec<SpanRecord>) -> Vec<SpanRecord> {
+    spans.sort_by_key(|s| s.start_time_unix_nano);
+    let ids: std::collections::HashSet<String> = spans.iter().map(|s| s.span_id.clone()).collect();
+    let mut children: HashMap<String, Vec<SpanRecord>> = HashMap::new();
+    let mut ordered = Vec::with_capacity(spans.len());
+    let mut queue = std::collections::VecDeque::new();
+    for span in spans {
+        match &span.parent_span_id {
+            Some(p) if ids.contains(p) => children.entry(p.clone()).or_default().push(span),
+            _ => queue.push_back(span),
+        }
+    }
+    while let Some(span) = queue.pop_front() {
+        if let Some(kids) = children.remove(&span.span_id) {
+            queue.extend(kids);
+        }
+        ordered.push(span);
+    }
+    // A cycle cannot come from the engine; whatever is left still goes out.
+    ordered.extend(children.into_values().flatten());
+    ordered
 }

@@ -149,6 +149,9 @@ pub(crate) struct TurnTrace {
     telemetry: Arc<Telemetry>,
     trace_id: [u8; 16],
     turn_id: [u8; 8],
+    /// The span of the host's turn this one runs in (its own, or its parent's root): a host's
+    /// span sink gets each host turn's spans together.
+    root: [u8; 8],
     targets: Vec<ModelTarget>,
     /// Request settings every chat span carries (temperature, max_tokens, ...).
     request: Attributes,
@@ -161,6 +164,7 @@ impl TurnTrace {
     pub(crate) fn begin(
         telemetry: Arc<Telemetry>,
         parent: Option<SpanContext>,
+        root: Option<[u8; 8]>,
         agent: Option<&str>,
         targets: Vec<ModelTarget>,
         request: Attributes,
@@ -187,6 +191,7 @@ impl TurnTrace {
             telemetry,
             trace_id,
             turn_id: turn.id,
+            root: root.unwrap_or(turn.id),
             targets,
             request,
             state: Mutex::new(State {
@@ -196,8 +201,9 @@ impl TurnTrace {
         }
     }
 
-    /// Where a subagent run by call `call_id` hangs its turn: under that call's span.
-    pub(crate) fn child_of_call(&self, call_id: &str) -> (Arc<Telemetry>, SpanContext) {
+    /// Where a subagent run by call `call_id` hangs its turn: under that call's span, within
+    /// this turn's host turn.
+    pub(crate) fn child_of_call(&self, call_id: &str) -> (Arc<Telemetry>, SpanContext, [u8; 8]) {
         let state = self.state.lock();
         let span_id = state
             .tools
@@ -211,6 +217,7 @@ impl TurnTrace {
                 span_id,
                 sampled: true,
             },
+            self.root,
         )
     }
 
@@ -224,7 +231,15 @@ impl TurnTrace {
     }
 
     fn export(&self, span: Open, end: u64) {
-        self.telemetry.export(span.finish(&self.trace_id, end));
+        self.telemetry
+            .export(span.finish(&self.trace_id, end), self.root);
+    }
+
+    /// This turn's span ended: when it is a host's turn, its spans are complete.
+    fn ended(&self) {
+        if self.root == self.turn_id {
+            self.telemetry.turn_ended(self.root);
+        }
     }
 
     /// The parent of chat, tool and compaction spans: the running chain task's, or the turn's.
@@ -535,7 +550,8 @@ impl TurnTrace {
                 let end = now_nanos();
                 for (_, mut span) in state.tools.drain() {
                     span.fail(outcome.as_str());
-                    self.telemetry.export(span.finish(&self.trace_id, end));
+                    self.telemetry
+                        .export(span.finish(&self.trace_id, end), self.root);
                 }
                 if let Some(mut task) = state.chain_task.take() {
                     task.fail(outcome.as_str());
@@ -555,6 +571,7 @@ impl TurnTrace {
                         turn.set("gen_ai.output.messages", message.to_string());
                     }
                     self.export(turn, end);
+                    self.ended();
                 }
             }
             Event::TextDelta { .. }
@@ -584,7 +601,9 @@ impl Drop for TurnTrace {
         drop(state);
         for mut span in open {
             span.fail("dropped");
-            self.telemetry.export(span.finish(&self.trace_id, end));
+            self.telemetry
+                .export(span.finish(&self.trace_id, end), self.root);
         }
+        self.ended();
     }
 }

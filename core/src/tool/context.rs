@@ -39,7 +39,8 @@ enum TraceSlot {
     Turn(Arc<TurnTrace>),
     /// A subagent's sink before its turn starts: its spans go to this telemetry, under this
     /// span (its parent's call).
-    Under(Arc<Telemetry>, SpanContext),
+    /// The last part is the span of the host's turn the subagent's runs in.
+    Under(Arc<Telemetry>, SpanContext, [u8; 8]),
 }
 
 impl std::fmt::Debug for TraceSlot {
@@ -73,8 +74,8 @@ impl EventSink {
     pub(crate) fn for_agent(&self, chain: Vec<String>, call_id: &str) -> EventSink {
         let trace = match &self.trace {
             TraceSlot::Turn(turn) => {
-                let (telemetry, parent) = turn.child_of_call(call_id);
-                TraceSlot::Under(telemetry, parent)
+                let (telemetry, parent, root) = turn.child_of_call(call_id);
+                TraceSlot::Under(telemetry, parent, root)
             }
             _ => TraceSlot::Off,
         };
@@ -95,9 +96,9 @@ impl EventSink {
     }
 
     /// Where a turn started with this sink hangs its spans, when its parent decided it.
-    pub(crate) fn trace_parent(&self) -> Option<(Arc<Telemetry>, SpanContext)> {
+    pub(crate) fn trace_parent(&self) -> Option<(Arc<Telemetry>, SpanContext, [u8; 8])> {
         match &self.trace {
-            TraceSlot::Under(telemetry, parent) => Some((telemetry.clone(), *parent)),
+            TraceSlot::Under(telemetry, parent, root) => Some((telemetry.clone(), *parent, *root)),
             _ => None,
         }
     }

@@ -14,8 +14,21 @@ use serde_json::{json, Value};
 struct Spans(Mutex<Vec<SpanRecord>>);
 
 impl SpanSink for Spans {
-    fn export(&self, span: SpanRecord) {
-        self.0.lock().unwrap().push(span);
+    fn export(&self, turn: Vec<SpanRecord>) {
+        let mut all = self.0.lock().unwrap();
+        // Parents first: each span's parent came before it in this turn, or is outside it.
+        for span in &turn {
+            if let Some(parent) = &span.parent_span_id {
+                let inside = turn.iter().position(|s| &s.span_id == parent);
+                let me = turn.iter().position(|s| s.span_id == span.span_id);
+                assert!(
+                    inside.is_none() || inside < me,
+                    "{} before its parent",
+                    span.name
+                );
+            }
+        }
+        all.extend(turn);
     }
 }
 
@@ -385,4 +398,23 @@ fn telemetry_is_off_by_default() {
         .build()
         .unwrap();
     assert!(client.telemetry_stats().is_none());
+}
+
+#[tokio::test]
+async fn the_turn_is_a_child_of_the_host_span_a_traceparent_names() {
+    let spans = Arc::new(Spans::default());
+    let (lead, _researcher) = lead_and_researcher(json!(true), Some(spans.clone()));
+    let host = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let options = contenox::RunOptions {
+        traceparent: Some(host.into()),
+        ..Default::default()
+    };
+    lead.run_with("Ask.", options).await.unwrap();
+    let spans = spans.all();
+    assert_eq!(spans.len(), 8);
+    assert!(spans
+        .iter()
+        .all(|s| s.trace_id == "0af7651916cd43dd8448eb211c80319c"));
+    let turn = named(&spans, "invoke_agent");
+    assert_eq!(turn.parent_span_id.as_deref(), Some("b7ad6b7169203331"));
 }
