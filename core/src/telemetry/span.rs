@@ -3,11 +3,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
-
 /// Which side of a call a span stands for (OTLP `SpanKind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpanKind {
     /// Work inside the engine (a turn, a tool call, a compaction, a chain task).
     Internal,
@@ -16,8 +13,7 @@ pub enum SpanKind {
 }
 
 /// How a span ended (OTLP `Status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpanStatus {
     /// Nothing to report (the OpenTelemetry default for a span that did not fail).
     Unset,
@@ -26,8 +22,7 @@ pub enum SpanStatus {
 }
 
 /// An attribute's value: the OTLP `AnyValue` kinds the conventions use.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum AttributeValue {
     /// A string.
     String(String),
@@ -87,7 +82,7 @@ impl From<Vec<String>> for AttributeValue {
 pub type Attributes = Vec<(String, AttributeValue)>;
 
 /// Something that happened at one moment of a span (a retry, an ask, the host's answer).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SpanEvent {
     /// What happened (`retry`, `fallback`, `pending`, `answer`).
     pub name: String,
@@ -99,7 +94,7 @@ pub struct SpanEvent {
 
 /// One finished span. Ids are lowercase hex (32 digits for the trace, 16 for spans), as W3C
 /// trace context and OTLP/JSON write them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SpanRecord {
     /// The trace it belongs to.
     pub trace_id: String,
@@ -122,7 +117,6 @@ pub struct SpanRecord {
     /// Whether it failed.
     pub status: SpanStatus,
     /// Why it failed (the status description), when it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_message: Option<String>,
 }
 

@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use super::otlp_json::quoted;
 
 use super::span::{
     hex, new_span_id, new_trace_id, now_nanos, AttributeValue, Attributes, SpanContext, SpanEvent,
@@ -27,6 +29,19 @@ pub(crate) struct ModelTarget {
     pub provider: &'static str,
     pub address: Option<String>,
     pub port: Option<u16>,
+}
+
+/// `{"type":"text","content":TEXT}`: a message part in the conventions' form.
+fn text_part(text: &str) -> String {
+    let mut part = String::from("{\"type\":\"text\",\"content\":");
+    quoted(&mut part, text);
+    part.push('}');
+    part
+}
+
+/// `[{"role":ROLE,"parts":[TEXT PART]}]`: a one-message list in the conventions' form.
+fn message(role: &str, text: &str) -> String {
+    format!("[{{\"role\":\"{role}\",\"parts\":[{}]}}]", text_part(text))
 }
 
 /// A span still open.
@@ -125,8 +140,8 @@ struct Chat {
     answered: Option<u64>,
     calls: usize,
     stop: Option<&'static str>,
-    /// Output parts, when contents are on.
-    output: Vec<Value>,
+    /// Output parts (JSON objects), when contents are on.
+    output: Vec<String>,
 }
 
 #[derive(Default)]
@@ -259,12 +274,11 @@ impl TurnTrace {
                 chat.span
                     .set("gen_ai.response.finish_reasons", vec![reason.to_string()]);
                 if self.contents() {
-                    let message = json!([{
-                        "role": "assistant",
-                        "parts": chat.output,
-                        "finish_reason": reason,
-                    }]);
-                    chat.span.set("gen_ai.output.messages", message.to_string());
+                    let message = format!(
+                        "[{{\"role\":\"assistant\",\"parts\":[{}],\"finish_reason\":\"{reason}\"}}]",
+                        chat.output.join(",")
+                    );
+                    chat.span.set("gen_ai.output.messages", message);
                 }
                 at
             }
@@ -335,11 +349,7 @@ impl TurnTrace {
         match event {
             Event::TurnStart { prompt } => {
                 if let (true, Some(turn)) = (self.contents(), state.turn.as_mut()) {
-                    let message = json!([{
-                        "role": "user",
-                        "parts": [{"type": "text", "content": prompt}],
-                    }]);
-                    turn.set("gen_ai.input.messages", message.to_string());
+                    turn.set("gen_ai.input.messages", message("user", prompt));
                 }
             }
             Event::Request { index, attempt, .. } => {
@@ -387,7 +397,7 @@ impl TurnTrace {
             }
             Event::Text { text, .. } => {
                 if let (true, Some(chat)) = (self.contents(), state.chat.as_mut()) {
-                    chat.output.push(json!({"type": "text", "content": text}));
+                    chat.output.push(text_part(text));
                 }
             }
             Event::ToolCall {
@@ -399,9 +409,14 @@ impl TurnTrace {
                 if let Some(chat) = state.chat.as_mut() {
                     chat.calls += 1;
                     if self.contents() {
-                        chat.output.push(json!({
-                            "type": "tool_call", "id": call_id, "name": name, "arguments": arguments,
-                        }));
+                        let mut part = String::from("{\"type\":\"tool_call\",\"id\":");
+                        quoted(&mut part, call_id);
+                        part.push_str(",\"name\":");
+                        quoted(&mut part, name);
+                        part.push_str(",\"arguments\":");
+                        part.push_str(&arguments.to_string());
+                        part.push('}');
+                        chat.output.push(part);
                     }
                 }
                 if self.contents() {
@@ -564,11 +579,7 @@ impl TurnTrace {
                         turn.fail(outcome.as_str());
                     }
                     if self.contents() {
-                        let message = json!([{
-                            "role": "assistant",
-                            "parts": [{"type": "text", "content": final_text}],
-                        }]);
-                        turn.set("gen_ai.output.messages", message.to_string());
+                        turn.set("gen_ai.output.messages", message("assistant", final_text));
                     }
                     self.export(turn, end);
                     self.ended();
