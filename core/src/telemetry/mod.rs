@@ -55,7 +55,6 @@ mod settings;
 mod span;
 mod turn_trace;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -80,14 +79,14 @@ pub trait SpanSink: Send + Sync {
 }
 
 /// Spans a host's sink gets at most per turn; more are dropped (a turn of thousands of calls).
-const MAX_HOST_SPANS: usize = 10_000;
+const MAX_HOST_SPANS: usize = 4096;
 
 enum Output {
     Otlp(Exporter),
     Host {
         sink: Arc<dyn SpanSink>,
         /// The spans of each running host turn, by its span id, until it ends.
-        pending: parking_lot::Mutex<HashMap<[u8; 8], Vec<SpanRecord>>>,
+        pending: parking_lot::Mutex<Vec<([u8; 8], Vec<SpanRecord>)>>,
     },
 }
 
@@ -133,7 +132,14 @@ impl Telemetry {
             Output::Otlp(exporter) => exporter.push(span),
             Output::Host { pending, .. } => {
                 let mut pending = pending.lock();
-                let spans = pending.entry(root).or_default();
+                let at = match pending.iter().position(|(r, _)| *r == root) {
+                    Some(at) => at,
+                    None => {
+                        pending.push((root, Vec::new()));
+                        pending.len() - 1
+                    }
+                };
+                let spans = &mut pending[at].1;
                 if spans.len() < MAX_HOST_SPANS {
                     spans.push(span);
                 }
@@ -144,7 +150,13 @@ impl Telemetry {
     /// The host turn `root` ended: a host's sink gets its spans.
     fn turn_ended(&self, root: [u8; 8]) {
         if let Output::Host { sink, pending } = &self.output {
-            let spans = pending.lock().remove(&root).unwrap_or_default();
+            let spans = {
+                let mut pending = pending.lock();
+                match pending.iter().position(|(r, _)| *r == root) {
+                    Some(at) => pending.swap_remove(at).1,
+                    None => Vec::new(),
+                }
+            };
             if !spans.is_empty() {
                 sink.export(parents_first(spans));
             }
@@ -168,26 +180,18 @@ impl Telemetry {
 }
 
 /// `spans` ordered so that each comes after its parent (those whose parent is not among them
-/// first), siblings by start time.
+/// first), siblings by start time. Quadratic, on at most `MAX_HOST_SPANS` spans.
 fn parents_first(mut spans: Vec<SpanRecord>) -> Vec<SpanRecord> {
     spans.sort_by_key(|s| s.start_time_unix_nano);
-    let ids: std::collections::HashSet<String> = spans.iter().map(|s| s.span_id.clone()).collect();
-    let mut children: HashMap<String, Vec<SpanRecord>> = HashMap::new();
-    let mut ordered = Vec::with_capacity(spans.len());
-    let mut queue = std::collections::VecDeque::new();
-    for span in spans {
-        match &span.parent_span_id {
-            Some(p) if ids.contains(p) => children.entry(p.clone()).or_default().push(span),
-            _ => queue.push_back(span),
-        }
+    let mut ordered: Vec<SpanRecord> = Vec::with_capacity(spans.len());
+    while !spans.is_empty() {
+        let ready = spans.iter().position(|s| {
+            s.parent_span_id
+                .as_ref()
+                .is_none_or(|p| !spans.iter().any(|other| &other.span_id == p))
+        });
+        // A cycle cannot come from the engine; whatever is left still goes out.
+        ordered.push(spans.remove(ready.unwrap_or(0)));
     }
-    while let Some(span) = queue.pop_front() {
-        if let Some(kids) = children.remove(&span.span_id) {
-            queue.extend(kids);
-        }
-        ordered.push(span);
-    }
-    // A cycle cannot come from the engine; whatever is left still goes out.
-    ordered.extend(children.into_values().flatten());
     ordered
 }

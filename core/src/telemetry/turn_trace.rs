@@ -55,6 +55,8 @@ struct Open {
     events: Vec<SpanEvent>,
     status: SpanStatus,
     status_message: Option<String>,
+    /// A tool span's call was denied (by the gate, or by the host's answer to an ask).
+    denied: bool,
 }
 
 impl Open {
@@ -69,6 +71,7 @@ impl Open {
             events: Vec::new(),
             status: SpanStatus::Unset,
             status_message: None,
+            denied: false,
         }
     }
 
@@ -151,10 +154,8 @@ struct State {
     /// The slot of `ModelTarget` requests go to (a fallback moves it).
     slot: usize,
     tools: HashMap<String, Open>,
-    /// Arguments of calls not yet gated, when contents are on.
-    arguments: HashMap<String, Value>,
-    /// Verdicts of gated calls (a denied call's result is the denial).
-    denied: HashMap<String, ()>,
+    /// Arguments (JSON text) of calls not yet gated, when contents are on.
+    arguments: Vec<(String, String)>,
     chain_task: Option<Open>,
     compaction_start: Option<u64>,
 }
@@ -332,11 +333,8 @@ impl TurnTrace {
         span.set("gen_ai.tool.name", name);
         span.set("gen_ai.tool.call.id", call_id);
         span.set("gen_ai.tool.type", "function");
-        if let Some(arguments) = state.arguments.remove(call_id) {
-            let text = match arguments {
-                Value::String(s) => s,
-                other => other.to_string(),
-            };
+        if let Some(at) = state.arguments.iter().position(|(id, _)| id == call_id) {
+            let (_, text) = state.arguments.swap_remove(at);
             span.set("gen_ai.tool.call.arguments", text);
         }
         span
@@ -420,7 +418,11 @@ impl TurnTrace {
                     }
                 }
                 if self.contents() {
-                    state.arguments.insert(call_id.clone(), arguments.clone());
+                    let text = match arguments {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    state.arguments.push((call_id.clone(), text));
                 }
             }
             Event::Stop { reason, .. } => {
@@ -452,7 +454,7 @@ impl TurnTrace {
                     span.set("contenox.policy.rule", rule.clone());
                 }
                 if *decision == GateVerdict::Deny {
-                    state.denied.insert(call_id.clone(), ());
+                    span.denied = true;
                     if let (true, Some(m)) = (self.contents(), message) {
                         span.set("contenox.gate.message", m.clone());
                     }
@@ -472,10 +474,8 @@ impl TurnTrace {
                     Answer::Deny(_) => "deny",
                     Answer::Result(_) => "result",
                 };
-                if answer == "deny" {
-                    state.denied.insert(call_id.clone(), ());
-                }
                 if let Some(span) = state.tools.get_mut(call_id) {
+                    span.denied |= answer == "deny";
                     span.event("answer", vec![("contenox.answer".into(), answer.into())]);
                 }
             }
@@ -496,8 +496,7 @@ impl TurnTrace {
                     }
                 };
                 if *is_error {
-                    let denied = state.denied.remove(call_id).is_some();
-                    span.fail(if denied { "denied" } else { "tool_error" });
+                    span.fail(if span.denied { "denied" } else { "tool_error" });
                 }
                 if self.contents() {
                     span.set("gen_ai.tool.call.result", content.clone());
