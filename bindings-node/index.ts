@@ -51,6 +51,7 @@ export type {
   SandboxOptions,
   ScriptEntry,
   SubagentOptions,
+  TelemetryOptions,
   ToolChoice,
 } from './lib/options'
 export type { Hints, JsonObject, JsonValue, ModelInfo, Outcome, Source, Style, Tier, Usage } from './lib/types'

@@ -32,6 +32,7 @@ steps=(
   "bindings-node|bindings-node/ci.sh"
   "bindings-uniffi|bindings-uniffi/ci.sh"
   "durable-engines|tests/durable/ci.sh: crash tests of the DBOS, Temporal and Restate adapters (their servers started by the tests, on 127.0.0.1)"
+  "telemetry|tests/telemetry/check.py: a turn from Python and from Node against a real OpenTelemetry Collector (scripts/otel-collector.sh)"
   "bindings-swift|bindings-uniffi/swift/ci.sh (Swift 6.0 in a Debian trixie root, toolchain.sh: conformance, XCTest, examples/swift)"
   "release-build|cargo build --release of every binding, in one build"
   "package-python|scripts/package/python.sh: the abi3 wheel in a fresh venv, no Rust on PATH"
@@ -107,6 +108,8 @@ run_step() {
     bindings-node) bash bindings-node/ci.sh ;;
     bindings-uniffi) bash bindings-uniffi/ci.sh ;;
     durable-engines) bash tests/durable/ci.sh ;;
+    # Needs the Python package (maturin develop) and the Node build the two steps before made.
+    telemetry) python3 tests/telemetry/check.py "$(bash scripts/otel-collector.sh)" ;;
     bindings-swift) bash bindings-uniffi/swift/ci.sh ;;
     release-build) bash scripts/package/release-build.sh ;;
     package-python) bash scripts/package/python.sh ;;

@@ -134,6 +134,24 @@ export interface FallbackModel {
   headers?: Record<string, string>
 }
 
+/**
+ * OpenTelemetry traces of the turns (GenAI semantic conventions): `true`, or these settings. The
+ * standard `OTEL_*` variables fill what is left out (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+ * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME`,
+ * `OTEL_RESOURCE_ATTRIBUTES`). Spans are posted over OTLP/HTTP (JSON), batched, off the turn's
+ * path; `close()` sends what is queued.
+ */
+export interface TelemetryOptions {
+  /** The collector: a base (`http://127.0.0.1:4318`, `/v1/traces` added) or the traces URL. */
+  endpoint?: string
+  /** Headers of every export (a collector's key); never on a span. */
+  headers?: Record<string, string>
+  /** Put prompts, answers, tool arguments and results on the spans (off by default). */
+  includeContents?: boolean
+  /** The resource's `service.name` (default `OTEL_SERVICE_NAME`, then `contenox`). */
+  serviceName?: string
+}
+
 /** Everything `createClient` takes. Every key but `compactor` and the last four maps to core's `Config`. */
 export interface ClientOptions extends ModelSettings {
   /** Anthropic prompt caching: `cache_control` breakpoints, on by default; `false` turns it off. */
@@ -158,6 +176,8 @@ export interface ClientOptions extends ModelSettings {
   outputSchema?: OutputSchema
   /** How many times an answer that does not match `outputSchema` is sent back (default 2). */
   outputRetries?: number
+  /** OpenTelemetry spans of each turn (off by default); see `TelemetryOptions`. */
+  telemetry?: boolean | TelemetryOptions
   /** Default `openai`. */
   style?: Style
   /** As that style's official SDK takes it: openai `…/v1`, anthropic and ollama the host root. */

@@ -90,6 +90,7 @@ const NESTED: &[(&str, &[&str])] = &[
     ("code_execution", &[]),
     ("reasoning", &[]),
     ("fallback", &[]),
+    ("telemetry", &[]),
 ];
 
 /// The options of `createClient` (without the host callbacks) in core's vocabulary. Core checks
@@ -106,6 +107,7 @@ pub fn config_from_js(options: Value) -> Value {
             "code_execution",
             "reasoning",
             "fallback",
+            "telemetry",
         ]),
     )
 }

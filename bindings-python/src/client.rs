@@ -703,9 +703,11 @@ impl PyClient {
             .map(|s| PyBackgroundShells::of(s.clone())))
     }
 
-    /// Cancel every running turn, kill the background shells, and refuse new turns.
-    fn close(&self) -> PyResult<()> {
-        self.core()?.close();
+    /// Cancel every running turn, kill the background shells, and refuse new turns; queued
+    /// spans (telemetry on) are sent first, without the GIL (a few seconds at most).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let core = self.core()?;
+        py.detach(|| core.close());
         Ok(())
     }
 

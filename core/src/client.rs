@@ -24,6 +24,7 @@ use crate::run::{Run, RunOptions};
 use crate::script::ScriptEntry;
 use crate::settings::{ModelSettings, TurnSettings};
 use crate::spelling::Spelling;
+use crate::telemetry::{ExportStats, SpanContext, SpanSink, Telemetry};
 use crate::tool::{Allowlist, EventSink, HostTools, Tool, ToolHost, ToolSource, ToolSpec, Toolkit};
 use crate::transcript::Transcript;
 use crate::turn::{run_turn, TurnSetup};
@@ -125,6 +126,7 @@ impl Client {
         let output = self.run_output(&options)?;
         let (cancel, _link) = self.turn_token(&options);
         let record = run_record(&options);
+        let trace_parent = trace_parent(&options);
         Ok(run_turn(
             self.state.clone(),
             prompt,
@@ -135,6 +137,7 @@ impl Client {
                 output,
                 output_retries: options.output_retries,
                 record,
+                trace_parent,
                 ..TurnSetup::default()
             },
             cancel,
@@ -174,6 +177,7 @@ impl Client {
         let settings = self.run_settings(&options)?;
         let output = self.run_output(&options)?;
         let (cancel, link) = self.turn_token(&options);
+        let trace_parent = trace_parent(&options);
         let (tx, rx) = unbounded_channel();
         let record = run_record(&options);
         let turn = run_turn(
@@ -186,6 +190,7 @@ impl Client {
                 output,
                 output_retries: options.output_retries,
                 record,
+                trace_parent,
                 ..TurnSetup::default()
             },
             cancel.clone(),
@@ -319,6 +324,13 @@ impl Client {
         self.state.shells()
     }
 
+    /// What happened to the spans exported so far (sent, dropped with the queue full, lost to
+    /// a collector that was down); `None` when telemetry is off. Zeros when the host takes
+    /// the spans ([`ClientBuilder::span_sink`]).
+    pub fn telemetry_stats(&self) -> Option<ExportStats> {
+        self.state.telemetry().map(|t| t.stats())
+    }
+
     /// Whether [`Client::close`] was called.
     pub fn is_closed(&self) -> bool {
         self.state.is_closed()
@@ -410,6 +422,14 @@ fn run_record(options: &RunOptions) -> RunRecord {
     }
 }
 
+/// A run's `traceparent`, read (a bad one is no parent: the turn starts a new trace).
+pub(crate) fn trace_parent(options: &RunOptions) -> Option<SpanContext> {
+    options
+        .traceparent
+        .as_deref()
+        .and_then(SpanContext::from_traceparent)
+}
+
 /// Builds a [`Client`]. Every option also exists in [`Config`].
 #[derive(Default)]
 pub struct ClientBuilder {
@@ -422,9 +442,18 @@ pub struct ClientBuilder {
     policy: Option<Policy>,
     compactor: Option<Arc<dyn Compactor>>,
     hook_timeout: Option<std::time::Duration>,
+    span_sink: Option<Arc<dyn SpanSink>>,
 }
 
 impl ClientBuilder {
+    /// Hand the turns' finished spans to `sink` instead of exporting them (a binding replays
+    /// them into its host's tracer provider). Turns telemetry on unless the config's
+    /// `telemetry` is `false`; its `include_contents` still applies.
+    pub fn span_sink(mut self, sink: Arc<dyn SpanSink>) -> Self {
+        self.span_sink = Some(sink);
+        self
+    }
+
     /// Name options in configuration errors the way the host spells them (bindings: JavaScript
     /// passes [`Spelling::Camel`]). Default: the engine's snake_case.
     pub fn spelling(mut self, spelling: Spelling) -> Self {
@@ -723,6 +752,8 @@ impl ClientBuilder {
         }
         // The variables fallback keys are read from are as secret as the styles' own.
         secret_env.extend(config.fallback.iter().filter_map(|f| f.api_key_env.clone()));
+        let telemetry = Telemetry::from_option(config.telemetry.as_ref(), self.span_sink)
+            .map_err(|why| Error::Config(ConfigError::new("telemetry", why).spelled(spelling)))?;
         Ok(Client {
             state: Arc::new(ClientState::new(Parts {
                 config,
@@ -744,6 +775,7 @@ impl ClientBuilder {
                 compactor: self.compactor,
                 spelling,
                 output,
+                telemetry,
             })),
         })
     }

@@ -106,8 +106,8 @@ impl Client {
             || options.output_retries.is_some()
         {
             return Err(Error::config(
-                "a resume takes only `cancel` from its options: the run's other options are \
-                 the checkpoint's"
+                "a resume takes only `cancel` and `traceparent` from its options: the run's \
+                 other options are the checkpoint's"
                     .into(),
             ));
         }
@@ -167,6 +167,7 @@ impl Client {
             output_schema: run.output_schema.clone(),
             output_retries: run.output_retries,
             cancel: None,
+            traceparent: None,
         };
         let settings = self.run_settings(&run_options)?;
         let output = self.run_output(&run_options)?;
@@ -185,6 +186,8 @@ impl Client {
             output,
             output_retries: run_options.output_retries,
             record: run,
+            // The host's current span at resume (telemetry on): a trace of its own.
+            trace_parent: crate::client::trace_parent(&options),
             ..TurnSetup::default()
         };
         Ok((cp, durable, setup))

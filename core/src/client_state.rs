@@ -25,6 +25,7 @@ use crate::sandbox::Sandbox;
 use crate::scope::{SampleRequest, Sampled};
 use crate::settings::TurnSettings;
 use crate::spelling::Spelling;
+use crate::telemetry::Telemetry;
 use crate::tool::{Allowlist, EventSink, HostTools, SourceList, Tool, ToolSpec, Toolkit};
 use crate::transcript::{Message, Transcript};
 
@@ -73,6 +74,8 @@ pub(crate) struct ClientState {
     spelling: Spelling,
     /// The config's `output_schema`, compiled.
     output: Option<Arc<OutputSchema>>,
+    /// Where the turns' spans go (the `telemetry` option, or a host's span sink).
+    telemetry: Option<Arc<Telemetry>>,
 }
 
 /// What [`ClientState::new`] is built from (the builder's checked parts).
@@ -98,6 +101,8 @@ pub(crate) struct Parts {
     pub spelling: Spelling,
     /// The config's `output_schema`, compiled.
     pub output: Option<Arc<OutputSchema>>,
+    /// Where the turns' spans go, when telemetry is on.
+    pub telemetry: Option<Arc<Telemetry>>,
 }
 
 impl Drop for ClientState {
@@ -159,6 +164,7 @@ impl ClientState {
             settings: TurnSettings::new(parts.config.model_settings()),
             spelling: parts.spelling,
             output: parts.output,
+            telemetry: parts.telemetry,
             config: parts.config,
         }
     }
@@ -175,6 +181,11 @@ impl ClientState {
     /// The config's `output_schema`, compiled.
     pub fn output(&self) -> Option<&Arc<OutputSchema>> {
         self.output.as_ref()
+    }
+
+    /// Where the turns' spans go, when telemetry is on.
+    pub fn telemetry(&self) -> Option<&Arc<Telemetry>> {
+        self.telemetry.as_ref()
     }
 
     /// How the host spells option names.
@@ -441,6 +452,11 @@ impl ClientState {
             if let Some(shells) = &self.shells {
                 shells.close_all();
             }
+        }
+        // The spans of the turns just cancelled end as their tasks notice; what is queued
+        // now reaches the collector before close returns (a few seconds at most).
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.flush();
         }
     }
 

@@ -462,6 +462,10 @@ pub struct Config {
     /// How many times an answer that does not match `output_schema` is sent back for another
     /// try before the turn ends with outcome `output_invalid`. Default 2.
     pub output_retries: u32,
+    /// OpenTelemetry traces of the turns ([`crate::telemetry`]): `true`, or the endpoint,
+    /// headers, `include_contents` and service name. `None` = off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::telemetry::TelemetryOption>,
 }
 
 impl Default for Config {
@@ -512,6 +516,7 @@ impl Default for Config {
             fallback: Vec::new(),
             output_schema: None,
             output_retries: DEFAULT_OUTPUT_RETRIES,
+            telemetry: None,
         }
     }
 }
@@ -566,6 +571,7 @@ impl fmt::Debug for Config {
             fallback,
             output_schema,
             output_retries,
+            telemetry,
         } = self;
         f.debug_struct("Config")
             .field("style", style)
@@ -629,6 +635,8 @@ impl fmt::Debug for Config {
             // A schema describes the answer's shape, not secrets.
             .field("output_schema", output_schema)
             .field("output_retries", output_retries)
+            // Its Debug redacts header values and the endpoint's user info and query.
+            .field("telemetry", telemetry)
             .finish()
     }
 }

@@ -48,6 +48,8 @@
 //! - [`compact`]: compaction of a long conversation ([`CompactionConfig`], [`Compactor`],
 //!   [`Client::compact`]).
 //! - [`sandbox`]: how bash's commands are confined, and what this kernel offers ([`sandbox::status`]).
+//! - [`telemetry`]: OpenTelemetry spans of each turn (GenAI semantic conventions), exported
+//!   over OTLP/HTTP or handed to the host's tracer.
 //! - [`settings`]: the model settings (temperature, top_p, top_k, stop, seed, tool_choice,
 //!   parallel_tool_calls, reasoning, extra_body) of a client and of one run ([`ModelSettings`]).
 
@@ -90,6 +92,7 @@ mod shown;
 mod sources;
 mod spelling;
 mod style;
+pub mod telemetry;
 pub mod tool;
 mod tool_output;
 mod tool_spec;
@@ -97,6 +100,7 @@ mod transcript;
 mod turn;
 mod turn_calls;
 mod turn_code;
+mod turn_spans;
 mod until_cancelled;
 
 pub use agent::{Conversation, SubagentOptions, DEFAULT_MAX_DEPTH};

@@ -38,6 +38,9 @@ pub struct RunOptions {
     /// Corrections of an answer that does not match, instead of the client's
     /// `output_retries`.
     pub output_retries: Option<u32>,
+    /// The host's current span as a W3C `traceparent` (`00-TRACE-SPAN-FLAGS`): with telemetry
+    /// on, the turn's span is its child. One that does not parse starts a new trace.
+    pub traceparent: Option<String>,
 }
 
 impl RunOptions {

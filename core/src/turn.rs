@@ -33,12 +33,14 @@ use crate::policy::{self, Budget, Ceilings, Spend};
 use crate::prompt::Prompt;
 use crate::scope::{Gatekeeper, Judgement, SampleRequest, Sampled, TurnScope, UsageCell};
 use crate::settings::TurnSettings;
+use crate::telemetry::SpanContext;
 use crate::tool::{
     allowed_by, Allowlist, CallTool, Entry, EventSink, Source, ToolContext, ToolOutput, ToolSpec,
     CALL_TOOL,
 };
 use crate::transcript::{Message, Part, ToolCall, Transcript};
 use crate::turn_calls::{Admission, CallRunner, ReplyCalls};
+use crate::turn_spans::trace_turn;
 use crate::until_cancelled::until_cancelled;
 
 pub(crate) use crate::tool::CANCELLED_RESULT;
@@ -77,6 +79,8 @@ pub(crate) struct TurnSetup {
     pub output_retries: Option<u32>,
     /// The run's options as a suspended turn's checkpoint records them.
     pub record: RunRecord,
+    /// The host's current span, which a host's turn's span is a child of (telemetry on).
+    pub trace_parent: Option<SpanContext>,
 }
 
 /// How a turn begins: with a prompt, or where a suspended turn stopped.
@@ -161,6 +165,13 @@ async fn run_or_resume(
         Some(_) => sink.with_output(),
         None => sink,
     };
+    let chain = scope.agent();
+    let sink = trace_turn(
+        &inner,
+        sink,
+        chain.last().map(String::as_str),
+        setup.trace_parent,
+    );
     let turn = Turn {
         inner: &inner,
         run_allow: setup.allow.as_ref(),

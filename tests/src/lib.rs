@@ -4,6 +4,7 @@
 pub mod check;
 pub mod fake;
 pub mod mcp_support;
+pub mod otlp;
 pub mod recorded;
 pub mod remote;
 pub mod remote_support;

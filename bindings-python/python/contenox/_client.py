@@ -22,6 +22,7 @@ from ._types import (
     Prompt,
     Reasoning,
     SandboxOptions,
+    TelemetryOptions,
     Tier,
     ToolChoice,
     Transcript,
@@ -822,6 +823,7 @@ def create_client(
     images: bool | None = None,
     output_schema: OutputSchema | None = None,
     output_retries: int | None = None,
+    telemetry: bool | TelemetryOptions | None = None,
     on_compact: OnCompact | None = None,
     compactor: Compactor | None = None,
     hooks: Hooks | None = None,
@@ -902,6 +904,13 @@ def create_client(
     to ``output_retries`` times (default 2), then the outcome is ``output_invalid``. A run may
     give its own (``run(prompt, output_schema=...)``).
 
+    Telemetry: ``telemetry=True`` (or :class:`TelemetryOptions`: ``endpoint``, ``headers``,
+    ``include_contents``, ``service_name``) traces each turn as OpenTelemetry spans following
+    the GenAI semantic conventions (``invoke_agent``, ``chat {model}``, ``execute_tool
+    {name}``, a subagent's turn under its call), posted over OTLP/HTTP to the endpoint (or the
+    standard ``OTEL_*`` variables'); a collector that is down fails no turn; ``close()`` sends
+    what is queued.
+
     Compaction: ``compaction={"threshold_tokens": N, "keep_recent": 4, "instructions": ...}``
     summarises the older part of the conversation when the context is over N tokens (and
     when a server refuses a request as too long); ``on_compact=fn(notice)`` is told after
@@ -956,6 +965,7 @@ def create_client(
             "images": images,
             "output_schema": json.loads(output.schema_json) if output is not None else None,
             "output_retries": output_retries,
+            "telemetry": dict(telemetry) if isinstance(telemetry, Mapping) else telemetry,
             **options,
         }
     )

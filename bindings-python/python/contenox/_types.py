@@ -17,6 +17,7 @@ __all__ = [
     "CodeExecutionOptions",
     "CompactionOptions",
     "FallbackModel",
+    "TelemetryOptions",
     "Effort",
     "ModelSettings",
     "Reasoning",
@@ -313,6 +314,25 @@ class FallbackModel(TypedDict, total=False):
     api_key: str
     api_key_env: str
     headers: Mapping[str, str]
+
+
+class TelemetryOptions(TypedDict, total=False):
+    """The ``telemetry`` option's settings (or pass ``True`` for every default): OpenTelemetry
+    spans of each turn, following the GenAI semantic conventions, posted over OTLP/HTTP (JSON),
+    batched off the turn's path; ``close()`` sends what is queued. The standard ``OTEL_*``
+    variables fill what is left out (``OTEL_EXPORTER_OTLP_ENDPOINT``,
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, ``OTEL_EXPORTER_OTLP_HEADERS``,
+    ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``).
+
+    ``endpoint``: the collector, a base (``http://127.0.0.1:4318``, ``/v1/traces`` added) or the
+    traces URL. ``headers``: sent with every export, never on a span. ``include_contents``:
+    prompts, answers, tool arguments and results on the spans (off by default).
+    ``service_name``: the resource's ``service.name`` (default ``contenox``)."""
+
+    endpoint: str
+    headers: Mapping[str, str]
+    include_contents: bool
+    service_name: str
 
 
 class Transcript:

@@ -95,7 +95,7 @@ impl Tool for SubagentTool {
         }
         let prompt = self.prompt(&args)?;
         let scope = ctx.scope.enter(name, id, inner.clone());
-        let sink = ctx.events.for_agent(scope.agent());
+        let sink = ctx.events.for_agent(scope.agent(), &ctx.call_id);
         // The child's turn stops with the parent's, and with its own client's close.
         let cancel = ctx.cancel.child_token();
         // A fresh child's background shells watch this token: they end with the call.
@@ -115,6 +115,8 @@ impl Tool for SubagentTool {
                 output_retries: None,
                 // A subagent's turn does not suspend: nothing to record.
                 record: Default::default(),
+                // The parent's call span is the child turn's parent (set on the sink).
+                trace_parent: None,
             },
             cancel.clone(),
             sink,

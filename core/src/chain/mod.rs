@@ -139,6 +139,7 @@ impl Client {
             allow: options.allow.clone(),
             max_turns: options.max_turns,
             settings: self.run_settings(options)?,
+            trace_parent: crate::client::trace_parent(options),
             ..TurnSetup::default()
         })
     }

@@ -19,6 +19,7 @@ use crate::settings::TurnSettings;
 use crate::tool::{Allowlist, EventSink, ToolOutput};
 use crate::transcript::{Message, ToolCall};
 use crate::turn::{client_id, Response, Turn, TurnSetup, CANCELLED_RESULT, MAX_TURNS_RESULT};
+use crate::turn_spans::trace_turn;
 
 /// The result of a call the model asked for that no `execute_tool_calls` task ran before the
 /// chain went on without it or ended.
@@ -94,6 +95,7 @@ pub(crate) async fn run_chain(
     sink: EventSink,
 ) -> TurnResult {
     let _one_at_a_time = inner.lock_turn().await;
+    let sink = trace_turn(&inner, sink, None, setup.trace_parent);
     sink.emit(Event::TurnStart {
         prompt: input.clone(),
     });

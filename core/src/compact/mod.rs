@@ -180,6 +180,10 @@ impl Compaction<'_> {
                 return Ok(None);
             }
         };
+        // Its span (telemetry on) starts here; the `compact` event ends it.
+        if let Some(trace) = self.sink.trace() {
+            trace.compaction_starts();
+        }
         let current = self.conversation.lock().clone();
         let (messages, summary, usage) = match self.host_compaction(&current).await? {
             Some(t) => (t.messages, None, Usage::default()),

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::event::{Event, Usage};
 use crate::output::PartialOutput;
 use crate::scope::{TurnScope, UsageCell};
+use crate::telemetry::{SpanContext, Telemetry, TurnTrace};
 
 use super::InnerCalls;
 
@@ -23,6 +24,33 @@ pub struct EventSink {
     /// Set on the sink of a turn with an `output_schema`: its text deltas also become
     /// `output_delta` events.
     output: Option<Arc<parking_lot::Mutex<PartialOutput>>>,
+    /// The spans of the turn this sink is for (telemetry on), or where a subagent's turn
+    /// started from this sink hangs its own.
+    trace: TraceSlot,
+}
+
+/// A sink's part in telemetry.
+#[derive(Clone, Default)]
+enum TraceSlot {
+    /// Telemetry off (or not decided yet: a host's sink before its turn starts).
+    #[default]
+    Off,
+    /// Every event also goes to this turn's spans.
+    Turn(Arc<TurnTrace>),
+    /// A subagent's sink before its turn starts: its spans go to this telemetry, under this
+    /// span (its parent's call).
+    /// The last part is the span of the host's turn the subagent's runs in.
+    Under(Arc<Telemetry>, SpanContext, [u8; 8]),
+}
+
+impl std::fmt::Debug for TraceSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TraceSlot::Off => "Off",
+            TraceSlot::Turn(_) => "Turn",
+            TraceSlot::Under(..) => "Under",
+        })
+    }
 }
 
 impl EventSink {
@@ -31,6 +59,7 @@ impl EventSink {
             tx: Some(tx),
             agent: None,
             output: None,
+            trace: TraceSlot::Off,
         }
     }
 
@@ -41,12 +70,44 @@ impl EventSink {
 
     /// The same stream, for the turn of the subagent chain `chain`: its events are tagged
     /// with it, and its `turn_start` / `turn_end` stay out of the parent's stream (which ends
-    /// with exactly one `turn_end`, its own).
-    pub(crate) fn for_agent(&self, chain: Vec<String>) -> EventSink {
+    /// with exactly one `turn_end`, its own). Its spans hang under the span of call `call_id`.
+    pub(crate) fn for_agent(&self, chain: Vec<String>, call_id: &str) -> EventSink {
+        let trace = match &self.trace {
+            TraceSlot::Turn(turn) => {
+                let (telemetry, parent, root) = turn.child_of_call(call_id);
+                TraceSlot::Under(telemetry, parent, root)
+            }
+            _ => TraceSlot::Off,
+        };
         EventSink {
             tx: self.tx.clone(),
             agent: Some(Arc::new(chain)),
             output: None,
+            trace,
+        }
+    }
+
+    /// The same stream, with every event also going to `trace` (the spans of the turn).
+    pub(crate) fn traced(&self, trace: Arc<TurnTrace>) -> EventSink {
+        EventSink {
+            trace: TraceSlot::Turn(trace),
+            ..self.clone()
+        }
+    }
+
+    /// Where a turn started with this sink hangs its spans, when its parent decided it.
+    pub(crate) fn trace_parent(&self) -> Option<(Arc<Telemetry>, SpanContext, [u8; 8])> {
+        match &self.trace {
+            TraceSlot::Under(telemetry, parent, root) => Some((telemetry.clone(), *parent, *root)),
+            _ => None,
+        }
+    }
+
+    /// The spans of this sink's turn, when telemetry is on.
+    pub(crate) fn trace(&self) -> Option<&Arc<TurnTrace>> {
+        match &self.trace {
+            TraceSlot::Turn(trace) => Some(trace),
+            _ => None,
         }
     }
 
@@ -58,20 +119,25 @@ impl EventSink {
             tx: self.tx.clone(),
             agent: self.agent.clone(),
             output: self.tx.as_ref().map(|_| Arc::default()),
+            trace: self.trace.clone(),
         }
     }
 
     /// Send the event `make` builds, building it only when someone listens: a host's plain
     /// `run` discards every event, and the copies of texts, names and arguments an event carries
     /// would be made for nothing (they are a few percent of a streamed turn's instructions).
+    /// The turn's spans listen too, when telemetry is on.
     pub(crate) fn emit_with(&self, make: impl FnOnce() -> Event) {
-        if self.tx.is_some() {
+        if self.tx.is_some() || matches!(self.trace, TraceSlot::Turn(_)) {
             self.emit(make());
         }
     }
 
     /// Send one event.
     pub fn emit(&self, mut event: Event) {
+        if let TraceSlot::Turn(trace) = &self.trace {
+            trace.observe(&event);
+        }
         let Some(tx) = &self.tx else { return };
         if let Some(chain) = &self.agent {
             if !event.tag_agent(chain) {

@@ -31,6 +31,7 @@ mod policy_properties;
 mod run_handle;
 mod sandbox;
 mod subagents;
+mod telemetry;
 mod tool_source;
 mod turn_loop;
 mod turn_queue;

@@ -14,6 +14,7 @@ const expected = {
   'gate.js': /second turn: cancelled/,
   'transcript.js': /^done: Your name is Ada\./m,
   'output_schema.js': /^done: Oslo 3\.5$/m,
+  'telemetry.js': /^done: Researcher says 42\.$/m,
   'images.js': /^done: Two red pixels\.\nsent: text, image, image\nrefused: prompt\[0\]\.data$/m,
   'host_hooks.js':
     /^asked: Run bash\?\nwebsearch: 1\. About contenox\nwrite: no writes in this session\nbash: Started in the background as shell shell_1\..*\nshells: \["shell_1"\]\ndone: Searched; the write was refused/m,

@@ -3,7 +3,8 @@
 //! `secret_env` variable set in this process, an MCP server's header and injected parameter, an
 //! MCP stdio server's `env` values) runs turns with retries, errors and tool calls; no marker may
 //! appear in any event, any `TurnResult` (error, transcript), any request body the model server
-//! received, any error of `list_models` or of a failing MCP server, or the `Debug` print of any
+//! received, any span exported over OTLP (contents included; the exporter's own secret header
+//! only in its headers), any error of `list_models` or of a failing MCP server, or the `Debug` print of any
 //! config type (which also holds a `shell_env` `NAME=value` entry: given to bash on purpose, so
 //! only its printing is checked).
 //!
@@ -15,6 +16,7 @@ use contenox::mcp::McpConfig;
 use contenox::{list_models, Client, Config, Event, Outcome, TurnResult};
 use contenox_conformance::fake;
 use contenox_conformance::mcp_support;
+use contenox_conformance::otlp::OtlpReceiver;
 use contenox_conformance::scenario::{ModelEntry, Style};
 use serde_json::{json, Value};
 
@@ -32,6 +34,7 @@ const MCP_ENV: &str = "MCP-ENV-MARKER-0011";
 const OAUTH_ACCESS: &str = "OAUTH-ACCESS-MARKER-0012";
 const OAUTH_REFRESH: &str = "OAUTH-REFRESH-MARKER-0013";
 const OAUTH_SECRET: &str = "OAUTH-SECRET-MARKER-0014";
+const TELEMETRY_HEADER: &str = "TELEMETRY-HEADER-MARKER-0015";
 
 const MARKERS: &[&str] = &[
     API_KEY,
@@ -48,6 +51,7 @@ const MARKERS: &[&str] = &[
     OAUTH_ACCESS,
     OAUTH_REFRESH,
     OAUTH_SECRET,
+    TELEMETRY_HEADER,
 ];
 
 const ENV_NAME: &str = "CONTENOX_SECRETS_TEST_VALUE";
@@ -258,6 +262,17 @@ async fn no_marker_reaches_an_event_a_result_a_request_or_an_error_alone() {
         &secret_base(Style::Openai, &server.root_url()),
         &["bash"],
     );
+    // Spans too, contents included, posted to a receiver with a secret header of their own.
+    let collector = OtlpReceiver::start();
+    let mut cfg = cfg;
+    cfg.telemetry = Some(
+        serde_json::from_value(json!({
+            "endpoint": collector.url,
+            "include_contents": true,
+            "headers": {"authorization": TELEMETRY_HEADER},
+        }))
+        .unwrap(),
+    );
     let client = Client::from_config(cfg).unwrap();
     let mcp = mcp_config();
     let mcp = mcp_support::setup(mcp.as_object().unwrap())
@@ -320,8 +335,32 @@ async fn no_marker_reaches_an_event_a_result_a_request_or_an_error_alone() {
     assert_no_marker("the model request bodies", &bodies);
     assert_eq!(server.requests().len(), 4);
     mcp.close().await;
-    client.close();
+    let client = tokio::task::spawn_blocking(move || {
+        client.close();
+        client
+    })
+    .await
+    .unwrap();
     server.shutdown().await;
+    // Every span of both turns reached the receiver (close flushed them), none with a marker.
+    let exports = collector.exports();
+    let spans = collector.spans();
+    assert_eq!(
+        spans.iter().filter(|s| s["name"] == "invoke_agent").count(),
+        2,
+        "{spans:?}"
+    );
+    assert_eq!(
+        client.telemetry_stats().unwrap().exported,
+        spans.len() as u64
+    );
+    assert!(exports.iter().all(|e| e
+        .headers
+        .contains(&("authorization".to_string(), TELEMETRY_HEADER.to_string()))));
+    let bodies: Vec<String> = exports.iter().map(|e| e.body.to_string()).collect();
+    // Contents were exported (the check below reads what a model and its tools saw).
+    assert!(bodies.iter().any(|b| b.contains("gen_ai.tool.call.result")));
+    assert_no_marker("the exported spans", &bodies.join("\n"));
 
     // A turn suspended at an ask, after an MCP call with the injected value and header and a
     // bash call that read the secret variable ran: its checkpoint and pending requests hold no
@@ -374,6 +413,13 @@ fn debug_prints_of_every_config_type_hold_no_marker() {
         &["bash"],
     );
     cfg.shell_env = vec!["LANG".into(), format!("DEPLOY_TOKEN={SHELL_ENV_VALUE}")];
+    cfg.telemetry = Some(
+        serde_json::from_value(json!({
+            "endpoint": format!("https://{USERINFO_USER}:{USERINFO_PASSWORD}@collector.example/v1/traces?key={QUERY}"),
+            "headers": {"authorization": TELEMETRY_HEADER},
+        }))
+        .unwrap(),
+    );
     let mcp = McpConfig::from_value(json!({"mcpServers": {
         "web": {"type": "http",
                 "url": format!("https://{USERINFO_USER}:{USERINFO_PASSWORD}@mcp.example/mcp?token={MCP_URL_QUERY}"),

@@ -642,4 +642,43 @@ class BindingTest {
             assertNotNull(JSONObject(it.configJson()).get("script"))
         }
     }
+
+    @Test
+    fun `telemetry posts the turn's spans to the endpoint and shutdown flushes them`() = runBlocking {
+        val bodies = java.util.concurrent.ConcurrentLinkedQueue<String>()
+        val server = com.sun.net.httpserver.HttpServer.create(java.net.InetSocketAddress("127.0.0.1", 0), 0)
+        server.createContext("/v1/traces") { exchange ->
+            bodies.add(exchange.requestBody.readBytes().decodeToString())
+            val reply = "{}".toByteArray()
+            exchange.sendResponseHeaders(200, reply.size.toLong())
+            exchange.responseBody.use { it.write(reply) }
+        }
+        server.start()
+        try {
+            val telemetry = JSONObject()
+                .put("endpoint", "http://127.0.0.1:${server.address.port}")
+                .put("service_name", "kotlin-test")
+            val client = Client(config(text("hi"), extra = JSONObject().put("telemetry", telemetry)))
+            assertEquals(Outcome.DONE, client.run("hello").outcome)
+            client.shutdown()
+            val spans = bodies.flatMap { body ->
+                val rs = JSONObject(body).getJSONArray("resourceSpans").getJSONObject(0)
+                val service = rs.getJSONObject("resource").getJSONArray("attributes").getJSONObject(0)
+                assertEquals("kotlin-test", service.getJSONObject("value").getString("stringValue"))
+                val list = rs.getJSONArray("scopeSpans").getJSONObject(0).getJSONArray("spans")
+                (0 until list.length()).map { list.getJSONObject(it).getString("name") }
+            }
+            assertEquals(listOf("chat scripted", "invoke_agent"), spans.sorted())
+        } finally {
+            server.stop(0)
+        }
+    }
+
+    @Test
+    fun `a bad telemetry option is a Config error naming it`() {
+        val e = assertThrows<ContenoxException.Config> {
+            Client(config(text("hi"), extra = JSONObject().put("telemetry", JSONObject().put("endpoint", "ftp://x"))))
+        }
+        assertTrue(e.detail.contains("telemetry"), e.detail)
+    }
 }
