@@ -8,12 +8,13 @@
 use std::path::Path;
 
 use serde_json::Value;
-use similar::TextDiff;
 
 use crate::terminal::{clean, clean_line, cut_chars};
 
 /// The largest file a preview reads.
 const MAX_FILE: u64 = 1 << 20;
+/// How long the diff may search before it settles for a coarser one.
+const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(200);
 /// The most diff lines a preview shows.
 const MAX_LINES: usize = 200;
 
@@ -175,11 +176,8 @@ fn diff(path: &str, old: &str, new: &str) -> String {
         return "  (no change)\n".into();
     }
     let name = clean_line(path);
-    let text = TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{name}"), &format!("b/{name}"))
-        .to_string();
+    // The engine's diff, with its deadline: a hostile pair of texts cannot hold the prompt.
+    let text = contenox::policy::unified_diff(old, new, &name, DIFF_DEADLINE);
     let lines: Vec<&str> = text.lines().collect();
     let mut out: String = lines
         .iter()

@@ -3,11 +3,14 @@
 //! is now, confined to the root, read with a cap and never blocking on a FIFO, diffed with a
 //! deadline (crate `similar`: Myers with a time limit), and cut to [`MAX_DIFF_BYTES`].
 
+use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use similar::TextDiff;
+use similar::algorithms::{myers, Capture, Compact, Replace};
+use similar::udiff::UnifiedHunkHeader;
+use similar::DiffTag;
 
 use crate::builtin::{load_text, RootDir};
 use crate::tool::Source;
@@ -79,14 +82,62 @@ fn diff_of(name: &str, args: &Value, root: &Path) -> Result<String, String> {
                 .0
         }
     };
-    let diff = TextDiff::configure()
-        .timeout(DIFF_DEADLINE)
-        .diff_lines(old.as_str(), new.as_str());
-    Ok(diff
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{shown}"), &format!("b/{shown}"))
-        .to_string())
+    Ok(unified_diff(&old, &new, &shown, DIFF_DEADLINE))
+}
+
+/// The unified diff (3 lines of context, headers `a/{label}` and `b/{label}`) turning `old` into
+/// `new`, line by line; empty when they are equal. Myers' algorithm settles for a coarser diff
+/// once `deadline` has passed, so a hostile pair of texts cannot hold the caller.
+///
+/// It calls Myers directly rather than through `similar::TextDiff`: the text API instantiates
+/// every algorithm for several hook and string types, about 570 KB of machine code in each
+/// release library for this one diff, against tens of KB this way (docs/decisions.md).
+pub fn unified_diff(old: &str, new: &str, label: &str, deadline: Duration) -> String {
+    let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
+    let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
+    let mut hook = Compact::new(Replace::new(Capture::new()), &old_lines, &new_lines);
+    // Capture's hook cannot fail: its error type is `Infallible`.
+    let Ok(()) = myers::diff_deadline(
+        &mut hook,
+        &old_lines,
+        0..old_lines.len(),
+        &new_lines,
+        0..new_lines.len(),
+        Some(Instant::now() + deadline),
+    );
+    let ops = hook.into_inner().into_inner().into_ops();
+    let mut out = String::new();
+    for (i, hunk) in similar::group_diff_ops(ops, 3).iter().enumerate() {
+        if i == 0 {
+            let _ = writeln!(out, "--- a/{label}\n+++ b/{label}");
+        }
+        let _ = writeln!(out, "{}", UnifiedHunkHeader::new(hunk));
+        for op in hunk {
+            let (tag, old_range, new_range) = op.as_tag_tuple();
+            let (gone, came) = (&old_lines[old_range], &new_lines[new_range]);
+            match tag {
+                DiffTag::Equal => push_lines(&mut out, ' ', gone),
+                DiffTag::Delete => push_lines(&mut out, '-', gone),
+                DiffTag::Insert => push_lines(&mut out, '+', came),
+                DiffTag::Replace => {
+                    push_lines(&mut out, '-', gone);
+                    push_lines(&mut out, '+', came);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Lines of a hunk with their mark; a last line without its newline gets one and git's marker.
+fn push_lines(out: &mut String, mark: char, lines: &[&str]) {
+    for line in lines {
+        out.push(mark);
+        out.push_str(line);
+        if !line.ends_with('\n') {
+            out.push_str("\n\\ No newline at end of file\n");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -98,6 +149,38 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         (dir, root)
+    }
+
+    #[test]
+    fn the_same_diff_as_similars_text_api() {
+        let cases = [
+            ("", ""),
+            ("a\n", "a\n"),
+            ("", "new\n"),
+            ("old\n", ""),
+            ("one\ntwo\nthree\n", "one\n2\nthree\n"),
+            ("no newline", "no newline at all"),
+            ("a\nb", "a\nb\n"),
+            (
+                "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n",
+                "1\nX\n3\n4\n5\n6\n7\n8\n9\n10\nY\n12\n",
+            ),
+            ("x\ny\nz\n", "z\ny\nx\nw"),
+        ];
+        for (old, new) in cases {
+            let theirs = similar::TextDiff::configure()
+                .timeout(DIFF_DEADLINE)
+                .diff_lines(old, new)
+                .unified_diff()
+                .context_radius(3)
+                .header("a/f", "b/f")
+                .to_string();
+            assert_eq!(
+                unified_diff(old, new, "f", DIFF_DEADLINE),
+                theirs,
+                "{old:?} -> {new:?}"
+            );
+        }
     }
 
     #[test]

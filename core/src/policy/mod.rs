@@ -49,7 +49,7 @@ pub mod shell;
 
 pub use compute::{Budget, Ceilings, Exhausted, Spend, BUDGET_RESULT};
 pub use condition::Op;
-pub use diff::{MAX_DIFF_BYTES, MAX_DIFF_FILE_BYTES};
+pub use diff::{unified_diff, MAX_DIFF_BYTES, MAX_DIFF_FILE_BYTES};
 pub use document::{
     Action, ComputeBounds, HintsMatch, Policy, PolicyError, Rule, MAX_POLICY_FILE_BYTES,
     POLICY_VERSION,
