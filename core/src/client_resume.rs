@@ -187,7 +187,7 @@ impl Client {
             output_retries: run_options.output_retries,
             record: run,
             // The host's current span at resume (telemetry on): a trace of its own.
-            trace_parent: crate::client::trace_parent(&options),
+            trace_parent: crate::client::trace_parent(options),
             ..TurnSetup::default()
         };
         Ok((cp, durable, setup))

@@ -1411,7 +1411,11 @@ impl Turn<'_> {
                 request: request.clone(),
                 agent: Vec::new(),
             });
-            let answer = given.unwrap_or_else(|| Answer::deny(ASK_TIMEOUT_DENIAL));
+            // Past its deadline the ask is denied as timed out, whatever answer came.
+            let answer = match given {
+                Some(answer) if deadline.is_none_or(|d| d > now) => answer,
+                _ => Answer::deny(ASK_TIMEOUT_DENIAL),
+            };
             return Some((answer, deadline));
         }
         let notice = Notification {
