@@ -671,6 +671,8 @@ impl ClientBuilder {
     /// here (a bad `base_url` fails now, not at the first request); errors name the option as
     /// [`ClientBuilder::spelling`] spells it.
     pub fn build(self) -> Result<Client> {
+        // A dead hook command's or MCP server's stdin must not kill a Swift or C host.
+        crate::sandbox::ignore_sigpipe_if_default();
         let config = self.config;
         let spelling = self.spelling;
         check_client(&config, spelling)?;

@@ -32,12 +32,15 @@ mod handshake;
 mod landlock;
 mod scratch;
 mod seccomp;
+mod sigpipe;
 mod spawner;
 mod status;
 mod watchdog;
 
 pub use config::SandboxConfig;
 pub use status::{status, status_for, Layer, SandboxStatus};
+
+pub(crate) use sigpipe::ignore_sigpipe_if_default;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
