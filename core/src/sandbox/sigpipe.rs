@@ -26,23 +26,6 @@ pub(crate) fn ignore_sigpipe_if_default() {
     });
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sigpipe_is_ignored_afterwards() {
-        ignore_sigpipe_if_default();
-        // SAFETY: reading the current action only.
-        let action = unsafe {
-            let mut current: libc::sigaction = std::mem::zeroed();
-            assert_eq!(
-                libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut current),
-                0
-            );
-            current.sa_sigaction
-        };
-        // The test binary (Rust) already ignored it; either way it is not the default now.
-        assert_ne!(action, libc::SIG_DFL);
-    }
-}
+// Tested where it matters: a Swift host (the `bindings-swift` step's conformance runner, whose
+// hooks_file scenarios end a hook command before it reads its stdin). Inside a Rust test binary
+// SIGPIPE is already ignored, so a unit test here could not fail.
