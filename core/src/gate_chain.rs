@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::event::Event;
+use crate::event::{Event, GateVerdict};
 use crate::gate::{
     Answer, Decision, PendingRequest, ToolCallEvent, ASK_TIMEOUT_DENIAL, DEFAULT_DENIAL,
 };
@@ -41,6 +41,27 @@ pub(crate) struct Gated {
     pub asks: Vec<(usize, PendingRequest)>,
     /// The policy rule for the gate event.
     pub rule: Option<String>,
+}
+
+impl Gated {
+    /// The `gate` event for `event`'s verdict, naming the rule that decided.
+    pub fn event(
+        &self,
+        event: &ToolCallEvent,
+        decision: GateVerdict,
+        message: Option<String>,
+    ) -> Event {
+        Event::Gate {
+            call_id: event.call_id.clone(),
+            name: event.name.clone(),
+            decision,
+            message,
+            hints: event.hints,
+            source: event.source,
+            rule: self.rule.clone(),
+            agent: Vec::new(),
+        }
+    }
 }
 
 /// Pass `event` through every gate of the chain, the turn's own client first, then

@@ -1304,18 +1304,10 @@ impl Turn<'_> {
             return settled(ToolOutput::error(CANCELLED_RESULT));
         };
         let gate = |decision: GateVerdict, message: Option<String>| {
-            self.sink.emit_with(|| Event::Gate {
-                call_id: event.call_id.clone(),
-                name: event.name.clone(),
-                decision,
-                message,
-                hints: event.hints,
-                source: event.source,
-                rule: gated.rule.clone(),
-                agent: Vec::new(),
-            })
+            self.sink
+                .emit_with(|| gated.event(&event, decision, message))
         };
-        if let Some(message) = gated.denied {
+        if let Some(message) = gated.denied.clone() {
             gate(GateVerdict::Deny, Some(message.clone()));
             return settled(ToolOutput::error(message));
         }

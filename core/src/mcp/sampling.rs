@@ -79,18 +79,9 @@ async fn pass_gate(
         return Err("the turn was cancelled".into());
     };
     let emit = |decision: GateVerdict, message: Option<String>| {
-        ctx.events.emit(Event::Gate {
-            call_id: event.call_id.clone(),
-            name: event.name.clone(),
-            decision,
-            message,
-            hints: event.hints,
-            source: event.source,
-            rule: gated.rule.clone(),
-            agent: Vec::new(),
-        })
+        ctx.events.emit(gated.event(&event, decision, message))
     };
-    if let Some(message) = gated.denied {
+    if let Some(message) = gated.denied.clone() {
         emit(GateVerdict::Deny, Some(message.clone()));
         return Ok(Some(message));
     }
