@@ -51,6 +51,7 @@
 
 mod exporter;
 mod otlp_json;
+mod propagate;
 mod settings;
 mod span;
 mod turn_trace;
@@ -64,6 +65,7 @@ pub use span::{
     AttributeValue, Attributes, SpanContext, SpanEvent, SpanKind, SpanRecord, SpanStatus,
 };
 
+pub(crate) use propagate::{outgoing_traceparent, with_traceparent};
 pub(crate) use turn_trace::{ModelTarget, TurnTrace};
 
 use exporter::Exporter;
