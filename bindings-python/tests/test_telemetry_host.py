@@ -30,8 +30,8 @@ SECRET_KEY = "sk-KEY-SECRET-5523"
 
 def _unset_global_provider() -> None:
     # What opentelemetry's own tests do: the global provider can otherwise be set only once.
-    trace._TRACER_PROVIDER_SET_ONCE = Once()  # type: ignore[attr-defined]
-    trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    trace._TRACER_PROVIDER = None
 
 
 @pytest.fixture
