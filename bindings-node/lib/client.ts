@@ -16,6 +16,7 @@ import { outputSpec } from './output'
 import type { InferOutput, OutputSchema, OutputSpec } from './output'
 import { BackgroundShells } from './shells'
 import { SourceTool } from './source'
+import { hostTracer } from './telemetry'
 import type { ToolDefinition } from './tools'
 import { Transcript } from './transcript'
 import type { TranscriptData } from './transcript'
@@ -72,6 +73,7 @@ export class Client<O = unknown> {
     const compact = options.compactor?.compact?.bind(options.compactor)
     const output = outputSpec(options.outputSchema)
     this.#output = output
+    const tracer = hostTracer()
     this.#native = new native.NativeClient(
       coreConfig({ ...options, outputSchema: output ? (JSON.parse(output.schemaJson) as OutputSchema) : undefined }),
       // The callbacks close over `aborts`, never over the client, so a client is collectable.
@@ -102,6 +104,8 @@ export class Client<O = unknown> {
             return out == null ? null : out instanceof Transcript ? out.toJSON() : out
           })),
       shells?.handle,
+      tracer?.current,
+      tracer?.replay,
     )
     for (const t of options.tools ?? []) this.register(t)
   }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use contenox::CancellationToken;
 use contenox::{Client, ClientBuilder, Config, RunOptions, Spelling, SubagentOptions, ToolSpec};
-use napi::bindgen_prelude::{Function, Promise, PromiseRaw};
+use napi::bindgen_prelude::{Function, FunctionRef, Promise, PromiseRaw};
 use napi::threadsafe_function::UnknownReturnValue;
 use napi::{Env, Result};
 use napi_derive::napi;
@@ -16,6 +16,7 @@ use crate::host::{
 };
 use crate::run::{NativeRun, NativeTurnResult};
 use crate::shells::NativeBackgroundShells;
+use crate::telemetry::JsHostTracer;
 use crate::transcript::{NativeTranscript, Snapshots};
 use crate::{convert, error};
 
@@ -64,6 +65,9 @@ pub struct NativeClient {
     shared: Arc<Shared>,
     /// The transcripts this client handed out share their messages through it.
     snapshots: Arc<Snapshots>,
+    /// `() => traceparent | null`: the host's active span, when the host has its own tracer
+    /// provider (`lib/telemetry.ts`).
+    trace_current: Option<FunctionRef<(), Option<String>>>,
 }
 
 fn run_options(
@@ -118,7 +122,7 @@ impl NativeClient {
     /// `compact` are the host's compactor.
     #[napi(
         constructor,
-        ts_args_type = "optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>, shells?: NativeBackgroundShells"
+        ts_args_type = "optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>, shells?: NativeBackgroundShells, hostCurrent?: () => string | null, hostReplay?: (spansJson: string) => void"
     )]
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -132,6 +136,8 @@ impl NativeClient {
         on_compact: Option<Function<'_, NoticeArgs, Promise<String>>>,
         compact: Option<Function<'_, CompactArgs, Promise<String>>>,
         shells: Option<&NativeBackgroundShells>,
+        host_current: Option<Function<'_, (), Option<String>>>,
+        host_replay: Option<Function<'_, String, UnknownReturnValue>>,
     ) -> Result<Self> {
         let config = config(env, &options_json)?;
         let shared = Shared::new(&abort)?;
@@ -159,11 +165,15 @@ impl NativeClient {
         if let Some(shells) = shells {
             builder = builder.background_shells(shells.0.clone());
         }
+        if let Some(replay) = &host_replay {
+            builder = builder.host_tracer(Arc::new(JsHostTracer::new(replay)?));
+        }
         let client = builder.build().map_err(|e| error::to_js(env, e))?;
         Ok(NativeClient {
             client,
             shared,
             snapshots: Arc::default(),
+            trace_current: host_current.map(|f| f.create_ref()).transpose()?,
         })
     }
 
@@ -253,6 +263,24 @@ impl NativeClient {
         self.client.tools().into_iter().map(|s| s.name).collect()
     }
 
+    /// `options` with the host's active span as the turn's parent, when the host has its own
+    /// tracer provider (called where the host called `run` / `stream` / `resume`).
+    fn traced(&self, env: &Env, options: RunOptions) -> RunOptions {
+        let Some(current) = &self.trace_current else {
+            return options;
+        };
+        // The TypeScript function never throws (it answers null instead).
+        let traceparent = current
+            .borrow_back(env)
+            .and_then(|f| f.call(()))
+            .ok()
+            .flatten();
+        RunOptions {
+            traceparent,
+            ..options
+        }
+    }
+
     /// Run one turn to its end.
     #[napi(ts_return_type = "Promise<NativeTurnResult>")]
     pub fn run<'env>(
@@ -265,7 +293,10 @@ impl NativeClient {
         output_json: Option<String>,
     ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
         let prompt = contenox::Prompt::from_json(&prompt).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel, settings_json, output_json)?;
+        let options = self.traced(
+            env,
+            run_options(env, allow, cancel, settings_json, output_json)?,
+        );
         let client = self.client.clone();
         let snapshots = self.snapshots.clone();
         env.spawn_future_with_callback(
@@ -289,7 +320,10 @@ impl NativeClient {
         output_json: Option<String>,
     ) -> Result<NativeRun> {
         let prompt = contenox::Prompt::from_json(&prompt).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel, settings_json, output_json)?;
+        let options = self.traced(
+            env,
+            run_options(env, allow, cancel, settings_json, output_json)?,
+        );
         // Core spawns the turn on the current tokio runtime: napi's.
         napi::bindgen_prelude::within_runtime_if_available(|| {
             let run = self
@@ -312,7 +346,7 @@ impl NativeClient {
     ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
         let answers = contenox::durable::answers_from_json(&answers_json)
             .map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, None, cancel, None, None)?;
+        let options = self.traced(env, run_options(env, None, cancel, None, None)?);
         let client = self.client.clone();
         let snapshots = self.snapshots.clone();
         env.spawn_future_with_callback(
@@ -335,7 +369,7 @@ impl NativeClient {
     ) -> Result<NativeRun> {
         let answers = contenox::durable::answers_from_json(&answers_json)
             .map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, None, cancel, None, None)?;
+        let options = self.traced(env, run_options(env, None, cancel, None, None)?);
         napi::bindgen_prelude::within_runtime_if_available(|| {
             let run = self
                 .client
@@ -357,7 +391,7 @@ impl NativeClient {
         settings_json: Option<String>,
     ) -> Result<PromiseRaw<'env, NativeTurnResult>> {
         let chain = contenox::Chain::from_json(&chain_json).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel, settings_json, None)?;
+        let options = self.traced(env, run_options(env, allow, cancel, settings_json, None)?);
         let client = self.client.clone();
         let snapshots = self.snapshots.clone();
         env.spawn_future_with_callback(
@@ -381,7 +415,7 @@ impl NativeClient {
         settings_json: Option<String>,
     ) -> Result<NativeRun> {
         let chain = contenox::Chain::from_json(&chain_json).map_err(|e| error::to_js(env, e))?;
-        let options = run_options(env, allow, cancel, settings_json, None)?;
+        let options = self.traced(env, run_options(env, allow, cancel, settings_json, None)?);
         napi::bindgen_prelude::within_runtime_if_available(|| {
             let run = self
                 .client

@@ -25,6 +25,7 @@ mod host;
 mod run;
 mod shells;
 mod source;
+mod telemetry;
 mod transcript;
 
 pub use client::{js_name, list_models, policy_preset, NativeCancel, NativeClient};

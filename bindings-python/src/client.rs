@@ -94,6 +94,9 @@ fn build(
     if let Some(s) = &parts.shells {
         b = b.background_shells(s.clone());
     }
+    if let Some(t) = &parts.host_tracer {
+        b = b.host_tracer(t.clone());
+    }
     b.build()
 }
 
@@ -153,6 +156,18 @@ impl PyClient {
         Ok(())
     }
 
+    /// `options` with the host's current span as the turn's parent, when the host has its own
+    /// tracer provider (called where the host called `run` / `stream` / `resume`).
+    fn traced(&self, options: RunOptions) -> RunOptions {
+        match &self.parts.host_tracer {
+            Some(tracer) => RunOptions {
+                traceparent: Python::attach(|py| tracer.current(py)),
+                ..options
+            },
+            None => options,
+        }
+    }
+
     fn start(
         &self,
         prompt: contenox::Prompt,
@@ -160,7 +175,7 @@ impl PyClient {
         settings: Option<&str>,
         output: OutputOptions<'_>,
     ) -> PyResult<contenox::Run> {
-        let options = output.apply(run_options(allow, settings)?)?;
+        let options = self.traced(output.apply(run_options(allow, settings)?)?);
         let core = self.core()?;
         let _rt = runtime().enter();
         core.stream_with(prompt, options).map_err(to_py_err)
@@ -179,9 +194,11 @@ impl PyClient {
         CancellationToken,
     )> {
         let cancel = CancellationToken::new();
-        let options = output
-            .apply(run_options(allow, settings)?)?
-            .cancel(cancel.clone());
+        let options = self.traced(
+            output
+                .apply(run_options(allow, settings)?)?
+                .cancel(cancel.clone()),
+        );
         let core = self.open_core()?;
         let turn = quiet::spawn(
             async move { core.run_with(prompt, options).await },
@@ -200,7 +217,7 @@ impl PyClient {
         settings: Option<&str>,
     ) -> PyResult<contenox::Run> {
         let chain = contenox::Chain::from_json(chain_json).map_err(to_py_err)?;
-        let options = run_options(allow, settings)?;
+        let options = self.traced(run_options(allow, settings)?);
         let core = self.core()?;
         let _rt = runtime().enter();
         core.stream_chain_with(&chain, input, options)
@@ -220,7 +237,7 @@ impl PyClient {
     )> {
         let chain = contenox::Chain::from_json(chain_json).map_err(to_py_err)?;
         let cancel = CancellationToken::new();
-        let options = run_options(allow, settings)?.cancel(cancel.clone());
+        let options = self.traced(run_options(allow, settings)?.cancel(cancel.clone()));
         let core = self.open_core()?;
         let turn = quiet::spawn(
             async move { core.run_chain_with(&chain, input, options).await },
@@ -242,7 +259,7 @@ impl PyClient {
     )> {
         let answers = contenox::durable::answers_from_json(answers_json).map_err(to_py_err)?;
         let cancel = CancellationToken::new();
-        let options = RunOptions::default().cancel(cancel.clone());
+        let options = self.traced(RunOptions::default().cancel(cancel.clone()));
         let core = self.open_core()?;
         let turn = quiet::spawn(
             async move { core.resume_with(&checkpoint, answers, options).await },
@@ -313,7 +330,7 @@ impl PyClient {
     /// wait_for, on_compact and compactor `(callable, is_async)`, and the web search provider's
     /// `search` `(callable, is_async, takes_cancel)`.
     #[staticmethod]
-    #[pyo3(signature = (config_json, tools, before_tool=None, after_tool=None, wait_for=None, websearch=None, on_compact=None, compactor=None, background_shells=None))]
+    #[pyo3(signature = (config_json, tools, before_tool=None, after_tool=None, wait_for=None, websearch=None, on_compact=None, compactor=None, background_shells=None, *, host_tracer=None))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         config_json: &str,
@@ -325,6 +342,7 @@ impl PyClient {
         on_compact: Option<PyCallable<'_>>,
         compactor: Option<PyCallable<'_>>,
         background_shells: Option<PyRef<'_, PyBackgroundShells>>,
+        host_tracer: Option<(Py<PyAny>, Py<PyAny>)>,
     ) -> PyResult<PyClient> {
         let config = Config::from_json(config_json).map_err(to_py_err)?;
         let host: SharedHost = Arc::new(Host::default());
@@ -384,6 +402,9 @@ impl PyClient {
             websearch,
             compactor,
             shells: background_shells.map(|s| s.inner.clone()),
+            host_tracer: host_tracer.map(|(current, replay)| {
+                Arc::new(crate::telemetry::PyHostTracer { current, replay })
+            }),
         };
         let client = build(config, &tools, &parts).map_err(to_py_err)?;
         Ok(PyClient {
@@ -542,8 +563,10 @@ impl PyClient {
         self.host.capture(py);
         let core = self.core()?;
         let _rt = runtime().enter();
+        let options = self.traced(RunOptions::default());
         Ok(PyRun::new(
-            core.resume_stream(checkpoint, answers).map_err(to_py_err)?,
+            core.resume_stream_with(checkpoint, answers, options)
+                .map_err(to_py_err)?,
         ))
     }
 

@@ -665,4 +665,6 @@ pub struct Parts {
     pub compactor: Option<Arc<dyn Compactor>>,
     /// Background shells the host made and gave (`background=BackgroundShells()`).
     pub shells: Option<contenox::BackgroundShells>,
+    /// The host's own tracer provider, when the Python layer found one.
+    pub host_tracer: Option<Arc<crate::telemetry::PyHostTracer>>,
 }

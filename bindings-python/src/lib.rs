@@ -19,6 +19,7 @@ mod run;
 mod runtime;
 mod shells;
 mod source;
+mod telemetry;
 mod transcript;
 
 use pyo3::prelude::*;

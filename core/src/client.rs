@@ -443,6 +443,7 @@ pub struct ClientBuilder {
     compactor: Option<Arc<dyn Compactor>>,
     hook_timeout: Option<std::time::Duration>,
     span_sink: Option<Arc<dyn SpanSink>>,
+    host_tracer: Option<Arc<dyn SpanSink>>,
 }
 
 impl ClientBuilder {
@@ -451,6 +452,16 @@ impl ClientBuilder {
     /// `telemetry` is `false`; its `include_contents` still applies.
     pub fn span_sink(mut self, sink: Arc<dyn SpanSink>) -> Self {
         self.span_sink = Some(sink);
+        self
+    }
+
+    /// The host has its own tracer provider (a binding found Python's `opentelemetry` SDK or
+    /// Node's global `@opentelemetry/api` provider set): while the config's `telemetry` is on,
+    /// the turns' spans go to `sink`, which replays them into that provider, instead of the
+    /// OTLP exporter (none is started); with telemetry off, nothing changes. Unlike
+    /// [`ClientBuilder::span_sink`], it never turns telemetry on by itself.
+    pub fn host_tracer(mut self, sink: Arc<dyn SpanSink>) -> Self {
+        self.host_tracer = Some(sink);
         self
     }
 
@@ -754,8 +765,11 @@ impl ClientBuilder {
         }
         // The variables fallback keys are read from are as secret as the styles' own.
         secret_env.extend(config.fallback.iter().filter_map(|f| f.api_key_env.clone()));
-        let telemetry = Telemetry::from_option(config.telemetry.as_ref(), self.span_sink)
-            .map_err(|why| Error::Config(ConfigError::new("telemetry", why).spelled(spelling)))?;
+        let telemetry =
+            Telemetry::from_option(config.telemetry.as_ref(), self.span_sink, self.host_tracer)
+                .map_err(|why| {
+                    Error::Config(ConfigError::new("telemetry", why).spelled(spelling))
+                })?;
         Ok(Client {
             state: Arc::new(ClientState::new(Parts {
                 config,

@@ -21,6 +21,9 @@ pub(crate) fn trace_turn(
     let (telemetry, parent, root) = match sink.trace_parent() {
         Some((telemetry, parent, root)) => (telemetry, Some(parent), Some(root)),
         None => match inner.telemetry() {
+            // The host's span is not sampled: neither is the turn (a parent-based sampler's
+            // choice, the OpenTelemetry SDKs' default).
+            Some(_) if host_parent.is_some_and(|p| !p.sampled) => return sink,
             Some(telemetry) => (telemetry.clone(), host_parent, None),
             None => return sink,
         },

@@ -246,6 +246,83 @@ pub fn check(scenario: &Scenario, trace: &Trace) -> Vec<String> {
     fails
 }
 
+/// `expect.traceparent` (see [`Expect::traceparent`]).
+fn check_traceparent(want: &str, trace: &Trace, fails: &mut Vec<String>) {
+    let headers: Vec<Option<&str>> = trace
+        .requests
+        .iter()
+        .map(|r| r.get(crate::fake::TRACEPARENT_KEY).and_then(Value::as_str))
+        .collect();
+    match want {
+        "absent" => {
+            for (i, h) in headers.iter().enumerate() {
+                if let Some(h) = h {
+                    fails.push(format!("traceparent: request {i} carries one ({h})"));
+                }
+            }
+        }
+        "chat_spans" => {
+            let mut traces: Vec<&str> = Vec::new();
+            let mut spans: Vec<&str> = Vec::new();
+            for (i, h) in headers.iter().enumerate() {
+                let Some(h) = h else {
+                    fails.push(format!("traceparent: request {i} carries none"));
+                    continue;
+                };
+                let parts: Vec<&str> = h.split('-').collect();
+                let hex = |s: &str, n: usize| {
+                    s.len() == n
+                        && s.bytes()
+                            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                        && s.bytes().any(|b| b != b'0')
+                };
+                if parts.len() != 4
+                    || parts[0] != "00"
+                    || !hex(parts[1], 32)
+                    || !hex(parts[2], 16)
+                    || parts[3] != "01"
+                {
+                    fails.push(format!(
+                        "traceparent: request {i}: not a sampled W3C traceparent: {h}"
+                    ));
+                    continue;
+                }
+                if !traces.contains(&parts[1]) {
+                    traces.push(parts[1]);
+                }
+                if spans.contains(&parts[2]) {
+                    fails.push(format!(
+                        "traceparent: request {i} repeats span id {}",
+                        parts[2]
+                    ));
+                }
+                spans.push(parts[2]);
+            }
+            let turns = 1 + trace_turns(trace);
+            if !headers.is_empty() && traces.len() > turns {
+                fails.push(format!(
+                    "traceparent: {} trace ids for {turns} turn(s): a turn's requests share one",
+                    traces.len()
+                ));
+            }
+        }
+        other => fails.push(format!(
+            "traceparent: expected \"chat_spans\" or \"absent\", got {}",
+            Show(&other)
+        )),
+    }
+}
+
+/// How many turns after the first the trace ran (its `turn_end` events, less one).
+fn trace_turns(trace: &Trace) -> usize {
+    trace
+        .events
+        .iter()
+        .filter(|e| e.get("type").and_then(Value::as_str) == Some("turn_end"))
+        .count()
+        .saturating_sub(1)
+}
+
 fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>) {
     // A key this checker does not know would otherwise be carried unseen and check nothing (a
     // misspelt `tool_result` passes every trace): refuse it, naming it.
@@ -402,6 +479,9 @@ fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>
                 trace.requests.len()
             ));
         }
+    }
+    if let Some(want) = &e.traceparent {
+        check_traceparent(want, trace, fails);
     }
     for (path, want) in e.workspace.iter().flatten() {
         let got = trace.workspace.get(path).and_then(Option::as_ref);
@@ -1291,6 +1371,54 @@ mod tests {
             json!({"requests": [{}, {}]}),
             json!({"requests": [{}, {}, {}]}),
             "request_count: expected 2, got 3",
+        );
+    }
+
+    #[test]
+    fn traceparent() {
+        let tp = |t: &str, s: &str| format!("00-{t}-{s}-01");
+        let (t1, t2) = (
+            "0af7651916cd43dd8448eb211c80319c",
+            "1bf7651916cd43dd8448eb211c80319c",
+        );
+        let (s1, s2) = ("b7ad6b7169203331", "c7ad6b7169203331");
+        let turn_end = json!({"type": "turn_end"});
+        pass_fail(
+            "openai",
+            json!({"traceparent": "chat_spans"}),
+            json!({"requests": [{"_traceparent": tp(t1, s1)}, {"_traceparent": tp(t1, s2)}],
+                   "events": [turn_end]}),
+            json!({"requests": [{"_traceparent": tp(t1, s1)}, {"_traceparent": tp(t2, s2)}],
+                   "events": [turn_end]}),
+            "traceparent: 2 trace ids for 1 turn(s)",
+        );
+        pass_fail(
+            "openai",
+            json!({"traceparent": "chat_spans"}),
+            json!({"requests": [{"_traceparent": tp(t1, s1)}]}),
+            json!({"requests": [{"_traceparent": tp(t1, s1)}, {"_traceparent": tp(t1, s1)}]}),
+            "traceparent: request 1 repeats span id",
+        );
+        pass_fail(
+            "openai",
+            json!({"traceparent": "chat_spans"}),
+            json!({"requests": [{"_traceparent": tp(t1, s1)}]}),
+            json!({"requests": [{}]}),
+            "traceparent: request 0 carries none",
+        );
+        pass_fail(
+            "openai",
+            json!({"traceparent": "chat_spans"}),
+            json!({"requests": [{"_traceparent": tp(t1, s1)}]}),
+            json!({"requests": [{"_traceparent": format!("00-{t1}-0000000000000000-01")}]}),
+            "not a sampled W3C traceparent",
+        );
+        pass_fail(
+            "openai",
+            json!({"traceparent": "absent"}),
+            json!({"requests": [{}, {}]}),
+            json!({"requests": [{}, {"_traceparent": tp(t1, s1)}]}),
+            "traceparent: request 1 carries one",
         );
     }
 

@@ -1053,6 +1053,13 @@ pub struct Expect {
         skip_serializing_if = "Option::is_none"
     )]
     pub output: Option<Value>,
+    /// Extension: the `traceparent` header of the model requests (the fake server records it
+    /// as the key `_traceparent` of each body). `"chat_spans"`: every request has a valid W3C
+    /// `traceparent` (version 00, sampled), the requests of each turn share one trace id (one
+    /// per turn: `prompt` and each of `more_prompts`) and no two requests share a span id
+    /// (each names its own `chat` span); `"absent"`: no request has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -11,6 +11,7 @@ from . import _native
 from ._bridge import is_async
 from ._errors import ConfigurationError
 from ._output import OutputSchema, OutputSpec, Parse, output_spec
+from ._telemetry import host_tracer
 from ._tools import Tool, _hints_dict
 from ._types import (
     CodeExecutionOptions,
@@ -993,6 +994,7 @@ def create_client(
         _callable(on_compact, "on_compact"),
         _callable(compactor, "compactor"),
         background._native if isinstance(background, BackgroundShells) else None,
+        host_tracer=host_tracer(),
     )
     client = Client(native, output)
     sources: list[RemoteSource] = []

@@ -21,7 +21,9 @@ use futures::StreamExt;
 use http::{HeaderName, HeaderValue};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
 use reqwest::StatusCode;
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestParamsMeta, ServerJsonRpcMessage,
+};
 use rmcp::transport::common::http_header::{
     EVENT_STREAM_MIME_TYPE, HEADER_LAST_EVENT_ID, HEADER_SESSION_ID, JSON_MIME_TYPE,
 };
@@ -393,6 +395,9 @@ impl StreamableHttpClient for HttpClient {
         if let Some(id) = &session_id {
             req = req.header(HEADER_SESSION_ID, id.as_ref());
         }
+        if let Some(traceparent) = traceparent_of(&message) {
+            req = req.header("traceparent", traceparent);
+        }
         let resp = self.send(req.body(body)).await?;
         let status = resp.status();
         if status == StatusCode::UNAUTHORIZED {
@@ -565,5 +570,18 @@ impl StreamableHttpClient for HttpClient {
         // The server's own channel: it may stay quiet for as long as it likes (no idle limit),
         // but each event is capped.
         Ok(sse(resp, max_sse_event_size, None, self.last_error.clone()))
+    }
+}
+
+/// The trace context a tool call carries in its `_meta` (its `execute_tool` span's, telemetry
+/// on), sent as the HTTP request's `traceparent` too. Connection-level messages (initialize,
+/// lists, notifications) carry none: they belong to no turn's span.
+fn traceparent_of(message: &ClientJsonRpcMessage) -> Option<&str> {
+    match message {
+        JsonRpcMessage::Request(r) => match &r.request {
+            ClientRequest::CallToolRequest(call) => call.params.traceparent(),
+            _ => None,
+        },
+        _ => None,
     }
 }

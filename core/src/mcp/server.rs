@@ -13,7 +13,7 @@ use parking_lot::{Mutex, RwLock};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorData, Implementation,
-    ListRootsResult, ReadResourceRequestParams,
+    ListRootsResult, ReadResourceRequestParams, RequestParamsMeta,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -532,12 +532,18 @@ impl Server {
         tool: &str,
         args: Map<String, Value>,
         cancel: &CancellationToken,
+        traceparent: Option<String>,
     ) -> ToolOutput {
         let (peer, generation) = match self.peer().await {
             Ok(p) => p,
             Err(e) => return e.into_output(),
         };
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        // The call's span (telemetry on), as MCP carries trace context (SEP-414); the HTTP
+        // transport also sends it as the request's `traceparent` header.
+        if let Some(traceparent) = &traceparent {
+            params.set_traceparent(traceparent);
+        }
         let what = format!("the call of {tool}");
         let mut out = self
             .bounded(&what, cancel, generation, peer.call_tool(params.clone()))
@@ -681,7 +687,7 @@ impl ToolServer for Arc<Server> {
         ctx: &ToolContext,
     ) -> ToolOutput {
         let _in_call = self.calls.enter(ctx);
-        Server::call_tool(self, tool, args, &ctx.cancel).await
+        Server::call_tool(self, tool, args, &ctx.cancel, ctx.traceparent()).await
     }
 }
 

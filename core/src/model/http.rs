@@ -141,6 +141,9 @@ impl Http {
         for (k, v) in headers {
             req = with_header(req, k, v);
         }
+        if let Some(traceparent) = crate::telemetry::outgoing_traceparent() {
+            req = req.header("traceparent", traceparent);
+        }
         let req = req
             .header("content-type", "application/json")
             .body(body.clone());

@@ -115,7 +115,8 @@ pub(crate) async fn complete_with_retry(
             attempt,
             agent: Vec::new(),
         });
-        match backend.send(body, &deltas).await {
+        let traceparent = sink.chat_traceparent();
+        match crate::telemetry::with_traceparent(traceparent, backend.send(body, &deltas)).await {
             Ok(resp) => return Ok(resp),
             Err(Failure::BeforeData {
                 status,

@@ -49,9 +49,15 @@ impl RemoteTool {
         request: reqwest::RequestBuilder,
         ctx: &ToolContext,
     ) -> Result<Answer, ToolOutput> {
-        let request = request
+        let mut request = request
             .build()
             .map_err(|_| self.error("the request could not be built"))?;
+        if let Some(value) = ctx
+            .traceparent()
+            .and_then(|t| reqwest::header::HeaderValue::from_str(&t).ok())
+        {
+            request.headers_mut().insert("traceparent", value);
+        }
         let client = self.endpoint.client.as_ref().map_err(|e| self.error(e))?;
         let closed = &self.endpoint.shared.closed;
         let sent = tokio::select! {

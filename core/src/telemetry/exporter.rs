@@ -70,26 +70,33 @@ impl Shared {
     }
 }
 
+/// The export request's headers, after checking the endpoint and the configured headers (a
+/// host's own tracer provider takes the spans then, but a bad option is refused all the same).
+/// `Err` names what is wrong.
+pub(crate) fn checked_headers(settings: &Resolved) -> Result<HeaderMap, String> {
+    let url = url::Url::parse(&settings.endpoint)
+        .map_err(|e| format!("the endpoint is not a URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("the endpoint must be an http:// or https:// URL".into());
+    }
+    let mut headers = HeaderMap::new();
+    for (k, v) in &settings.headers {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| format!("header {k:?} is not a valid HTTP header name"))?;
+        let mut value = HeaderValue::from_str(v)
+            .map_err(|_| format!("the value of header {k:?} is not a valid HTTP header value"))?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(headers)
+}
+
 impl Exporter {
     /// Check the endpoint and headers, and start the export thread. `Err` names what is wrong
     /// (the caller makes it a configuration error).
     pub(crate) fn start(settings: &Resolved) -> Result<Exporter, String> {
-        let url = url::Url::parse(&settings.endpoint)
-            .map_err(|e| format!("the endpoint is not a URL ({e})"))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err("the endpoint must be an http:// or https:// URL".into());
-        }
-        let mut headers = HeaderMap::new();
-        for (k, v) in &settings.headers {
-            let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| format!("header {k:?} is not a valid HTTP header name"))?;
-            let mut value = HeaderValue::from_str(v).map_err(|_| {
-                format!("the value of header {k:?} is not a valid HTTP header value")
-            })?;
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let headers = checked_headers(settings)?;
         let http = reqwest::Client::builder()
             .default_headers(headers)
             .timeout(settings.timeout)

@@ -51,6 +51,7 @@
 
 mod exporter;
 mod otlp_json;
+mod propagate;
 mod settings;
 mod span;
 mod turn_trace;
@@ -64,6 +65,7 @@ pub use span::{
     AttributeValue, Attributes, SpanContext, SpanEvent, SpanKind, SpanRecord, SpanStatus,
 };
 
+pub(crate) use propagate::{outgoing_traceparent, with_traceparent};
 pub(crate) use turn_trace::{ModelTarget, TurnTrace};
 
 use exporter::Exporter;
@@ -100,11 +102,14 @@ pub(crate) struct Telemetry {
 const CLOSE_FLUSH: Duration = Duration::from_secs(5);
 
 impl Telemetry {
-    /// The config's `telemetry` option, if on: spans to `sink` when the host gives one, else to the
-    /// OTLP endpoint. `Err` says what is wrong with the option.
+    /// The config's `telemetry` option, if on: spans to `sink` when the host gives one (which
+    /// turns telemetry on by itself), else to `host_tracer` when the host has its own tracer
+    /// provider (only while the option is on), else to the OTLP endpoint. `Err` says what is
+    /// wrong with the option.
     pub(crate) fn from_option(
         option: Option<&TelemetryOption>,
         sink: Option<Arc<dyn SpanSink>>,
+        host_tracer: Option<Arc<dyn SpanSink>>,
     ) -> Result<Option<Arc<Telemetry>>, String> {
         let settings = match option {
             Some(option) => option.settings(),
@@ -113,11 +118,15 @@ impl Telemetry {
         let Some(settings) = settings else {
             return Ok(None);
         };
-        let output = match sink {
-            Some(sink) => Output::Host {
-                sink,
-                pending: parking_lot::Mutex::default(),
-            },
+        // `settings` is there without the option only for a `span_sink`, which comes first.
+        let output = match sink.or(host_tracer) {
+            Some(sink) => {
+                exporter::checked_headers(&Resolved::new(&settings))?;
+                Output::Host {
+                    sink,
+                    pending: parking_lot::Mutex::default(),
+                }
+            }
             None => Output::Otlp(Exporter::start(&Resolved::new(&settings))?),
         };
         Ok(Some(Arc::new(Telemetry {

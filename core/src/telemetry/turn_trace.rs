@@ -237,6 +237,32 @@ impl TurnTrace {
         )
     }
 
+    /// The `traceparent` of the model response being read (its `chat` span), if one is open.
+    pub(crate) fn chat_traceparent(&self) -> Option<String> {
+        let state = self.state.lock();
+        state
+            .chat
+            .as_ref()
+            .map(|c| self.context(c.span.id).traceparent())
+    }
+
+    /// The `traceparent` of call `call_id`'s `execute_tool` span, while it is open.
+    pub(crate) fn call_traceparent(&self, call_id: &str) -> Option<String> {
+        let state = self.state.lock();
+        state
+            .tools
+            .get(call_id)
+            .map(|t| self.context(t.id).traceparent())
+    }
+
+    fn context(&self, span_id: [u8; 8]) -> SpanContext {
+        SpanContext {
+            trace_id: self.trace_id,
+            span_id,
+            sampled: true,
+        }
+    }
+
     /// A compaction starts now (its `compact` event comes when it ends).
     pub(crate) fn compaction_starts(&self) {
         self.state.lock().compaction_start = Some(now_nanos());

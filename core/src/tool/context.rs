@@ -111,6 +111,11 @@ impl EventSink {
         }
     }
 
+    /// The `traceparent` a model request sent now carries: its `chat` span's (telemetry on).
+    pub(crate) fn chat_traceparent(&self) -> Option<String> {
+        self.trace().and_then(|t| t.chat_traceparent())
+    }
+
     /// The same stream, for a turn whose answer is JSON (an `output_schema`): each text delta
     /// is followed by an `output_delta` when the best-effort value of the response's text so
     /// far changed; each `request` starts the text over.
@@ -192,6 +197,15 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
+    /// The W3C `traceparent` of this call's `execute_tool` span while it runs, when telemetry
+    /// is on (`None` otherwise): what a tool's outgoing request carries to continue the trace
+    /// (remote tools and MCP calls send it).
+    pub fn traceparent(&self) -> Option<String> {
+        self.events
+            .trace()
+            .and_then(|t| t.call_traceparent(&self.call_id))
+    }
+
     /// A context for running a tool outside a turn, rooted at `root`.
     pub fn detached(root: impl Into<PathBuf>, name: impl Into<String>) -> Self {
         ToolContext {

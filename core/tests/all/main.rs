@@ -33,6 +33,7 @@ mod sandbox;
 mod subagents;
 mod telemetry;
 mod tool_source;
+mod traceparent_out;
 mod turn_loop;
 mod turn_queue;
 mod web_fetch_hostile;

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 const HANG: Duration = Duration::from_secs(60);
 
-async fn load(servers: Value) -> (McpSource, Vec<(String, ServerState)>) {
+pub(crate) async fn load(servers: Value) -> (McpSource, Vec<(String, ServerState)>) {
     let config = McpConfig::from_value(json!({ "mcpServers": servers })).unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
@@ -58,18 +58,20 @@ async fn call_once(source: &McpSource, tool: &str, args: Value) -> (String, bool
 }
 
 /// The JSON-RPC body of a raw request.
-fn rpc(request: &str) -> Value {
+pub(crate) fn rpc(request: &str) -> Value {
     let body = request.split_once("\r\n\r\n").map_or("", |(_, b)| b);
     serde_json::from_str(body).unwrap_or(Value::Null)
 }
 
-fn json_answer(id: &Value, result: Value) -> Vec<Step> {
+pub(crate) fn json_answer(id: &Value, result: Value) -> Vec<Step> {
     let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
     whole(200, "application/json", &[("mcp-session-id", "s1")], &body)
 }
 
 /// A streamable HTTP MCP server with one tool, `probe`, whose calls `on_call` answers.
-async fn mcp_server(on_call: impl Fn(&Value) -> Vec<Step> + Send + Sync + 'static) -> RawServer {
+pub(crate) async fn mcp_server(
+    on_call: impl Fn(&Value) -> Vec<Step> + Send + Sync + 'static,
+) -> RawServer {
     RawServer::start(move |_, request| {
         if request.starts_with("GET") {
             return whole(405, "text/plain", &[], "no");
@@ -101,7 +103,7 @@ async fn mcp_server(on_call: impl Fn(&Value) -> Vec<Step> + Send + Sync + 'stati
     .await
 }
 
-fn http_entry(server: &RawServer, extra: Value) -> Value {
+pub(crate) fn http_entry(server: &RawServer, extra: Value) -> Value {
     let mut entry =
         json!({"type": "http", "url": format!("{}/mcp", server.url()), "timeout_ms": 5000});
     for (k, v) in extra.as_object().unwrap() {

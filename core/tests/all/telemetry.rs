@@ -418,3 +418,61 @@ async fn the_turn_is_a_child_of_the_host_span_a_traceparent_names() {
     let turn = named(&spans, "invoke_agent");
     assert_eq!(turn.parent_span_id.as_deref(), Some("b7ad6b7169203331"));
 }
+
+/// A lead whose host has its own tracer provider (`ClientBuilder::host_tracer`), telemetry as
+/// given, exporting (were it to) to a collector that is down.
+fn with_host_tracer(telemetry: Value, tracer: Arc<Spans>) -> Client {
+    let config: Config = serde_json::from_value(json!({
+        "style": "scripted",
+        "builtins": [],
+        "script": [{"text": "hi"}],
+        "telemetry": telemetry,
+    }))
+    .unwrap();
+    contenox::ClientBuilder::from_config(config)
+        .host_tracer(tracer)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_host_tracer_takes_the_spans_only_while_telemetry_is_on() {
+    let (url, got) = receiver();
+    let tracer = Arc::new(Spans::default());
+    let on = with_host_tracer(json!({ "endpoint": url }), tracer.clone());
+    on.run("hello").await.unwrap();
+    assert_eq!(names(&tracer.all()), ["invoke_agent", "chat scripted"]);
+    // No second exporter: `close` (which flushes an exporter's queue) posts nothing.
+    let on = tokio::task::spawn_blocking(move || {
+        on.close();
+        on
+    })
+    .await
+    .unwrap();
+    assert!(got.lock().unwrap().is_empty());
+    assert!(on.telemetry_stats().is_some());
+
+    let tracer = Arc::new(Spans::default());
+    for off in [json!(false), Value::Null] {
+        let client = with_host_tracer(off, tracer.clone());
+        client.run("hello").await.unwrap();
+        assert!(client.telemetry_stats().is_none());
+    }
+    assert!(tracer.all().is_empty());
+}
+
+#[test]
+fn a_bad_option_is_refused_with_a_host_tracer_too() {
+    let config: Config = serde_json::from_value(json!({
+        "style": "scripted",
+        "script": [],
+        "telemetry": {"endpoint": "ftp://127.0.0.1"},
+    }))
+    .unwrap();
+    let err = contenox::ClientBuilder::from_config(config)
+        .host_tracer(Arc::new(Spans::default()))
+        .build()
+        .err()
+        .expect("a configuration error");
+    assert!(err.to_string().contains("telemetry"), "{err}");
+}

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -287,7 +287,11 @@ fn router(shared: Arc<Shared>) -> Router {
     ] {
         app = app.route(
             style.chat_path(),
-            post(move |state: State<Arc<Shared>>, body: Bytes| chat(state, style, body)),
+            post(
+                move |state: State<Arc<Shared>>, headers: HeaderMap, body: Bytes| {
+                    chat(state, style, headers, body)
+                },
+            ),
         );
     }
     let app = match shared.style {
@@ -310,7 +314,16 @@ async fn recorded(State(shared): State<Arc<Shared>>) -> Json<Vec<Value>> {
     Json(shared.log().requests.clone())
 }
 
-async fn chat(State(shared): State<Arc<Shared>>, style: Style, body: Bytes) -> Response {
+/// The key a recorded body gets for the request's `traceparent` header (the client's telemetry
+/// on): the runners pass the recorded bodies through unchanged, so the checker sees it.
+pub const TRACEPARENT_KEY: &str = "_traceparent";
+
+async fn chat(
+    State(shared): State<Arc<Shared>>,
+    style: Style,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let parsed: Option<Value> = serde_json::from_slice(&body).ok();
     // A request the real API refuses (HTTP 400) before answering consumes no script entry.
     let refused = match (&parsed, style) {
@@ -322,9 +335,15 @@ async fn chat(State(shared): State<Arc<Shared>>, style: Style, body: Bytes) -> R
         let mut log = shared.log();
         if shared.repeat.is_none() {
             // Only the recording server copies the body (a benchmark's may be megabytes).
-            let recorded = parsed
+            let mut recorded = parsed
                 .clone()
                 .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&body).into_owned()));
+            if let (Some(object), Some(traceparent)) = (
+                recorded.as_object_mut(),
+                headers.get("traceparent").and_then(|v| v.to_str().ok()),
+            ) {
+                object.insert(TRACEPARENT_KEY.into(), Value::String(traceparent.into()));
+            }
             log.requests.push(recorded);
             log.raw.push(body.clone());
         }

@@ -514,3 +514,71 @@ async fn secrets_stay_out_of_events_transcript_and_debug() {
     );
     fake.shutdown().await;
 }
+
+/// Spans of a host's turns, as a Rust host takes them.
+#[derive(Default)]
+struct Spans(Mutex<Vec<contenox::telemetry::SpanRecord>>);
+
+impl contenox::telemetry::SpanSink for Spans {
+    fn export(&self, turn: Vec<contenox::telemetry::SpanRecord>) {
+        self.0.lock().unwrap().extend(turn);
+    }
+}
+
+#[tokio::test]
+async fn a_remote_call_carries_its_tool_span_as_traceparent_when_telemetry_is_on() {
+    let fake = FakeRemote::start(&services(json!([{
+        "name": "api",
+        "openapi": doc(json!({"/ping": {"get": {"operationId": "ping"}}})),
+        "answers": [{"match": "GET /ping", "text": "pong"}]
+    }])))
+    .await
+    .unwrap();
+    let source = load(json!([{"name": "api", "url": fake.url("api").unwrap()}])).await;
+    let script = json!([
+        {"tool_calls": [{"id": "c1", "name": "ping", "arguments": {}}]},
+        {"text": "done"}
+    ]);
+    let spans = Arc::new(Spans::default());
+    let script: Vec<ScriptEntry> = serde_json::from_value(script).unwrap();
+    let traced = Client::builder()
+        .script(script.clone())
+        .root(std::env::temp_dir())
+        .builtins(Vec::<String>::new())
+        .span_sink(spans.clone())
+        .build()
+        .unwrap();
+    source.register_into(&traced).unwrap();
+    let result = traced.run("ping").await.unwrap();
+    assert_eq!(results(&result), [("pong".to_string(), false)]);
+    let spans = spans.0.lock().unwrap().clone();
+    let tool = spans
+        .iter()
+        .find(|s| s.name == "execute_tool ping")
+        .unwrap_or_else(|| panic!("{spans:#?}"));
+    let header = |r: &Value| -> Option<String> {
+        r["headers"].as_object().and_then(|h| {
+            h.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("traceparent"))
+                .and_then(|(_, v)| v.as_str().map(str::to_string))
+        })
+    };
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(
+        header(&requests[0]).as_deref(),
+        Some(format!("00-{}-{}-01", tool.trace_id, tool.span_id).as_str())
+    );
+
+    // Telemetry off (the default): no header.
+    let plain = scripted(json!([
+        {"tool_calls": [{"id": "c3", "name": "ping", "arguments": {}}]},
+        {"text": "done"}
+    ]));
+    source.register_into(&plain).unwrap();
+    plain.run("ping").await.unwrap();
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(header(&requests[1]), None, "{:?}", requests[1]);
+    fake.shutdown().await;
+}
