@@ -5,6 +5,7 @@
 mod acp;
 mod args;
 mod db;
+mod elicit_form;
 mod error;
 mod gate;
 mod hook_args;

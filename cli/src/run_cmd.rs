@@ -4,7 +4,8 @@
 //!
 //! Ctrl-C cancels the turn: the engine ends the running tool (its process group) and the
 //! conversation stays valid, so `--transcript` saves it and a later run continues it. A second
-//! Ctrl-C closes the client (background shells, MCP servers) and exits at once.
+//! Ctrl-C closes the client (background shells, MCP servers) and exits at once. While an MCP
+//! server's question is open, Ctrl-C cancels that question only.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -82,7 +83,7 @@ pub async fn run(db: &Path, args: RunArgs) -> CliResult<i32> {
         printer.clone(),
     ));
     let client = ClientBuilder::from_config(config)
-        .wait_for(gate)
+        .wait_for(gate.clone())
         .build()
         .map_err(|e| CliError::usage(plain(&e)))?;
     if let Some(t) = transcript {
@@ -129,6 +130,10 @@ pub async fn run(db: &Path, args: RunArgs) -> CliResult<i32> {
                 None => break,
             },
             _ = tokio::signal::ctrl_c() => {
+                if gate.interrupt_form() {
+                    // Ctrl-C in an MCP server's form cancels that question, not the turn.
+                    continue;
+                }
                 if interrupted {
                     // The second Ctrl-C: stop waiting for the turn to wind down.
                     printer.note("interrupted");

@@ -9,5 +9,6 @@ mod common;
 
 mod acp;
 mod hook;
+mod mcp_elicit;
 mod terminal;
 mod walkthrough;
