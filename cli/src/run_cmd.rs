@@ -11,11 +11,12 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
 
-use contenox::{Chain, ClientBuilder, McpConfig, Outcome, Transcript};
+use contenox::{Chain, ClientBuilder, McpAuth, McpConfig, Outcome, Transcript};
 
 use crate::args::RunArgs;
 use crate::error::{CliError, CliResult, EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::gate::TerminalGate;
+use crate::mcp_auth::{CliAuth, TokenFile};
 use crate::printer::Printer;
 use crate::setup::{client_config, plain, read_text, selected_hooks, write_atomically, Sources};
 
@@ -93,7 +94,19 @@ pub async fn run(db: &Path, args: RunArgs) -> CliResult<i32> {
     }
     let p = printer.clone();
     let note = Arc::new(move |line: String| p.note(&line));
-    let sources = Sources::start(&client, hooks, mcp_config, note).await;
+    // OAuth-protected HTTP servers: the browser step and the owner-only token file.
+    let auth = match crate::mcp_auth::default_dir() {
+        Some(dir) => {
+            let n = note.clone();
+            let auth: Arc<dyn McpAuth> = Arc::new(CliAuth::new(
+                TokenFile::new(dir),
+                Arc::new(move |line: String| n(line)),
+            ));
+            Some(auth)
+        }
+        None => None,
+    };
+    let sources = Sources::start(&client, hooks, mcp_config, auth, note).await;
     let sources = match sources {
         Ok(s) => s,
         Err(e) => {
