@@ -134,7 +134,7 @@ impl TerminalGate {
         let lines = lines.get_or_insert_with(Lines::start);
         while lines.rx.try_recv().is_ok() {}
         let interrupt = CancellationToken::new();
-        *self.form.lock() = Some(interrupt.clone());
+        let mut open = FormOpen::new(self, interrupt.clone());
         let filled = elicit_form::ask(
             &asked,
             &form,
@@ -144,7 +144,8 @@ impl TerminalGate {
             &interrupt,
         )
         .await;
-        *self.form.lock() = None;
+        open.done = true;
+        drop(open);
         match filled {
             Filled::Accept(content) => Ok(Answer::result(content)),
             Filled::Decline => Ok(Answer::Deny(None)),
@@ -160,6 +161,32 @@ impl TerminalGate {
                 self.printer.note("");
                 Err(HostError::new("cancelled"))
             }
+        }
+    }
+}
+
+/// While a form is open: Ctrl-C reaches it. Dropped unfinished (the engine stopped waiting:
+/// the question timed out), it says so, and Ctrl-C cancels the turn again either way.
+struct FormOpen<'a> {
+    gate: &'a TerminalGate,
+    done: bool,
+}
+
+impl<'a> FormOpen<'a> {
+    fn new(gate: &'a TerminalGate, interrupt: CancellationToken) -> Self {
+        *gate.form.lock() = Some(interrupt);
+        FormOpen { gate, done: false }
+    }
+}
+
+impl Drop for FormOpen<'_> {
+    fn drop(&mut self) {
+        *self.gate.form.lock() = None;
+        if !self.done {
+            self.gate.printer.note("");
+            self.gate
+                .printer
+                .note("[mcp] the question is no longer asked (it timed out); declined");
         }
     }
 }

@@ -291,3 +291,23 @@ fn forms_outside_mcps_field_types_never_reach_the_person() {
         assert!(!saved.contains("action=accept"), "{form}: {saved}");
     }
 }
+
+#[test]
+fn a_question_that_times_out_is_declined_and_says_so() {
+    let work = tempfile::tempdir().unwrap();
+    let mut server = elicit_server("simple");
+    // The ask's own limit is 3/4 of the server's timeout.
+    server["timeout_ms"] = json!(4000);
+    let (mcp, script) = setup(work.path(), "elicit", server, "elicit__ask");
+    let transcript = work.path().join("t.json");
+    let mut p = spawn(work.path(), &run_args(&mcp, &script, &transcript));
+    p.exp_string("Fill in the form?").unwrap();
+    p.send_line("y").unwrap();
+    p.exp_string("age [an integer; optional]: ").unwrap();
+    // Nobody answers.
+    p.exp_string("[mcp] the question is no longer asked (it timed out); declined")
+        .unwrap();
+    p.exp_string("All done.").unwrap();
+    assert_eq!(exit_code(&mut p), Some(0));
+    assert!(tool_result(&transcript).contains("action=decline"));
+}
