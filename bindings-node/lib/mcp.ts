@@ -69,7 +69,7 @@ export interface McpAuth {
 function authDispatcher(auth: McpAuth): (op: string, argsJson: string) => Promise<string> {
   return (op, argsJson) =>
     envelope(() => {
-      const args = JSON.parse(argsJson) as string[]
+      const args = JSON.parse(argsJson) as [string, string]
       switch (op) {
         case 'authorize':
           return auth.authorize(args[0], args[1])
