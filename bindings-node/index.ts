@@ -90,7 +90,7 @@ export type { PolicyDocument, PolicyRule, PolicySource } from './lib/policy'
 export type { SearchRequest, SearchResult, WebSearch, WebSearchFunction } from './lib/websearch'
 export { SourceTool } from './lib/source'
 export { McpSource, elicitationOf, loadMcp } from './lib/mcp'
-export type { Elicitation, McpConfig, ServerState } from './lib/mcp'
+export type { Elicitation, McpAuth, McpConfig, ServerState } from './lib/mcp'
 export { RemoteHook, RemoteSource, loadRemote } from './lib/remote'
 export type { HookState, RemoteHookOptions, RemoteHookTool, RemoteProtocol } from './lib/remote'
 export {

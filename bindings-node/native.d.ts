@@ -184,8 +184,11 @@ export declare function listModels(optionsJson: string): Promise<string>
  * `remote` (`json`: the hooks, a JSON array). `onMember(name, stateJson)` is called once per
  * server or hook as it settles, before the promise resolves. A bad config throws a
  * `ConfigurationError` before anything starts.
+ *
+ * With `redirectUri` and `auth(op, argsJson)` (MCP only), HTTP servers that answer 401 are
+ * authorized with OAuth through the host (crate::mcp_auth).
  */
-export declare function loadSource(kind: 'mcp' | 'remote', json: string, onMember?: (name: string, stateJson: string) => void): Promise<NativeSource>
+export declare function loadSource(kind: 'mcp' | 'remote', json: string, onMember?: (name: string, stateJson: string) => void, redirectUri?: string, auth?: (op: string, argsJson: string) => Promise<string>): Promise<NativeSource>
 
 /** What a finished turn returns. */
 export interface NativeTurnResult {

@@ -1,6 +1,7 @@
 // MCP servers as a tool source.
 
 import type { PendingRequest } from './gate'
+import { envelope } from './host'
 import { loadSource, SourceTool, ToolSourceBase } from './source'
 
 /** What an MCP server's `elicitation/create` asks: the `data` of a pending request of kind `elicitation`. */
@@ -49,13 +50,54 @@ export class McpSource extends ToolSourceBase<ServerState> {
 }
 
 /**
+ * The host's part of OAuth for MCP servers (docs/mcp.md "OAuth"): where the browser comes back,
+ * the browser step, and where tokens are kept. The engine does the protocol (discovery,
+ * registration, PKCE, refresh); tokens never appear in its events or errors.
+ */
+export interface McpAuth {
+  /** The loopback URL the authorization server sends the browser back to, e.g. `http://127.0.0.1:33418/callback`. */
+  redirectUri: string
+  /** Open `url` for the person and return the full URL the browser was redirected to (with `code` and `state`). */
+  authorize(server: string, url: string): string | Promise<string>
+  /** The text saved under `key`, or `null` / `undefined`. */
+  load(key: string): string | null | undefined | Promise<string | null | undefined>
+  /** Keep `value` (it holds tokens: owner-only) under `key`. */
+  save(key: string, value: string): void | Promise<void>
+}
+
+/** One function for the native side: `op` with its arguments as a JSON array, answered in the envelope. */
+function authDispatcher(auth: McpAuth): (op: string, argsJson: string) => Promise<string> {
+  return (op, argsJson) =>
+    envelope(() => {
+      const args = JSON.parse(argsJson) as [string, string]
+      switch (op) {
+        case 'authorize':
+          return auth.authorize(args[0], args[1])
+        case 'load':
+          return auth.load(args[0])
+        case 'save':
+          return auth.save(args[0], args[1])
+        default:
+          throw new Error(`unknown auth operation ${op}`)
+      }
+    })
+}
+
+/**
  * Start every server of an MCP config at once and list their tools. `onServer(name, state)` is
- * called once per server as it settles; servers that fail are reported and left out.
+ * called once per server as it settles; servers that fail are reported and left out. `auth`
+ * authorizes HTTP servers that answer 401 with OAuth.
  */
 export async function loadMcp(
   config: McpConfig | string,
-  options: { onServer?: (name: string, state: ServerState) => void } = {},
+  options: { onServer?: (name: string, state: ServerState) => void; auth?: McpAuth } = {},
 ): Promise<McpSource> {
   const text = typeof config === 'string' ? config : JSON.stringify(config)
-  return new McpSource(await loadSource('mcp', text, options.onServer))
+  const auth = options.auth
+  if (auth !== undefined && typeof auth.redirectUri !== 'string') {
+    throw new TypeError('auth.redirectUri must be a string')
+  }
+  return new McpSource(
+    await loadSource('mcp', text, options.onServer, auth?.redirectUri, auth && authDispatcher(auth)),
+  )
 }

@@ -94,6 +94,8 @@ export async function loadSource<State>(
   kind: 'mcp' | 'remote',
   json: string,
   onMember: ((name: string, state: State) => void) | undefined,
+  redirectUri?: string,
+  auth?: (op: string, argsJson: string) => Promise<string>,
 ): Promise<native.NativeSource> {
   const report =
     onMember &&
@@ -105,5 +107,5 @@ export async function loadSource<State>(
         // A host callback's error must not reach the native caller.
       }
     })
-  return native.loadSource(kind, json, report)
+  return native.loadSource(kind, json, report, redirectUri, auth)
 }

@@ -121,7 +121,7 @@ impl Drop for AbortOnDrop<'_> {
 
 /// Call a JavaScript callback and read its envelope's `value`. `{"error": msg}` is the host's
 /// error.
-async fn call<A: 'static + napi::bindgen_prelude::JsValuesTupleIntoVec>(
+pub(crate) async fn call<A: 'static + napi::bindgen_prelude::JsValuesTupleIntoVec>(
     f: &JsCallback<A>,
     args: A,
     what: &str,

@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use contenox::{LoadedSource, SourceConfig, Tool, ToolSource};
-use napi::bindgen_prelude::{FnArgs, Function, PromiseRaw};
+use contenox::{LoadedSource, McpAuth, SourceConfig, Tool, ToolSource};
+use napi::bindgen_prelude::{FnArgs, Function, Promise, PromiseRaw};
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
 };
@@ -15,6 +15,7 @@ use napi::{Env, Result, Status};
 use napi_derive::napi;
 use serde::Serialize;
 
+use crate::mcp_auth::{AuthArgs, JsMcpAuth};
 use crate::{convert, error};
 
 /// A tool of another source (an MCP server's tool, a resource tool, a remote hook's tool, a
@@ -98,8 +99,11 @@ fn read(kind: &str, json: &str) -> contenox::Result<SourceConfig> {
 /// `remote` (`json`: the hooks, a JSON array). `onMember(name, stateJson)` is called once per
 /// server or hook as it settles, before the promise resolves. A bad config throws a
 /// `ConfigurationError` before anything starts.
+///
+/// With `redirectUri` and `auth(op, argsJson)` (MCP only), HTTP servers that answer 401 are
+/// authorized with OAuth through the host (crate::mcp_auth).
 #[napi(
-    ts_args_type = "kind: 'mcp' | 'remote', json: string, onMember?: (name: string, stateJson: string) => void",
+    ts_args_type = "kind: 'mcp' | 'remote', json: string, onMember?: (name: string, stateJson: string) => void, redirectUri?: string, auth?: (op: string, argsJson: string) => Promise<string>",
     ts_return_type = "Promise<NativeSource>"
 )]
 pub fn load_source<'env>(
@@ -107,12 +111,19 @@ pub fn load_source<'env>(
     kind: String,
     json: String,
     on_member: OnMemberArg<'_>,
+    redirect_uri: Option<String>,
+    auth: Option<Function<'_, AuthArgs, Promise<String>>>,
 ) -> Result<PromiseRaw<'env, NativeSource>> {
     let config = read(&kind, &json).map_err(|e| error::to_js(env, e))?;
     let reporter = Reporter::new(on_member)?;
+    let auth: Option<Arc<dyn McpAuth>> = match (redirect_uri, auth) {
+        (Some(uri), Some(f)) => Some(Arc::new(JsMcpAuth::new(uri, &f)?)),
+        _ => None,
+    };
     env.spawn_future(async move {
         let loaded =
-            contenox::load_source(config, |name, state| reporter.report(name, state)).await;
+            contenox::load_source_with(config, auth, |name, state| reporter.report(name, state))
+                .await;
         reporter.flush().await;
         // The config was checked above, so a loader has no error left to return.
         let LoadedSource {

@@ -34,6 +34,24 @@ pub enum Command {
     /// Serve the Agent Client Protocol (v1) on stdin/stdout: the agent inside an editor
     /// (Zed, JetBrains, Neovim clients, acpx). Only protocol messages on stdout; logs on stderr.
     Acp(Box<AcpArgs>),
+    /// MCP servers' sign-ins (the OAuth tokens `contenox run --mcp` keeps).
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+/// `contenox mcp ...`
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Forget the OAuth tokens of a server (its URL, as in the --mcp file) or of all servers;
+    /// the next run signs in again.
+    Logout {
+        /// The server's URL.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        url: Option<String>,
+        /// Every server's tokens.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 /// `contenox hook ...`

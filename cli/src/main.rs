@@ -5,10 +5,12 @@
 mod acp;
 mod args;
 mod db;
+mod elicit_form;
 mod error;
 mod gate;
 mod hook_args;
 mod hook_cmd;
+mod mcp_auth;
 mod preview;
 mod printer;
 mod run_cmd;
@@ -41,6 +43,7 @@ fn main() {
             Command::Hook(command) => hook_cmd::run(&cli.db, command).await.map(|()| 0),
             Command::Run(args) => run_cmd::run(&cli.db, *args).await,
             Command::Acp(args) => acp::run(&cli.db, *args).await,
+            Command::Mcp(command) => mcp_auth::run(command).map(|()| 0),
         }
     });
     // The stdin reader of the approval prompt is a plain thread blocked in read(): it is not

@@ -4,17 +4,19 @@
 //!
 //! Ctrl-C cancels the turn: the engine ends the running tool (its process group) and the
 //! conversation stays valid, so `--transcript` saves it and a later run continues it. A second
-//! Ctrl-C closes the client (background shells, MCP servers) and exits at once.
+//! Ctrl-C closes the client (background shells, MCP servers) and exits at once. While an MCP
+//! server's question is open, Ctrl-C cancels that question only.
 
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
 
-use contenox::{Chain, ClientBuilder, McpConfig, Outcome, Transcript};
+use contenox::{Chain, ClientBuilder, McpAuth, McpConfig, Outcome, Transcript};
 
 use crate::args::RunArgs;
 use crate::error::{CliError, CliResult, EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::gate::TerminalGate;
+use crate::mcp_auth::{CliAuth, TokenFile};
 use crate::printer::Printer;
 use crate::setup::{client_config, plain, read_text, selected_hooks, write_atomically, Sources};
 
@@ -82,7 +84,7 @@ pub async fn run(db: &Path, args: RunArgs) -> CliResult<i32> {
         printer.clone(),
     ));
     let client = ClientBuilder::from_config(config)
-        .wait_for(gate)
+        .wait_for(gate.clone())
         .build()
         .map_err(|e| CliError::usage(plain(&e)))?;
     if let Some(t) = transcript {
@@ -92,7 +94,19 @@ pub async fn run(db: &Path, args: RunArgs) -> CliResult<i32> {
     }
     let p = printer.clone();
     let note = Arc::new(move |line: String| p.note(&line));
-    let sources = Sources::start(&client, hooks, mcp_config, note).await;
+    // OAuth-protected HTTP servers: the browser step and the owner-only token file.
+    let auth = match crate::mcp_auth::default_dir() {
+        Some(dir) => {
+            let n = note.clone();
+            let auth: Arc<dyn McpAuth> = Arc::new(CliAuth::new(
+                TokenFile::new(dir),
+                Arc::new(move |line: String| n(line)),
+            ));
+            Some(auth)
+        }
+        None => None,
+    };
+    let sources = Sources::start(&client, hooks, mcp_config, auth, note).await;
     let sources = match sources {
         Ok(s) => s,
         Err(e) => {
@@ -129,6 +143,10 @@ pub async fn run(db: &Path, args: RunArgs) -> CliResult<i32> {
                 None => break,
             },
             _ = tokio::signal::ctrl_c() => {
+                if gate.interrupt_form() {
+                    // Ctrl-C in an MCP server's form cancels that question, not the turn.
+                    continue;
+                }
                 if interrupted {
                     // The second Ctrl-C: stop waiting for the turn to wind down.
                     printer.note("interrupted");

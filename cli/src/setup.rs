@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use contenox::policy::{presets, Policy};
 use contenox::remote::{load_remote, HookState, RemoteSource};
-use contenox::{load_mcp, Allowlist, Client, Config, McpConfig, McpSource, ServerState, Spelling};
+use contenox::{
+    load_mcp_with, Allowlist, Client, Config, McpAuth, McpConfig, McpSource, ServerState, Spelling,
+};
 use serde_json::{json, Map, Value};
 
 use crate::args::ClientArgs;
@@ -136,11 +138,13 @@ pub struct Sources {
 
 impl Sources {
     /// Load the hooks and MCP servers and register their tools into `client`; `note` gets one
-    /// line per hook or server (ready, failed).
+    /// line per hook or server (ready, failed). `auth` authorizes MCP servers that ask for
+    /// OAuth (without it they fail with their 401).
     pub async fn start(
         client: &Client,
         hooks: Vec<contenox::RemoteHook>,
         mcp: Option<McpConfig>,
+        auth: Option<Arc<dyn McpAuth>>,
         note: Arc<dyn Fn(String) + Send + Sync>,
     ) -> CliResult<Sources> {
         let mut sources = Sources::default();
@@ -164,7 +168,7 @@ impl Sources {
         }
         if let Some(config) = mcp {
             let n = note.clone();
-            let source = load_mcp(config, move |name, state| match state {
+            let source = load_mcp_with(config, auth, move |name, state| match state {
                 ServerState::Ready { tools } => n(format!("[mcp] {name}: {tools} tool(s)")),
                 ServerState::Failed { error } => n(format!(
                     "[mcp] {name}: failed: {}",

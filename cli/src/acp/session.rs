@@ -164,7 +164,7 @@ impl Session {
                 .map_err(|e| RpcError::new(INTERNAL_ERROR, plain(&e)))?;
         }
         let note = Arc::new(|line: String| eprintln!("{line}"));
-        let sources = match Sources::start(&client, shared.hooks.clone(), mcp, note).await {
+        let sources = match Sources::start(&client, shared.hooks.clone(), mcp, None, note).await {
             Ok(s) => s,
             Err(e) => {
                 client.close();

@@ -9,5 +9,7 @@ mod common;
 
 mod acp;
 mod hook;
+mod mcp_elicit;
+mod mcp_oauth;
 mod terminal;
 mod walkthrough;

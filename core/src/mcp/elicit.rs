@@ -56,6 +56,34 @@ impl Elicitation {
                 .unwrap_or_else(|| json!({"type": "object"})),
         })
     }
+
+    /// Whether `content` (the answer's `result`) matches the requested schema, as the engine
+    /// checks it before the server sees it; `Err` says why not (the first mismatch).
+    pub fn check(&self, content: &Value) -> Result<(), String> {
+        check_against(&self.requested_schema, content)
+    }
+
+    /// Whether `value` is a valid answer to the one field `field` of the requested schema
+    /// (a form asks field by field); a field the schema does not name is an error.
+    pub fn check_field(&self, field: &str, value: &Value) -> Result<(), String> {
+        let schema = self
+            .requested_schema
+            .get("properties")
+            .and_then(|p| p.get(field))
+            .ok_or_else(|| format!("the form has no field {field:?}"))?;
+        check_against(schema, value)
+    }
+}
+
+/// `value` against the JSON Schema `schema`: the first error, or `Ok`.
+fn check_against(schema: &Value, value: &Value) -> Result<(), String> {
+    let validator = jsonschema::validator_for(schema)
+        .map_err(|e| format!("the server's requested schema does not compile: {e}"))?;
+    let first = validator.iter_errors(value).next().map(|e| e.to_string());
+    match first {
+        None => Ok(()),
+        Some(why) => Err(why),
+    }
 }
 
 /// MCP's answer to one elicitation: `accept` (with content), `decline` or `cancel`.
@@ -146,22 +174,13 @@ fn map_answer(answer: Answer, schema: &Value, server: &str) -> Elicited {
         return Elicited::Decline;
     };
     let value = Value::Object(fields);
-    match jsonschema::validator_for(schema) {
-        Ok(validator) if validator.is_valid(&value) => {}
-        Ok(_) => {
-            tracing::warn!(
-                server,
-                "elicitation answer does not match the requested schema; declined"
-            );
-            return Elicited::Decline;
-        }
-        Err(_) => {
-            tracing::warn!(
-                server,
-                "the server's requested schema does not compile; declined"
-            );
-            return Elicited::Decline;
-        }
+    // The reason may quote the answer: only the fact is logged.
+    if check_against(schema, &value).is_err() {
+        tracing::warn!(
+            server,
+            "elicitation answer does not match the requested schema (or the schema does not compile); declined"
+        );
+        return Elicited::Decline;
     }
     match value {
         Value::Object(fields) => Elicited::Accept(fields),
@@ -207,5 +226,21 @@ mod tests {
             Elicited::Accept(Map::new())
         );
         assert_eq!(Elicited::Cancel.to_value(), json!({"action": "cancel"}));
+    }
+
+    #[test]
+    fn a_form_checks_its_fields_and_the_whole() {
+        let asked = Elicitation {
+            server: "s".into(),
+            message: "m".into(),
+            requested_schema: schema(),
+        };
+        assert_eq!(asked.check_field("age", &json!(3)), Ok(()));
+        let low = asked.check_field("age", &json!(-1)).unwrap_err();
+        assert!(low.contains("minimum"), "{low}");
+        assert!(asked.check_field("other", &json!(1)).is_err());
+        assert_eq!(asked.check(&json!({"name": "Ada"})), Ok(()));
+        let missing = asked.check(&json!({"age": 3})).unwrap_err();
+        assert!(missing.contains("name"), "{missing}");
     }
 }
