@@ -526,6 +526,7 @@ impl Stepper {
             Answer::from_value(answer)
                 .map_err(|e| StepError(format!("the answer is not one: {e}")))?;
         }
+        // cannot fail: `waiting` was checked to be Some above, under the same lock.
         let (_, reply) = state.waiting.take().expect("checked above");
         state.journal.push(result.clone());
         // The turn is gone only when it was cancelled meanwhile; next() then reports its end.
