@@ -72,7 +72,11 @@ def drive_sync(stepper: contenox.Stepper) -> list[dict[str, Any]]:
             return actions
         if action["kind"] == "ask":
             stepper.feed(
-                {"kind": "answer", "call_id": action["request"]["call_id"], "answer": {"approve": True}}
+                {
+                    "kind": "answer",
+                    "call_id": action["request"]["call_id"],
+                    "answer": {"approve": True},
+                }
             )
         else:
             stepper.perform_sync()
@@ -103,12 +107,12 @@ def test_a_turn_stepped_by_hand_ends_as_run_does() -> None:
     mine = [m for m in result.transcript.messages if m["role"] == "tool"]
     theirs = [m for m in expected.transcript.messages if m["role"] == "tool"]
     assert len(mine) == len(theirs) == 2
-    for m, t in zip(mine, theirs):
+    for m, t in zip(mine, theirs, strict=True):
         assert m["call_id"] == t["call_id"]
     key = f"{stepper.turn_id}:c1"
     assert actions[3]["idempotency_key"] == key
     assert key in json.dumps(mine, default=str)
-    kinds = [e["type"] for e in stepper.events()]
+    kinds = [e.type for e in stepper.events()]
     assert kinds[0] == "turn_start" and kinds[-1] == "turn_end"
 
 
@@ -119,15 +123,24 @@ def test_replaying_the_journal_gives_the_same_actions_and_does_no_io() -> None:
         path.write_text(json.dumps(scenario))
         server = FakeServer(path)
         try:
-            kw = {"style": "openai", "base_url": server.base_url("openai"), "model": "fake",
-                  "api_key": API_KEY, "headers": {"X-Secret": "STEP-HEADER-0002"}}
+            kw = {
+                "style": "openai",
+                "base_url": server.base_url("openai"),
+                "model": "fake",
+                "api_key": API_KEY,
+                "headers": {"X-Secret": "STEP-HEADER-0002"},
+            }
             first = Counts()
             stepper = first.client(**kw).step("go")
             actions = drive_sync(stepper)
             assert len(server.requests()) == 2
             journal = stepper.journal
             assert [r["kind"] for r in journal] == [
-                "model_response", "tool_result", "answer", "tool_result", "model_response"
+                "model_response",
+                "tool_result",
+                "answer",
+                "tool_result",
+                "model_response",
             ]
             # The request bodies are the wire's, without the key or headers.
             body = actions[0]["request"]

@@ -13,6 +13,7 @@ from typing import Any, Literal, TypedDict, Union
 from . import _native
 from ._output import Parse
 from ._types import TurnResult
+from .events import Event, event_from_dict
 
 
 class ModelRequestAction(TypedDict):
@@ -115,10 +116,10 @@ class Stepper:
         """The turn's id (the prefix of every idempotency key)."""
         return self._native.turn_id
 
-    def events(self) -> list[dict[str, Any]]:
-        """The events emitted so far and not yet taken, as dicts."""
-        events: list[dict[str, Any]] = self._native.events()
-        return events
+    def events(self) -> list[Event]:
+        """The events emitted so far and not yet taken (the same objects a :class:`Run`
+        yields)."""
+        return [event_from_dict(d) for d in self._native.events()]
 
     def cancel(self) -> None:
         """Cancel the turn: ``next()`` then gives ``done`` with outcome ``cancelled``."""
