@@ -8,12 +8,14 @@ same actions."""
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union
 
 from . import _native
 from ._output import Parse
 from ._types import TurnResult
-from .events import Event, event_from_dict
+
+if TYPE_CHECKING:
+    from .events import Event
 
 
 class ModelRequestAction(TypedDict):
@@ -119,6 +121,8 @@ class Stepper:
     def events(self) -> list[Event]:
         """The events emitted so far and not yet taken (the same objects a :class:`Run`
         yields)."""
+        from .events import event_from_dict  # loaded when first used (a cold import skips it)
+
         return [event_from_dict(d) for d in self._native.events()]
 
     def cancel(self) -> None:
