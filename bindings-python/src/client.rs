@@ -21,6 +21,7 @@ use crate::run::{result_dict, PyRun};
 use crate::runtime::{produce, py_future, running_loop, runtime};
 use crate::shells::PyBackgroundShells;
 use crate::source::{PyNativeTool, PySource};
+use crate::step::PyStepper;
 use crate::transcript::PyTranscript;
 
 /// A host callable handed over by the Python layer: `(callable, is_async)`.
@@ -520,6 +521,36 @@ impl PyClient {
             retries: output_retries,
         };
         Ok(PyRun::new(self.start(prompt, allow, settings, output)?))
+    }
+
+    /// Start a turn stepped by the host (`client.step`): its model requests, tool calls and
+    /// asks wait for their results ([`PyStepper`]). `turn_id` / `clock_ms`: a recorded
+    /// stepper's start state, to replay it.
+    #[pyo3(signature = (prompt, allow=None, settings=None, output_schema=None, output_retries=None, turn_id=None, clock_ms=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        &self,
+        py: Python<'_>,
+        prompt: &Bound<'_, PyAny>,
+        allow: Option<Vec<String>>,
+        settings: Option<&str>,
+        output_schema: Option<&str>,
+        output_retries: Option<u32>,
+        turn_id: Option<String>,
+        clock_ms: Option<u64>,
+    ) -> PyResult<PyStepper> {
+        let prompt = to_prompt(prompt)?;
+        self.host.capture(py);
+        let output = OutputOptions {
+            schema: output_schema,
+            retries: output_retries,
+        };
+        let options = output.apply(run_options(allow, settings)?)?;
+        let start = contenox::step::StepOptions { turn_id, clock_ms };
+        let core = self.core()?;
+        let _rt = runtime().enter();
+        let stepper = core.step_with(prompt, options, start).map_err(to_py_err)?;
+        Ok(PyStepper::new(stepper))
     }
 
     /// Resume a suspended turn from its checkpoint with the answers (JSON text of call id to

@@ -57,6 +57,17 @@ fn build(py: Python<'_>, e: &contenox::Error) -> PyResult<PyErr> {
     Ok(exc)
 }
 
+/// A stepped turn's refused result (or failed turn task) as `contenox.StepError`.
+pub fn step_error(e: contenox::step::StepError) -> PyErr {
+    Python::attach(|py| {
+        let build = || -> PyResult<PyErr> {
+            let class = errors_module(py)?.getattr("StepError")?;
+            Ok(PyErr::from_value(class.call1((e.to_string(),))?))
+        };
+        build().unwrap_or_else(|err| err)
+    })
+}
+
 /// The `contenox._errors` class of each engine error kind: the one table of this binding.
 fn class_of(kind: ErrorKind) -> &'static str {
     match kind {

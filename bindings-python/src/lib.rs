@@ -19,6 +19,7 @@ mod run;
 mod runtime;
 mod shells;
 mod source;
+mod step;
 mod telemetry;
 mod transcript;
 
@@ -48,6 +49,7 @@ fn engine_version() -> &'static str {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::PyClient>()?;
     m.add_class::<run::PyRun>()?;
+    m.add_class::<step::PyStepper>()?;
     m.add_class::<shells::PyBackgroundShells>()?;
     m.add_class::<transcript::PyTranscript>()?;
     m.add_class::<host::CancelSignal>()?;

@@ -149,7 +149,7 @@ impl Client {
     /// A prompt's images: refused when the model takes none (`images: false`); those given by
     /// path read beneath the root now, so a bad one is the caller's error before anything is
     /// sent.
-    fn check_prompt_images(&self, prompt: &Prompt) -> Result<()> {
+    pub(crate) fn check_prompt_images(&self, prompt: &Prompt) -> Result<()> {
         if prompt.images() > 0 && !self.state.config().takes_images() {
             return Err(Error::Config(ConfigError {
                 option: "prompt".into(),
@@ -412,7 +412,7 @@ impl Client {
 pub(crate) struct TurnLink(Option<tokio_util::sync::DropGuard>);
 
 /// What a run's options leave in a suspended turn's checkpoint (all but the cancel token).
-fn run_record(options: &RunOptions) -> RunRecord {
+pub(crate) fn run_record(options: &RunOptions) -> RunRecord {
     RunRecord {
         allow: options.allow.as_ref().map(|a| a.patterns().to_vec()),
         max_turns: options.max_turns,

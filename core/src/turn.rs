@@ -33,6 +33,7 @@ use crate::policy::{self, Budget, Ceilings, Spend};
 use crate::prompt::Prompt;
 use crate::scope::{Gatekeeper, Judgement, SampleRequest, Sampled, TurnScope, UsageCell};
 use crate::settings::TurnSettings;
+use crate::step::Seam;
 use crate::telemetry::SpanContext;
 use crate::tool::{
     allowed_by, Allowlist, CallTool, Entry, EventSink, Source, ToolContext, ToolOutput, ToolSpec,
@@ -81,6 +82,8 @@ pub(crate) struct TurnSetup {
     pub record: RunRecord,
     /// The host's current span, which a host's turn's span is a child of (telemetry on).
     pub trace_parent: Option<SpanContext>,
+    /// A turn stepped by its host: its I/O points hand out actions ([`crate::step`]).
+    pub stepped: Option<Seam>,
 }
 
 /// How a turn begins: with a prompt, or where a suspended turn stopped.
@@ -146,12 +149,17 @@ async fn run_or_resume(
         inner.replace_conversation(Transcript::default());
     }
     // A host's own turn may suspend; a subagent's (it has a scope) does not.
+    let stepped = setup.stepped;
     let (prompt, resume, durable) = match begin {
         Begin::Prompt(prompt) => {
-            let durable = setup
-                .scope
-                .is_none()
-                .then(|| Durable::new(prompt.text(), setup.record.clone()));
+            let durable = setup.scope.is_none().then(|| {
+                let mut durable = Durable::new(prompt.text(), setup.record.clone());
+                if let Some(seam) = &stepped {
+                    // A stepped turn's id is its host's state (replayed, never drawn anew).
+                    durable.turn_id = seam.turn_id.clone();
+                }
+                durable
+            });
             (Some(prompt), None, durable)
         }
         Begin::Resume(cp, durable) => (None, Some(cp), Some(*durable)),
@@ -187,6 +195,7 @@ async fn run_or_resume(
             .output_retries
             .unwrap_or(inner.config().output_retries),
         durable: durable.as_ref(),
+        stepped: stepped.as_ref(),
     };
     let lifecycle = inner.lifecycle();
     match (prompt, &resume) {
@@ -462,6 +471,9 @@ pub(crate) struct Turn<'a> {
     /// A host's own turn: its id, its suspension, a resumed turn's answers. `None` for a
     /// subagent's turn and a chain's: their calls do not suspend.
     pub durable: Option<&'a Durable>,
+    /// A turn stepped by its host: each model request, tool run and ask's wait goes through
+    /// it ([`crate::step`]); `None` = the turn does its I/O itself.
+    pub stepped: Option<&'a Seam>,
 }
 
 /// What one model request came back with.
@@ -572,12 +584,21 @@ impl Turn<'_> {
             let request = complete_with_fallback(
                 inner.models(),
                 inner.model_at(),
-                render,
+                &render,
                 &inner.config().retry,
                 self.sink,
                 index,
                 early.map(|_| &on_call as &(dyn Fn(&RawCall) + Send + Sync)),
             );
+            let request = async {
+                let Some(seam) = self.stepped else {
+                    return request.await;
+                };
+                // The action shows the body as the model the turn is on takes it.
+                let slot = inner.model_at().min(inner.models().len().saturating_sub(1));
+                let (body, len) = render(slot, &*inner.models()[slot].backend);
+                seam.model(index, &body, slot, len, request).await
+            };
             let Some(response) = until_cancelled(self.cancel, request).await else {
                 return Response::Cancelled;
             };
@@ -999,7 +1020,9 @@ impl Turn<'_> {
         early_calls: &mut Vec<ToolCall>,
     ) -> Response {
         let ceilings = self.ceilings();
+        // A stepped turn's calls start after the reply: its actions come in one order.
         let starting = self.inner.config().stream_tools
+            && self.stepped.is_none()
             && index.saturating_add(1) < ceilings.max_turns
             && budget.may_run(0, &ceilings);
         let (tx, mut rx) = unbounded_channel();
@@ -1063,7 +1086,12 @@ impl Turn<'_> {
     /// The calls of one reply, run by `turn` as the client's `tool_concurrency` allows.
     fn reply_calls<'t, 'b>(&self, turn: &'t Turn<'b>) -> ReplyCalls<'t, Turn<'b>> {
         let config = self.inner.config();
-        ReplyCalls::new(turn, config.tool_concurrency, config.max_concurrent_tools)
+        // A stepped turn runs one call at a time: its actions come in one order.
+        let concurrency = match self.stepped {
+            Some(_) => ToolConcurrency::Sequential,
+            None => config.tool_concurrency,
+        };
+        ReplyCalls::new(turn, concurrency, config.max_concurrent_tools)
     }
 
     /// This turn with another cancel token (the calls of one reply run under their own).
@@ -1081,6 +1109,7 @@ impl Turn<'_> {
             output: self.output,
             output_retries: self.output_retries,
             durable: self.durable,
+            stepped: self.stepped,
         }
     }
 
@@ -1381,7 +1410,8 @@ impl Turn<'_> {
         mut request: PendingRequest,
         level: usize,
     ) -> Option<(Answer, Option<u64>)> {
-        let now = now_ms();
+        // A stepped turn's clock is its state, not the machine's.
+        let now = self.stepped.map_or_else(now_ms, |s| s.clock_ms);
         let resumed = self.durable.map(|d| d.resumed_ask(&request, level));
         let (deadline, given) = match resumed {
             Some(Resumed::Same {
@@ -1423,9 +1453,14 @@ impl Turn<'_> {
             ),
         };
         self.inner.lifecycle().notify(&notice, self.cancel).await;
-        gate_chain::ask(&self.scope, request, level, self.cancel, self.sink)
-            .await
-            .map(|a| (a, deadline))
+        let asked = gate_chain::ask(&self.scope, request.clone(), level, self.cancel, self.sink);
+        let answer = match self.stepped {
+            None => asked.await,
+            Some(seam) => until_cancelled(self.cancel, seam.ask(request, asked))
+                .await
+                .flatten(),
+        };
+        answer.map(|a| (a, deadline))
     }
 
     /// Run an allowed call, then `after_tool`.
@@ -1455,17 +1490,39 @@ impl Turn<'_> {
             turn_id: self.durable.map(|d| Arc::from(d.turn_id.as_str())),
         };
         let call = AssertUnwindSafe(entry.tool.call(event.arguments.clone(), ctx)).catch_unwind();
-        let ran = match inner_rx {
-            None => until_cancelled(self.cancel, call).await,
-            Some(rx) => {
-                until_cancelled(self.cancel, self.serve_inner_calls(event, spent, rx, call)).await
+        let run = async {
+            let ran = match inner_rx {
+                None => until_cancelled(self.cancel, call).await,
+                Some(rx) => {
+                    until_cancelled(self.cancel, self.serve_inner_calls(event, spent, rx, call))
+                        .await
+                }
+            };
+            ran.map(|ran| match ran {
+                Ok(Ok(out)) => out,
+                Ok(Err(e)) => ToolOutput::error(e.message),
+                Err(_) => ToolOutput::error(format!("the tool {} panicked", event.name)),
+            })
+        };
+        let output = match self.stepped {
+            None => run.await,
+            Some(seam) => {
+                let call = ToolCall {
+                    id: event.call_id.clone(),
+                    name: event.name.clone(),
+                    arguments: event.arguments.clone(),
+                    raw_arguments: false,
+                    via: None,
+                };
+                let run = async {
+                    run.await
+                        .unwrap_or_else(|| ToolOutput::error(CANCELLED_RESULT))
+                };
+                until_cancelled(self.cancel, seam.tool(call, run)).await
             }
         };
-        let output = match ran {
-            None => return ToolOutput::error(CANCELLED_RESULT),
-            Some(Ok(Ok(out))) => out,
-            Some(Ok(Err(e))) => ToolOutput::error(e.message),
-            Some(Err(_)) => ToolOutput::error(format!("the tool {} panicked", event.name)),
+        let Some(output) = output else {
+            return ToolOutput::error(CANCELLED_RESULT);
         };
         // Every client of the chain sees the result, the innermost first; each may replace it.
         let mut output = output;

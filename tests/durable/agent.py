@@ -4,7 +4,10 @@ same config in each, read from the environment the test sets, as a real deployme
 - ``DURABLE_BASE_URL``: the fake model server (OpenAI style).
 - ``DURABLE_WORKDIR``: where the tool writes and the logs go.
 - ``DURABLE_ROLE``: this process's name (``A``, ``B1``, ...), written into the logs.
-- ``DURABLE_GATE``: ``ask`` (the gate asks before ``write``) or ``deny`` (the policy changed).
+- ``DURABLE_GATE``: ``ask`` (the gate asks before ``write``), ``deny`` (the policy changed) or
+  ``allow`` (no ask: the turn runs through).
+- ``DURABLE_STEPPED``: ``1`` = the DBOS app uses ``DBOSSteppedTurns`` (a step per model request
+  and tool call).
 - ``DURABLE_ASK_TIMEOUT_MS``: the ask's timeout, when set.
 - ``DURABLE_API_KEY``: the model's API key: a planted secret no engine record may hold.
 - ``DURABLE_TOOL_HANGS``: the role whose ``write`` hangs once it has logged its run (the test
@@ -41,6 +44,8 @@ def before_tool(event: contenox.ToolCallEvent) -> contenox.Ask | contenox.Deny |
         return None
     if os.environ.get("DURABLE_GATE", "ask") == "deny":
         return contenox.deny("The policy now denies write.")
+    if os.environ.get("DURABLE_GATE") == "allow":
+        return None
     timeout = os.environ.get("DURABLE_ASK_TIMEOUT_MS")
     return contenox.pending(
         kind="approval", prompt="Write the file?", timeout_ms=int(timeout) if timeout else None

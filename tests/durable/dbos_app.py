@@ -21,8 +21,9 @@ from dbos import DBOS
 
 from agent import make_client
 from contenox.durable.dbos import DBOSTurns
+from contenox.durable.dbos_stepped import DBOSSteppedTurns
 
-turns = DBOSTurns(make_client)
+turns = (DBOSSteppedTurns if os.environ.get("DURABLE_STEPPED") == "1" else DBOSTurns)(make_client)
 
 
 def launch() -> None:

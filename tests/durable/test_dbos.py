@@ -191,3 +191,46 @@ def test_crash_while_the_tool_runs_repeats_it_with_the_same_key(
     # The gate ran in each process that resumed; the model was still asked once per step.
     assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1", "B2"]
     assert_model_called_once_per_step(procs.model, 2)
+
+
+STEPPED = {"DURABLE_STEPPED": "1"}
+
+
+def test_stepped_crash_between_two_model_requests_does_not_repeat_the_first(
+    procs: Processes, database: str
+) -> None:
+    """DBOSSteppedTurns records each model request and tool call as a step of its own: A dies
+    while the tool runs, after the first model request and before the second (no ask in this
+    turn); B recovers the turn: the first request is fed from DBOS's record, not sent again, the
+    tool runs again with the same key (it never finished), then the second request."""
+    env = {**STEPPED, "DURABLE_GATE": "allow"}
+    argv = [*APP, "start", "turn-stepped", "Write the report."]
+    a = procs.start("A", argv, DURABLE_DB=database, DURABLE_TOOL_HANGS="A", **env)
+    wait_until("A's tool runs", lambda: procs.records("tool-runs.jsonl"), timeout=60)
+    procs.kill(a)
+    assert len(procs.model.requests()) == 1
+    b = finish(procs, database, "turn-stepped", "B1", None, **env)
+    state = procs.output(b, "B1")
+    assert state["outcome"] == "done", state
+    assert state["final_text"] == "Wrote the report."
+    runs = procs.records("tool-runs.jsonl")
+    assert [r["role"] for r in runs] == ["A", "B1"], runs
+    assert runs[0]["key"] == runs[1]["key"] == "turn-stepped:call_1"
+    assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1"]
+    requests = assert_model_called_once_per_step(procs.model, 2)
+    (result,) = tool_messages(requests[1])
+    assert "wrote 17 bytes" in json.dumps(result)
+
+
+def test_stepped_crash_at_ask_then_approve(procs: Processes, database: str) -> None:
+    """The stepped adapter at an ask: A dies waiting for it; B answers and recovers the turn:
+    the model request A made is fed from DBOS's record, the gate runs again, the tool once."""
+    start_and_crash(procs, database, "turn-stepped-ask", **STEPPED)
+    b = finish(procs, database, "turn-stepped-ask", "B1", APPROVE, **STEPPED)
+    state = procs.output(b, "B1")
+    assert state["outcome"] == "done", state
+    (run,) = procs.records("tool-runs.jsonl")
+    assert (run["role"], run["key"]) == ("B1", "turn-stepped-ask:call_1")
+    assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1"]
+    assert (procs.workdir / "files" / "report.txt").read_text() == "quarterly numbers"
+    assert_model_called_once_per_step(procs.model, 2)

@@ -49,11 +49,13 @@ from ._errors import (
     InternalError,
     ModelError,
     SerializationError,
+    StepError,
     ToolDefinitionError,
     TranscriptError,
     TransportError,
 )
 from ._native import CancelSignal, SourceTool, ToolContext
+from ._step import Stepper
 from ._tools import Tool, tool
 from ._types import (
     JSON,
@@ -205,6 +207,8 @@ __all__ = [
     "Client",
     "ClosedError",
     "CheckpointError",
+    "StepError",
+    "Stepper",
     "CompactNotice",
     "CompactionError",
     "CodeExecutionOptions",

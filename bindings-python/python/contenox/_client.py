@@ -11,6 +11,7 @@ from . import _native
 from ._bridge import is_async
 from ._errors import ConfigurationError
 from ._output import OutputSchema, OutputSpec, Parse, output_spec
+from ._step import Stepper
 from ._telemetry import host_tracer
 from ._tools import Tool, _hints_dict
 from ._types import (
@@ -505,6 +506,35 @@ class Client:
             "",
             self._resume_parse(),
         )
+
+    def step(
+        self,
+        prompt: Prompt,
+        *,
+        allow: Sequence[str] | None = None,
+        settings: ModelSettings | None = None,
+        output_schema: OutputSchema | None = None,
+        output_retries: int | None = None,
+        turn_id: str | None = None,
+        clock_ms: int | None = None,
+    ) -> Stepper:
+        """Start a turn stepped by the host (a :class:`Stepper`): each model request, tool
+        call (with its idempotency key ``turn_id:call_id``) and ask waits for its result,
+        fed from a record (no I/O) or performed now. ``turn_id`` and ``clock_ms`` are the
+        start state a replay gives again (``stepper.options``). A stepped turn runs its calls
+        one at a time, an ask's ``{"suspend": True}`` is a denial (the host holds its state),
+        and a client with ``compaction`` is refused (:class:`ConfigurationError`)."""
+        schema, retries, parse = self._output_for(output_schema, output_retries)
+        native = self._native.step(
+            prompt,
+            _list(allow),
+            _settings_json(settings),
+            schema,
+            retries,
+            turn_id,
+            clock_ms,
+        )
+        return Stepper(native, parse)
 
     def _resume_parse(self) -> Parse | None:
         """A resumed turn's answer type: the client's (a run's own schema is the checkpoint's,

@@ -92,6 +92,11 @@ class CheckpointError(ContenoxError):
     is not waiting (a wrong call id, or one already answered). Raised before anything runs."""
 
 
+class StepError(ContenoxError):
+    """A stepped turn's result does not fit: no action waits (before ``next()``, or after
+    ``done``), or it is for another action (another kind, step or call id). Nothing changed."""
+
+
 class InternalError(ContenoxError):
     """The engine failed where it should not (a turn's task panicked). A bug: report it."""
 

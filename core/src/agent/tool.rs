@@ -117,6 +117,8 @@ impl Tool for SubagentTool {
                 record: Default::default(),
                 // The parent's call span is the child turn's parent (set on the sink).
                 trace_parent: None,
+                // A subagent's I/O is inside its parent's tool call (one action).
+                stepped: None,
             },
             cancel.clone(),
             sink,

@@ -457,6 +457,7 @@ impl ChainRun<'_> {
             output_retries: 0,
             // A chain's calls do not suspend (a `{"suspend": true}` answer denies).
             durable: None,
+            stepped: None,
         }
     }
 

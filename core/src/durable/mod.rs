@@ -77,7 +77,7 @@ use crate::gate::Answer;
 pub use checkpoint::CHECKPOINT_VERSION;
 pub(crate) use checkpoint::{call_digest, CallState, Checkpoint, Reply, RunRecord};
 pub(crate) use digest::config as config_digest;
-pub(crate) use suspension::{now_ms, Durable, Resumed, Suspended};
+pub(crate) use suspension::{new_turn_id, now_ms, Durable, Resumed, Suspended};
 
 /// The answers a resume brings, keyed by the call id of each pending request.
 pub type Answers = BTreeMap<String, Answer>;

@@ -32,7 +32,7 @@ mod wire_json;
 
 pub use list_models::{list_models, ModelInfo};
 
-pub(crate) use fallback::{complete_with_fallback, Model};
+pub(crate) use fallback::{complete_with_fallback, Answered, Model};
 pub(crate) use images::{ImageBytes, ResolvedImages};
 pub(crate) use retry::{complete_with_retry, RequestFailed};
 

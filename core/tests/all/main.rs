@@ -30,6 +30,7 @@ mod policy_gate;
 mod policy_properties;
 mod run_handle;
 mod sandbox;
+mod stepped;
 mod subagents;
 mod telemetry;
 mod tool_source;
