@@ -73,7 +73,8 @@ export class Client<O = unknown> {
     const compact = options.compactor?.compact?.bind(options.compactor)
     const output = outputSpec(options.outputSchema)
     this.#output = output
-    const tracer = hostTracer()
+    // Looked up only when telemetry is on (the engine ignores it otherwise).
+    const tracer = options.telemetry === undefined || options.telemetry === false ? undefined : hostTracer()
     this.#native = new native.NativeClient(
       coreConfig({ ...options, outputSchema: output ? (JSON.parse(output.schemaJson) as OutputSchema) : undefined }),
       // The callbacks close over `aborts`, never over the client, so a client is collectable.

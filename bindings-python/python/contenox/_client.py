@@ -1024,7 +1024,9 @@ def create_client(
         _callable(on_compact, "on_compact"),
         _callable(compactor, "compactor"),
         background._native if isinstance(background, BackgroundShells) else None,
-        host_tracer=host_tracer(),
+        # Looked up only when telemetry is on (the engine ignores it otherwise): no import of
+        # opentelemetry for a client that does not trace.
+        host_tracer=host_tracer() if telemetry is not None and telemetry is not False else None,
     )
     client = Client(native, output)
     sources: list[RemoteSource] = []
