@@ -440,3 +440,22 @@ async fn a_stepped_turn_refuses_to_suspend_and_a_failed_request_can_be_fed() {
     assert!(denied);
     assert_eq!(parts.writes.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn a_client_that_compacts_is_refused_before_anything_runs() {
+    let client = Client::builder()
+        .script(vec![ScriptEntry::text("never asked")])
+        .compaction(contenox::CompactionConfig {
+            threshold_tokens: 1_000,
+            keep_recent: 1,
+            instructions: None,
+        })
+        .build()
+        .unwrap();
+    let Err(e) = client.step("go") else {
+        panic!("a client with compaction was stepped");
+    };
+    assert_eq!(e.kind(), contenox::ErrorKind::Config);
+    assert!(e.to_string().contains("compact"), "{e}");
+    assert!(client.transcript().messages.is_empty());
+}
