@@ -14,6 +14,7 @@ use crate::host::{
     self, AfterArgs, BeforeArgs, CompactArgs, JsCompactor, JsHooks, JsTool, JsWaitFor, JsWebSearch,
     NoticeArgs, SearchArgs, Shared, ToolArgs, WaitArgs,
 };
+use crate::lifecycle::{JsLifecycle, LifecycleArgs};
 use crate::run::{NativeRun, NativeTurnResult};
 use crate::shells::NativeBackgroundShells;
 use crate::transcript::{NativeTranscript, Snapshots};
@@ -118,7 +119,7 @@ impl NativeClient {
     /// `compact` are the host's compactor.
     #[napi(
         constructor,
-        ts_args_type = "optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>, shells?: NativeBackgroundShells"
+        ts_args_type = "optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>, shells?: NativeBackgroundShells, lifecycle?: (point: string, argsJson: string) => Promise<string>, lifecyclePoints?: Array<string>"
     )]
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -132,14 +133,22 @@ impl NativeClient {
         on_compact: Option<Function<'_, NoticeArgs, Promise<String>>>,
         compact: Option<Function<'_, CompactArgs, Promise<String>>>,
         shells: Option<&NativeBackgroundShells>,
+        lifecycle: Option<Function<'_, LifecycleArgs, Promise<String>>>,
+        lifecycle_points: Option<Vec<String>>,
     ) -> Result<Self> {
         let config = config(env, &options_json)?;
         let shared = Shared::new(&abort)?;
         let mut builder = ClientBuilder::from_config(config).spelling(Spelling::Camel);
-        if before_tool.is_some() || after_tool.is_some() {
+        let lifecycle = match (&lifecycle, lifecycle_points) {
+            (Some(f), Some(points)) if !points.is_empty() => {
+                Some(JsLifecycle::new(host::weak(f)?, points))
+            }
+            _ => None,
+        };
+        if before_tool.is_some() || after_tool.is_some() || lifecycle.is_some() {
             let before = before_tool.as_ref().map(host::weak).transpose()?;
             let after = after_tool.as_ref().map(host::weak).transpose()?;
-            builder = builder.hooks(Arc::new(JsHooks::new(before, after)));
+            builder = builder.hooks(Arc::new(JsHooks::new(before, after, lifecycle)));
         }
         if let Some(f) = &wait_for {
             builder = builder.wait_for(Arc::new(JsWaitFor::new(host::weak(f)?, shared.clone())));

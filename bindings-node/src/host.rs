@@ -18,9 +18,10 @@ use std::sync::Arc;
 
 use contenox::CancellationToken;
 use contenox::{
-    async_trait, Answer, CompactNotice, Compactor, Decision, Hooks, HostError, PendingRequest,
-    SearchRequest, SearchResult, Tool, ToolCallEvent, ToolContext, ToolError, ToolOutput, ToolSpec,
-    Transcript, WaitFor, WebSearchProvider,
+    async_trait, Answer, CompactAction, CompactNotice, CompactRequest, Compactor, Decision, Hooks,
+    HostError, Notification, PendingRequest, PromptAction, SearchRequest, SearchResult, StopAction,
+    Tool, ToolCallEvent, ToolContext, ToolError, ToolOutput, ToolSpec, Transcript, TurnEndInfo,
+    WaitFor, WebSearchProvider,
 };
 use napi::bindgen_prelude::{FnArgs, Function, Promise};
 use napi::threadsafe_function::{
@@ -30,6 +31,7 @@ use napi::Status;
 use serde_json::Value;
 
 use crate::convert;
+use crate::lifecycle::JsLifecycle;
 
 /// A weak, callee-unhandled ThreadsafeFunction returning a Promise of JSON text.
 pub type JsCallback<A> = ThreadsafeFunction<A, Promise<String>, A, Status, false, true>;
@@ -121,7 +123,7 @@ impl Drop for AbortOnDrop<'_> {
 
 /// Call a JavaScript callback and read its envelope's `value`. `{"error": msg}` is the host's
 /// error.
-async fn call<A: 'static + napi::bindgen_prelude::JsValuesTupleIntoVec>(
+pub(crate) async fn call<A: 'static + napi::bindgen_prelude::JsValuesTupleIntoVec>(
     f: &JsCallback<A>,
     args: A,
     what: &str,
@@ -207,19 +209,25 @@ impl Tool for JsTool {
     }
 }
 
-/// `beforeTool` / `afterTool` as core [`Hooks`].
+/// `beforeTool` / `afterTool` and the lifecycle methods as core [`Hooks`].
 pub struct JsHooks {
     before: Option<JsCallback<BeforeArgs>>,
     after: Option<JsCallback<AfterArgs>>,
+    lifecycle: Option<JsLifecycle>,
 }
 
 impl JsHooks {
-    /// Hooks from the wrapped functions (either may be absent).
+    /// Hooks from the wrapped functions (any may be absent).
     pub fn new(
         before: Option<JsCallback<BeforeArgs>>,
         after: Option<JsCallback<AfterArgs>>,
+        lifecycle: Option<JsLifecycle>,
     ) -> Self {
-        JsHooks { before, after }
+        JsHooks {
+            before,
+            after,
+            lifecycle,
+        }
     }
 }
 
@@ -272,6 +280,59 @@ impl Hooks for JsHooks {
             replacement => convert::tool_output_from_js(replacement)
                 .map(Some)
                 .map_err(|e| HostError::new(format!("afterTool: {e}"))),
+        }
+    }
+
+    async fn on_prompt(&self, prompt: &str) -> Result<PromptAction, HostError> {
+        match &self.lifecycle {
+            Some(l) => l.on_prompt(prompt).await,
+            None => Ok(PromptAction::Continue),
+        }
+    }
+
+    async fn on_stop(&self, final_text: &str) -> Result<StopAction, HostError> {
+        match &self.lifecycle {
+            Some(l) => l.on_stop(final_text).await,
+            None => Ok(StopAction::Stop),
+        }
+    }
+
+    async fn before_compact(&self, request: &CompactRequest) -> Result<CompactAction, HostError> {
+        match &self.lifecycle {
+            Some(l) => l.before_compact(request).await,
+            None => Ok(CompactAction::Proceed),
+        }
+    }
+
+    async fn on_tool_error(
+        &self,
+        call_event: &ToolCallEvent,
+        result: &ToolOutput,
+    ) -> Result<(), HostError> {
+        match &self.lifecycle {
+            Some(l) => l.on_tool_error(call_event, result).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn on_turn_start(&self, prompt: &str) -> Result<(), HostError> {
+        match &self.lifecycle {
+            Some(l) => l.on_turn_start(prompt).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn on_turn_end(&self, end: &TurnEndInfo) -> Result<(), HostError> {
+        match &self.lifecycle {
+            Some(l) => l.on_turn_end(end).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn on_notification(&self, notification: &Notification) -> Result<(), HostError> {
+        match &self.lifecycle {
+            Some(l) => l.on_notification(notification).await,
+            None => Ok(()),
         }
     }
 }

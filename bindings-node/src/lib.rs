@@ -22,6 +22,7 @@ mod client;
 pub mod convert;
 mod error;
 mod host;
+mod lifecycle;
 mod run;
 mod shells;
 mod source;

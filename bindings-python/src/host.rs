@@ -12,9 +12,10 @@
 use std::sync::{Arc, Mutex};
 
 use contenox::{
-    async_trait, Answer, CancellationToken, CompactNotice, Compactor, Decision, Hooks, HostError,
-    PendingRequest, SearchRequest, SearchResult, Tool, ToolCallEvent, ToolContext, ToolError,
-    ToolOutput, ToolSpec, Transcript, WaitFor, WebSearchProvider,
+    async_trait, Answer, CancellationToken, CompactAction, CompactNotice, CompactRequest,
+    Compactor, Decision, Hooks, HostError, Notification, PendingRequest, PromptAction,
+    SearchRequest, SearchResult, StopAction, Tool, ToolCallEvent, ToolContext, ToolError,
+    ToolOutput, ToolSpec, Transcript, TurnEndInfo, WaitFor, WebSearchProvider,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -25,6 +26,7 @@ use tokio::sync::oneshot;
 
 use crate::bridge::bridge;
 use crate::convert::{from_py, ser_to_py, to_py, to_value};
+use crate::lifecycle::PyLifecycle;
 use crate::runtime::{runtime, with_python};
 
 /// The text of a Python exception as the model sees it: its message, or its type's name when
@@ -441,10 +443,12 @@ impl Tool for PyTool {
     }
 }
 
-/// `hooks={"before_tool": fn, "after_tool": fn}`.
+/// `hooks={"before_tool": fn, "after_tool": fn, "on_prompt": fn, ...}`.
 pub struct PyHooks {
     pub before: Option<Callback>,
     pub after: Option<Callback>,
+    /// The lifecycle points' functions (`on_prompt`, ...).
+    pub lifecycle: PyLifecycle,
     pub host: SharedHost,
 }
 
@@ -508,6 +512,40 @@ impl Hooks for PyHooks {
                     }
                 },
             )
+            .await
+    }
+
+    async fn on_prompt(&self, prompt: &str) -> Result<PromptAction, HostError> {
+        self.lifecycle.on_prompt(&self.host, prompt).await
+    }
+
+    async fn on_stop(&self, final_text: &str) -> Result<StopAction, HostError> {
+        self.lifecycle.on_stop(&self.host, final_text).await
+    }
+
+    async fn before_compact(&self, request: &CompactRequest) -> Result<CompactAction, HostError> {
+        self.lifecycle.before_compact(&self.host, request).await
+    }
+
+    async fn on_tool_error(
+        &self,
+        call: &ToolCallEvent,
+        result: &ToolOutput,
+    ) -> Result<(), HostError> {
+        self.lifecycle.on_tool_error(&self.host, call, result).await
+    }
+
+    async fn on_turn_start(&self, prompt: &str) -> Result<(), HostError> {
+        self.lifecycle.on_turn_start(&self.host, prompt).await
+    }
+
+    async fn on_turn_end(&self, end: &TurnEndInfo) -> Result<(), HostError> {
+        self.lifecycle.on_turn_end(&self.host, end).await
+    }
+
+    async fn on_notification(&self, notification: &Notification) -> Result<(), HostError> {
+        self.lifecycle
+            .on_notification(&self.host, notification)
             .await
     }
 }

@@ -12,6 +12,7 @@ mod completer;
 mod convert;
 mod error;
 mod host;
+mod lifecycle;
 mod mcp_auth;
 mod prompt;
 mod quiet;

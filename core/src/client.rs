@@ -756,6 +756,10 @@ impl ClientBuilder {
         secret_env.extend(config.fallback.iter().filter_map(|f| f.api_key_env.clone()));
         let telemetry = Telemetry::from_option(config.telemetry.as_ref(), self.span_sink)
             .map_err(|why| Error::Config(ConfigError::new("telemetry", why).spelled(spelling)))?;
+        let hook_timeout = self
+            .hook_timeout
+            .or(config.hook_timeout_ms.map(std::time::Duration::from_millis))
+            .unwrap_or(crate::hooks::DEFAULT_LIFECYCLE_TIMEOUT);
         Ok(Client {
             state: Arc::new(ClientState::new(Parts {
                 config,
@@ -765,9 +769,7 @@ impl ClientBuilder {
                 allow,
                 hooks: self.hooks,
                 hooks_file,
-                hook_timeout: self
-                    .hook_timeout
-                    .unwrap_or(crate::hooks::DEFAULT_LIFECYCLE_TIMEOUT),
+                hook_timeout,
                 wait_for: self.wait_for,
                 root,
                 secret_env,

@@ -76,6 +76,7 @@ class Client:
         on_compact: _NativeCallable | None = None,
         compactor: _NativeCallable | None = None,
         background_shells: BackgroundShells | None = None,
+        lifecycle: dict[str, _NativeCallable] | None = None,
     ) -> Client: ...
     def run(
         self,
