@@ -10,11 +10,11 @@ use napi::{Env, Result};
 use napi_derive::napi;
 use serde_json::Value;
 
+use crate::hooks::{JsHooks, JsLifecycle, LifecycleArgs};
 use crate::host::{
-    self, AfterArgs, BeforeArgs, CompactArgs, JsCompactor, JsHooks, JsTool, JsWaitFor, JsWebSearch,
+    self, AfterArgs, BeforeArgs, CompactArgs, JsCompactor, JsTool, JsWaitFor, JsWebSearch,
     NoticeArgs, SearchArgs, Shared, ToolArgs, WaitArgs,
 };
-use crate::lifecycle::{JsLifecycle, LifecycleArgs};
 use crate::run::{NativeRun, NativeTurnResult};
 use crate::shells::NativeBackgroundShells;
 use crate::transcript::{NativeTranscript, Snapshots};

@@ -18,10 +18,9 @@ use std::sync::Arc;
 
 use contenox::CancellationToken;
 use contenox::{
-    async_trait, Answer, CompactAction, CompactNotice, CompactRequest, Compactor, Decision, Hooks,
-    HostError, Notification, PendingRequest, PromptAction, SearchRequest, SearchResult, StopAction,
-    Tool, ToolCallEvent, ToolContext, ToolError, ToolOutput, ToolSpec, Transcript, TurnEndInfo,
-    WaitFor, WebSearchProvider,
+    async_trait, Answer, CompactNotice, Compactor, HostError, PendingRequest, SearchRequest,
+    SearchResult, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Transcript, WaitFor,
+    WebSearchProvider,
 };
 use napi::bindgen_prelude::{FnArgs, Function, Promise};
 use napi::threadsafe_function::{
@@ -31,7 +30,6 @@ use napi::Status;
 use serde_json::Value;
 
 use crate::convert;
-use crate::lifecycle::JsLifecycle;
 
 /// A weak, callee-unhandled ThreadsafeFunction returning a Promise of JSON text.
 pub type JsCallback<A> = ThreadsafeFunction<A, Promise<String>, A, Status, false, true>;
@@ -206,134 +204,6 @@ impl Tool for JsTool {
             .map(Value::take)
             .unwrap_or(Value::Null);
         Ok(ToolOutput::json(value))
-    }
-}
-
-/// `beforeTool` / `afterTool` and the lifecycle methods as core [`Hooks`].
-pub struct JsHooks {
-    before: Option<JsCallback<BeforeArgs>>,
-    after: Option<JsCallback<AfterArgs>>,
-    lifecycle: Option<JsLifecycle>,
-}
-
-impl JsHooks {
-    /// Hooks from the wrapped functions (any may be absent).
-    pub fn new(
-        before: Option<JsCallback<BeforeArgs>>,
-        after: Option<JsCallback<AfterArgs>>,
-        lifecycle: Option<JsLifecycle>,
-    ) -> Self {
-        JsHooks {
-            before,
-            after,
-            lifecycle,
-        }
-    }
-}
-
-/// Read the TypeScript layer's normalized decision.
-fn decision(value: Value) -> Result<Decision, HostError> {
-    let kind = value
-        .get("decision")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    match kind {
-        "allow" => Ok(Decision::Allow),
-        "deny" => Ok(Decision::Deny(
-            value
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-        )),
-        "ask" => {
-            let request = value.get("request").cloned().unwrap_or(Value::Null);
-            Ok(Decision::Ask(
-                convert::pending_request_from_js(request).map_err(HostError::new)?,
-            ))
-        }
-        _ => Err(HostError::new(format!(
-            "beforeTool returned an unknown decision: {value}"
-        ))),
-    }
-}
-
-#[async_trait]
-impl Hooks for JsHooks {
-    async fn before_tool(&self, call_event: &ToolCallEvent) -> Result<Decision, HostError> {
-        let Some(before) = &self.before else {
-            return Ok(Decision::Allow);
-        };
-        decision(call(before, convert::tool_call(call_event), "beforeTool").await?)
-    }
-
-    async fn after_tool(
-        &self,
-        call_event: &ToolCallEvent,
-        result: &ToolOutput,
-    ) -> Result<Option<ToolOutput>, HostError> {
-        let Some(after) = &self.after else {
-            return Ok(None);
-        };
-        let args = FnArgs::from((convert::tool_call(call_event), convert::tool_output(result)));
-        match call(after, args, "afterTool").await? {
-            Value::Null => Ok(None),
-            replacement => convert::tool_output_from_js(replacement)
-                .map(Some)
-                .map_err(|e| HostError::new(format!("afterTool: {e}"))),
-        }
-    }
-
-    async fn on_prompt(&self, prompt: &str) -> Result<PromptAction, HostError> {
-        match &self.lifecycle {
-            Some(l) => l.on_prompt(prompt).await,
-            None => Ok(PromptAction::Continue),
-        }
-    }
-
-    async fn on_stop(&self, final_text: &str) -> Result<StopAction, HostError> {
-        match &self.lifecycle {
-            Some(l) => l.on_stop(final_text).await,
-            None => Ok(StopAction::Stop),
-        }
-    }
-
-    async fn before_compact(&self, request: &CompactRequest) -> Result<CompactAction, HostError> {
-        match &self.lifecycle {
-            Some(l) => l.before_compact(request).await,
-            None => Ok(CompactAction::Proceed),
-        }
-    }
-
-    async fn on_tool_error(
-        &self,
-        call_event: &ToolCallEvent,
-        result: &ToolOutput,
-    ) -> Result<(), HostError> {
-        match &self.lifecycle {
-            Some(l) => l.on_tool_error(call_event, result).await,
-            None => Ok(()),
-        }
-    }
-
-    async fn on_turn_start(&self, prompt: &str) -> Result<(), HostError> {
-        match &self.lifecycle {
-            Some(l) => l.on_turn_start(prompt).await,
-            None => Ok(()),
-        }
-    }
-
-    async fn on_turn_end(&self, end: &TurnEndInfo) -> Result<(), HostError> {
-        match &self.lifecycle {
-            Some(l) => l.on_turn_end(end).await,
-            None => Ok(()),
-        }
-    }
-
-    async fn on_notification(&self, notification: &Notification) -> Result<(), HostError> {
-        match &self.lifecycle {
-            Some(l) => l.on_notification(notification).await,
-            None => Ok(()),
-        }
     }
 }
 

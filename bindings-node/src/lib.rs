@@ -21,8 +21,8 @@
 mod client;
 pub mod convert;
 mod error;
+mod hooks;
 mod host;
-mod lifecycle;
 mod run;
 mod shells;
 mod source;

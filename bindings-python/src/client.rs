@@ -12,10 +12,8 @@ use pyo3::prelude::*;
 use crate::blocking;
 use crate::convert::{from_py, ser_to_py, to_value};
 use crate::error::to_py_err;
-use crate::host::{
-    Callback, Host, Parts, PyCompactor, PyHooks, PyTool, PyWaitFor, PyWebSearch, SharedHost,
-};
-use crate::lifecycle::PyLifecycle;
+use crate::hooks::{PyHooks, PyLifecycle};
+use crate::host::{Callback, Host, Parts, PyCompactor, PyTool, PyWaitFor, PyWebSearch, SharedHost};
 use crate::prompt::to_prompt;
 use crate::quiet;
 use crate::run::{result_dict, PyRun};

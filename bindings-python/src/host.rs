@@ -1,5 +1,5 @@
 //! Host (Python) code the engine calls: how a callable is called ([`Host::call`]), and the
-//! engine's extension points made of callables: [`PyTool`] (`Tool`), [`PyHooks`] (`Hooks`),
+//! engine's extension points made of callables: [`PyTool`] (`Tool`), [`crate::hooks::PyHooks`] (`Hooks`, in `hooks.rs`),
 //! [`PyWaitFor`] (`WaitFor`) and [`PyWebSearch`] (`WebSearchProvider`). They translate
 //! arguments and return values; the engine decides everything else.
 //!
@@ -12,10 +12,9 @@
 use std::sync::{Arc, Mutex};
 
 use contenox::{
-    async_trait, Answer, CancellationToken, CompactAction, CompactNotice, CompactRequest,
-    Compactor, Decision, Hooks, HostError, Notification, PendingRequest, PromptAction,
-    SearchRequest, SearchResult, StopAction, Tool, ToolCallEvent, ToolContext, ToolError,
-    ToolOutput, ToolSpec, Transcript, TurnEndInfo, WaitFor, WebSearchProvider,
+    async_trait, Answer, CancellationToken, CompactNotice, Compactor, Hooks, HostError,
+    PendingRequest, SearchRequest, SearchResult, Tool, ToolContext, ToolError, ToolOutput,
+    ToolSpec, Transcript, WaitFor, WebSearchProvider,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -26,7 +25,6 @@ use tokio::sync::oneshot;
 
 use crate::bridge::bridge;
 use crate::convert::{from_py, ser_to_py, to_py, to_value};
-use crate::lifecycle::PyLifecycle;
 use crate::runtime::{runtime, with_python};
 
 /// The text of a Python exception as the model sees it: its message, or its type's name when
@@ -400,7 +398,7 @@ pub type SharedHost = Arc<Host>;
 
 /// A tool result from whatever a Python tool or after_tool returned: a `contenox.ToolOutput`,
 /// or any JSON value (a str is sent as is, anything else as compact JSON).
-fn output_from_py(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<ToolOutput> {
+pub fn output_from_py(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<ToolOutput> {
     if let Ok(s) = v.cast::<PyString>() {
         return Ok(ToolOutput::text(s.to_str()?));
     }
@@ -439,113 +437,6 @@ impl Tool for PyTool {
                 },
                 |py, v| output_from_py(py, &v),
             )
-            .await
-    }
-}
-
-/// `hooks={"before_tool": fn, "after_tool": fn, "on_prompt": fn, ...}`.
-pub struct PyHooks {
-    pub before: Option<Callback>,
-    pub after: Option<Callback>,
-    /// The lifecycle points' functions (`on_prompt`, ...).
-    pub lifecycle: PyLifecycle,
-    pub host: SharedHost,
-}
-
-fn call_event<'py>(py: Python<'py>, call: &ToolCallEvent) -> PyResult<Bound<'py, PyAny>> {
-    bridge(py)?.call_method1("tool_call_event", (ser_to_py(py, call)?,))
-}
-
-#[async_trait]
-impl Hooks for PyHooks {
-    async fn before_tool(&self, call: &ToolCallEvent) -> Result<Decision, HostError> {
-        let Some(cb) = &self.before else {
-            return Ok(Decision::Allow);
-        };
-        let call = call.clone();
-        self.host
-            .call(
-                "before_tool",
-                cb,
-                move |py| PyTuple::new(py, [call_event(py, &call)?]),
-                |py, v| {
-                    if v.is_none() {
-                        return Ok(Decision::Allow);
-                    }
-                    // ("deny", message|None) or ("ask", request dict); a TypeError otherwise.
-                    let wire = bridge(py)?.call_method1("decision_wire", (v,))?;
-                    let (kind, payload): (String, Bound<'_, PyAny>) = wire.extract()?;
-                    match kind.as_str() {
-                        "allow" => Ok(Decision::Allow),
-                        "deny" => Ok(Decision::Deny(payload.extract()?)),
-                        "ask" => Ok(Decision::Ask(from_py::<PendingRequest>(&payload)?)),
-                        other => Err(PyTypeError::new_err(format!("unknown decision {other}"))),
-                    }
-                },
-            )
-            .await
-    }
-
-    async fn after_tool(
-        &self,
-        call: &ToolCallEvent,
-        result: &ToolOutput,
-    ) -> Result<Option<ToolOutput>, HostError> {
-        let Some(cb) = &self.after else {
-            return Ok(None);
-        };
-        let (call, result) = (call.clone(), result.clone());
-        self.host
-            .call(
-                "after_tool",
-                cb,
-                move |py| {
-                    let out =
-                        bridge(py)?.call_method1("tool_output", (ser_to_py(py, &result)?,))?;
-                    PyTuple::new(py, [call_event(py, &call)?, out])
-                },
-                |py, v| {
-                    if v.is_none() {
-                        Ok(None)
-                    } else {
-                        output_from_py(py, &v).map(Some)
-                    }
-                },
-            )
-            .await
-    }
-
-    async fn on_prompt(&self, prompt: &str) -> Result<PromptAction, HostError> {
-        self.lifecycle.on_prompt(&self.host, prompt).await
-    }
-
-    async fn on_stop(&self, final_text: &str) -> Result<StopAction, HostError> {
-        self.lifecycle.on_stop(&self.host, final_text).await
-    }
-
-    async fn before_compact(&self, request: &CompactRequest) -> Result<CompactAction, HostError> {
-        self.lifecycle.before_compact(&self.host, request).await
-    }
-
-    async fn on_tool_error(
-        &self,
-        call: &ToolCallEvent,
-        result: &ToolOutput,
-    ) -> Result<(), HostError> {
-        self.lifecycle.on_tool_error(&self.host, call, result).await
-    }
-
-    async fn on_turn_start(&self, prompt: &str) -> Result<(), HostError> {
-        self.lifecycle.on_turn_start(&self.host, prompt).await
-    }
-
-    async fn on_turn_end(&self, end: &TurnEndInfo) -> Result<(), HostError> {
-        self.lifecycle.on_turn_end(&self.host, end).await
-    }
-
-    async fn on_notification(&self, notification: &Notification) -> Result<(), HostError> {
-        self.lifecycle
-            .on_notification(&self.host, notification)
             .await
     }
 }
