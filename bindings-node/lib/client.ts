@@ -107,8 +107,10 @@ export class Client<O = unknown> {
       points.length > 0
         ? (point: string, argsJson: string) =>
             envelope(() => {
-              const method = (hooks as unknown as Record<string, (...args: unknown[]) => unknown>)[point]
-              return method.apply(hooks, JSON.parse(argsJson) as unknown[])
+              const table = hooks as unknown as Record<string, ((...args: unknown[]) => unknown) | undefined>
+              const method = table[point]
+              if (typeof method !== 'function') throw new TypeError(`hooks.${point} is not a function`)
+              return Reflect.apply(method, hooks, JSON.parse(argsJson) as unknown[]) as unknown
             })
         : undefined,
       points,

@@ -13,6 +13,7 @@ from ._errors import ConfigurationError
 from ._output import OutputSchema, OutputSpec, Parse, output_spec
 from ._tools import Tool, _hints_dict
 from ._types import (
+    LIFECYCLE_POINTS,
     CodeExecutionOptions,
     CompactionOptions,
     FallbackModel,
@@ -980,8 +981,6 @@ def create_client(
             "give wait_for or wait_for_ctx, not both (they are two names of the same ask)"
         )
     hooks = dict(hooks or {})
-    from ._lifecycle import LIFECYCLE_POINTS
-
     unknown = sorted(set(hooks) - {"before_tool", "after_tool", *LIFECYCLE_POINTS})
     if unknown:
         raise ConfigurationError(

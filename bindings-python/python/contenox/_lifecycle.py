@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 from ._callbacks import ToolCallEvent, ToolOutput
-from ._types import Outcome
+from ._types import LIFECYCLE_POINTS, Outcome
 
 __all__ = [
     "AddContext",
@@ -45,17 +45,6 @@ __all__ = [
     "VetoCompact",
     "LIFECYCLE_POINTS",
 ]
-
-LIFECYCLE_POINTS = (
-    "on_prompt",
-    "on_stop",
-    "before_compact",
-    "on_tool_error",
-    "on_turn_start",
-    "on_turn_end",
-    "on_notification",
-)
-"""The lifecycle points a ``hooks`` mapping may name besides ``before_tool`` / ``after_tool``."""
 
 
 # What the points give ----------------------------------------------------------------------
