@@ -84,6 +84,15 @@ export type {
 export { tool, ToolOutput } from './lib/tools'
 export type { ToolContext, ToolDefinition, ToolImage, ToolOutputInit } from './lib/tools'
 export { compactor } from './lib/compaction'
+export type {
+  CompactAction,
+  CompactRequest,
+  LifecycleHooks,
+  Notification,
+  PromptAction,
+  StopAction,
+  TurnEnd,
+} from './lib/lifecycle'
 export type { CompactNotice, CompactionOptions, Compactor } from './lib/compaction'
 export { policies } from './lib/policy'
 export type { PolicyDocument, PolicyRule, PolicySource } from './lib/policy'

@@ -41,7 +41,7 @@ export declare class NativeClient {
    * `websearch` (a search provider) turns on the `websearch` builtin. `onCompact` and
    * `compact` are the host's compactor.
    */
-  constructor(optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>, shells?: NativeBackgroundShells, hostCurrent?: () => string | null, hostReplay?: (spansJson: string) => void)
+  constructor(optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>, shells?: NativeBackgroundShells, lifecycle?: (point: string, argsJson: string) => Promise<string>, lifecyclePoints?: Array<string>, hostCurrent?: () => string | null, hostReplay?: (spansJson: string) => void)
   /**
    * Add a host tool (or replace the one of the same name); `spec_json` is its declaration
    * (`{name, description, inputSchema, hints, tier}`). `execute` resolves to

@@ -5,6 +5,7 @@ import type { CompactNotice } from './compaction'
 import { chainText, coreConfig, gateDecision, toolSpec } from './convert'
 import type { Answer, PendingRequest, ToolCallEvent, ToolResult } from './gate'
 import { envelope, toolEnvelope, withSignal } from './host'
+import { lifecyclePoints } from './lifecycle'
 import { ConfigurationError } from './errors'
 import type { ClientOptions, ModelSettings, RunOptions, SubagentOptions } from './options'
 import type { PolicyDocument, PolicySource } from './policy'
@@ -62,6 +63,7 @@ export class Client<O = unknown> {
     const { hooks, waitFor } = options
     const before = hooks?.beforeTool?.bind(hooks)
     const after = hooks?.afterTool?.bind(hooks)
+    const points = lifecyclePoints(hooks)
     if (options.webSearch !== undefined && options.websearch !== undefined) {
       throw new ConfigurationError('give webSearch or websearch, not both (two spellings of one option)', {
         option: 'webSearch',
@@ -105,6 +107,16 @@ export class Client<O = unknown> {
             return out == null ? null : out instanceof Transcript ? out.toJSON() : out
           })),
       shells?.handle,
+      points.length > 0
+        ? (point: string, argsJson: string) =>
+            envelope(() => {
+              const table = hooks as unknown as Record<string, ((...args: unknown[]) => unknown) | undefined>
+              const method = table[point]
+              if (typeof method !== 'function') throw new TypeError(`hooks.${point} is not a function`)
+              return Reflect.apply(method, hooks, JSON.parse(argsJson) as unknown[]) as unknown
+            })
+        : undefined,
+      points,
       tracer?.current,
       tracer?.replay,
     )

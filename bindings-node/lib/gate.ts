@@ -1,5 +1,6 @@
 // The gate: the call `beforeTool` and `afterTool` see, decisions, asks and answers.
 
+import type { LifecycleHooks } from './lifecycle'
 import type { Hints, Source } from './types'
 
 /** A call as the gate sees it (core: `ToolCallEvent`). */
@@ -103,8 +104,12 @@ export type GateDecision = void | undefined | null | Allow | Deny | Pending | Er
 
 export type BeforeToolResult = GateDecision | { result: GateDecision }
 
-/** The gate every call passes, from every source. Sync or async; a throw denies that call. */
-export interface Hooks {
+/**
+ * The gate every call passes, from every source (sync or async; a throw denies that call), and
+ * the turn's lifecycle points ({@link LifecycleHooks}: `onPrompt`, `onStop`, `beforeCompact`,
+ * `onToolError`, `onTurnStart`, `onTurnEnd`, `onNotification`).
+ */
+export interface Hooks extends LifecycleHooks {
   beforeTool?(e: ToolCallEvent): BeforeToolResult | Promise<BeforeToolResult>
   /**
    * After a call ran (also after an approved ask; not for denied calls): return nothing to keep

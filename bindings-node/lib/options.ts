@@ -235,6 +235,11 @@ export interface ClientOptions extends ModelSettings {
    * docs/hooks.md. Checked now (`ConfigurationError` with `option: 'hooksFile...'`).
    */
   hooksFile?: HooksFileSource
+  /**
+   * How long each lifecycle method of `hooks` (`onPrompt` ... `onNotification`) may take before
+   * its point's fallback applies, in ms (default 60 s).
+   */
+  hookTimeoutMs?: number
   /** Tool calls per turn; one more ends the turn with outcome `budget`. */
   maxToolCalls?: number
   /** Input + output tokens per turn; reaching it ends the turn with outcome `budget`. */

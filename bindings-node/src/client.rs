@@ -10,8 +10,9 @@ use napi::{Env, Result};
 use napi_derive::napi;
 use serde_json::Value;
 
+use crate::hooks::{JsHooks, JsLifecycle, LifecycleArgs};
 use crate::host::{
-    self, AfterArgs, BeforeArgs, CompactArgs, JsCompactor, JsHooks, JsTool, JsWaitFor, JsWebSearch,
+    self, AfterArgs, BeforeArgs, CompactArgs, JsCompactor, JsTool, JsWaitFor, JsWebSearch,
     NoticeArgs, SearchArgs, Shared, ToolArgs, WaitArgs,
 };
 use crate::run::{NativeRun, NativeTurnResult};
@@ -122,7 +123,7 @@ impl NativeClient {
     /// `compact` are the host's compactor.
     #[napi(
         constructor,
-        ts_args_type = "optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>, shells?: NativeBackgroundShells, hostCurrent?: () => string | null, hostReplay?: (spansJson: string) => void"
+        ts_args_type = "optionsJson: string, abort: (key: number) => void, beforeTool?: (callJson: string) => Promise<string>, afterTool?: (callJson: string, resultJson: string) => Promise<string>, waitFor?: (requestJson: string, key: number) => Promise<string>, websearch?: (requestJson: string, key: number) => Promise<string>, onCompact?: (noticeJson: string) => Promise<string>, compact?: (transcriptJson: string, key: number) => Promise<string>, shells?: NativeBackgroundShells, lifecycle?: (point: string, argsJson: string) => Promise<string>, lifecyclePoints?: Array<string>, hostCurrent?: () => string | null, hostReplay?: (spansJson: string) => void"
     )]
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -136,16 +137,24 @@ impl NativeClient {
         on_compact: Option<Function<'_, NoticeArgs, Promise<String>>>,
         compact: Option<Function<'_, CompactArgs, Promise<String>>>,
         shells: Option<&NativeBackgroundShells>,
+        lifecycle: Option<Function<'_, LifecycleArgs, Promise<String>>>,
+        lifecycle_points: Option<Vec<String>>,
         host_current: Option<Function<'_, (), Option<String>>>,
         host_replay: Option<Function<'_, String, UnknownReturnValue>>,
     ) -> Result<Self> {
         let config = config(env, &options_json)?;
         let shared = Shared::new(&abort)?;
         let mut builder = ClientBuilder::from_config(config).spelling(Spelling::Camel);
-        if before_tool.is_some() || after_tool.is_some() {
+        let lifecycle = match (&lifecycle, lifecycle_points) {
+            (Some(f), Some(points)) if !points.is_empty() => {
+                Some(JsLifecycle::new(host::weak(f)?, points))
+            }
+            _ => None,
+        };
+        if before_tool.is_some() || after_tool.is_some() || lifecycle.is_some() {
             let before = before_tool.as_ref().map(host::weak).transpose()?;
             let after = after_tool.as_ref().map(host::weak).transpose()?;
-            builder = builder.hooks(Arc::new(JsHooks::new(before, after)));
+            builder = builder.hooks(Arc::new(JsHooks::new(before, after, lifecycle)));
         }
         if let Some(f) = &wait_for {
             builder = builder.wait_for(Arc::new(JsWaitFor::new(host::weak(f)?, shared.clone())));

@@ -32,7 +32,7 @@ fn rename(map: Map<String, Value>, f: fn(&str) -> String) -> Map<String, Value> 
 }
 
 /// Rename the keys of `value` (one level) when it is an object.
-fn rename_value(value: Value, f: fn(&str) -> String) -> Value {
+pub fn rename_value(value: Value, f: fn(&str) -> String) -> Value {
     match value {
         Value::Object(map) => Value::Object(rename(map, f)),
         other => other,

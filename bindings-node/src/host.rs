@@ -18,9 +18,9 @@ use std::sync::Arc;
 
 use contenox::CancellationToken;
 use contenox::{
-    async_trait, Answer, CompactNotice, Compactor, Decision, Hooks, HostError, PendingRequest,
-    SearchRequest, SearchResult, Tool, ToolCallEvent, ToolContext, ToolError, ToolOutput, ToolSpec,
-    Transcript, WaitFor, WebSearchProvider,
+    async_trait, Answer, CompactNotice, Compactor, HostError, PendingRequest, SearchRequest,
+    SearchResult, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Transcript, WaitFor,
+    WebSearchProvider,
 };
 use napi::bindgen_prelude::{FnArgs, Function, Promise};
 use napi::threadsafe_function::{
@@ -204,75 +204,6 @@ impl Tool for JsTool {
             .map(Value::take)
             .unwrap_or(Value::Null);
         Ok(ToolOutput::json(value))
-    }
-}
-
-/// `beforeTool` / `afterTool` as core [`Hooks`].
-pub struct JsHooks {
-    before: Option<JsCallback<BeforeArgs>>,
-    after: Option<JsCallback<AfterArgs>>,
-}
-
-impl JsHooks {
-    /// Hooks from the wrapped functions (either may be absent).
-    pub fn new(
-        before: Option<JsCallback<BeforeArgs>>,
-        after: Option<JsCallback<AfterArgs>>,
-    ) -> Self {
-        JsHooks { before, after }
-    }
-}
-
-/// Read the TypeScript layer's normalized decision.
-fn decision(value: Value) -> Result<Decision, HostError> {
-    let kind = value
-        .get("decision")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    match kind {
-        "allow" => Ok(Decision::Allow),
-        "deny" => Ok(Decision::Deny(
-            value
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-        )),
-        "ask" => {
-            let request = value.get("request").cloned().unwrap_or(Value::Null);
-            Ok(Decision::Ask(
-                convert::pending_request_from_js(request).map_err(HostError::new)?,
-            ))
-        }
-        _ => Err(HostError::new(format!(
-            "beforeTool returned an unknown decision: {value}"
-        ))),
-    }
-}
-
-#[async_trait]
-impl Hooks for JsHooks {
-    async fn before_tool(&self, call_event: &ToolCallEvent) -> Result<Decision, HostError> {
-        let Some(before) = &self.before else {
-            return Ok(Decision::Allow);
-        };
-        decision(call(before, convert::tool_call(call_event), "beforeTool").await?)
-    }
-
-    async fn after_tool(
-        &self,
-        call_event: &ToolCallEvent,
-        result: &ToolOutput,
-    ) -> Result<Option<ToolOutput>, HostError> {
-        let Some(after) = &self.after else {
-            return Ok(None);
-        };
-        let args = FnArgs::from((convert::tool_call(call_event), convert::tool_output(result)));
-        match call(after, args, "afterTool").await? {
-            Value::Null => Ok(None),
-            replacement => convert::tool_output_from_js(replacement)
-                .map(Some)
-                .map_err(|e| HostError::new(format!("afterTool: {e}"))),
-        }
     }
 }
 

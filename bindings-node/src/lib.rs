@@ -21,6 +21,7 @@
 mod client;
 pub mod convert;
 mod error;
+mod hooks;
 mod host;
 mod mcp_auth;
 mod run;

@@ -12,9 +12,8 @@ use pyo3::prelude::*;
 use crate::blocking;
 use crate::convert::{from_py, ser_to_py, to_value};
 use crate::error::to_py_err;
-use crate::host::{
-    Callback, Host, Parts, PyCompactor, PyHooks, PyTool, PyWaitFor, PyWebSearch, SharedHost,
-};
+use crate::hooks::{PyHooks, PyLifecycle};
+use crate::host::{Callback, Host, Parts, PyCompactor, PyTool, PyWaitFor, PyWebSearch, SharedHost};
 use crate::prompt::to_prompt;
 use crate::quiet;
 use crate::run::{result_dict, PyRun};
@@ -331,7 +330,7 @@ impl PyClient {
     /// wait_for, on_compact and compactor `(callable, is_async)`, and the web search provider's
     /// `search` `(callable, is_async, takes_cancel)`.
     #[staticmethod]
-    #[pyo3(signature = (config_json, tools, before_tool=None, after_tool=None, wait_for=None, websearch=None, on_compact=None, compactor=None, background_shells=None, *, host_tracer=None))]
+    #[pyo3(signature = (config_json, tools, before_tool=None, after_tool=None, wait_for=None, websearch=None, on_compact=None, compactor=None, background_shells=None, lifecycle=None, *, host_tracer=None))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         config_json: &str,
@@ -343,6 +342,7 @@ impl PyClient {
         on_compact: Option<PyCallable<'_>>,
         compactor: Option<PyCallable<'_>>,
         background_shells: Option<PyRef<'_, PyBackgroundShells>>,
+        lifecycle: Option<std::collections::HashMap<String, PyCallable<'_>>>,
         host_tracer: Option<(Py<PyAny>, Py<PyAny>)>,
     ) -> PyResult<PyClient> {
         let config = Config::from_json(config_json).map_err(to_py_err)?;
@@ -362,14 +362,27 @@ impl PyClient {
         if let Some((_, is_async, _)) = &websearch {
             host.note(*is_async);
         }
+        let lifecycle = PyLifecycle {
+            points: lifecycle
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(point, (f, is_async))| {
+                    host.note(is_async);
+                    (point, Callback::from_py(&f, is_async))
+                })
+                .collect(),
+        };
         let tools = tools
             .iter()
             .map(|t| tool_from_py(&host, t))
             .collect::<PyResult<Vec<_>>>()?;
-        let hooks: Option<Arc<dyn Hooks>> = if before_tool.is_some() || after_tool.is_some() {
+        let any_hook =
+            before_tool.is_some() || after_tool.is_some() || !lifecycle.points.is_empty();
+        let hooks: Option<Arc<dyn Hooks>> = if any_hook {
             Some(Arc::new(PyHooks {
                 before: before_tool.map(|(f, a)| Callback::from_py(&f, a)),
                 after: after_tool.map(|(f, a)| Callback::from_py(&f, a)),
+                lifecycle,
                 host: host.clone(),
             }))
         } else {

@@ -1,5 +1,5 @@
 //! Host (Python) code the engine calls: how a callable is called ([`Host::call`]), and the
-//! engine's extension points made of callables: [`PyTool`] (`Tool`), [`PyHooks`] (`Hooks`),
+//! engine's extension points made of callables: [`PyTool`] (`Tool`), [`crate::hooks::PyHooks`] (`Hooks`, in `hooks.rs`),
 //! [`PyWaitFor`] (`WaitFor`) and [`PyWebSearch`] (`WebSearchProvider`). They translate
 //! arguments and return values; the engine decides everything else.
 //!
@@ -12,9 +12,9 @@
 use std::sync::{Arc, Mutex};
 
 use contenox::{
-    async_trait, Answer, CancellationToken, CompactNotice, Compactor, Decision, Hooks, HostError,
-    PendingRequest, SearchRequest, SearchResult, Tool, ToolCallEvent, ToolContext, ToolError,
-    ToolOutput, ToolSpec, Transcript, WaitFor, WebSearchProvider,
+    async_trait, Answer, CancellationToken, CompactNotice, Compactor, Hooks, HostError,
+    PendingRequest, SearchRequest, SearchResult, Tool, ToolContext, ToolError, ToolOutput,
+    ToolSpec, Transcript, WaitFor, WebSearchProvider,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -398,7 +398,7 @@ pub type SharedHost = Arc<Host>;
 
 /// A tool result from whatever a Python tool or after_tool returned: a `contenox.ToolOutput`,
 /// or any JSON value (a str is sent as is, anything else as compact JSON).
-fn output_from_py(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<ToolOutput> {
+pub fn output_from_py(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<ToolOutput> {
     if let Ok(s) = v.cast::<PyString>() {
         return Ok(ToolOutput::text(s.to_str()?));
     }
@@ -436,77 +436,6 @@ impl Tool for PyTool {
                     PyTuple::new(py, [to_py(py, &args)?, ctx.into_bound(py).into_any()])
                 },
                 |py, v| output_from_py(py, &v),
-            )
-            .await
-    }
-}
-
-/// `hooks={"before_tool": fn, "after_tool": fn}`.
-pub struct PyHooks {
-    pub before: Option<Callback>,
-    pub after: Option<Callback>,
-    pub host: SharedHost,
-}
-
-fn call_event<'py>(py: Python<'py>, call: &ToolCallEvent) -> PyResult<Bound<'py, PyAny>> {
-    bridge(py)?.call_method1("tool_call_event", (ser_to_py(py, call)?,))
-}
-
-#[async_trait]
-impl Hooks for PyHooks {
-    async fn before_tool(&self, call: &ToolCallEvent) -> Result<Decision, HostError> {
-        let Some(cb) = &self.before else {
-            return Ok(Decision::Allow);
-        };
-        let call = call.clone();
-        self.host
-            .call(
-                "before_tool",
-                cb,
-                move |py| PyTuple::new(py, [call_event(py, &call)?]),
-                |py, v| {
-                    if v.is_none() {
-                        return Ok(Decision::Allow);
-                    }
-                    // ("deny", message|None) or ("ask", request dict); a TypeError otherwise.
-                    let wire = bridge(py)?.call_method1("decision_wire", (v,))?;
-                    let (kind, payload): (String, Bound<'_, PyAny>) = wire.extract()?;
-                    match kind.as_str() {
-                        "allow" => Ok(Decision::Allow),
-                        "deny" => Ok(Decision::Deny(payload.extract()?)),
-                        "ask" => Ok(Decision::Ask(from_py::<PendingRequest>(&payload)?)),
-                        other => Err(PyTypeError::new_err(format!("unknown decision {other}"))),
-                    }
-                },
-            )
-            .await
-    }
-
-    async fn after_tool(
-        &self,
-        call: &ToolCallEvent,
-        result: &ToolOutput,
-    ) -> Result<Option<ToolOutput>, HostError> {
-        let Some(cb) = &self.after else {
-            return Ok(None);
-        };
-        let (call, result) = (call.clone(), result.clone());
-        self.host
-            .call(
-                "after_tool",
-                cb,
-                move |py| {
-                    let out =
-                        bridge(py)?.call_method1("tool_output", (ser_to_py(py, &result)?,))?;
-                    PyTuple::new(py, [call_event(py, &call)?, out])
-                },
-                |py, v| {
-                    if v.is_none() {
-                        Ok(None)
-                    } else {
-                        output_from_py(py, &v).map(Some)
-                    }
-                },
             )
             .await
     }

@@ -11,6 +11,7 @@ mod client;
 mod completer;
 mod convert;
 mod error;
+mod hooks;
 mod host;
 mod mcp_auth;
 mod prompt;

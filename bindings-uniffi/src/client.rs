@@ -9,9 +9,10 @@ use contenox::{CancellationToken, CompactNotice, ModelInfo, RunOptions, Subagent
 
 use crate::convert::{via_json, Answer, ToolSpec, Transcript, TurnResult};
 use crate::error::ContenoxError;
+use crate::hooks::{Hooks, HooksAdapter, LifecycleHooks};
 use crate::host::{
-    Hooks, HooksAdapter, HostTool, OnCompact, OnCompactAdapter, ToolAdapter, WaitFor,
-    WaitForAdapter, WebSearchAdapter, WebSearchProvider,
+    HostTool, OnCompact, OnCompactAdapter, ToolAdapter, WaitFor, WaitForAdapter, WebSearchAdapter,
+    WebSearchProvider,
 };
 use crate::prompt::{to_prompt, PromptPart};
 use crate::run::Run;
@@ -94,14 +95,18 @@ impl Client {
     /// `websearch`: a search provider, which turns on the `websearch` builtin. `on_compact`:
     /// told after every compaction. `background_shells`: host-made shells (turns background
     /// shells on; several clients may share them; the host calls `closeAll()` on shutdown).
+    /// `lifecycle`: the turn's lifecycle points (`LifecycleHooks`: `onPrompt`, `onStop`, ...),
+    /// beside the gate's `hooks`.
     #[uniffi::constructor(default(
         tools = [],
         hooks = None,
         wait_for = None,
         websearch = None,
         on_compact = None,
-        background_shells = None
+        background_shells = None,
+        lifecycle = None
     ))]
+    #[allow(clippy::too_many_arguments)] // the constructor's named, defaulted options in Kotlin/Swift
     pub fn new(
         config_json: String,
         tools: Vec<Arc<dyn HostTool>>,
@@ -110,14 +115,18 @@ impl Client {
         websearch: Option<Arc<dyn WebSearchProvider>>,
         on_compact: Option<Arc<dyn OnCompact>>,
         background_shells: Option<Arc<BackgroundShells>>,
+        lifecycle: Option<Arc<dyn LifecycleHooks>>,
     ) -> Result<Arc<Self>, ContenoxError> {
         let config = contenox::Config::from_json(&config_json)?;
         let mut builder = contenox::ClientBuilder::from_config(config);
         for tool in tools {
             builder = builder.tool(ToolAdapter::wrap(tool)?);
         }
-        if let Some(hooks) = hooks {
-            builder = builder.hooks(Arc::new(HooksAdapter(hooks)));
+        if hooks.is_some() || lifecycle.is_some() {
+            builder = builder.hooks(Arc::new(HooksAdapter {
+                gate: hooks,
+                lifecycle,
+            }));
         }
         if let Some(wait_for) = wait_for {
             builder = builder.wait_for(Arc::new(WaitForAdapter(wait_for)));

@@ -1,7 +1,8 @@
 //! The engine's small stable types as UniFFI sees them.
 //!
 //! Types whose fields UniFFI can carry as they are (`Outcome`, `GateVerdict`, `Source`, `Tier`,
-//! `Usage`, `CompactTrigger`, `CompactNotice`, `Hints`, `ModelInfo`, `SearchRequest`, `SearchResult`, `ServerState`) are the
+//! `Usage`, `CompactTrigger`, `CompactNotice`, the lifecycle hooks' `PromptAction`, `StopAction`,
+//! `CompactAction`, `CompactRequest`, `Notification`, `TurnEndInfo`, `Hints`, `ModelInfo`, `SearchRequest`, `SearchResult`, `ServerState`) are the
 //! engine's own, declared with `#[uniffi::remote]`: no copy, no conversion. Types with free-form values get a mirror whose values cross as JSON text
 //! (fields named `…Json`); the mirrors derive serde with the engine's own JSON shape, so they
 //! convert through it ([`via_json`]) instead of field by field.
@@ -12,8 +13,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use contenox::{
-    CompactNotice, CompactTrigger, GateVerdict, Hints, ModelInfo, Outcome, SearchRequest,
-    SearchResult, ServerState, Source, StopReason, Tier, Usage,
+    CompactAction, CompactNotice, CompactRequest, CompactTrigger, GateVerdict, Hints, ModelInfo,
+    Notification, NotificationKind, Outcome, PromptAction, SearchRequest, SearchResult,
+    ServerState, Source, StopAction, StopReason, Tier, TurnEndInfo, Usage,
 };
 
 use crate::error::ContenoxError;
@@ -90,6 +92,53 @@ pub struct CompactNotice {
     pub post_tokens: u64,
     pub summary: Option<String>,
     pub usage: Usage,
+}
+
+#[uniffi::remote(Enum)]
+pub enum PromptAction {
+    Continue,
+    Replace(String),
+    AddContext(String),
+    Refuse(String),
+}
+
+#[uniffi::remote(Enum)]
+pub enum StopAction {
+    Stop,
+    Continue(String),
+}
+
+#[uniffi::remote(Enum)]
+pub enum CompactAction {
+    Proceed,
+    Instructions(String),
+    Veto(String),
+}
+
+#[uniffi::remote(Record)]
+pub struct CompactRequest {
+    pub trigger: CompactTrigger,
+    pub pre_tokens: u64,
+    pub instructions: Option<String>,
+}
+
+#[uniffi::remote(Enum)]
+pub enum NotificationKind {
+    Ask,
+    BudgetNear,
+}
+
+#[uniffi::remote(Record)]
+pub struct Notification {
+    pub kind: NotificationKind,
+    pub message: String,
+}
+
+#[uniffi::remote(Record)]
+pub struct TurnEndInfo {
+    pub outcome: Outcome,
+    pub final_text: String,
+    pub error: Option<String>,
 }
 
 #[uniffi::remote(Record)]

@@ -1,5 +1,5 @@
-//! Host code the engine calls: tools, hooks, wait_for and a web search provider, implemented in
-//! Kotlin or Swift.
+//! Host code the engine calls: tools, wait_for and a web search provider, implemented in
+//! Kotlin or Swift (the hooks are in `hooks.rs`).
 //!
 //! Each is a foreign trait with async methods (`suspend fun` in Kotlin, `async throws` in Swift).
 //! The adapters below translate them to the engine's `Tool`, `Hooks` and `WaitFor` traits and do
@@ -17,9 +17,7 @@ use async_trait::async_trait;
 use contenox::{CompactNotice, SearchRequest, SearchResult};
 use serde_json::Value;
 
-use crate::convert::{
-    via_json, Answer, Decision, PendingRequest, ToolCallEvent, ToolOutput, ToolSpec,
-};
+use crate::convert::{via_json, Answer, PendingRequest, ToolOutput, ToolSpec};
 use crate::error::ContenoxError;
 
 /// A tool implemented by the host.
@@ -36,23 +34,6 @@ pub trait HostTool: Send + Sync {
         arguments_json: String,
         context: ToolContext,
     ) -> Result<ToolOutput, ContenoxError>;
-}
-
-/// The gate's hooks, implemented by the host. A thrown error becomes an error result for that
-/// call.
-#[uniffi::export(foreign)]
-#[async_trait]
-pub trait Hooks: Send + Sync {
-    /// Decide on a call before it runs. Called for every call from every source.
-    async fn before_tool(&self, call: ToolCallEvent) -> Result<Decision, ContenoxError>;
-
-    /// See a result after the tool ran (also after an approved ask); return a result to replace
-    /// it, or `null` to keep it. Not called for denied calls.
-    async fn after_tool(
-        &self,
-        call: ToolCallEvent,
-        result: ToolOutput,
-    ) -> Result<Option<ToolOutput>, ContenoxError>;
 }
 
 /// Answers asks (a `Decision.Ask` of `beforeTool`). When the turn is cancelled, or the ask's
@@ -172,32 +153,6 @@ impl contenox::Tool for ToolAdapter {
         };
         let out = self.tool.call(args.to_string(), context).await?;
         Ok(via_json(&out)?)
-    }
-}
-
-/// The host's hooks as the engine sees them.
-pub(crate) struct HooksAdapter(pub(crate) Arc<dyn Hooks>);
-
-#[async_trait]
-impl contenox::Hooks for HooksAdapter {
-    async fn before_tool(
-        &self,
-        call: &contenox::ToolCallEvent,
-    ) -> Result<contenox::Decision, contenox::HostError> {
-        let decision = self.0.before_tool(via_json(call)?).await?;
-        Ok(decision.into_core()?)
-    }
-
-    async fn after_tool(
-        &self,
-        call: &contenox::ToolCallEvent,
-        result: &contenox::ToolOutput,
-    ) -> Result<Option<contenox::ToolOutput>, contenox::HostError> {
-        let replaced = self
-            .0
-            .after_tool(via_json(call)?, via_json(result)?)
-            .await?;
-        Ok(replaced.map(|out| via_json(&out)).transpose()?)
     }
 }
 

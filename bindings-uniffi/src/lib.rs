@@ -9,7 +9,7 @@
 //! typed [`Event`] (a sealed class in Kotlin, an enum in Swift; `toJson()` is the engine's JSON);
 //! [`Transcript`], [`BackgroundShells`]; MCP through [`load_mcp`] -> [`McpSource`] and its
 //! [`SourceTool`]s, remote tools through [`load_remote`] -> [`RemoteSource`]; host code as
-//! foreign traits with async methods ([`HostTool`], [`Hooks`], [`WaitFor`],
+//! foreign traits with async methods ([`HostTool`], [`Hooks`], [`LifecycleHooks`], [`WaitFor`],
 //! [`WebSearchProvider`], `OnCompact`); errors as
 //! [`ContenoxError`] (`ContenoxException` in Kotlin). Free-form values (tool arguments, results,
 //! schemas) cross as JSON text, in fields named `…Json`. A host callback that throws becomes an
@@ -26,6 +26,7 @@ mod client;
 mod convert;
 mod error;
 mod event;
+mod hooks;
 mod host;
 mod mcp;
 mod prompt;
@@ -41,7 +42,8 @@ pub use convert::{
 };
 pub use error::ContenoxError;
 pub use event::Event;
-pub use host::{Hooks, HostTool, ToolContext, ToolReporter, WaitFor, WebSearchProvider};
+pub use hooks::{Hooks, LifecycleHooks};
+pub use host::{HostTool, ToolContext, ToolReporter, WaitFor, WebSearchProvider};
 pub use mcp::{elicitation_of, load_mcp, Elicitation, McpServer, McpServerListener, McpSource};
 pub use prompt::PromptPart;
 pub use remote::{load_remote, RemoteHookListener, RemoteHookState, RemoteSource};

@@ -770,6 +770,10 @@ impl ClientBuilder {
                 .map_err(|why| {
                     Error::Config(ConfigError::new("telemetry", why).spelled(spelling))
                 })?;
+        let hook_timeout = self
+            .hook_timeout
+            .or(config.hook_timeout_ms.map(std::time::Duration::from_millis))
+            .unwrap_or(crate::hooks::DEFAULT_LIFECYCLE_TIMEOUT);
         Ok(Client {
             state: Arc::new(ClientState::new(Parts {
                 config,
@@ -779,9 +783,7 @@ impl ClientBuilder {
                 allow,
                 hooks: self.hooks,
                 hooks_file,
-                hook_timeout: self
-                    .hook_timeout
-                    .unwrap_or(crate::hooks::DEFAULT_LIFECYCLE_TIMEOUT),
+                hook_timeout,
                 wait_for: self.wait_for,
                 root,
                 secret_env,

@@ -361,6 +361,11 @@ pub struct Config {
     /// root, in the same sandbox as bash. See [`crate::hooks`] and `docs/hooks.md`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hooks_file: Option<serde_json::Value>,
+    /// How long each of the host's lifecycle hooks (`on_prompt` ... `on_notification`) may take
+    /// before its point's fallback applies, in ms. `None` = 60 s (or the builder's
+    /// [`crate::ClientBuilder::hook_timeout`]). A hooks file's commands have their own `timeout`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hook_timeout_ms: Option<u64>,
     /// Tool calls per turn; one more ends the turn with outcome `budget`. `None` = no ceiling
     /// (a policy's `compute.maxToolCalls` may still set one: the smaller wins).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -491,6 +496,7 @@ impl Default for Config {
             connect_timeout_ms: 10_000,
             policy: None,
             hooks_file: None,
+            hook_timeout_ms: None,
             max_tool_calls: None,
             max_turn_tokens: None,
             compaction: None,
@@ -546,6 +552,7 @@ impl fmt::Debug for Config {
             connect_timeout_ms,
             policy,
             hooks_file,
+            hook_timeout_ms,
             max_tool_calls,
             max_turn_tokens,
             request_timeout_ms,
@@ -602,6 +609,7 @@ impl fmt::Debug for Config {
             .field("policy", policy)
             // Commands, not secrets (a hook reads its secrets from where it runs).
             .field("hooks_file", hooks_file)
+            .field("hook_timeout_ms", hook_timeout_ms)
             .field("max_tool_calls", max_tool_calls)
             .field("max_turn_tokens", max_turn_tokens)
             .field("request_timeout_ms", request_timeout_ms)

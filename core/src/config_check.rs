@@ -89,6 +89,9 @@ pub(crate) fn check_client(config: &Config, spelling: Spelling) -> Result<()> {
     if config.max_concurrent_tools == 0 {
         return Err(bad(at_least_one("max_concurrent_tools")));
     }
+    if config.hook_timeout_ms == Some(0) {
+        return Err(bad(at_least_one("hook_timeout_ms")));
+    }
     for (name, ceiling) in [
         ("max_tool_calls", config.max_tool_calls),
         ("max_turn_tokens", config.max_turn_tokens),

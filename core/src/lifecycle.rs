@@ -63,7 +63,12 @@ pub enum CompactTrigger {
 }
 
 /// What `on_prompt` decides about a turn's prompt (before the first model request).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its JSON form (how the Python and Node bindings hand a host's answer over) is serde's
+/// external tagging: `"continue"`, `{"replace": TEXT}`, `{"add_context": TEXT}`,
+/// `{"refuse": REASON}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PromptAction {
     /// Send the prompt as it is.
     Continue,
@@ -77,8 +82,10 @@ pub enum PromptAction {
     Refuse(String),
 }
 
-/// What `on_stop` decides when the model gave its final answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What `on_stop` decides when the model gave its final answer. JSON: `"stop"`,
+/// `{"continue": MESSAGE}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum StopAction {
     /// Let the turn end.
     Stop,
@@ -87,8 +94,10 @@ pub enum StopAction {
     Continue(String),
 }
 
-/// What `before_compact` decides about a compaction about to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What `before_compact` decides about a compaction about to run. JSON: `"proceed"`,
+/// `{"instructions": TEXT}`, `{"veto": REASON}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CompactAction {
     /// Compact with the configured instructions.
     Proceed,
@@ -156,4 +165,50 @@ pub struct TurnEndInfo {
 /// The `error` of a turn whose prompt a hook refused.
 pub fn refused_prompt_error(reason: &str) -> String {
     format!("the prompt was refused by a hook: {reason}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The JSON forms the bindings send are the documented ones, both ways.
+    #[test]
+    fn answers_have_their_documented_json_forms() {
+        let cases = [
+            (json!("continue"), PromptAction::Continue),
+            (json!({"replace": "x"}), PromptAction::Replace("x".into())),
+            (
+                json!({"add_context": "c"}),
+                PromptAction::AddContext("c".into()),
+            ),
+            (json!({"refuse": "r"}), PromptAction::Refuse("r".into())),
+        ];
+        for (wire, action) in cases {
+            assert_eq!(serde_json::to_value(&action).unwrap(), wire);
+            assert_eq!(
+                serde_json::from_value::<PromptAction>(wire).unwrap(),
+                action
+            );
+        }
+        assert_eq!(
+            serde_json::from_value::<StopAction>(json!({"continue": "m"})).unwrap(),
+            StopAction::Continue("m".into())
+        );
+        assert_eq!(
+            serde_json::from_value::<StopAction>(json!("stop")).unwrap(),
+            StopAction::Stop
+        );
+        assert_eq!(
+            serde_json::from_value::<CompactAction>(json!({"veto": "v"})).unwrap(),
+            CompactAction::Veto("v".into())
+        );
+        assert_eq!(
+            serde_json::from_value::<CompactAction>(json!({"instructions": "i"})).unwrap(),
+            CompactAction::Instructions("i".into())
+        );
+        // A misspelt answer is an error (the binding's fallback), never read as "continue".
+        assert!(serde_json::from_value::<PromptAction>(json!({"refuse_it": "r"})).is_err());
+        assert!(serde_json::from_value::<PromptAction>(json!({"refuse": 1})).is_err());
+    }
 }

@@ -280,8 +280,10 @@ AfterTool = Callable[[ToolCallEvent, ToolOutput], Any]
 """``after_tool(event, result)``: return None (keep the result) or a replacement (any JSON value
 or a ``ToolOutput``); sync or async."""
 
-Hooks = Mapping[str, Union[BeforeTool, AfterTool, None]]
-"""``{"before_tool": fn, "after_tool": fn}``."""
+Hooks = Mapping[str, Union[BeforeTool, AfterTool, Callable[..., Any], None]]
+"""``{"before_tool": fn, "after_tool": fn}``, and the lifecycle points (``on_prompt``,
+``on_stop``, ``before_compact``, ``on_tool_error``, ``on_turn_start``, ``on_turn_end``,
+``on_notification``: :mod:`contenox._lifecycle`)."""
 
 WaitFor = Callable[[PendingRequest, _native.CancelSignal], Any]
 """``wait_for(request, cancel)``: return ``{"approve": True}``,

@@ -15,6 +15,7 @@ from ._step import Stepper
 from ._telemetry import host_tracer
 from ._tools import Tool, _hints_dict
 from ._types import (
+    LIFECYCLE_POINTS,
     CodeExecutionOptions,
     CompactionOptions,
     FallbackModel,
@@ -831,6 +832,7 @@ def create_client(
     idle_timeout_ms: int | None = None,
     policy: PolicySource | None = None,
     hooks_file: HooksFileSource | None = None,
+    hook_timeout_ms: int | None = None,
     max_tool_calls: int | None = None,
     max_turn_tokens: int | None = None,
     shell_env: Sequence[str] | None = None,
@@ -901,7 +903,11 @@ def create_client(
     settings mapping holding ``hooks``, the ``hooks`` mapping, its JSON text or a file path),
     runs its command hooks (``PreToolUse`` may deny or ask) in the bash sandbox, see
     ``docs/hooks.md``; ``hooks={"before_tool": fn, "after_tool": fn}`` may only narrow what
-    it allows;
+    it allows; the same mapping takes the lifecycle hooks ``on_prompt``, ``on_stop``,
+    ``before_compact``, ``on_tool_error``, ``on_turn_start``, ``on_turn_end`` and
+    ``on_notification`` (:mod:`contenox._lifecycle`: :class:`ReplacePrompt`,
+    :class:`RefusePrompt`, :class:`ContinueTurn`, :class:`VetoCompact`, ...), each given at most
+    ``hook_timeout_ms`` (default 60 s) before its point's fallback applies;
     ``wait_for=fn(request, cancel)`` answers asks (or ``wait_for_ctx``, the design's name for
     the same cancellable ask: the function gets the turn's cancel signal). ``before_tool``
     returns None (allow), ``deny(message)`` or an error result such as
@@ -971,6 +977,7 @@ def create_client(
             "idle_timeout_ms": idle_timeout_ms,
             "policy": policy,
             "hooks_file": hooks_file,
+            "hook_timeout_ms": hook_timeout_ms,
             "max_tool_calls": max_tool_calls,
             "max_turn_tokens": max_turn_tokens,
             "shell_env": list(shell_env) if shell_env is not None else None,
@@ -1005,11 +1012,17 @@ def create_client(
             "give wait_for or wait_for_ctx, not both (they are two names of the same ask)"
         )
     hooks = dict(hooks or {})
-    unknown = sorted(set(hooks) - {"before_tool", "after_tool"})
+    unknown = sorted(set(hooks) - {"before_tool", "after_tool", *LIFECYCLE_POINTS})
     if unknown:
         raise ConfigurationError(
-            f"unknown hook {', '.join(unknown)}; hooks are before_tool and after_tool"
+            f"unknown hook {', '.join(unknown)}; hooks are before_tool, after_tool, "
+            + ", ".join(LIFECYCLE_POINTS)
         )
+    lifecycle: dict[str, tuple[Any, bool]] = {}
+    for point in LIFECYCLE_POINTS:
+        given = _callable(hooks.get(point), point)
+        if given is not None:
+            lifecycle[point] = given
     native = _native.Client.create(
         config,
         [_native_parts(_as_tool(t)) for t in tools],
@@ -1024,6 +1037,7 @@ def create_client(
         _callable(on_compact, "on_compact"),
         _callable(compactor, "compactor"),
         background._native if isinstance(background, BackgroundShells) else None,
+        lifecycle or None,
         # Looked up only when telemetry is on (the engine ignores it otherwise): no import of
         # opentelemetry for a client that does not trace.
         host_tracer=host_tracer() if telemetry is not None and telemetry is not False else None,

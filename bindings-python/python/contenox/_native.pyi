@@ -89,6 +89,7 @@ class Client:
         on_compact: _NativeCallable | None = None,
         compactor: _NativeCallable | None = None,
         background_shells: BackgroundShells | None = None,
+        lifecycle: dict[str, _NativeCallable] | None = None,
         *,
         host_tracer: tuple[Callable[[], str | None], Callable[[list[dict[str, Any]]], None]]
         | None = None,

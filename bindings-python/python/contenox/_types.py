@@ -38,6 +38,19 @@ __all__ = [
 JSON = Union[dict[str, Any], list[Any], str, int, float, bool, None]
 """A JSON value as Python objects."""
 
+LIFECYCLE_POINTS = (
+    "on_prompt",
+    "on_stop",
+    "before_compact",
+    "on_tool_error",
+    "on_turn_start",
+    "on_turn_end",
+    "on_notification",
+)
+"""The lifecycle points a ``hooks`` mapping may name besides ``before_tool`` / ``after_tool``
+(here, not in :mod:`contenox._lifecycle`, so that checking a ``hooks`` mapping imports none of
+the lifecycle's dataclasses)."""
+
 Outcome = Literal[
     "done", "cancelled", "max_turns", "error", "budget", "output_invalid", "suspended"
 ]

@@ -1025,8 +1025,10 @@ open class Client: ClientProtocol, @unchecked Sendable {
      * `websearch`: a search provider, which turns on the `websearch` builtin. `on_compact`:
      * told after every compaction. `background_shells`: host-made shells (turns background
      * shells on; several clients may share them; the host calls `closeAll()` on shutdown).
+     * `lifecycle`: the turn's lifecycle points (`LifecycleHooks`: `onPrompt`, `onStop`, ...),
+     * beside the gate's `hooks`.
      */
-public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks? = nil, waitFor: WaitFor? = nil, websearch: WebSearchProvider? = nil, onCompact: OnCompact? = nil, backgroundShells: BackgroundShells? = nil)throws  {
+public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks? = nil, waitFor: WaitFor? = nil, websearch: WebSearchProvider? = nil, onCompact: OnCompact? = nil, backgroundShells: BackgroundShells? = nil, lifecycle: LifecycleHooks? = nil)throws  {
     let handle =
         try rustCallWithError(FfiConverterTypeContenoxError_lift) {
         uniffiCallStatus in
@@ -1037,7 +1039,8 @@ public convenience init(configJson: String, tools: [HostTool] = [], hooks: Hooks
         FfiConverterOptionTypeWaitFor.lower(waitFor),
         FfiConverterOptionTypeWebSearchProvider.lower(websearch),
         FfiConverterOptionTypeOnCompact.lower(onCompact),
-        FfiConverterOptionTypeBackgroundShells.lower(backgroundShells),uniffiCallStatus
+        FfiConverterOptionTypeBackgroundShells.lower(backgroundShells),
+        FfiConverterOptionTypeLifecycleHooks.lower(lifecycle),uniffiCallStatus
     )
 }
     self.init(unsafeFromHandle: handle)
@@ -2090,6 +2093,648 @@ public func FfiConverterTypeHostTool_lift(_ handle: UInt64) throws -> HostTool {
 #endif
 public func FfiConverterTypeHostTool_lower(_ value: HostTool) -> UInt64 {
     return FfiConverterTypeHostTool.lower(value)
+}
+
+
+
+
+
+
+/**
+ * The turn's lifecycle points, implemented by the host (see `docs/hooks.md`). Each answer is
+ * the engine's own type; the "no hook" answers are `PromptAction.Continue`, `StopAction.Stop`,
+ * `CompactAction.Proceed` and returning normally. A thrown error, or no answer within the hook
+ * timeout (config `hook_timeout_ms`, default 60 s), is logged and the point's fallback applies:
+ * the prompt is sent as it is, the turn ends, the compaction proceeds; never a failed turn.
+ */
+public protocol LifecycleHooks: AnyObject, Sendable {
+    
+    /**
+     * Before the turn's first model request: keep, replace, add to or refuse the prompt.
+     */
+    func onPrompt(prompt: String) async throws  -> PromptAction
+    
+    /**
+     * The model gave its final answer (not at the last response `max_turns` allows): let the
+     * turn end, or send the model back to work with a message.
+     */
+    func onStop(finalText: String) async throws  -> StopAction
+    
+    /**
+     * A compaction is about to run: proceed, change its instructions or veto it.
+     */
+    func beforeCompact(request: CompactRequest) async throws  -> CompactAction
+    
+    /**
+     * A call ran and its result is an error (after `afterTool`). Observes.
+     */
+    func onToolError(call: ToolCallEvent, result: ToolOutput) async throws 
+    
+    /**
+     * A turn starts (after its `turn_start` event). Observes.
+     */
+    func onTurnStart(prompt: String) async throws 
+    
+    /**
+     * A turn ended (before its `turn_end` event). Observes.
+     */
+    func onTurnEnd(end: TurnEndInfo) async throws 
+    
+    /**
+     * An ask was raised, or the turn is near a ceiling. Observes.
+     */
+    func onNotification(notification: Notification) async throws 
+    
+}
+/**
+ * The turn's lifecycle points, implemented by the host (see `docs/hooks.md`). Each answer is
+ * the engine's own type; the "no hook" answers are `PromptAction.Continue`, `StopAction.Stop`,
+ * `CompactAction.Proceed` and returning normally. A thrown error, or no answer within the hook
+ * timeout (config `hook_timeout_ms`, default 60 s), is logged and the point's fallback applies:
+ * the prompt is sent as it is, the turn ends, the compaction proceeds; never a failed turn.
+ */
+open class LifecycleHooksImpl: LifecycleHooks, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_contenox_uniffi_fn_clone_lifecyclehooks(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_contenox_uniffi_fn_free_lifecyclehooks(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Before the turn's first model request: keep, replace, add to or refuse the prompt.
+     */
+open func onPrompt(prompt: String)async throws  -> PromptAction  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_lifecyclehooks_on_prompt(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(prompt)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypePromptAction_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
+     * The model gave its final answer (not at the last response `max_turns` allows): let the
+     * turn end, or send the model back to work with a message.
+     */
+open func onStop(finalText: String)async throws  -> StopAction  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_lifecyclehooks_on_stop(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(finalText)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeStopAction_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
+     * A compaction is about to run: proceed, change its instructions or veto it.
+     */
+open func beforeCompact(request: CompactRequest)async throws  -> CompactAction  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_lifecyclehooks_before_compact(
+                        self.uniffiCloneHandle(),FfiConverterTypeCompactRequest_lower(request)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeCompactAction_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
+     * A call ran and its result is an error (after `afterTool`). Observes.
+     */
+open func onToolError(call: ToolCallEvent, result: ToolOutput)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_lifecyclehooks_on_tool_error(
+                        self.uniffiCloneHandle(),FfiConverterTypeToolCallEvent_lower(call),FfiConverterTypeToolOutput_lower(result)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_void,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_void,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
+     * A turn starts (after its `turn_start` event). Observes.
+     */
+open func onTurnStart(prompt: String)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_lifecyclehooks_on_turn_start(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(prompt)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_void,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_void,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
+     * A turn ended (before its `turn_end` event). Observes.
+     */
+open func onTurnEnd(end: TurnEndInfo)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_lifecyclehooks_on_turn_end(
+                        self.uniffiCloneHandle(),FfiConverterTypeTurnEndInfo_lower(end)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_void,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_void,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
+     * An ask was raised, or the turn is near a ceiling. Observes.
+     */
+open func onNotification(notification: Notification)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_lifecyclehooks_on_notification(
+                        self.uniffiCloneHandle(),FfiConverterTypeNotification_lower(notification)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_void,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_void,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+
+    
+}
+
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceLifecycleHooks {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceLifecycleHooks = UniffiVTableCallbackInterfaceLifecycleHooks(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterTypeLifecycleHooks.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface LifecycleHooks: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterTypeLifecycleHooks.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface LifecycleHooks: handle missing in uniffiClone")
+            }
+        },
+        onPrompt: { (
+            uniffiHandle: UInt64,
+            prompt: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteRustBuffer,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> PromptAction in
+                guard let uniffiObj = try? FfiConverterTypeLifecycleHooks.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.onPrompt(
+                     prompt: try FfiConverterString.lift(prompt)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: PromptAction) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: FfiConverterTypePromptAction_lower(returnValue),
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: RustBuffer.empty(),
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeContenoxError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        onStop: { (
+            uniffiHandle: UInt64,
+            finalText: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteRustBuffer,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> StopAction in
+                guard let uniffiObj = try? FfiConverterTypeLifecycleHooks.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.onStop(
+                     finalText: try FfiConverterString.lift(finalText)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: StopAction) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: FfiConverterTypeStopAction_lower(returnValue),
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: RustBuffer.empty(),
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeContenoxError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        beforeCompact: { (
+            uniffiHandle: UInt64,
+            request: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteRustBuffer,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> CompactAction in
+                guard let uniffiObj = try? FfiConverterTypeLifecycleHooks.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.beforeCompact(
+                     request: try FfiConverterTypeCompactRequest_lift(request)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: CompactAction) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: FfiConverterTypeCompactAction_lower(returnValue),
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: RustBuffer.empty(),
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeContenoxError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        onToolError: { (
+            uniffiHandle: UInt64,
+            call: RustBuffer,
+            result: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteVoid,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeLifecycleHooks.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.onToolError(
+                     call: try FfiConverterTypeToolCallEvent_lift(call),
+                     result: try FfiConverterTypeToolOutput_lift(result)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: ()) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeContenoxError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        onTurnStart: { (
+            uniffiHandle: UInt64,
+            prompt: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteVoid,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeLifecycleHooks.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.onTurnStart(
+                     prompt: try FfiConverterString.lift(prompt)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: ()) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeContenoxError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        onTurnEnd: { (
+            uniffiHandle: UInt64,
+            end: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteVoid,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeLifecycleHooks.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.onTurnEnd(
+                     end: try FfiConverterTypeTurnEndInfo_lift(end)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: ()) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeContenoxError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        onNotification: { (
+            uniffiHandle: UInt64,
+            notification: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteVoid,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeLifecycleHooks.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.onNotification(
+                     notification: try FfiConverterTypeNotification_lift(notification)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: ()) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeContenoxError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceLifecycleHooks> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceLifecycleHooks>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitLifecycleHooks() {
+    uniffi_contenox_uniffi_fn_init_callback_vtable_lifecyclehooks(UniffiCallbackInterfaceLifecycleHooks.vtablePtr)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeLifecycleHooks: FfiConverter {
+    fileprivate static let handleMap = UniffiHandleMap<LifecycleHooks>()
+
+    typealias FfiType = UInt64
+    typealias SwiftType = LifecycleHooks
+
+    public static func lift(_ handle: UInt64) throws -> LifecycleHooks {
+        if ((handle & 1) == 0) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return LifecycleHooksImpl(unsafeFromHandle: handle)
+        } else {
+            // Swift-generated handle, get the object from the handle map
+            return try handleMap.remove(handle: handle)
+        }
+    }
+
+    public static func lower(_ value: LifecycleHooks) -> UInt64 {
+         if let rustImpl = value as? LifecycleHooksImpl {
+             // Rust-implemented object.  Clone the handle and return it
+            return rustImpl.uniffiCloneHandle()
+         } else {
+            // Swift object, generate a new vtable handle and return that.
+            return handleMap.insert(obj: value)
+         }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> LifecycleHooks {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: LifecycleHooks, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLifecycleHooks_lift(_ handle: UInt64) throws -> LifecycleHooks {
+    return try FfiConverterTypeLifecycleHooks.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLifecycleHooks_lower(_ value: LifecycleHooks) -> UInt64 {
+    return FfiConverterTypeLifecycleHooks.lower(value)
 }
 
 
@@ -4517,6 +5162,64 @@ public func FfiConverterTypeCompactNotice_lower(_ value: CompactNotice) -> RustB
 }
 
 
+public struct CompactRequest: Equatable, Hashable {
+    public var trigger: CompactTrigger
+    public var preTokens: UInt64
+    public var instructions: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(trigger: CompactTrigger, preTokens: UInt64, instructions: String?) {
+        self.trigger = trigger
+        self.preTokens = preTokens
+        self.instructions = instructions
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CompactRequest: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCompactRequest: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CompactRequest {
+        return
+            try CompactRequest(
+                trigger: FfiConverterTypeCompactTrigger.read(from: &buf), 
+                preTokens: FfiConverterUInt64.read(from: &buf), 
+                instructions: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CompactRequest, into buf: inout [UInt8]) {
+        FfiConverterTypeCompactTrigger.write(value.trigger, into: &buf)
+        FfiConverterUInt64.write(value.preTokens, into: &buf)
+        FfiConverterOptionString.write(value.instructions, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCompactRequest_lift(_ buf: RustBuffer) throws -> CompactRequest {
+    return try FfiConverterTypeCompactRequest.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCompactRequest_lower(_ value: CompactRequest) -> RustBuffer {
+    return FfiConverterTypeCompactRequest.lower(value)
+}
+
+
 /**
  * What an MCP server's `elicitation/create` asks: the data of a pending request of kind
  * `elicitation` (docs/mcp.md). Answer it with `Answer.Result` holding JSON that matches
@@ -4776,6 +5479,60 @@ public func FfiConverterTypeModelInfo_lift(_ buf: RustBuffer) throws -> ModelInf
 #endif
 public func FfiConverterTypeModelInfo_lower(_ value: ModelInfo) -> RustBuffer {
     return FfiConverterTypeModelInfo.lower(value)
+}
+
+
+public struct Notification: Equatable, Hashable {
+    public var kind: NotificationKind
+    public var message: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(kind: NotificationKind, message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Notification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Notification {
+        return
+            try Notification(
+                kind: FfiConverterTypeNotificationKind.read(from: &buf), 
+                message: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Notification, into buf: inout [UInt8]) {
+        FfiConverterTypeNotificationKind.write(value.kind, into: &buf)
+        FfiConverterString.write(value.message, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNotification_lift(_ buf: RustBuffer) throws -> Notification {
+    return try FfiConverterTypeNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNotification_lower(_ value: Notification) -> RustBuffer {
+    return FfiConverterTypeNotification.lower(value)
 }
 
 
@@ -5506,6 +6263,64 @@ public func FfiConverterTypeToolSpec_lower(_ value: ToolSpec) -> RustBuffer {
 }
 
 
+public struct TurnEndInfo: Equatable, Hashable {
+    public var outcome: Outcome
+    public var finalText: String
+    public var error: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(outcome: Outcome, finalText: String, error: String?) {
+        self.outcome = outcome
+        self.finalText = finalText
+        self.error = error
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension TurnEndInfo: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTurnEndInfo: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnEndInfo {
+        return
+            try TurnEndInfo(
+                outcome: FfiConverterTypeOutcome.read(from: &buf), 
+                finalText: FfiConverterString.read(from: &buf), 
+                error: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: TurnEndInfo, into buf: inout [UInt8]) {
+        FfiConverterTypeOutcome.write(value.outcome, into: &buf)
+        FfiConverterString.write(value.finalText, into: &buf)
+        FfiConverterOptionString.write(value.error, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnEndInfo_lift(_ buf: RustBuffer) throws -> TurnEndInfo {
+    return try FfiConverterTypeTurnEndInfo.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnEndInfo_lower(_ value: TurnEndInfo) -> RustBuffer {
+    return FfiConverterTypeTurnEndInfo.lower(value)
+}
+
+
 /**
  * What a finished turn returns.
  */
@@ -5823,6 +6638,85 @@ public func FfiConverterTypeAnswer_lift(_ buf: RustBuffer) throws -> Answer {
 #endif
 public func FfiConverterTypeAnswer_lower(_ value: Answer) -> RustBuffer {
     return FfiConverterTypeAnswer.lower(value)
+}
+
+
+
+
+public enum CompactAction: Equatable, Hashable {
+    
+    case proceed
+    case instructions(String
+    )
+    case veto(String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension CompactAction: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCompactAction: FfiConverterRustBuffer {
+    typealias SwiftType = CompactAction
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CompactAction {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .proceed
+        
+        case 2: return .instructions(try FfiConverterString.read(from: &buf)
+        )
+        
+        case 3: return .veto(try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: CompactAction, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .proceed:
+            writeInt(&buf, Int32(1))
+        
+        
+        case let .instructions(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterString.write(v1, into: &buf)
+            
+        
+        case let .veto(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCompactAction_lift(_ buf: RustBuffer) throws -> CompactAction {
+    return try FfiConverterTypeCompactAction.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCompactAction_lower(_ value: CompactAction) -> RustBuffer {
+    return FfiConverterTypeCompactAction.lower(value)
 }
 
 
@@ -7497,6 +8391,72 @@ public func FfiConverterTypeMessage_lower(_ value: Message) -> RustBuffer {
 
 
 
+public enum NotificationKind: Equatable, Hashable {
+    
+    case ask
+    case budgetNear
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension NotificationKind: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeNotificationKind: FfiConverterRustBuffer {
+    typealias SwiftType = NotificationKind
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> NotificationKind {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .ask
+        
+        case 2: return .budgetNear
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: NotificationKind, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .ask:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .budgetNear:
+            writeInt(&buf, Int32(2))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNotificationKind_lift(_ buf: RustBuffer) throws -> NotificationKind {
+    return try FfiConverterTypeNotificationKind.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNotificationKind_lower(_ value: NotificationKind) -> RustBuffer {
+    return FfiConverterTypeNotificationKind.lower(value)
+}
+
+
+
+
 public enum Outcome: Equatable, Hashable {
     
     case done
@@ -7593,6 +8553,95 @@ public func FfiConverterTypeOutcome_lift(_ buf: RustBuffer) throws -> Outcome {
 #endif
 public func FfiConverterTypeOutcome_lower(_ value: Outcome) -> RustBuffer {
     return FfiConverterTypeOutcome.lower(value)
+}
+
+
+
+
+public enum PromptAction: Equatable, Hashable {
+    
+    case `continue`
+    case replace(String
+    )
+    case addContext(String
+    )
+    case refuse(String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension PromptAction: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePromptAction: FfiConverterRustBuffer {
+    typealias SwiftType = PromptAction
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PromptAction {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .`continue`
+        
+        case 2: return .replace(try FfiConverterString.read(from: &buf)
+        )
+        
+        case 3: return .addContext(try FfiConverterString.read(from: &buf)
+        )
+        
+        case 4: return .refuse(try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: PromptAction, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .`continue`:
+            writeInt(&buf, Int32(1))
+        
+        
+        case let .replace(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterString.write(v1, into: &buf)
+            
+        
+        case let .addContext(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterString.write(v1, into: &buf)
+            
+        
+        case let .refuse(v1):
+            writeInt(&buf, Int32(4))
+            FfiConverterString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePromptAction_lift(_ buf: RustBuffer) throws -> PromptAction {
+    return try FfiConverterTypePromptAction.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePromptAction_lower(_ value: PromptAction) -> RustBuffer {
+    return FfiConverterTypePromptAction.lower(value)
 }
 
 
@@ -7863,6 +8912,75 @@ public func FfiConverterTypeSource_lift(_ buf: RustBuffer) throws -> Source {
 #endif
 public func FfiConverterTypeSource_lower(_ value: Source) -> RustBuffer {
     return FfiConverterTypeSource.lower(value)
+}
+
+
+
+
+public enum StopAction: Equatable, Hashable {
+    
+    case stop
+    case `continue`(String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension StopAction: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStopAction: FfiConverterRustBuffer {
+    typealias SwiftType = StopAction
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StopAction {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .stop
+        
+        case 2: return .`continue`(try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: StopAction, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .stop:
+            writeInt(&buf, Int32(1))
+        
+        
+        case let .`continue`(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterString.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStopAction_lift(_ buf: RustBuffer) throws -> StopAction {
+    return try FfiConverterTypeStopAction.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStopAction_lower(_ value: StopAction) -> RustBuffer {
+    return FfiConverterTypeStopAction.lower(value)
 }
 
 
@@ -8144,6 +9262,30 @@ fileprivate struct FfiConverterOptionTypeHooks: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeHooks.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeLifecycleHooks: FfiConverterRustBuffer {
+    typealias SwiftType = LifecycleHooks?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeLifecycleHooks.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeLifecycleHooks.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -9126,10 +10268,31 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_transcript_to_json() != 57728) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_hooks_before_tool() != 15764) {
+    if (uniffi_contenox_uniffi_checksum_method_hooks_before_tool() != 47673) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_hooks_after_tool() != 13497) {
+    if (uniffi_contenox_uniffi_checksum_method_hooks_after_tool() != 23846) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_lifecyclehooks_on_prompt() != 12913) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_lifecyclehooks_on_stop() != 6699) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_lifecyclehooks_before_compact() != 18310) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_lifecyclehooks_on_tool_error() != 56721) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_lifecyclehooks_on_turn_start() != 64142) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_lifecyclehooks_on_turn_end() != 3522) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_lifecyclehooks_on_notification() != 42014) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_hosttool_spec() != 19548) {
@@ -9225,7 +10388,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_sourcetool_spec() != 57741) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 21440) {
+    if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 33020) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_constructor_transcript_empty() != 58648) {
@@ -9240,6 +10403,7 @@ private let initializationResult: InitializationResult = {
 
     uniffiCallbackInitHooks()
     uniffiCallbackInitHostTool()
+    uniffiCallbackInitLifecycleHooks()
     uniffiCallbackInitMcpServerListener()
     uniffiCallbackInitOnCompact()
     uniffiCallbackInitRemoteHookListener()

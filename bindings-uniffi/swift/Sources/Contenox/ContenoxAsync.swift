@@ -109,3 +109,16 @@ public func loadRemote(
     }
     return try await loadRemote(hooksJson: hooksJson, onHook: Listener(onHook))
 }
+
+/// Every lifecycle point's "no hook" answer (`.continue`, `.stop`, `.proceed`, nothing for the
+/// observers): a `LifecycleHooks` implementation writes only the points it needs. (A UniFFI
+/// callback interface has no default methods; a protocol extension gives them.)
+extension LifecycleHooks {
+    public func onPrompt(prompt: String) async throws -> PromptAction { .`continue` }
+    public func onStop(finalText: String) async throws -> StopAction { .stop }
+    public func beforeCompact(request: CompactRequest) async throws -> CompactAction { .proceed }
+    public func onToolError(call: ToolCallEvent, result: ToolOutput) async throws {}
+    public func onTurnStart(prompt: String) async throws {}
+    public func onTurnEnd(end: TurnEndInfo) async throws {}
+    public func onNotification(notification: Notification) async throws {}
+}

@@ -255,6 +255,48 @@ typedef void (*UniffiCallbackInterfaceHooksMethod1)(uint64_t, RustBuffer, RustBu
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD0
+typedef void (*UniffiCallbackInterfaceLifecycleHooksMethod0)(uint64_t, RustBuffer, UniffiForeignFutureCompleteRustBuffer _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD1
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD1
+typedef void (*UniffiCallbackInterfaceLifecycleHooksMethod1)(uint64_t, RustBuffer, UniffiForeignFutureCompleteRustBuffer _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD2
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD2
+typedef void (*UniffiCallbackInterfaceLifecycleHooksMethod2)(uint64_t, RustBuffer, UniffiForeignFutureCompleteRustBuffer _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD3
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD3
+typedef void (*UniffiCallbackInterfaceLifecycleHooksMethod3)(uint64_t, RustBuffer, RustBuffer, UniffiForeignFutureCompleteVoid _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD4
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD4
+typedef void (*UniffiCallbackInterfaceLifecycleHooksMethod4)(uint64_t, RustBuffer, UniffiForeignFutureCompleteVoid _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD5
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD5
+typedef void (*UniffiCallbackInterfaceLifecycleHooksMethod5)(uint64_t, RustBuffer, UniffiForeignFutureCompleteVoid _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD6
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_LIFECYCLE_HOOKS_METHOD6
+typedef void (*UniffiCallbackInterfaceLifecycleHooksMethod6)(uint64_t, RustBuffer, UniffiForeignFutureCompleteVoid _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
 #ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_HOST_TOOL_METHOD0
 #define UNIFFI_FFIDEF_CALLBACK_INTERFACE_HOST_TOOL_METHOD0
 typedef void (*UniffiCallbackInterfaceHostToolMethod0)(uint64_t, RustBuffer* _Nonnull, 
@@ -308,6 +350,21 @@ typedef struct UniffiVTableCallbackInterfaceHooks {
     UniffiCallbackInterfaceHooksMethod0 _Nonnull beforeTool;
     UniffiCallbackInterfaceHooksMethod1 _Nonnull afterTool;
 } UniffiVTableCallbackInterfaceHooks;
+
+#endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_LIFECYCLE_HOOKS
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_LIFECYCLE_HOOKS
+typedef struct UniffiVTableCallbackInterfaceLifecycleHooks {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfaceLifecycleHooksMethod0 _Nonnull onPrompt;
+    UniffiCallbackInterfaceLifecycleHooksMethod1 _Nonnull onStop;
+    UniffiCallbackInterfaceLifecycleHooksMethod2 _Nonnull beforeCompact;
+    UniffiCallbackInterfaceLifecycleHooksMethod3 _Nonnull onToolError;
+    UniffiCallbackInterfaceLifecycleHooksMethod4 _Nonnull onTurnStart;
+    UniffiCallbackInterfaceLifecycleHooksMethod5 _Nonnull onTurnEnd;
+    UniffiCallbackInterfaceLifecycleHooksMethod6 _Nonnull onNotification;
+} UniffiVTableCallbackInterfaceLifecycleHooks;
 
 #endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_HOST_TOOL
@@ -377,7 +434,7 @@ void uniffi_contenox_uniffi_fn_free_client(uint64_t handle, RustCallStatus *_Non
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CONSTRUCTOR_CLIENT_NEW
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CONSTRUCTOR_CLIENT_NEW
-uint64_t uniffi_contenox_uniffi_fn_constructor_client_new(RustBuffer config_json, RustBuffer tools, RustBuffer hooks, RustBuffer wait_for, RustBuffer websearch, RustBuffer on_compact, RustBuffer background_shells, RustCallStatus *_Nonnull out_status
+uint64_t uniffi_contenox_uniffi_fn_constructor_client_new(RustBuffer config_json, RustBuffer tools, RustBuffer hooks, RustBuffer wait_for, RustBuffer websearch, RustBuffer on_compact, RustBuffer background_shells, RustBuffer lifecycle, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_AS_TOOL_WITH
@@ -564,6 +621,56 @@ uint64_t uniffi_contenox_uniffi_fn_method_hooks_before_tool(uint64_t ptr, RustBu
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_HOOKS_AFTER_TOOL
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_HOOKS_AFTER_TOOL
 uint64_t uniffi_contenox_uniffi_fn_method_hooks_after_tool(uint64_t ptr, RustBuffer call, RustBuffer result
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_LIFECYCLEHOOKS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_LIFECYCLEHOOKS
+uint64_t uniffi_contenox_uniffi_fn_clone_lifecyclehooks(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_LIFECYCLEHOOKS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_LIFECYCLEHOOKS
+void uniffi_contenox_uniffi_fn_free_lifecyclehooks(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_INIT_CALLBACK_VTABLE_LIFECYCLEHOOKS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_INIT_CALLBACK_VTABLE_LIFECYCLEHOOKS
+void uniffi_contenox_uniffi_fn_init_callback_vtable_lifecyclehooks(const UniffiVTableCallbackInterfaceLifecycleHooks* _Nonnull vtable
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_ON_PROMPT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_ON_PROMPT
+uint64_t uniffi_contenox_uniffi_fn_method_lifecyclehooks_on_prompt(uint64_t ptr, RustBuffer prompt
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_ON_STOP
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_ON_STOP
+uint64_t uniffi_contenox_uniffi_fn_method_lifecyclehooks_on_stop(uint64_t ptr, RustBuffer final_text
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_BEFORE_COMPACT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_BEFORE_COMPACT
+uint64_t uniffi_contenox_uniffi_fn_method_lifecyclehooks_before_compact(uint64_t ptr, RustBuffer request
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_ON_TOOL_ERROR
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_ON_TOOL_ERROR
+uint64_t uniffi_contenox_uniffi_fn_method_lifecyclehooks_on_tool_error(uint64_t ptr, RustBuffer call, RustBuffer result
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_ON_TURN_START
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_ON_TURN_START
+uint64_t uniffi_contenox_uniffi_fn_method_lifecyclehooks_on_turn_start(uint64_t ptr, RustBuffer prompt
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_ON_TURN_END
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_ON_TURN_END
+uint64_t uniffi_contenox_uniffi_fn_method_lifecyclehooks_on_turn_end(uint64_t ptr, RustBuffer end
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_ON_NOTIFICATION
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_LIFECYCLEHOOKS_ON_NOTIFICATION
+uint64_t uniffi_contenox_uniffi_fn_method_lifecyclehooks_on_notification(uint64_t ptr, RustBuffer notification
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_HOSTTOOL
@@ -1411,6 +1518,48 @@ uint16_t uniffi_contenox_uniffi_checksum_method_hooks_before_tool(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_HOOKS_AFTER_TOOL
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_HOOKS_AFTER_TOOL
 uint16_t uniffi_contenox_uniffi_checksum_method_hooks_after_tool(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_ON_PROMPT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_ON_PROMPT
+uint16_t uniffi_contenox_uniffi_checksum_method_lifecyclehooks_on_prompt(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_ON_STOP
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_ON_STOP
+uint16_t uniffi_contenox_uniffi_checksum_method_lifecyclehooks_on_stop(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_BEFORE_COMPACT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_BEFORE_COMPACT
+uint16_t uniffi_contenox_uniffi_checksum_method_lifecyclehooks_before_compact(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_ON_TOOL_ERROR
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_ON_TOOL_ERROR
+uint16_t uniffi_contenox_uniffi_checksum_method_lifecyclehooks_on_tool_error(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_ON_TURN_START
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_ON_TURN_START
+uint16_t uniffi_contenox_uniffi_checksum_method_lifecyclehooks_on_turn_start(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_ON_TURN_END
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_ON_TURN_END
+uint16_t uniffi_contenox_uniffi_checksum_method_lifecyclehooks_on_turn_end(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_ON_NOTIFICATION
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_LIFECYCLEHOOKS_ON_NOTIFICATION
+uint16_t uniffi_contenox_uniffi_checksum_method_lifecyclehooks_on_notification(void
     
 );
 #endif

@@ -123,3 +123,18 @@ internal fun ContenoxException.withCauses(): ContenoxException {
     if (chain != null && cause == null) initCause(chain)
     return this
 }
+
+/**
+ * [LifecycleHooks] with every point's "no hook" answer ([PromptAction.Continue],
+ * [StopAction.Stop], [CompactAction.Proceed], nothing for the observers): extend it and override
+ * only the points you need. (A UniFFI callback interface has no default methods.)
+ */
+open class LifecycleHooksBase : LifecycleHooks {
+    override suspend fun onPrompt(prompt: String): PromptAction = PromptAction.Continue
+    override suspend fun onStop(finalText: String): StopAction = StopAction.Stop
+    override suspend fun beforeCompact(request: CompactRequest): CompactAction = CompactAction.Proceed
+    override suspend fun onToolError(call: ToolCallEvent, result: ToolOutput) {}
+    override suspend fun onTurnStart(prompt: String) {}
+    override suspend fun onTurnEnd(end: TurnEndInfo) {}
+    override suspend fun onNotification(notification: Notification) {}
+}
