@@ -397,6 +397,38 @@ function buildSubagents(scenario, server, root) {
   }
 }
 
+/**
+ * Extension `lifecycle`: for each point named, the answer every call gives (core's JSON form,
+ * spelled as JavaScript hosts write it; `true` for an observer) or `"raise"`; every call is
+ * logged as `point` or `point:detail` before it answers. Methods named as the engine's points.
+ */
+function lifecycleHooks(spec, log) {
+  if (!spec) return {}
+  const camel = (k) => k.replace(/_([a-z])/g, (_, c) => c.toUpperCase())
+  const answer = (point, entry) => {
+    log.push(entry)
+    const given = spec[point]
+    if (given === 'raise') throw new Error(`${point} raised`)
+    if (given !== null && typeof given === 'object') {
+      const [[tag, text]] = Object.entries(given)
+      return { [camel(tag)]: text }
+    }
+    return undefined // true, "continue", "stop", "proceed": the point's default
+  }
+  const details = {
+    on_prompt: () => 'on_prompt',
+    on_stop: () => 'on_stop',
+    before_compact: (req) => `before_compact:${req.trigger}`,
+    on_tool_error: (call) => `on_tool_error:${call.name}`,
+    on_turn_start: () => 'on_turn_start',
+    on_turn_end: (end) => `on_turn_end:${end.outcome}`,
+    on_notification: (n) => `on_notification:${n.kind}`,
+  }
+  return Object.fromEntries(
+    Object.keys(spec).map((point) => [camel(point), async (...args) => answer(point, details[point](...args))]),
+  )
+}
+
 async function runScenario(file, scenario, deadline) {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'contenox-node-conformance-')))
   const server = await startFakeServer(file)
@@ -414,9 +446,13 @@ async function runScenario(file, scenario, deadline) {
     const waitFor = scriptedWaitFor(scenario.wait_for ?? [])
     subagents = buildSubagents(scenario, server, root)
     const compactions = []
+    const lifecycleLog = []
     const told = compactor({ onCompact: (notice) => void compactions.push(traceEvent(notice)) })
     const build = () => {
-      const hooks = { beforeTool: beforeTool(scenario.before_tool ?? []) }
+      const hooks = {
+        beforeTool: beforeTool(scenario.before_tool ?? []),
+        ...lifecycleHooks(scenario.lifecycle, lifecycleLog),
+      }
       const afterRules = scenario.after_tool
       if (afterRules) {
         hooks.afterTool = (e) => {
@@ -560,6 +596,7 @@ async function runScenario(file, scenario, deadline) {
       compactions: notices,
       output: last.output ?? null,
       resume_error: resumeError,
+      ...(scenario.lifecycle ? { lifecycle: [...lifecycleLog] } : {}),
     }
   } finally {
     state.client?.close()

@@ -270,6 +270,60 @@ def _hooks(scenario: dict[str, Any]) -> dict[str, Any]:
     return hooks
 
 
+def _lifecycle(spec: dict[str, Any] | None, log: list[str]) -> dict[str, Any]:
+    """Extension ``lifecycle``: for each point named, the answer every call gives (core's JSON
+    form, in the binding's types; ``True`` for an observer) or ``"raise"``; every call is logged
+    as ``point`` or ``point:detail`` before it answers."""
+    if not spec:
+        return {}
+    from contenox._lifecycle import (
+        AddContext,
+        CompactInstructions,
+        ContinueTurn,
+        RefusePrompt,
+        ReplacePrompt,
+        VetoCompact,
+    )
+
+    typed = {
+        "replace": ReplacePrompt,
+        "add_context": AddContext,
+        "refuse": RefusePrompt,
+        "continue": ContinueTurn,
+        "instructions": CompactInstructions,
+        "veto": VetoCompact,
+    }
+
+    def answer(point: str, entry: str) -> Any:
+        log.append(entry)
+        given = spec[point]
+        if given == "raise":
+            raise RuntimeError(f"{point} raised")
+        if isinstance(given, dict):
+            ((tag, text),) = given.items()
+            return typed[tag](text)
+        return None  # True, "continue", "stop", "proceed": the point's default
+
+    details: dict[str, Any] = {
+        "on_prompt": lambda prompt: "on_prompt",
+        "on_stop": lambda text: "on_stop",
+        "before_compact": lambda req: f"before_compact:{req.trigger}",
+        "on_tool_error": lambda call, result: f"on_tool_error:{call.name}",
+        "on_turn_start": lambda prompt: "on_turn_start",
+        "on_turn_end": lambda end: f"on_turn_end:{end.outcome}",
+        "on_notification": lambda n: f"on_notification:{n.kind}",
+    }
+
+    def hook(point: str) -> Any:
+        # Async, as a host's guard often is; the sync path is tested in test_lifecycle.py.
+        async def call(*args: Any) -> Any:
+            return answer(point, details[point](*args))
+
+        return call
+
+    return {point: hook(point) for point in spec}
+
+
 def _wait_for(answers: collections.deque[Any]) -> Any:
     async def wait_for(request: contenox.PendingRequest, cancel: contenox.CancelSignal) -> Any:
         answer = answers.popleft() if answers else "never"
@@ -561,6 +615,7 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
         }
         subagents = Subagents(scenario, common)
         compactions: list[dict[str, Any]] = []
+        lifecycle_log: list[str] = []
 
         def on_compact(notice: contenox.CompactNotice) -> None:
             compactions.append(notice.to_dict())
@@ -574,7 +629,7 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
                     *(_host_tool(t, current, meeting) for t in scenario.get("host_tools") or []),
                     *subagents.parent_tools(),
                 ],
-                hooks=_hooks(scenario),
+                hooks={**_hooks(scenario), **_lifecycle(scenario.get("lifecycle"), lifecycle_log)},
                 wait_for=_wait_for(answers),
                 websearch=websearch,
                 on_compact=on_compact,
@@ -705,6 +760,8 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
         }
     assert result is not None
     extra: dict[str, Any] = {} if resume_error is None else {"resume_error": resume_error}
+    if "lifecycle" in scenario:
+        extra["lifecycle"] = list(lifecycle_log)
     return {
         **extra,
         "scenario": scenario["name"],

@@ -517,6 +517,21 @@ fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>
             ));
         }
     }
+    if let Some(want) = &e.lifecycle {
+        let got: Vec<&str> = trace
+            .extra
+            .get("lifecycle")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if got != want.iter().map(String::as_str).collect::<Vec<_>>() {
+            fails.push(format!(
+                "lifecycle: expected the hooks called as {}, got {}",
+                Show(want),
+                Show(&got)
+            ));
+        }
+    }
     if let Some(want) = &e.resume_error_contains {
         let error = trace.extra.get("resume_error").and_then(Value::as_str);
         for w in &want.0 {
@@ -1647,6 +1662,25 @@ mod tests {
             ]}),
             json!({"events": [{"type": "turn_end", "outcome": "error", "error": "other"}]}),
             "error_contains: \"compaction failed\" is in no turn_end's error",
+        );
+    }
+
+    #[test]
+    fn lifecycle_calls_in_order() {
+        let expect = json!({"lifecycle": ["on_turn_start", "on_prompt", "on_turn_end:done"]});
+        pass_fail(
+            "openai",
+            expect.clone(),
+            json!({"lifecycle": ["on_turn_start", "on_prompt", "on_turn_end:done"]}),
+            json!({"lifecycle": ["on_prompt", "on_turn_start", "on_turn_end:done"]}),
+            "lifecycle: expected the hooks called as",
+        );
+        pass_fail(
+            "openai",
+            expect,
+            json!({"lifecycle": ["on_turn_start", "on_prompt", "on_turn_end:done"]}),
+            json!({}),
+            "lifecycle: expected the hooks called as",
         );
     }
 

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use contenox::{
     async_trait, tool_fn, Answer, CancellationToken, Client, ClientBuilder, Config, Decision,
-    Event, FnTool, Hooks, HostError, Outcome, PendingRequest, SearchRequest, SearchResult,
-    SubagentOptions, Tool, ToolCallEvent, ToolOutput, ToolSpec, WaitFor, WebSearchProvider,
+    CompactAction, CompactRequest, Event, FnTool, Hooks, HostError, Notification, Outcome,
+    PendingRequest, PromptAction, SearchRequest, SearchResult, StopAction, SubagentOptions, Tool,
+    ToolCallEvent, ToolOutput, ToolSpec, TurnEndInfo, WaitFor, WebSearchProvider,
 };
 use serde_json::{json, Value};
 
@@ -68,7 +69,9 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
     let current: ClientCell = Arc::new(Mutex::new(None));
     let subagents = build_subagents(scenario, &server.base_url(), root.path())?;
     let compactions: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let lifecycle_log: Arc<Mutex<Vec<String>>> = Arc::default();
     let parts = Parts {
+        lifecycle_log: &lifecycle_log,
         config: &config,
         answers: &answers,
         current: &current,
@@ -234,6 +237,7 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
         }
     }
     let told = compactions.lock().expect("compactions").clone();
+    let lifecycle_calls = lifecycle_log.lock().expect("lifecycle log").clone();
     if let Some(ms) = scenario.settle_ms {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
@@ -256,6 +260,9 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
     }
     if let Some(e) = resume_error {
         extra.insert("resume_error".into(), json!(e));
+    }
+    if scenario.extra.contains_key("lifecycle") {
+        extra.insert("lifecycle".into(), json!(lifecycle_calls));
     }
     Ok(Trace {
         scenario: scenario.name.clone(),
@@ -378,6 +385,7 @@ fn build_subagent(
         builder = builder.hooks(Arc::new(RuleHooks {
             before: rules.clone(),
             after: Vec::new(),
+            lifecycle: None,
         }));
     }
     if let Some(answers) = &sub.wait_for {
@@ -405,6 +413,8 @@ struct Parts<'a> {
     subagent_tools: &'a [Arc<dyn Tool>],
     /// What `on_compact` is told, as JSON.
     compactions: &'a Arc<Mutex<Vec<Value>>>,
+    /// Extension `lifecycle`: each call of the scenario's lifecycle hooks.
+    lifecycle_log: &'a Arc<Mutex<Vec<String>>>,
 }
 
 fn build_client(scenario: &Scenario, parts: &Parts<'_>) -> Result<Client, String> {
@@ -413,6 +423,14 @@ fn build_client(scenario: &Scenario, parts: &Parts<'_>) -> Result<Client, String
         .hooks(Arc::new(RuleHooks {
             before: scenario.before_tool.clone(),
             after: scenario.after_tool.clone().unwrap_or_default(),
+            lifecycle: scenario
+                .extra
+                .get("lifecycle")
+                .and_then(Value::as_object)
+                .map(|spec| ScenarioLifecycle {
+                    spec: spec.clone(),
+                    log: parts.lifecycle_log.clone(),
+                }),
         }))
         .wait_for(parts.answers.clone())
         .on_compact(move |notice| {
@@ -728,6 +746,40 @@ fn rule_matches(m: &Match, call: &ToolCallEvent) -> bool {
 struct RuleHooks {
     before: Vec<BeforeRule>,
     after: Vec<AfterRule>,
+    lifecycle: Option<ScenarioLifecycle>,
+}
+
+/// Extension `lifecycle` (tests/conformance/README.md): for each point named, the answer every
+/// call gives (core's JSON form, `true` for an observer) or `"raise"`; every call of a named
+/// point is logged (`point` or `point:detail`) before it answers.
+struct ScenarioLifecycle {
+    spec: serde_json::Map<String, Value>,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl RuleHooks {
+    /// The answer of `point` (logged as `entry`), or `default` when the scenario names no such
+    /// point.
+    fn lifecycle<T: serde::de::DeserializeOwned>(
+        &self,
+        point: &str,
+        entry: String,
+        default: T,
+    ) -> Result<T, HostError> {
+        let Some(l) = &self.lifecycle else {
+            return Ok(default);
+        };
+        let Some(answer) = l.spec.get(point) else {
+            return Ok(default);
+        };
+        l.log.lock().expect("lifecycle log").push(entry);
+        match answer {
+            Value::String(s) if s == "raise" => Err(HostError::new(format!("{point} raised"))),
+            Value::Bool(true) => Ok(default),
+            other => serde_json::from_value(other.clone())
+                .map_err(|e| HostError::new(format!("{point}: {e}"))),
+        }
+    }
 }
 
 #[async_trait]
@@ -758,6 +810,37 @@ impl Hooks for RuleHooks {
             .iter()
             .find(|r| rule_matches(&r.matches, call))
             .map(|r| ToolOutput::json(r.replace.clone())))
+    }
+
+    async fn on_prompt(&self, _prompt: &str) -> Result<PromptAction, HostError> {
+        self.lifecycle("on_prompt", "on_prompt".into(), PromptAction::Continue)
+    }
+
+    async fn on_stop(&self, _final_text: &str) -> Result<StopAction, HostError> {
+        self.lifecycle("on_stop", "on_stop".into(), StopAction::Stop)
+    }
+
+    async fn before_compact(&self, request: &CompactRequest) -> Result<CompactAction, HostError> {
+        let entry = format!("before_compact:{}", json!(request.trigger).as_str().unwrap_or(""));
+        self.lifecycle("before_compact", entry, CompactAction::Proceed)
+    }
+
+    async fn on_tool_error(&self, call: &ToolCallEvent, _: &ToolOutput) -> Result<(), HostError> {
+        self.lifecycle("on_tool_error", format!("on_tool_error:{}", call.name), ())
+    }
+
+    async fn on_turn_start(&self, _prompt: &str) -> Result<(), HostError> {
+        self.lifecycle("on_turn_start", "on_turn_start".into(), ())
+    }
+
+    async fn on_turn_end(&self, end: &TurnEndInfo) -> Result<(), HostError> {
+        let entry = format!("on_turn_end:{}", end.outcome.as_str());
+        self.lifecycle("on_turn_end", entry, ())
+    }
+
+    async fn on_notification(&self, n: &Notification) -> Result<(), HostError> {
+        let entry = format!("on_notification:{}", n.kind.as_str());
+        self.lifecycle("on_notification", entry, ())
     }
 }
 

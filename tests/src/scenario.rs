@@ -1040,6 +1040,11 @@ pub struct Expect {
     /// `compact` event of the trace with the same numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compactions: Option<Vec<ExpectCompaction>>,
+    /// Extension: the scenario's lifecycle hooks (top-level `lifecycle`) were called exactly
+    /// these times, in this order (`on_prompt`, `on_tool_error:NAME`, `on_notification:KIND`,
+    /// `before_compact:TRIGGER`, `on_turn_end:OUTCOME`, ...): the trace's `lifecycle`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<Vec<String>>,
     /// Extension: for each entry, some event matches `event` (a pattern as in `events`) and
     /// every event that matches it has each of `fields` with exactly that JSON value (in
     /// core's serialized form), e.g. the `content` of a cancelled call's `tool_result`.

@@ -18,6 +18,8 @@ final class ScenarioRun: @unchecked Sendable {
     private var client: Client?
     private var subagents: [Client] = []
     private var compactions: [String] = []
+    /// Extension `lifecycle`: the scenario's lifecycle hooks, which log each call.
+    private lazy var lifecycle: ScenarioLifecycle? = scenario["lifecycle"]?.object.map(ScenarioLifecycle.init)
     private var aborted = false
     /// What the run's `rendezvous` tools share (README): the calls running now, and the meetings
     /// so far (a call that finds `count` running releases every call running then).
@@ -228,6 +230,7 @@ final class ScenarioRun: @unchecked Sendable {
             + ",\"remote_requests\":\(remoteRequests)"
             + ",\"compactions\":[\(told.joined(separator: ","))]"
             + (resumeError.map { ",\"resume_error\":\(jsonQuote($0))" } ?? "")
+            + (lifecycle.map { ",\"lifecycle\":" + JSON.array($0.calls().map { .string($0) }).text } ?? "")
             + ",\"output\":\(result.outputJson ?? "null")}"
     }
 
@@ -292,7 +295,7 @@ final class ScenarioRun: @unchecked Sendable {
         let tools = try (scenario["host_tools"]?.array ?? []).map(hostToolOf)
         let built = try Client(
             configJson: config, tools: tools, hooks: RuleHooks(scenario), waitFor: ScriptedWaitFor(self),
-            websearch: try searchProvider(), onCompact: CompactRecorder(self))
+            websearch: try searchProvider(), onCompact: CompactRecorder(self), lifecycle: lifecycle)
         let wasAborted: Bool = locked {
             client = built
             return aborted
@@ -655,5 +658,69 @@ private func swiftParts(_ parts: [JSON]) -> [PromptPart] {
             return .image(data: Data(base64Encoded: data) ?? Data(), mediaType: p["media_type"]?.string)
         }
         return .imagePath(path: p["path"]?.string ?? "")
+    }
+}
+
+struct LifecycleRaised: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Extension `lifecycle`: for each point named, the answer every call gives (core's JSON form as
+/// the binding's types; `true` for an observer) or `"raise"`; every call is logged as `point` or
+/// `point:detail` before it answers. Points not named answer as the protocol extension does.
+final class ScenarioLifecycle: LifecycleHooks, @unchecked Sendable {
+    private let spec: [String: JSON]
+    private let lock = NSLock()
+    private var log: [String] = []
+
+    init(_ spec: [String: JSON]) { self.spec = spec }
+
+    func calls() -> [String] { lock.lock(); defer { lock.unlock() }; return log }
+
+    /// The point's given answer as (tag, text), nil for its default; throws for "raise". Nil
+    /// without logging when the scenario does not name the point.
+    private func answer(_ point: String, _ entry: String) throws -> (String, String)? {
+        guard let given = spec[point] else { return nil }
+        lock.lock(); log.append(entry); lock.unlock()
+        if given.string == "raise" { throw LifecycleRaised(description: "\(point) raised") }
+        if let first = given.object?.first, let text = first.value.string { return (first.key, text) }
+        return nil
+    }
+
+    func onPrompt(prompt: String) async throws -> PromptAction {
+        guard let a = try answer("on_prompt", "on_prompt") else { return .`continue` }
+        switch a.0 {
+        case "replace": return .replace(a.1)
+        case "add_context": return .addContext(a.1)
+        default: return .refuse(a.1)
+        }
+    }
+
+    func onStop(finalText: String) async throws -> StopAction {
+        guard let a = try answer("on_stop", "on_stop") else { return .stop }
+        return .`continue`(a.1)
+    }
+
+    func beforeCompact(request: CompactRequest) async throws -> CompactAction {
+        let trigger = request.trigger == .auto ? "auto" : "manual"
+        guard let a = try answer("before_compact", "before_compact:\(trigger)") else { return .proceed }
+        return a.0 == "veto" ? .veto(a.1) : .instructions(a.1)
+    }
+
+    func onToolError(call: ToolCallEvent, result: ToolOutput) async throws {
+        _ = try answer("on_tool_error", "on_tool_error:\(call.name)")
+    }
+
+    func onTurnStart(prompt: String) async throws {
+        _ = try answer("on_turn_start", "on_turn_start")
+    }
+
+    func onTurnEnd(end: TurnEndInfo) async throws {
+        _ = try answer("on_turn_end", "on_turn_end:\(outcomeName(outcome: end.outcome))")
+    }
+
+    func onNotification(notification: Notification) async throws {
+        let kind = notification.kind == .ask ? "ask" : "budget_near"
+        _ = try answer("on_notification", "on_notification:\(kind)")
     }
 }

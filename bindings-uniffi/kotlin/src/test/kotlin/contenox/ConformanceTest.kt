@@ -122,6 +122,8 @@ private class ScenarioRun(
     private val subagents = mutableListOf<Client>()
     /** What `onCompact` was told, as JSON, in order. */
     private val compactions = ConcurrentLinkedQueue<String>()
+    /** Extension `lifecycle`: each call of the scenario's lifecycle hooks, in order. */
+    private val lifecycleLog = ConcurrentLinkedQueue<String>()
 
     suspend fun run(): String {
         writeWorkspace()
@@ -283,6 +285,7 @@ private class ScenarioRun(
                 append(",\"compactions\":[").append(told.joinToString(",")).append("]")
                 append(",\"output\":").append(result.outputJson ?: "null")
                 resumeError?.let { append(",\"resume_error\":").append(JSONObject.quote(it)) }
+                if (scenario.has("lifecycle")) append(",\"lifecycle\":").append(JSONArray(lifecycleLog.toList()))
                 append("}")
             }
         } finally {
@@ -352,7 +355,11 @@ private class ScenarioRun(
                 compactions.add(noticeJson(notice))
             }
         }
-        val built = Client(config, tools, RuleHooks(scenario), ScriptedWaitFor(answers), searchProvider(), onCompact)
+        val lifecycle = scenario.optJSONObject("lifecycle")?.let { ScenarioLifecycle(it, lifecycleLog) }
+        val built = Client(
+            config, tools, RuleHooks(scenario), ScriptedWaitFor(answers), searchProvider(), onCompact,
+            lifecycle = lifecycle,
+        )
         client = built
         for (sub in subagentSpecs.filter { it.optBoolean("in_parent", true) }) {
             built.register(subagentTool(sub.getString("name")))
@@ -577,6 +584,71 @@ private class RuleHooks(scenario: JSONObject) : Hooks {
     override suspend fun afterTool(call: ToolCallEvent, result: ToolOutput): ToolOutput? {
         val rule = after.firstOrNull { ruleMatches(it.optJSONObject("match") ?: JSONObject(), call) } ?: return null
         return ToolOutput(content = resultText(rule.get("replace")), isError = false, metadataJson = null)
+    }
+}
+
+/**
+ * Extension `lifecycle`: for each point named, the answer every call gives (core's JSON form as
+ * the binding's types; `true` for an observer) or `"raise"`; every call is logged as `point` or
+ * `point:detail` before it answers. Points not named answer as [LifecycleHooksBase] does.
+ */
+private class ScenarioLifecycle(
+    private val spec: JSONObject,
+    private val log: ConcurrentLinkedQueue<String>,
+) : LifecycleHooksBase() {
+    /** The point's given answer as (tag, text), or null for its default; throws for "raise". */
+    private fun answer(point: String, entry: String): Pair<String, String>? {
+        log.add(entry)
+        return when (val given = spec.get(point)) {
+            "raise" -> throw IllegalStateException("$point raised")
+            is JSONObject -> given.keys().next().let { it to given.getString(it) }
+            else -> null
+        }
+    }
+
+    override suspend fun onPrompt(prompt: String): PromptAction {
+        if (!spec.has("on_prompt")) return PromptAction.Continue
+        return when (val a = answer("on_prompt", "on_prompt")) {
+            null -> PromptAction.Continue
+            else -> when (a.first) {
+                "replace" -> PromptAction.Replace(a.second)
+                "add_context" -> PromptAction.AddContext(a.second)
+                "refuse" -> PromptAction.Refuse(a.second)
+                else -> error("unknown on_prompt answer ${a.first}")
+            }
+        }
+    }
+
+    override suspend fun onStop(finalText: String): StopAction {
+        if (!spec.has("on_stop")) return StopAction.Stop
+        return answer("on_stop", "on_stop")?.let { StopAction.Continue(it.second) } ?: StopAction.Stop
+    }
+
+    override suspend fun beforeCompact(request: CompactRequest): CompactAction {
+        if (!spec.has("before_compact")) return CompactAction.Proceed
+        val trigger = request.trigger.name.lowercase()
+        return when (val a = answer("before_compact", "before_compact:$trigger")) {
+            null -> CompactAction.Proceed
+            else -> if (a.first == "veto") CompactAction.Veto(a.second) else CompactAction.Instructions(a.second)
+        }
+    }
+
+    override suspend fun onToolError(call: ToolCallEvent, result: ToolOutput) {
+        if (spec.has("on_tool_error")) answer("on_tool_error", "on_tool_error:${call.name}")
+    }
+
+    override suspend fun onTurnStart(prompt: String) {
+        if (spec.has("on_turn_start")) answer("on_turn_start", "on_turn_start")
+    }
+
+    override suspend fun onTurnEnd(end: TurnEndInfo) {
+        if (spec.has("on_turn_end")) answer("on_turn_end", "on_turn_end:${outcomeName(end.outcome)}")
+    }
+
+    override suspend fun onNotification(notification: Notification) {
+        if (spec.has("on_notification")) {
+            answer("on_notification", "on_notification:${notification.kind.name.lowercase()}")
+        }
     }
 }
 
