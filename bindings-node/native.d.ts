@@ -47,7 +47,7 @@ export declare class NativeClient {
    * (`{name, description, inputSchema, hints, tier}`). `execute` resolves to
    * `{"value": content}` or `{"error": message}`.
    */
-  register(specJson: string, execute: (argsJson: string, callId: string, key: number) => Promise<string>): void
+  register(specJson: string, execute: (argsJson: string, callId: string, key: number, idempotencyKey: string) => Promise<string>): void
   /** Add a tool of another source (an MCP server's, a resource tool) as it is. */
   registerNative(tool: NativeTool): void
   /**

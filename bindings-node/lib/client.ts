@@ -247,8 +247,8 @@ export class Client<O = unknown> {
       return
     }
     const aborts = this.#aborts
-    this.#native.register(toolSpec(definition), (argsJson: string, callId: string, key: number) =>
-      withSignal(aborts, key, (signal) => definition.execute(JSON.parse(argsJson), { callId, signal }), toolEnvelope),
+    this.#native.register(toolSpec(definition), (argsJson: string, callId: string, key: number, idempotencyKey: string) =>
+      withSignal(aborts, key, (signal) => definition.execute(JSON.parse(argsJson), { callId, idempotencyKey, signal }), toolEnvelope),
     )
   }
 

@@ -6,6 +6,13 @@ import type { Hints, JsonObject, Tier } from './types'
 export interface ToolContext {
   /** The id of this call, as the model gave it (or the engine made it). */
   callId: string
+  /**
+   * `turnId:callId`: names this call once across its turn's suspensions and resumes, in any
+   * process (the call id alone in a subagent's turn). A tool with side effects hands it to the
+   * system it changes (a payment's idempotency key, a row's unique id), so a call run again
+   * after a crash does its work once.
+   */
+  idempotencyKey: string
   /** Aborts when the engine stops waiting for this call (the turn was cancelled or ended). */
   signal: AbortSignal
 }

@@ -190,7 +190,7 @@ impl NativeClient {
     /// (`{name, description, inputSchema, hints, tier}`). `execute` resolves to
     /// `{"value": content}` or `{"error": message}`.
     #[napi(
-        ts_args_type = "specJson: string, execute: (argsJson: string, callId: string, key: number) => Promise<string>"
+        ts_args_type = "specJson: string, execute: (argsJson: string, callId: string, key: number, idempotencyKey: string) => Promise<string>"
     )]
     pub fn register(
         &self,

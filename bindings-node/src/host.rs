@@ -33,8 +33,8 @@ use crate::convert;
 
 /// A weak, callee-unhandled ThreadsafeFunction returning a Promise of JSON text.
 pub type JsCallback<A> = ThreadsafeFunction<A, Promise<String>, A, Status, false, true>;
-/// `(argsJson, callId, abortKey) => Promise<string>`.
-pub type ToolArgs = FnArgs<(String, String, u32)>;
+/// `(argsJson, callId, abortKey, idempotencyKey) => Promise<string>`.
+pub type ToolArgs = FnArgs<(String, String, u32, String)>;
 /// `(callJson) => Promise<string>`.
 pub type BeforeArgs = String;
 /// `(callJson, resultJson) => Promise<string>`.
@@ -185,7 +185,8 @@ impl Tool for JsTool {
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let mut guard = AbortOnDrop::new(&self.shared);
-        let args = FnArgs::from((args.to_string(), ctx.call_id, guard.key));
+        let key = ctx.idempotency_key();
+        let args = FnArgs::from((args.to_string(), ctx.call_id, guard.key, key));
         let what = format!("the tool {}", self.spec.name);
         let envelope = call_envelope(&self.execute, args, &what).await;
         guard.disarm();

@@ -9,12 +9,14 @@ import { CheckpointError, ConfigurationError, createClient, tool } from 'conteno
 
 function parts(answer, script) {
   const ran = []
+  const keys = []
   const write = tool({
     name: 'write',
     description: 'Writes.',
     inputSchema: { type: 'object' },
-    execute: ({ path }) => {
+    execute: ({ path }, { idempotencyKey }) => {
       ran.push(path)
+      keys.push(idempotencyKey)
       return 'ok'
     },
   })
@@ -26,7 +28,7 @@ function parts(answer, script) {
     policy: { version: 1, default_action: 'allow', rules: [{ tool: 'write', action: 'approve', timeout_s: 600 }] },
     waitFor: () => answer,
   })
-  return { client, ran }
+  return { client, ran, keys }
 }
 
 const writeCall = { toolCalls: [{ id: 'c1', name: 'write', args: { path: 'a', content: 'b' } }] }
@@ -78,6 +80,27 @@ describe('suspend and resume', () => {
     const done = await b.client.resume(checkpoint, { c1: { approve: true } })
     assert.equal(done.outcome, 'done')
     assert.deepEqual(b.ran, ['a'])
+  })
+
+  test('the idempotency key names the call across resumes: turnId:callId, the same in every process that runs it', async () => {
+    const a = parts({ suspend: true }, [writeCall])
+    const { checkpoint } = await a.client.run('go')
+    const turnId = JSON.parse(checkpoint).turn_id
+    assert.match(turnId, /^turn_[0-9a-f]{32}$/)
+    // Two clients resume the same checkpoint (a worker that crashed while the tool ran, and the
+    // one that took over): the tool gets the same key both times.
+    const b1 = parts({ approve: true }, [{ text: 'done' }])
+    const b2 = parts({ approve: true }, [{ text: 'done' }])
+    assert.equal((await b1.client.resume(checkpoint, { c1: { approve: true } })).outcome, 'done')
+    assert.equal((await b2.client.resume(checkpoint, { c1: { approve: true } })).outcome, 'done')
+    assert.deepEqual(b1.keys, [`${turnId}:c1`])
+    assert.deepEqual(b2.keys, b1.keys)
+    // A new turn draws a new id: its calls' keys differ from the first turn's.
+    const c = parts({ approve: true }, [writeCall, { text: 'done' }])
+    await c.client.run('go')
+    assert.equal(c.keys.length, 1)
+    assert.match(c.keys[0], /^turn_[0-9a-f]{32}:c1$/)
+    assert.notEqual(c.keys[0], b1.keys[0])
   })
 
   test('a policy now denying wins over the answer', async () => {

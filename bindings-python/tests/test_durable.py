@@ -266,3 +266,72 @@ async def test_resume_in_process_awaitable_and_stream() -> None:
         await b.resume(first.checkpoint, {"c1": {"approve": True}})
     with pytest.raises(contenox.ConfigurationError):
         await make({}, []).resume(first.checkpoint, {"c1": {"maybe": True}})
+
+
+def _reseal(cp: dict[str, Any]) -> str:
+    """Seal a checkpoint as the engine does (SHA-256 of the rest's compact JSON, sorted keys):
+    what an attacker who edits one does too."""
+    import hashlib
+
+    body = {k: v for k, v in cp.items() if k != "digest"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(
+        {**body, "digest": hashlib.sha256(text.encode()).hexdigest()},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+
+
+async def test_hostile_checkpoints_raise_checkpoint_error_and_lose_nothing() -> None:
+    ran: list[str] = []
+
+    def write(path: str, content: str) -> str:
+        ran.append(path)
+        return "ok"
+
+    def make(answer: dict[str, Any], script: list[dict[str, Any]]) -> contenox.Client:
+        return contenox.create_client(
+            style="scripted",
+            script=script,
+            builtins=[],
+            tools=[contenox.tool(write)],
+            policy={"default_action": "allow", "rules": [{"tool": "write", "action": "approve"}]},
+            wait_for=lambda request, cancel: answer,
+        )
+
+    call = {
+        "tool_calls": [{"id": "c1", "name": "write", "arguments": {"path": "a", "content": "b"}}]
+    }
+    first = await make({"suspend": True}, [call]).run("go")
+    assert first.checkpoint
+    good = first.checkpoint
+    cp = json.loads(good)
+    assert _reseal(cp) == good, "the seal is what the engine computes"
+    b = make({"approve": False}, [{"text": "done"}])
+    answers = {"c1": {"approve": True}}
+    unknown = dict(cp, from_the_future=True)
+    wrong_type = dict(cp, seq="1")
+    deep = "[" * 100_000 + "]" * 100_000
+    huge = '{"version":1,"pad":"' + "a" * contenox_max_checkpoint_bytes() + '"}'
+    for text, says in [
+        (good[: len(good) // 2], "not JSON"),
+        ("[]", "not a JSON object"),
+        (deep, "recursion limit"),
+        (huge, "more than the 256 MiB"),
+        (_reseal(unknown), "unknown field `from_the_future`"),
+        (_reseal(wrong_type), "not a checkpoint"),
+        (_reseal(dict(cp, turn_id="turn_1:evil")), "not one this engine draws"),
+    ]:
+        with pytest.raises(contenox.CheckpointError) as e:
+            await b.resume(text, answers)
+        assert says in str(e.value), str(e.value)[:300]
+    assert ran == [] and b.transcript.messages == []
+    # Nothing lost: the good checkpoint still resumes on the same client.
+    done = await b.resume(good, answers)
+    assert done.outcome == "done" and ran == ["a"]
+
+
+def contenox_max_checkpoint_bytes() -> int:
+    """The engine's cap (core's MAX_CHECKPOINT_BYTES, 256 MiB; docs/durable.md)."""
+    return 256 * 1024 * 1024

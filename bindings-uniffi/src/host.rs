@@ -76,6 +76,11 @@ impl contenox::WebSearchProvider for WebSearchAdapter {
 pub struct ToolContext {
     /// The call id the model gave (or the engine made).
     pub call_id: String,
+    /// `turn_id:call_id`: names this call once across its turn's suspensions and resumes, in
+    /// any process (the call id alone in a subagent's turn). A tool with side effects hands it
+    /// to the system it changes (a payment's idempotency key, a row's unique id), so a call run
+    /// again after a crash does its work once.
+    pub idempotency_key: String,
     /// The tool's name.
     pub name: String,
     /// The client's root directory (canonical).
@@ -146,6 +151,7 @@ impl contenox::Tool for ToolAdapter {
         });
         let _end = EndReporter(reporter.clone());
         let context = ToolContext {
+            idempotency_key: ctx.idempotency_key(),
             call_id: ctx.call_id,
             name: ctx.name,
             root: ctx.root.to_string_lossy().into_owned(),

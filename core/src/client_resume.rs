@@ -157,9 +157,12 @@ impl Client {
             }
         }
         let run = cp.run.clone();
+        // The run's options were accepted when the turn began; one this client refuses now
+        // is the checkpoint's fault (edited and resealed, or another client's).
+        let not_run = |e: Error| Error::Checkpoint(format!("its run options do not apply ({e})"));
         let run_options = RunOptions {
             allow: match &run.allow {
-                Some(patterns) => Some(Allowlist::new(patterns)?),
+                Some(patterns) => Some(Allowlist::new(patterns).map_err(not_run)?),
                 None => None,
             },
             max_turns: run.max_turns,
@@ -169,8 +172,8 @@ impl Client {
             cancel: None,
             traceparent: None,
         };
-        let settings = self.run_settings(&run_options)?;
-        let output = self.run_output(&run_options)?;
+        let settings = self.run_settings(&run_options).map_err(not_run)?;
+        let output = self.run_output(&run_options).map_err(not_run)?;
         if !self.state().claim_checkpoint(&cp.turn_id, cp.seq) {
             return refuse(format!(
                 "it was already resumed on this client (turn {}, suspension {}): an answer is \

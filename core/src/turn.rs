@@ -634,7 +634,7 @@ impl Turn<'_> {
                         wait_ms: 0,
                         agent: Vec::new(),
                     });
-                    corrections += 1;
+                    corrections = corrections.saturating_add(1);
                     inner.append([Message::user(note)]);
                     continue;
                 }
@@ -806,8 +806,9 @@ impl Turn<'_> {
                 runner = self.reply_calls(&anew_turn);
             }
             if replay.is_none() {
-                // A resumed reply was counted before it suspended.
-                index += 1;
+                // A resumed reply was counted before it suspended. Saturating: a resumed
+                // turn's counters come from its checkpoint.
+                index = index.saturating_add(1);
             }
             final_text = text.clone();
             let mut step = Vec::with_capacity(calls.len() + 1);
@@ -976,7 +977,7 @@ impl Turn<'_> {
                         wait_ms: 0,
                         agent: Vec::new(),
                     });
-                    corrections += 1;
+                    corrections = corrections.saturating_add(1);
                     inner.append([Message::user(schema.correction(&final_text, &why))]);
                     continue;
                 }

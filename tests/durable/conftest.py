@@ -53,7 +53,7 @@ class Processes:
     def env(self, role: str, **extra: str) -> dict[str, str]:
         env = {
             **os.environ,
-            "DURABLE_BASE_URL": self.model.base_url,
+            "DURABLE_BASE_URL": self.model.base_url("openai"),
             "DURABLE_WORKDIR": str(self.workdir),
             "DURABLE_ROLE": role,
             "DURABLE_API_KEY": PLANTED_KEY,

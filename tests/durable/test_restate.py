@@ -11,6 +11,7 @@ once."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 import threading
@@ -224,7 +225,7 @@ def test_crash_while_the_tool_runs_repeats_it(procs: Processes, restate: Restate
     """What is not exactly-once: B1 dies while the approved tool runs (inside
     ``ctx.run('resume')``); Restate retries the invocation on the deployment's address, where
     B2 now listens, and the journal has no result for ``resume``: it runs again, tool included,
-    and the turn finishes with the model asked once per step."""
+    with the same idempotency key, and the turn finishes with the model asked once per step."""
     turn = start_and_crash(procs, restate, "r-mid-tool")
     b1 = turn.endpoint("B1", DURABLE_TOOL_HANGS="B1")
     turn.answer(APPROVE)
@@ -233,6 +234,11 @@ def test_crash_while_the_tool_runs_repeats_it(procs: Processes, restate: Restate
     turn.endpoint("B2")
     state = turn.result()
     assert state["outcome"] == "done", state
-    assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["B1", "B2"]
+    runs = procs.records("tool-runs.jsonl")
+    assert [r["role"] for r in runs] == ["B1", "B2"]
+    # The key a side-effecting tool makes its work conditional on: the engine's turn id (drawn
+    # in A, kept in the checkpoint) and the call id, the same in both processes.
+    assert re.fullmatch(r"turn_[0-9a-f]{32}:call_1", runs[0]["key"]), runs
+    assert runs[1]["key"] == runs[0]["key"], runs
     assert [g["role"] for g in procs.records("gate.jsonl")] == ["A", "B1", "B2"]
     assert_model_called_once_per_step(procs.model, 2)

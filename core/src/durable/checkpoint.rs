@@ -23,8 +23,21 @@ use crate::transcript::{Message, Part, ToolCall, Transcript};
 /// higher `version` is refused ([`crate::Error::Checkpoint`]): a newer engine wrote it.
 pub const CHECKPOINT_VERSION: u32 = 1;
 
+/// The largest checkpoint text a resume reads: 256 MiB. A longer text is refused
+/// ([`crate::Error::Checkpoint`]) before it is parsed. A checkpoint grows by about 265 bytes
+/// per model request of a plain tool loop (docs/benchmarks.md); what makes one large is the
+/// conversation's images and long tool results, and a turn whose conversation passed this
+/// size would be far past every model's context window.
+pub const MAX_CHECKPOINT_BYTES: usize = 256 * 1024 * 1024;
+
 /// A suspended turn, as written into [`crate::TurnResult::checkpoint`].
+///
+/// Unknown fields are refused (here, in [`Reply`], [`CallState`] and [`RunRecord`]): a field
+/// this engine does not know is state it would drop, so a format that adds one is a new
+/// `version`. The types it shares with the rest of the engine (the transcript, usage, a
+/// pending request, model settings) read as they read everywhere.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Checkpoint {
     pub version: u32,
     /// The turn's id, the same through every suspension and resume of it: the first half of
@@ -62,6 +75,7 @@ pub(crate) struct Checkpoint {
 
 /// The suspended model reply.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Reply {
     pub text: String,
     pub calls: Vec<ToolCall>,
@@ -72,7 +86,7 @@ pub(crate) struct Reply {
 
 /// Where one call of the suspended reply stands.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
+#[serde(tag = "state", rename_all = "snake_case", deny_unknown_fields)]
 pub(crate) enum CallState {
     /// Its result is in: replayed at resume, never run again.
     Done { call_id: String, result: Message },
@@ -119,6 +133,7 @@ impl CallState {
 
 /// A run's own options ([`crate::RunOptions`] less its cancel token).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct RunRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow: Option<Vec<String>>,
@@ -149,10 +164,20 @@ impl Checkpoint {
         v.to_string()
     }
 
-    /// Read a sealed checkpoint: refused when it is not one, when a newer engine wrote it, or
-    /// when its content does not match its digest.
+    /// Read a sealed checkpoint: refused when it is larger than [`MAX_CHECKPOINT_BYTES`], when
+    /// it is not one (not JSON, nested deeper than JSON's reader goes, a field of the wrong
+    /// type, an unknown field), when a newer engine wrote it, or when its content does not
+    /// match its digest.
     pub fn open(text: &str) -> Result<Checkpoint> {
         let refuse = |why: String| Error::Checkpoint(why);
+        if text.len() > MAX_CHECKPOINT_BYTES {
+            return Err(refuse(format!(
+                "it is {} bytes, more than the {} MiB a checkpoint may be",
+                text.len(),
+                MAX_CHECKPOINT_BYTES >> 20
+            )));
+        }
+        // serde_json's reader stops at 128 levels of nesting (an error, not a deep stack).
         let mut v: Value =
             serde_json::from_str(text).map_err(|e| refuse(format!("it is not JSON ({e})")))?;
         let Value::Object(m) = &mut v else {
@@ -186,6 +211,14 @@ impl Checkpoint {
     /// What the digest cannot vouch for: that the pieces fit one another.
     fn check(&self) -> Result<()> {
         let refuse = |why: String| Err(Error::Checkpoint(why));
+        // The key tools get is `turn_id:call_id`: only the ids this engine draws reach them.
+        let id = self.turn_id.strip_prefix("turn_").unwrap_or_default();
+        if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return refuse(format!(
+                "its turn_id {:?} is not one this engine draws (turn_ and 32 hex digits)",
+                self.turn_id.chars().take(80).collect::<String>()
+            ));
+        }
         if self.calls.len() != self.reply.calls.len()
             || self
                 .calls

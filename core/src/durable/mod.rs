@@ -74,8 +74,8 @@ use std::collections::BTreeMap;
 
 use crate::gate::Answer;
 
-pub use checkpoint::CHECKPOINT_VERSION;
 pub(crate) use checkpoint::{call_digest, CallState, Checkpoint, Reply, RunRecord};
+pub use checkpoint::{CHECKPOINT_VERSION, MAX_CHECKPOINT_BYTES};
 pub(crate) use digest::config as config_digest;
 pub(crate) use suspension::{new_turn_id, now_ms, Durable, Resumed, Suspended};
 

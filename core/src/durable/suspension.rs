@@ -130,7 +130,7 @@ impl Durable {
         }
         Durable {
             turn_id: cp.turn_id.clone(),
-            seq: cp.seq + 1,
+            seq: cp.seq.saturating_add(1),
             prompt: cp.prompt.clone(),
             run: cp.run.clone(),
             suspended: Mutex::new(None),

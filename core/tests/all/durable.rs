@@ -17,7 +17,7 @@ use contenox::{
 use serde_json::{json, Value};
 
 /// A tool with a side effect: counts its runs (its text names the call's idempotency key).
-fn counted(name: &str, read_only: bool, runs: Arc<AtomicU32>) -> Arc<contenox::FnTool> {
+pub(crate) fn counted(name: &str, read_only: bool, runs: Arc<AtomicU32>) -> Arc<contenox::FnTool> {
     let spec = ToolSpec::new(name, "Does something once.", json!({"type": "object"}));
     let spec = if read_only {
         spec.with_hints(Hints::read_only())
@@ -37,19 +37,19 @@ fn counted(name: &str, read_only: bool, runs: Arc<AtomicU32>) -> Arc<contenox::F
 }
 
 /// Answers every ask with one answer, and remembers the requests.
-struct Host {
+pub(crate) struct Host {
     answer: Answer,
     seen: Mutex<Vec<PendingRequest>>,
 }
 
 impl Host {
-    fn new(answer: Answer) -> Arc<Self> {
+    pub(crate) fn new(answer: Answer) -> Arc<Self> {
         Arc::new(Host {
             answer,
             seen: Mutex::new(Vec::new()),
         })
     }
-    fn asked(&self) -> usize {
+    pub(crate) fn asked(&self) -> usize {
         self.seen.lock().unwrap().len()
     }
 }
@@ -120,7 +120,7 @@ impl Parts {
     }
 }
 
-fn results(t: &Transcript) -> Vec<(String, String, bool)> {
+pub(crate) fn results(t: &Transcript) -> Vec<(String, String, bool)> {
     t.messages
         .iter()
         .filter_map(|m| match m {

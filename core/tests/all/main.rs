@@ -15,6 +15,7 @@ mod chain_memory;
 mod compaction;
 mod concurrent_calls;
 mod durable;
+mod durable_hostile;
 mod errors;
 mod file_confinement;
 mod hooks_file;

@@ -41,8 +41,8 @@ const write = tool({
     properties: { path: { type: 'string' }, content: { type: 'string' } },
     required: ['path', 'content'],
   },
-  execute: async ({ path, content }) => {
-    log('tool-runs.jsonl', { path })
+  execute: async ({ path, content }, { idempotencyKey }) => {
+    log('tool-runs.jsonl', { path, key: idempotencyKey })
     // The test kills this process while the tool runs.
     if (env.DURABLE_TOOL_HANGS === env.DURABLE_ROLE) await new Promise(() => {})
     writeFileSync(join(files, basename(path)), content)

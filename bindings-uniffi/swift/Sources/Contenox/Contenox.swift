@@ -5989,6 +5989,13 @@ public struct ToolContext {
      */
     public var callId: String
     /**
+     * `turn_id:call_id`: names this call once across its turn's suspensions and resumes, in
+     * any process (the call id alone in a subagent's turn). A tool with side effects hands it
+     * to the system it changes (a payment's idempotency key, a row's unique id), so a call run
+     * again after a crash does its work once.
+     */
+    public var idempotencyKey: String
+    /**
      * The tool's name.
      */
     public var name: String
@@ -6008,6 +6015,12 @@ public struct ToolContext {
          * The call id the model gave (or the engine made).
          */callId: String, 
         /**
+         * `turn_id:call_id`: names this call once across its turn's suspensions and resumes, in
+         * any process (the call id alone in a subagent's turn). A tool with side effects hands it
+         * to the system it changes (a payment's idempotency key, a row's unique id), so a call run
+         * again after a crash does its work once.
+         */idempotencyKey: String, 
+        /**
          * The tool's name.
          */name: String, 
         /**
@@ -6017,6 +6030,7 @@ public struct ToolContext {
          * Reports progress of this call (`progress` events).
          */reporter: ToolReporter) {
         self.callId = callId
+        self.idempotencyKey = idempotencyKey
         self.name = name
         self.root = root
         self.reporter = reporter
@@ -6039,6 +6053,7 @@ public struct FfiConverterTypeToolContext: FfiConverterRustBuffer {
         return
             try ToolContext(
                 callId: FfiConverterString.read(from: &buf), 
+                idempotencyKey: FfiConverterString.read(from: &buf), 
                 name: FfiConverterString.read(from: &buf), 
                 root: FfiConverterString.read(from: &buf), 
                 reporter: FfiConverterTypeToolReporter.read(from: &buf)
@@ -6047,6 +6062,7 @@ public struct FfiConverterTypeToolContext: FfiConverterRustBuffer {
 
     public static func write(_ value: ToolContext, into buf: inout [UInt8]) {
         FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterString.write(value.idempotencyKey, into: &buf)
         FfiConverterString.write(value.name, into: &buf)
         FfiConverterString.write(value.root, into: &buf)
         FfiConverterTypeToolReporter.write(value.reporter, into: &buf)

@@ -2,7 +2,8 @@
 // callbacks, on the engine's scripted model (no network): cancelling a Swift Task reaches the
 // engine (the turn ends `cancelled`, its shell process is gone, a pending `waitFor` Task is
 // cancelled), an async `waitFor`, throwing host tools, `Run.events` as an AsyncStream, the
-// `loadMcp` / `loadRemote` closure listeners, host-made background shells shared by clients. Events are read as the engine's JSON (`toJson()`).
+// `loadMcp` / `loadRemote` closure listeners, host-made background shells shared by clients, the
+// idempotency key a resumed call gets. Events are read as the engine's JSON (`toJson()`).
 
 import Contenox
 import Foundation
@@ -152,6 +153,39 @@ final class AsyncTests: XCTestCase {
         // the engine stopped waiting, which cancelled the Swift Task running waitFor
         try await waitUntil("waitFor saw CancellationError") { sawCancel.isSet }
         client.shutdown()
+    }
+
+    func testTheIdempotencyKeyIsTheSameInEveryClientThatResumesTheCall() async throws {
+        /// A `write` tool that keeps the key its call got.
+        func write(_ seen: Box<String>) -> HostTool {
+            hostTool(spec("write")) { _, ctx in
+                seen.put(ctx.idempotencyKey)
+                return ToolOutput(content: "wrote", isError: false, metadataJson: nil)
+            }
+        }
+        let none = Box<String>()
+        let a = try Client(
+            configJson: config([calls([("c1", "write", .object(["path": .string("a")]))])]),
+            tools: [write(none)], hooks: AskEverything(), waitFor: AsyncWaitFor { _ in .suspend })
+        let first = try await a.run(prompt: "go")
+        a.shutdown()
+        XCTAssertEqual(first.outcome, .suspended)
+        XCTAssertNil(none.value, "suspended before the tool ran")
+        let checkpoint = try XCTUnwrap(first.checkpoint)
+        let turnId = try XCTUnwrap(JSON.parse(checkpoint)["turn_id"]?.string)
+        XCTAssertTrue(turnId.hasPrefix("turn_") && turnId.count == 37, turnId)
+        // Two clients resume the same checkpoint (a worker that crashed while the tool ran, and
+        // the one that took over): the tool gets the same key both times.
+        for _ in 0..<2 {
+            let seen = Box<String>()
+            let b = try Client(
+                configJson: config([text("done")]),
+                tools: [write(seen)], hooks: AskEverything(), waitFor: AsyncWaitFor { _ in .approve })
+            let done = try await b.resume(checkpoint: checkpoint, answers: ["c1": .approve])
+            b.shutdown()
+            XCTAssertEqual(done.outcome, .done)
+            XCTAssertEqual(seen.value, "\(turnId):c1")
+        }
     }
 
     func testThrowingHostToolsBecomeErrorResultsTheModelSees() async throws {

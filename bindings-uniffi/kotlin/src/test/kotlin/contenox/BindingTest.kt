@@ -228,6 +228,39 @@ class BindingTest {
     }
 
     @Test
+    fun `the idempotency key is turnId-callId, the same in every client that resumes the call`() = runBlocking {
+        val keys = java.util.Collections.synchronizedList(mutableListOf<String>())
+        val write = hostTool(spec("write")) { _, ctx ->
+            keys.add(ctx.idempotencyKey)
+            ToolOutput("wrote", false, null)
+        }
+        val policy = JSONObject().put(
+            "policy",
+            JSONObject().put("default_action", "allow").put(
+                "rules",
+                JSONArray().put(JSONObject().put("tool", "write").put("action", "approve").put("timeout_s", 600)),
+            ),
+        )
+        fun answering(answer: Answer) = object : WaitFor {
+            override suspend fun waitFor(request: PendingRequest): Answer = answer
+        }
+        val checkpoint = Client(
+            config(calls(call("c1", "write", JSONObject().put("path", "a"))), extra = policy),
+            listOf(write), null, answering(Answer.Suspend),
+        ).use { it.run("go") }.checkpoint!!
+        val turnId = JSONObject(checkpoint).getString("turn_id")
+        assertTrue(Regex("turn_[0-9a-f]{32}").matches(turnId), turnId)
+        // Two clients resume the same checkpoint (a worker that crashed while the tool ran, and
+        // the one that took over): the tool gets the same key both times.
+        repeat(2) {
+            Client(config(text("done"), extra = policy), listOf(write), null, answering(Answer.Approve)).use {
+                assertEquals(Outcome.DONE, it.resume(checkpoint, mapOf("c1" to Answer.Approve)).outcome)
+            }
+        }
+        assertEquals(listOf("$turnId:c1", "$turnId:c1"), keys.toList())
+    }
+
+    @Test
     fun `a tool whose spec is invalid is refused with a ContenoxException`() {
         val bad = hostTool(spec("has space")) { _, _ -> ToolOutput("x", false, null) }
         val e = assertThrows<ContenoxException> { Client(config(text("hi")), listOf(bad)) }
