@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use contenox::{
-    async_trait, tool_fn, Answer, CancellationToken, Client, ClientBuilder, Config, Decision,
-    CompactAction, CompactRequest, Event, FnTool, Hooks, HostError, Notification, Outcome,
+    async_trait, tool_fn, Answer, CancellationToken, Client, ClientBuilder, CompactAction,
+    CompactRequest, Config, Decision, Event, FnTool, Hooks, HostError, Notification, Outcome,
     PendingRequest, PromptAction, SearchRequest, SearchResult, StopAction, SubagentOptions, Tool,
     ToolCallEvent, ToolOutput, ToolSpec, TurnEndInfo, WaitFor, WebSearchProvider,
 };
@@ -821,7 +821,10 @@ impl Hooks for RuleHooks {
     }
 
     async fn before_compact(&self, request: &CompactRequest) -> Result<CompactAction, HostError> {
-        let entry = format!("before_compact:{}", json!(request.trigger).as_str().unwrap_or(""));
+        let entry = format!(
+            "before_compact:{}",
+            json!(request.trigger).as_str().unwrap_or("")
+        );
         self.lifecycle("before_compact", entry, CompactAction::Proceed)
     }
 
