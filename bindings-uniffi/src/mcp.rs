@@ -11,22 +11,26 @@ use contenox::ServerState;
 
 use crate::client::Client;
 use crate::error::ContenoxError;
+use crate::mcp_auth::{McpAuth, McpAuthAdapter};
 use crate::source::{reporter, source_methods, source_tools, SourceHandle, SourceTool};
 
 /// Start every server of an MCP config (`{"mcpServers": {...}}` as JSON text, the document
 /// Claude Desktop and Claude Code read, plus contenox's `inject` and `timeout_ms`), list their
 /// tools, and report each server to `on_server` as it settles. Servers that fail are reported and
-/// left out; the others work. Throws only for an invalid config.
-#[uniffi::export(async_runtime = "tokio", default(on_server = None))]
+/// left out; the others work. Throws only for an invalid config. With `auth`, HTTP servers that
+/// answer 401 are authorized with OAuth through the host ([`McpAuth`], docs/mcp.md "OAuth").
+#[uniffi::export(async_runtime = "tokio", default(on_server = None, auth = None))]
 pub async fn load_mcp(
     config_json: String,
     on_server: Option<Arc<dyn McpServerListener>>,
+    auth: Option<Arc<dyn McpAuth>>,
 ) -> Result<Arc<McpSource>, ContenoxError> {
     let config = contenox::McpConfig::from_json(&config_json)?;
     let report = reporter(on_server, |listener, name, state| {
         listener.on_server(name, state)
     });
-    let source = contenox::load_mcp(config, report).await;
+    let auth = auth.map(|a| Arc::new(McpAuthAdapter(a)) as Arc<dyn contenox::McpAuth>);
+    let source = contenox::load_mcp_with(config, auth, report).await;
     // This runs inside the tokio runtime UniFFI polls async exports in; the source's servers
     // live there. Sync calls (`registerInto`, freeing) enter it again.
     Ok(Arc::new(McpSource {

@@ -2743,6 +2743,423 @@ public func FfiConverterTypeLifecycleHooks_lower(_ value: LifecycleHooks) -> UIn
 
 
 /**
+ * Where the browser comes back, the browser step, and where tokens are kept. A thrown error
+ * fails that server's load with the message (`onServer` reports it).
+ */
+public protocol McpAuth: AnyObject, Sendable {
+    
+    /**
+     * The loopback URL the authorization server sends the browser back to, such as
+     * `http://127.0.0.1:33418/callback`.
+     */
+    func redirectUri()  -> String
+    
+    /**
+     * Open `url` for the person and return the full URL the browser was redirected to (with
+     * `code` and `state`). `server` is the server's name in the config.
+     */
+    func authorize(server: String, url: String) async throws  -> String
+    
+    /**
+     * The text saved under `key`, or null / nil.
+     */
+    func load(key: String) async throws  -> String?
+    
+    /**
+     * Keep `value` under `key`; it holds tokens: keep it where only the user can read it.
+     */
+    func save(key: String, value: String) async throws 
+    
+}
+/**
+ * Where the browser comes back, the browser step, and where tokens are kept. A thrown error
+ * fails that server's load with the message (`onServer` reports it).
+ */
+open class McpAuthImpl: McpAuth, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_contenox_uniffi_fn_clone_mcpauth(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_contenox_uniffi_fn_free_mcpauth(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The loopback URL the authorization server sends the browser back to, such as
+     * `http://127.0.0.1:33418/callback`.
+     */
+open func redirectUri() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_mcpauth_redirect_uri(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Open `url` for the person and return the full URL the browser was redirected to (with
+     * `code` and `state`). `server` is the server's name in the config.
+     */
+open func authorize(server: String, url: String)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_mcpauth_authorize(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(server),FfiConverterString.lower(url)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
+     * The text saved under `key`, or null / nil.
+     */
+open func load(key: String)async throws  -> String?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_mcpauth_load(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionString.lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
+     * Keep `value` under `key`; it holds tokens: keep it where only the user can read it.
+     */
+open func save(key: String, value: String)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_mcpauth_save(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key),FfiConverterString.lower(value)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_void,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_void,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+
+    
+}
+
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceMcpAuth {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceMcpAuth = UniffiVTableCallbackInterfaceMcpAuth(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterTypeMcpAuth.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface McpAuth: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterTypeMcpAuth.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface McpAuth: handle missing in uniffiClone")
+            }
+        },
+        redirectUri: { (
+            uniffiHandle: UInt64,
+            uniffiOutReturn: UnsafeMutablePointer<RustBuffer>,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> String in
+                guard let uniffiObj = try? FfiConverterTypeMcpAuth.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return uniffiObj.redirectUri(
+                )
+            }
+
+            
+            let writeReturn = { uniffiOutReturn.pointee = FfiConverterString.lower($0) }
+            uniffiTraitInterfaceCall(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn
+            )
+        },
+        authorize: { (
+            uniffiHandle: UInt64,
+            server: RustBuffer,
+            url: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteRustBuffer,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> String in
+                guard let uniffiObj = try? FfiConverterTypeMcpAuth.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.authorize(
+                     server: try FfiConverterString.lift(server),
+                     url: try FfiConverterString.lift(url)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: String) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: FfiConverterString.lower(returnValue),
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: RustBuffer.empty(),
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeContenoxError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        load: { (
+            uniffiHandle: UInt64,
+            key: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteRustBuffer,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> String? in
+                guard let uniffiObj = try? FfiConverterTypeMcpAuth.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.load(
+                     key: try FfiConverterString.lift(key)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: String?) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: FfiConverterOptionString.lower(returnValue),
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: RustBuffer.empty(),
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeContenoxError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        save: { (
+            uniffiHandle: UInt64,
+            key: RustBuffer,
+            value: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteVoid,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeMcpAuth.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.save(
+                     key: try FfiConverterString.lift(key),
+                     value: try FfiConverterString.lift(value)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: ()) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeContenoxError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceMcpAuth> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceMcpAuth>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitMcpAuth() {
+    uniffi_contenox_uniffi_fn_init_callback_vtable_mcpauth(UniffiCallbackInterfaceMcpAuth.vtablePtr)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMcpAuth: FfiConverter {
+    fileprivate static let handleMap = UniffiHandleMap<McpAuth>()
+
+    typealias FfiType = UInt64
+    typealias SwiftType = McpAuth
+
+    public static func lift(_ handle: UInt64) throws -> McpAuth {
+        if ((handle & 1) == 0) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return McpAuthImpl(unsafeFromHandle: handle)
+        } else {
+            // Swift-generated handle, get the object from the handle map
+            return try handleMap.remove(handle: handle)
+        }
+    }
+
+    public static func lower(_ value: McpAuth) -> UInt64 {
+         if let rustImpl = value as? McpAuthImpl {
+             // Rust-implemented object.  Clone the handle and return it
+            return rustImpl.uniffiCloneHandle()
+         } else {
+            // Swift object, generate a new vtable handle and return that.
+            return handleMap.insert(obj: value)
+         }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> McpAuth {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: McpAuth, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpAuth_lift(_ handle: UInt64) throws -> McpAuth {
+    return try FfiConverterTypeMcpAuth.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMcpAuth_lower(_ value: McpAuth) -> UInt64 {
+    return FfiConverterTypeMcpAuth.lower(value)
+}
+
+
+
+
+
+
+/**
  * Hears each server of a `loadMcp` as it settles (the `on_server` of the other bindings).
  */
 public protocol McpServerListener: AnyObject, Sendable {
@@ -9310,6 +9727,30 @@ fileprivate struct FfiConverterOptionTypeLifecycleHooks: FfiConverterRustBuffer 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeMcpAuth: FfiConverterRustBuffer {
+    typealias SwiftType = McpAuth?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeMcpAuth.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeMcpAuth.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeMcpServerListener: FfiConverterRustBuffer {
     typealias SwiftType = McpServerListener?
 
@@ -10127,13 +10568,14 @@ public func elicitationOf(request: PendingRequest) -> Elicitation?  {
  * Start every server of an MCP config (`{"mcpServers": {...}}` as JSON text, the document
  * Claude Desktop and Claude Code read, plus contenox's `inject` and `timeout_ms`), list their
  * tools, and report each server to `on_server` as it settles. Servers that fail are reported and
- * left out; the others work. Throws only for an invalid config.
+ * left out; the others work. Throws only for an invalid config. With `auth`, HTTP servers that
+ * answer 401 are authorized with OAuth through the host ([`McpAuth`], docs/mcp.md "OAuth").
  */
-public func loadMcp(configJson: String, onServer: McpServerListener? = nil)async throws  -> McpSource  {
+public func loadMcp(configJson: String, onServer: McpServerListener? = nil, auth: McpAuth? = nil)async throws  -> McpSource  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
-                uniffi_contenox_uniffi_fn_func_load_mcp(FfiConverterString.lower(configJson),FfiConverterOptionTypeMcpServerListener.lower(onServer)
+                uniffi_contenox_uniffi_fn_func_load_mcp(FfiConverterString.lower(configJson),FfiConverterOptionTypeMcpServerListener.lower(onServer),FfiConverterOptionTypeMcpAuth.lower(auth)
                 )
             },
             pollFunc: ffi_contenox_uniffi_rust_future_poll_u64,
@@ -10194,7 +10636,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_func_elicitation_of() != 16008) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_func_load_mcp() != 11857) {
+    if (uniffi_contenox_uniffi_checksum_func_load_mcp() != 40064) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_func_load_remote() != 8151) {
@@ -10350,6 +10792,18 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_mcpsource_tools() != 46099) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_contenox_uniffi_checksum_method_mcpauth_redirect_uri() != 41956) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_mcpauth_authorize() != 44017) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_mcpauth_load() != 44304) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_mcpauth_save() != 31609) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_contenox_uniffi_checksum_method_remotehooklistener_on_hook() != 55387) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -10420,6 +10874,7 @@ private let initializationResult: InitializationResult = {
     uniffiCallbackInitHooks()
     uniffiCallbackInitHostTool()
     uniffiCallbackInitLifecycleHooks()
+    uniffiCallbackInitMcpAuth()
     uniffiCallbackInitMcpServerListener()
     uniffiCallbackInitOnCompact()
     uniffiCallbackInitRemoteHookListener()

@@ -335,6 +335,31 @@ typedef void (*UniffiCallbackInterfaceMcpServerListenerMethod0)(uint64_t, RustBu
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_MCP_AUTH_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_MCP_AUTH_METHOD0
+typedef void (*UniffiCallbackInterfaceMcpAuthMethod0)(uint64_t, RustBuffer* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_MCP_AUTH_METHOD1
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_MCP_AUTH_METHOD1
+typedef void (*UniffiCallbackInterfaceMcpAuthMethod1)(uint64_t, RustBuffer, RustBuffer, UniffiForeignFutureCompleteRustBuffer _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_MCP_AUTH_METHOD2
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_MCP_AUTH_METHOD2
+typedef void (*UniffiCallbackInterfaceMcpAuthMethod2)(uint64_t, RustBuffer, UniffiForeignFutureCompleteRustBuffer _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_MCP_AUTH_METHOD3
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_MCP_AUTH_METHOD3
+typedef void (*UniffiCallbackInterfaceMcpAuthMethod3)(uint64_t, RustBuffer, RustBuffer, UniffiForeignFutureCompleteVoid _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
 #ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_REMOTE_HOOK_LISTENER_METHOD0
 #define UNIFFI_FFIDEF_CALLBACK_INTERFACE_REMOTE_HOOK_LISTENER_METHOD0
 typedef void (*UniffiCallbackInterfaceRemoteHookListenerMethod0)(uint64_t, RustBuffer, RustBuffer, void* _Nonnull, 
@@ -411,6 +436,18 @@ typedef struct UniffiVTableCallbackInterfaceMcpServerListener {
     UniffiCallbackInterfaceClone _Nonnull uniffiClone;
     UniffiCallbackInterfaceMcpServerListenerMethod0 _Nonnull onServer;
 } UniffiVTableCallbackInterfaceMcpServerListener;
+
+#endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_MCP_AUTH
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_MCP_AUTH
+typedef struct UniffiVTableCallbackInterfaceMcpAuth {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfaceMcpAuthMethod0 _Nonnull redirectUri;
+    UniffiCallbackInterfaceMcpAuthMethod1 _Nonnull authorize;
+    UniffiCallbackInterfaceMcpAuthMethod2 _Nonnull load;
+    UniffiCallbackInterfaceMcpAuthMethod3 _Nonnull save;
+} UniffiVTableCallbackInterfaceMcpAuth;
 
 #endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_REMOTE_HOOK_LISTENER
@@ -833,6 +870,41 @@ uint64_t uniffi_contenox_uniffi_fn_method_mcpsource_shutdown(uint64_t ptr
 RustBuffer uniffi_contenox_uniffi_fn_method_mcpsource_tools(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_MCPAUTH
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_MCPAUTH
+uint64_t uniffi_contenox_uniffi_fn_clone_mcpauth(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_MCPAUTH
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_MCPAUTH
+void uniffi_contenox_uniffi_fn_free_mcpauth(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_INIT_CALLBACK_VTABLE_MCPAUTH
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_INIT_CALLBACK_VTABLE_MCPAUTH
+void uniffi_contenox_uniffi_fn_init_callback_vtable_mcpauth(const UniffiVTableCallbackInterfaceMcpAuth* _Nonnull vtable
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPAUTH_REDIRECT_URI
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPAUTH_REDIRECT_URI
+RustBuffer uniffi_contenox_uniffi_fn_method_mcpauth_redirect_uri(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPAUTH_AUTHORIZE
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPAUTH_AUTHORIZE
+uint64_t uniffi_contenox_uniffi_fn_method_mcpauth_authorize(uint64_t ptr, RustBuffer server, RustBuffer url
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPAUTH_LOAD
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPAUTH_LOAD
+uint64_t uniffi_contenox_uniffi_fn_method_mcpauth_load(uint64_t ptr, RustBuffer key
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPAUTH_SAVE
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_MCPAUTH_SAVE
+uint64_t uniffi_contenox_uniffi_fn_method_mcpauth_save(uint64_t ptr, RustBuffer key, RustBuffer value
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_REMOTEHOOKLISTENER
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_REMOTEHOOKLISTENER
 uint64_t uniffi_contenox_uniffi_fn_clone_remotehooklistener(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -1031,7 +1103,7 @@ RustBuffer uniffi_contenox_uniffi_fn_func_elicitation_of(RustBuffer request, Rus
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LOAD_MCP
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LOAD_MCP
-uint64_t uniffi_contenox_uniffi_fn_func_load_mcp(RustBuffer config_json, RustBuffer on_server
+uint64_t uniffi_contenox_uniffi_fn_func_load_mcp(RustBuffer config_json, RustBuffer on_server, RustBuffer auth
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LOAD_REMOTE
@@ -1638,6 +1710,30 @@ uint16_t uniffi_contenox_uniffi_checksum_method_mcpsource_shutdown(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_TOOLS
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPSOURCE_TOOLS
 uint16_t uniffi_contenox_uniffi_checksum_method_mcpsource_tools(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPAUTH_REDIRECT_URI
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPAUTH_REDIRECT_URI
+uint16_t uniffi_contenox_uniffi_checksum_method_mcpauth_redirect_uri(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPAUTH_AUTHORIZE
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPAUTH_AUTHORIZE
+uint16_t uniffi_contenox_uniffi_checksum_method_mcpauth_authorize(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPAUTH_LOAD
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPAUTH_LOAD
+uint16_t uniffi_contenox_uniffi_checksum_method_mcpauth_load(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPAUTH_SAVE
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_MCPAUTH_SAVE
+uint16_t uniffi_contenox_uniffi_checksum_method_mcpauth_save(void
     
 );
 #endif

@@ -209,6 +209,12 @@ func listening(_ port: Int) -> Bool {
 /// One HTTP/1.0 request to 127.0.0.1 (the connection closes after the answer, so the body is
 /// what comes before the end): the status and the body's text. 10 s per read at most.
 func httpLoopback(_ method: String, port: Int, path: String) async throws -> (status: Int, body: String) {
+    let (status, _, body) = try await httpLoopbackWithHead(method, port: port, path: path)
+    return (status, body)
+}
+
+/// [`httpLoopback`] with the response's head (status line and headers) too.
+func httpLoopbackWithHead(_ method: String, port: Int, path: String) async throws -> (status: Int, head: String, body: String) {
     try await onThread {
         guard let fd = connectLoopback(port, timeoutSeconds: 10) else {
             throw RunnerError("\(method) \(path): cannot connect to 127.0.0.1:\(port)")
@@ -237,6 +243,6 @@ func httpLoopback(_ method: String, port: Int, path: String) async throws -> (st
         let head = String(decoding: response[0..<split], as: UTF8.self)
         let parts = head.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, let status = Int(parts[1]) else { throw RunnerError("\(method) \(path): bad status line") }
-        return (status, String(decoding: response[(split + 4)...], as: UTF8.self))
+        return (status, head, String(decoding: response[(split + 4)...], as: UTF8.self))
     }
 }

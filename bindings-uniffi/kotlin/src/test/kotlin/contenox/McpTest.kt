@@ -404,4 +404,116 @@ class McpTest {
             assertEquals(listOf("shell_1"), client.backgroundShells()!!.ids())
         }
     }
+
+    /** tests/mcp/oauth_server.py (the MCP Python SDK's authorization server and protected server) on a free port. */
+    private fun startVault(): Pair<Process, Int> {
+        val port = java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress()).use { it.localPort }
+        val process = ProcessBuilder(python(), installed(File(repo, "tests/mcp/oauth_server.py"), "oauth_server.py"), port.toString())
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+            .redirectError(ProcessBuilder.Redirect.DISCARD)
+            .start()
+        val deadline = System.nanoTime() + 20_000_000_000L
+        while (true) {
+            val up = runCatching { java.net.Socket("127.0.0.1", port).close() }.isSuccess
+            if (up) break
+            check(System.nanoTime() < deadline) { "oauth_server.py did not listen" }
+            Thread.sleep(50)
+        }
+        return process to port
+    }
+
+    /** The host's part: tokens in a map, a "browser" that follows the URL and hands back the redirect. */
+    private class HostAuth : McpAuth {
+        val store = java.util.concurrent.ConcurrentHashMap<String, String>()
+        val saved = ConcurrentLinkedQueue<String>()
+        val urls = ConcurrentLinkedQueue<String>()
+        override fun redirectUri() = "http://127.0.0.1:9/callback"
+        override suspend fun authorize(server: String, url: String): String {
+            urls.add(url)
+            val conn = java.net.URI(url).toURL().openConnection() as java.net.HttpURLConnection
+            conn.instanceFollowRedirects = false
+            try {
+                return conn.getHeaderField("Location") ?: error("no redirect: HTTP ${conn.responseCode}")
+            } finally {
+                conn.disconnect()
+            }
+        }
+        override suspend fun load(key: String): String? = store[key]
+        override suspend fun save(key: String, value: String) {
+            store[key] = value
+            saved.add(value)
+        }
+        fun tokens(): List<String> = saved.flatMap { v ->
+            val d = JSONObject(v)
+            listOf("access_token", "refresh_token").mapNotNull { d.optString(it).ifEmpty { null } }
+        }
+    }
+
+    @Test
+    fun `an OAuth-protected server loads after the authorization callback, refreshes, re-authorizes, and no token shows`() = runBlocking {
+        val (vault, port) = startVault()
+        val auth = HostAuth()
+        val shown = mutableListOf<String>()
+        try {
+            val config = mcpConfig("vault" to JSONObject().put("type", "http").put("url", "http://127.0.0.1:$port/mcp"))
+            loadMcp(config, auth = auth).use { source ->
+                assertEquals(listOf("vault__vault_sum"), source.tools().map { it.name() })
+                assertEquals(1, auth.urls.size)
+                assertTrue(auth.urls.single().contains("code_challenge_method=S256"))
+                shown.add(source.servers().toString())
+                // One client for the three turns: shutting a client down stops the servers registered into it.
+                val sum = calls(Triple("c1", "vault__vault_sum", JSONObject().put("a", 40).put("b", 2)))
+                Client(scripted(sum, text("done"), sum, text("done"), sum, text("done"))).use { client ->
+                    source.registerInto(client)
+                    for (step in listOf("first", "expire", "revoke")) {
+                        if (step != "first") {
+                            val c = java.net.URI("http://127.0.0.1:$port/_test/$step").toURL().openConnection() as java.net.HttpURLConnection
+                            c.requestMethod = "POST"
+                            assertEquals(200, c.responseCode)
+                            c.disconnect()
+                        }
+                        val run = client.stream("add")
+                        val events = run.events().toList()
+                        val result = events.filterIsInstance<Event.ToolResult>().single()
+                        assertTrue(result.content.contains("vault says 42"), "$step: ${result.content}")
+                        shown.addAll(events.map { it.toJson() })
+                        shown.add(client.transcript().toJson())
+                    }
+                }
+                assertEquals(2, auth.urls.size, "the revoked token needed a new authorization")
+                source.shutdown()
+            }
+        } finally {
+            vault.destroyForcibly()
+            vault.waitFor()
+        }
+        val tokens = auth.tokens()
+        assertTrue(tokens.size >= 4)
+        for (text in shown) for (token in tokens) assertFalse(text.contains(token), "a token was shown")
+    }
+
+    @Test
+    fun `a browser step that throws fails the server with the reason`() = runBlocking {
+        val (vault, port) = startVault()
+        try {
+            val auth = object : McpAuth {
+                override fun redirectUri() = "http://127.0.0.1:9/callback"
+                override suspend fun authorize(server: String, url: String): String =
+                    throw ContenoxException.Host("the person closed the browser")
+                override suspend fun load(key: String): String? = null
+                override suspend fun save(key: String, value: String) = error("nothing to save")
+            }
+            val config = mcpConfig("vault" to JSONObject().put("type", "http").put("url", "http://127.0.0.1:$port/mcp"))
+            loadMcp(config, auth = auth).use { source ->
+                assertTrue(source.tools().isEmpty())
+                val failed = source.servers().single().state as ServerState.Failed
+                assertTrue(failed.error.contains("the person closed the browser"), failed.error)
+                source.shutdown()
+            }
+        } finally {
+            vault.destroyForcibly()
+            vault.waitFor()
+        }
+    }
+
 }
