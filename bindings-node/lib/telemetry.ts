@@ -5,7 +5,10 @@
 // starting an exporter of its own: the engine builds the spans (the same tree and attributes in
 // every binding) and this module re-creates each one in the host's tracer, with the same name,
 // kind, attributes, events, start and end times and status, parents before children, the turn's
-// span a child of the span active where `run()` / `resume()` was called. `@opentelemetry/api` is
+// span a child of the span active where `run()` / `resume()` was called. Each span keeps the
+// engine's ids when the tracer is the SDK's (its id generator is swapped for the span's start),
+// so the `traceparent` a model, MCP or remote request carried names a span of the host's trace.
+// `@opentelemetry/api` is
 // an optional peer dependency: without it, or with no provider set (the API's no-op global), the
 // engine's own OTLP exporter is used.
 import type * as Otel from '@opentelemetry/api'
@@ -108,14 +111,16 @@ function replay(otel: typeof Otel, tracer: Otel.Tracer, spans: ReplaySpan[]): vo
               isRemote: false,
             })
     }
-    const span = tracer.startSpan(
-      s.name,
-      {
-        kind: s.kind === 'client' ? otel.SpanKind.CLIENT : otel.SpanKind.INTERNAL,
-        attributes: s.attributes,
-        startTime: hrTime(s.startTimeUnixNano),
-      },
-      parent,
+    const span = withIds(tracer, s.traceId, s.spanId, () =>
+      tracer.startSpan(
+        s.name,
+        {
+          kind: s.kind === 'client' ? otel.SpanKind.CLIENT : otel.SpanKind.INTERNAL,
+          attributes: s.attributes,
+          startTime: hrTime(s.startTimeUnixNano),
+        },
+        parent,
+      ),
     )
     for (const e of s.events) span.addEvent(e.name, e.attributes, hrTime(e.timeUnixNano))
     if (s.status === 'error') {
@@ -123,5 +128,28 @@ function replay(otel: typeof Otel, tracer: Otel.Tracer, spans: ReplaySpan[]): vo
     }
     span.end(hrTime(s.endTimeUnixNano))
     made.set(s.spanId, span)
+  }
+}
+
+/** What the SDK's tracer draws ids from (`@opentelemetry/sdk-trace`'s `IdGenerator`). */
+interface IdGenerator {
+  generateTraceId(): string
+  generateSpanId(): string
+}
+
+/**
+ * Start a span with the engine's ids: the SDK's `Tracer` keeps its id generator in the field
+ * `_idGenerator`; it is swapped for one giving these ids while `start` runs (synchronously, so no
+ * other span can start meanwhile) and put back. Another tracer gives its own ids.
+ */
+function withIds(tracer: Otel.Tracer, traceId: string, spanId: string, start: () => Otel.Span): Otel.Span {
+  const sdk = tracer as unknown as { _idGenerator?: IdGenerator }
+  const own = sdk._idGenerator
+  if (own === undefined || typeof own.generateSpanId !== 'function') return start()
+  sdk._idGenerator = { generateTraceId: () => traceId, generateSpanId: () => spanId }
+  try {
+    return start()
+  } finally {
+    sdk._idGenerator = own
   }
 }

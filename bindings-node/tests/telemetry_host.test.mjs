@@ -6,12 +6,17 @@
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
 import { Worker } from 'node:worker_threads'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 
 import { context, trace, SpanKind, SpanStatusCode } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 
 import { createClient } from 'contenox'
+
+import { startFakeServer } from './helpers.mjs'
 
 const SECRET_PROMPT = 'PROMPT-SECRET-6631'
 const SECRET_ARG = 'ARG-SECRET-6632'
@@ -170,6 +175,37 @@ test("the spans go to the host's provider, under its active span, as the engine 
     two.close()
     const turns = exporter.getFinishedSpans().filter((s) => s.name === 'invoke_agent')
     assert.deepEqual(turns.map(parentOf).sort(), [...ids].sort())
+
+    // The traceparent a model request carried names the chat span the host's trace holds (the
+    // server's own spans would join the host's trace under it).
+    exporter.reset()
+    const dir = mkdtempSync(join(tmpdir(), 'contenox-ids-'))
+    const file = join(dir, 'scenario.json')
+    writeFileSync(file, JSON.stringify({ name: 'ids', style: 'openai', model: [{ text: 'Hi.' }], prompt: 'go', expect: {} }))
+    const server = await startFakeServer(file)
+    try {
+      const client = createClient({
+        style: 'openai',
+        baseUrl: `${server.root}/v1`,
+        model: 'fake',
+        apiKey: 'k',
+        builtins: [],
+        telemetry: true,
+      })
+      await tracer.startActiveSpan('host request', async (span) => {
+        assert.equal((await client.run('go')).finalText, 'Hi.')
+        span.end()
+      })
+      client.close()
+      const sent = (await server.requests()).map((r) => r._traceparent)
+      const chat = exporter.getFinishedSpans().find((s) => s.name === 'chat fake')
+      assert.deepEqual(sent, [`00-${chat.spanContext().traceId}-${chat.spanContext().spanId}-01`])
+      const agent = exporter.getFinishedSpans().find((s) => s.name === 'invoke_agent')
+      assert.equal(chat.parentSpanContext?.spanId, agent.spanContext().spanId)
+    } finally {
+      await server.stop()
+      rmSync(dir, { recursive: true, force: true })
+    }
 
     // Telemetry off: the host's provider gets nothing.
     exporter.reset()

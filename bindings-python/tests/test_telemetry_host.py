@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 from typing import Any
 
 import contenox
@@ -219,6 +221,39 @@ def test_async_run_nests_under_the_span_current_in_its_task(
     assert sorted(t.parent.span_id for t in turns if t.parent) == sorted(ids)
 
 
+def test_the_traceparent_a_request_carried_names_a_span_of_the_hosts_trace(
+    host: InMemorySpanExporter,
+) -> None:
+    # The model server saw the chat span's ids; re-created in the host's provider, the span
+    # keeps them, so the server's own spans join the host's trace under that chat span.
+    from conformance_runner import FakeServer
+
+    scenario = {"name": "ids", "style": "openai", "model": [{"text": "Hi."}], "prompt": "go"}
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "scenario.json"
+        path.write_text(json.dumps({**scenario, "expect": {}}))
+        server = FakeServer(path)
+        try:
+            client = contenox.create_client(
+                style="openai",
+                base_url=server.base_url("openai"),
+                model="fake",
+                api_key="k",
+                builtins=[],
+                telemetry=True,
+            )
+            with trace.get_tracer("host-app").start_as_current_span("host request"):
+                assert client.run_sync("go").final_text == "Hi."
+            client.close()
+            sent = [r["_traceparent"] for r in server.requests()]
+        finally:
+            server.stop()
+    chat = next(s for s in host.get_finished_spans() if s.name == "chat fake")
+    assert sent == [f"00-{chat.context.trace_id:032x}-{chat.context.span_id:016x}-01"]
+    turn = next(s for s in host.get_finished_spans() if s.name == "invoke_agent")
+    assert chat.parent is not None and chat.parent.span_id == turn.context.span_id
+
+
 def test_with_telemetry_off_the_hosts_provider_gets_nothing(
     host: InMemorySpanExporter,
 ) -> None:
@@ -235,7 +270,7 @@ def test_a_replay_that_raises_loses_the_spans_not_the_turn(
 ) -> None:
     from contenox import _telemetry
 
-    def broken(tracer: Any, spans: Any) -> None:
+    def broken(tracer: Any, ids: Any, spans: Any) -> None:
         raise RuntimeError("the host's tracer failed")
 
     monkeypatch.setattr(_telemetry, "_replay", broken)

@@ -6,12 +6,16 @@ starting an exporter of its own: the engine builds the spans (the same tree and 
 every binding) and this module re-creates each one in the host's tracer, with the same name,
 kind, attributes, events, start and end times and status, parents before children, the turn's
 span a child of the host's span that was current when ``run()`` / ``resume()`` was called.
+Each span keeps the engine's ids (the SDK tracer's id generator hands them out during the
+replay), so the ``traceparent`` a model, MCP or remote request carried names a span the host's
+trace holds; a tracer that is not the SDK's gives its own ids.
 ``opentelemetry-api`` is optional: without it, or with no provider set (the API's default proxy
 or no-op provider), the engine's own OTLP exporter is used.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -31,8 +35,44 @@ def host_tracer() -> HostTracer | None:
         return None
     from . import __version__
 
+    # The SDK makes a new Tracer per call: this one is the client's alone, so its id generator
+    # may be the engine's (see _EngineIds).
     tracer = provider.get_tracer("contenox", __version__)
-    return (_current_traceparent, lambda spans: _replay(tracer, spans))
+    ids = _EngineIds.install(tracer)
+    return (_current_traceparent, lambda spans: _replay(tracer, ids, spans))
+
+
+class _EngineIds:
+    """An id generator that gives the tracer the engine's ids for the span being re-created.
+
+    Set on the client's own SDK ``Tracer`` (its ``id_generator`` attribute); a replay holds the
+    lock from setting the ids to starting the span, so turns replayed by two threads at once
+    cannot swap them."""
+
+    def __init__(self, fallback: Any) -> None:
+        self._fallback = fallback
+        self.lock = threading.Lock()
+        self.trace_id: int | None = None
+        self.span_id: int | None = None
+
+    @classmethod
+    def install(cls, tracer: Any) -> _EngineIds | None:
+        fallback = getattr(tracer, "id_generator", None)
+        if fallback is None or not hasattr(fallback, "generate_span_id"):
+            return None
+        ids = cls(fallback)
+        tracer.id_generator = ids
+        return ids
+
+    def generate_span_id(self) -> int:
+        if self.span_id is not None:
+            return self.span_id
+        return int(self._fallback.generate_span_id())
+
+    def generate_trace_id(self) -> int:
+        if self.trace_id is not None:
+            return self.trace_id
+        return int(self._fallback.generate_trace_id())
 
 
 def _current_traceparent() -> str | None:
@@ -45,7 +85,7 @@ def _current_traceparent() -> str | None:
     return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags) & 1:02x}"
 
 
-def _replay(tracer: Any, spans: list[dict[str, Any]]) -> None:
+def _replay(tracer: Any, ids: _EngineIds | None, spans: list[dict[str, Any]]) -> None:
     """Re-create one host turn's spans (parents first) in ``tracer``."""
     from opentelemetry import context as otel_context
     from opentelemetry import trace
@@ -75,13 +115,28 @@ def _replay(tracer: Any, spans: list[dict[str, Any]]) -> None:
                 trace_flags=TraceFlags(TraceFlags.SAMPLED),
             )
             parent = trace.set_span_in_context(NonRecordingSpan(host))
-        span = tracer.start_span(
-            s["name"],
-            context=parent,
-            kind=SpanKind.CLIENT if s["kind"] == "client" else SpanKind.INTERNAL,
-            attributes=s["attributes"],
-            start_time=s["start_time_unix_nano"],
-        )
+        kind = SpanKind.CLIENT if s["kind"] == "client" else SpanKind.INTERNAL
+        if ids is None:
+            span = tracer.start_span(
+                s["name"],
+                context=parent,
+                kind=kind,
+                attributes=s["attributes"],
+                start_time=s["start_time_unix_nano"],
+            )
+        else:
+            with ids.lock:
+                ids.trace_id, ids.span_id = int(s["trace_id"], 16), int(s["span_id"], 16)
+                try:
+                    span = tracer.start_span(
+                        s["name"],
+                        context=parent,
+                        kind=kind,
+                        attributes=s["attributes"],
+                        start_time=s["start_time_unix_nano"],
+                    )
+                finally:
+                    ids.trace_id = ids.span_id = None
         for event in s["events"]:
             span.add_event(event["name"], event["attributes"], event["time_unix_nano"])
         if s["status"] == "error":
