@@ -15,8 +15,9 @@ or no-op provider), the engine's own OTLP exporter is used.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 #: What the native client takes: ``(current_traceparent, replay)``.
@@ -63,6 +64,16 @@ class _EngineIds:
         ids = cls(fallback)
         tracer.id_generator = ids
         return ids
+
+    @contextlib.contextmanager
+    def starting(self, trace_id: int, span_id: int) -> Iterator[None]:
+        """While a span starts: these are the ids the tracer draws."""
+        with self.lock:
+            self.trace_id, self.span_id = trace_id, span_id
+            try:
+                yield
+            finally:
+                self.trace_id = self.span_id = None
 
     def generate_span_id(self) -> int:
         if self.span_id is not None:
@@ -115,28 +126,19 @@ def _replay(tracer: Any, ids: _EngineIds | None, spans: list[dict[str, Any]]) ->
                 trace_flags=TraceFlags(TraceFlags.SAMPLED),
             )
             parent = trace.set_span_in_context(NonRecordingSpan(host))
-        kind = SpanKind.CLIENT if s["kind"] == "client" else SpanKind.INTERNAL
-        if ids is None:
+        starting = (
+            ids.starting(int(s["trace_id"], 16), int(s["span_id"], 16))
+            if ids is not None
+            else contextlib.nullcontext()
+        )
+        with starting:
             span = tracer.start_span(
                 s["name"],
                 context=parent,
-                kind=kind,
+                kind=SpanKind.CLIENT if s["kind"] == "client" else SpanKind.INTERNAL,
                 attributes=s["attributes"],
                 start_time=s["start_time_unix_nano"],
             )
-        else:
-            with ids.lock:
-                ids.trace_id, ids.span_id = int(s["trace_id"], 16), int(s["span_id"], 16)
-                try:
-                    span = tracer.start_span(
-                        s["name"],
-                        context=parent,
-                        kind=kind,
-                        attributes=s["attributes"],
-                        start_time=s["start_time_unix_nano"],
-                    )
-                finally:
-                    ids.trace_id = ids.span_id = None
         for event in s["events"]:
             span.add_event(event["name"], event["attributes"], event["time_unix_nano"])
         if s["status"] == "error":
