@@ -719,7 +719,7 @@ final class ScenarioLifecycle: LifecycleHooks, @unchecked Sendable {
         _ = try answer("on_turn_end", "on_turn_end:\(outcomeName(outcome: end.outcome))")
     }
 
-    func onNotification(notification: Notification) async throws {
+    func onNotification(notification: Contenox.Notification) async throws {
         let kind = notification.kind == .ask ? "ask" : "budget_near"
         _ = try answer("on_notification", "on_notification:\(kind)")
     }
