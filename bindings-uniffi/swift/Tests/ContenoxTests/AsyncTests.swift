@@ -325,7 +325,14 @@ func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
 /// The live processes (not zombies) whose command line contains `marker`, read from /proc.
 func processes(containing marker: String) -> [Int32] {
     let me = ProcessInfo.processInfo.processIdentifier
-    return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry in
+    // Listing /proc can fail when a process exits in the middle of it; a failed listing is not
+    // "no such process" (read as that, it let a check pass or fail at random), so list again.
+    var listed: [String]?
+    for _ in 0..<50 where listed == nil {
+        listed = try? FileManager.default.contentsOfDirectory(atPath: "/proc")
+    }
+    guard let entries = listed else { fatalError("cannot list /proc") }
+    return entries.compactMap { entry in
         guard let pid = Int32(entry), pid != me,
               let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
               String(decoding: cmdline, as: UTF8.self).contains(marker),
