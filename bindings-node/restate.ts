@@ -246,7 +246,8 @@ const neverAsked: WaitFor = async () => ({ approve: false, message: 'no host ans
 /**
  * The turn workflow on the stepped turn (`client.step`; name `contenox-stepped-turn` unless
  * `options.name` says otherwise), with the handlers of {@link turnWorkflow} (`run`, `pending`,
- * `answer`). Each model request and each tool call is its own `ctx.run` journal entry
+ * `answer`) and `refused` (the last answer the turn did not take: not an answer, and why; the ask
+ * stays open under a new awakeable, its deadline unchanged). Each model request and each tool call is its own `ctx.run` journal entry
  * (`model:STEP`, `tool:CALL_ID`) that performs it and records its result; an ask is an
  * awakeable, as in {@link turnWorkflow}. After a crash Restate runs the handler again from its
  * start: the turn is stepped again (turn id = the workflow key, clock = a journaled
@@ -277,13 +278,19 @@ export function steppedTurnWorkflow(makeClient: ClientFactory, options: { name?:
               return stateOf(action.result)
             }
             if (action.kind === 'ask') {
-              const answer = await askOnce(ctx, action.request)
-              try {
-                stepper.feed({ kind: 'answer', callId: action.request.callId, answer })
-              } catch (e) {
-                // Not an answer ({"maybe": true}): the turn cannot go on; end it with the reason.
-                if (e instanceof StepError) throw new restate.TerminalError(e.message)
-                throw e
+              const { request } = action
+              const deadline = request.timeoutMs === undefined ? undefined : (await ctx.date.now()) + request.timeoutMs
+              for (;;) {
+                const answer = await askOnce(ctx, request, deadline)
+                try {
+                  stepper.feed({ kind: 'answer', callId: request.callId, answer })
+                  break
+                } catch (e) {
+                  if (!(e instanceof StepError)) throw e
+                  // Not an answer ({"maybe": true}): the ask stays open under a new awakeable,
+                  // its deadline unchanged; `refused` says why the last answer was not taken.
+                  ctx.set('refused', { callId: request.callId, reason: e.message })
+                }
               }
               continue
             }
@@ -291,7 +298,13 @@ export function steppedTurnWorkflow(makeClient: ClientFactory, options: { name?:
             let performed = false
             const result = await ctx.run(name, async () => {
               performed = true
-              return (await stepper.perform()) as unknown as JsonValue
+              try {
+                return (await stepper.perform()) as unknown as JsonValue
+              } catch (e) {
+                // The turn ended under the action (closed client): retrying cannot perform it.
+                if (e instanceof StepError) throw new restate.TerminalError(e.message)
+                throw e
+              }
             })
             // Restate gave the journaled result without running the closure: replay it.
             if (!performed) stepper.feed(result as unknown as ActionResult)
@@ -307,6 +320,12 @@ export function steppedTurnWorkflow(makeClient: ClientFactory, options: { name?:
         async (ctx: restate.WorkflowSharedContext): Promise<OpenAsk[]> => (await ctx.get<OpenAsk[]>('pending')) ?? [],
       ),
 
+      /** The last answer the turn did not take (not an answer), and why; `null` when none. */
+      refused: restate.handlers.workflow.shared(
+        async (ctx: restate.WorkflowSharedContext): Promise<{ callId: string; reason: string } | null> =>
+          (await ctx.get<{ callId: string; reason: string }>('refused')) ?? null,
+      ),
+
       /** Answer the ask of `callId` (today's answer shape); an error when no such ask is open. */
       answer: restate.handlers.workflow.shared(
         async (ctx: restate.WorkflowSharedContext, input: { callId: string; answer: JsonValue }): Promise<void> => {
@@ -320,11 +339,10 @@ export function steppedTurnWorkflow(makeClient: ClientFactory, options: { name?:
 }
 
 /**
- * One ask of a stepped turn: an awakeable in the workflow's state until it is resolved or the
- * ask's deadline (its `timeoutMs` from a journaled now) passes, then the timeout denial.
+ * One wait of a stepped turn's ask: an awakeable in the workflow's state until it is resolved or
+ * the ask's `deadline` (its `timeoutMs` after a journaled now) passes, then the timeout denial.
  */
-async function askOnce(ctx: restate.WorkflowContext, request: PendingRequest): Promise<Answer> {
-  const deadline = request.timeoutMs === undefined ? undefined : (await ctx.date.now()) + request.timeoutMs
+async function askOnce(ctx: restate.WorkflowContext, request: PendingRequest, deadline: number | undefined): Promise<Answer> {
   const { id, promise } = ctx.awakeable<JsonValue>()
   const held = JSON.parse(JSON.stringify(deadline === undefined ? request : { ...request, deadlineMs: deadline })) as JsonValue
   ctx.set('pending', [{ callId: request.callId, awakeable: id, request: held } as OpenAsk])

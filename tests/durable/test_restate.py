@@ -321,3 +321,30 @@ def test_stepped_crash_between_two_model_requests_does_not_repeat_the_first(
     assert [n for n in names if n] == ["model:0", "tool:call_1", "model:1"], names
     recorded = json.dumps([decoded(json.loads(e.get("entry_json") or "null")) for e in entries])
     assert PLANTED_KEY not in recorded
+
+
+def test_stepped_a_non_answer_is_refused_and_the_ask_stays_open(
+    procs: Processes, restate: Restate
+) -> None:
+    """Hostile input at the stepped workflow's ask: an answer that is not one (``{"maybe":
+    true}``) is not fed; the workflow says why (its ``refused`` handler) and opens the ask again
+    under a new awakeable; a real answer then finishes the turn, the tool once."""
+    turn = start_and_crash(procs, restate, "s-not-an-answer", STEPPED)
+    turn.endpoint("B1")
+    first = turn.ask["awakeable"]  # type: ignore[attr-defined]
+    turn.answer({"maybe": True})
+
+    def reopened() -> list[dict[str, Any]]:
+        return [a for a in turn.pending() if a["awakeable"] != first]
+
+    (ask,) = wait_until("the ask is open again", reopened, timeout=60)
+    assert ask["callId"] == "call_1"
+    refused = post(turn.url("refused"), None)
+    assert refused["callId"] == "call_1"
+    assert "not one" in refused["reason"], refused
+    assert procs.records("tool-runs.jsonl") == []
+    turn.answer(APPROVE)
+    state = turn.result()
+    assert state["outcome"] == "done", state
+    assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["B1"]
+    assert_model_called_once_per_step(procs.model, 2)
