@@ -70,6 +70,7 @@ export type {
   ModelReply,
   ModelRequestAction,
   StepOptions,
+  SummaryRequestAction,
   ToolCallAction,
 } from './lib/step'
 export type { ImageDataPart, ImagePathPart, Prompt, PromptPart, TextPart } from './lib/prompt'

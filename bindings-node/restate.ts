@@ -247,8 +247,9 @@ const neverAsked: WaitFor = async () => ({ approve: false, message: 'no host ans
  * The turn workflow on the stepped turn (`client.step`; name `contenox-stepped-turn` unless
  * `options.name` says otherwise), with the handlers of {@link turnWorkflow} (`run`, `pending`,
  * `answer`) and `refused` (the last answer the turn did not take: not an answer, and why; the ask
- * stays open under a new awakeable, its deadline unchanged). Each model request and each tool call is its own `ctx.run` journal entry
- * (`model:STEP`, `tool:CALL_ID`) that performs it and records its result; an ask is an
+ * stays open under a new awakeable, its deadline unchanged). Each model request, compaction
+ * summary request and tool call is its own `ctx.run` journal entry (`model:STEP`,
+ * `summary:STEP`, `tool:CALL_ID`) that performs it and records its result; an ask is an
  * awakeable, as in {@link turnWorkflow}. After a crash Restate runs the handler again from its
  * start: the turn is stepped again (turn id = the workflow key, clock = a journaled
  * `ctx.date.now()`) and each action with a journal entry is fed its recorded result (no request
@@ -294,7 +295,12 @@ export function steppedTurnWorkflow(makeClient: ClientFactory, options: { name?:
               }
               continue
             }
-            const name = action.kind === 'model_request' ? `model:${action.step}` : `tool:${action.call.id}`
+            const name =
+              action.kind === 'model_request'
+                ? `model:${action.step}`
+                : action.kind === 'summary_request'
+                  ? `summary:${action.step}`
+                  : `tool:${action.call.id}`
             let performed = false
             const result = await ctx.run(name, async () => {
               performed = true

@@ -25,6 +25,20 @@ export interface ModelRequestAction {
   request: JsonValue
 }
 
+/**
+ * The compaction's summary request, before model request `step` (a client with `compaction`):
+ * send it to the model; give back a `model_response` result with `summary: true`.
+ */
+export interface SummaryRequestAction {
+  kind: 'summary_request'
+  /** The turn's id (core: `turn_id`). */
+  turnId: string
+  /** The model request it comes before. */
+  step: number
+  /** The request body as the model's wire style has it (never headers, so never a key). */
+  request: JsonValue
+}
+
 /** Run this call (it passed the gate); give back a `tool_result` result. */
 export interface ToolCallAction {
   kind: 'tool_call'
@@ -49,7 +63,7 @@ export interface DoneAction<O = unknown> {
 }
 
 /** What a stepped turn waits for next (`action.kind` tells which). */
-export type Action<O = unknown> = ModelRequestAction | ToolCallAction | AskAction | DoneAction<O>
+export type Action<O = unknown> = ModelRequestAction | SummaryRequestAction | ToolCallAction | AskAction | DoneAction<O>
 
 /** A model's whole reply to one request (what `perform` records; feed it back as it is). */
 export interface ModelReply {
@@ -76,10 +90,13 @@ export interface ModelFailure {
   status?: number
 }
 
-/** What the host gives back for an action; each names the action it answers. */
+/**
+ * What the host gives back for an action; each names the action it answers. A
+ * `summary_request`'s answer is a `model_response` with `summary: true`.
+ */
 export type ActionResult =
-  | { kind: 'model_response'; step: number; reply: ModelReply; error?: undefined }
-  | { kind: 'model_response'; step: number; error: ModelFailure; reply?: undefined }
+  | { kind: 'model_response'; step: number; summary?: boolean; reply: ModelReply; error?: undefined }
+  | { kind: 'model_response'; step: number; summary?: boolean; error: ModelFailure; reply?: undefined }
   | { kind: 'tool_result'; callId: string; output: ToolResult }
   | { kind: 'answer'; callId: string; answer: Answer }
 

@@ -434,6 +434,8 @@ function traceAction(action) {
   switch (action.kind) {
     case 'model_request':
       return { kind: 'model_request', step: action.step }
+    case 'summary_request':
+      return { kind: 'summary_request', step: action.step }
     case 'tool_call':
       return { kind: 'tool_call', name: action.call.name, call_id: action.call.id, idempotency_key: action.idempotencyKey }
     case 'ask':
