@@ -183,8 +183,9 @@ export class Client<O = unknown> {
    * `turnId:callId`) and ask waits for its result, fed from a record (`stepper.feed`: no I/O)
    * or performed now (`stepper.perform`); see `Stepper`. `turnId` and `clockMs` are the start
    * state a replay gives again (`stepper.options()`). A stepped turn runs its calls one at a
-   * time, an ask's `{ suspend: true }` is a denial (the host holds its state), and a client
-   * with `compaction` is refused (`ConfigurationError`). Aborting `signal` cancels the turn.
+   * time, an ask's `{ suspend: true }` is a denial (the host holds its state), and a
+   * compaction's summary request is an action of its own (`summary_request`, answered by a
+   * `model_response` with `summary: true`). Aborting `signal` cancels the turn.
    */
   step<S extends OutputSchema | undefined = undefined>(
     prompt: Prompt,

@@ -573,7 +573,17 @@ mod tests {
             json!({"kind": "model_request", "turnId": "t", "step": 0,
                    "request": {"max_tokens": 5, "tool_choice": "auto"}})
         );
+        let action: Action = serde_json::from_value(json!({"kind": "summary_request",
+            "turn_id": "t", "step": 2, "request": {"max_tokens": 5}}))
+        .unwrap();
+        assert_eq!(
+            step_action(&action),
+            json!({"kind": "summary_request", "turnId": "t", "step": 2,
+                   "request": {"max_tokens": 5}})
+        );
         for core in [
+            json!({"kind": "model_response", "step": 2, "summary": true,
+                   "reply": {"text": "the summary"}}),
             json!({"kind": "model_response", "step": 1, "reply": {"text": "t",
                    "calls": [{"id": "c", "name": "n", "arguments": "{\"a_b\":1}"}],
                    "extra": [[0, {"type": "reasoning", "text": "r", "signature": "s"}]],

@@ -263,7 +263,50 @@ describe('client.step', () => {
     client.close()
   })
 
-  test('bad start options, a compacting client and a closed one are refused before the turn', () => {
+  test('a compaction is a summary_request action, performed and replayed like a model request', async () => {
+    const script = [
+      { toolCalls: [{ id: 'c0', name: 'read', args: { n: 0 } }] },
+      { toolCalls: [{ id: 'c1', name: 'read', args: { n: 1 } }], usage: { inputTokens: 1500, outputTokens: 5 } },
+      { text: 'SUMMARY: two reads.' },
+      { text: 'all done' },
+    ]
+    const options = { script, compaction: { thresholdTokens: 1000, keepRecent: 1 } }
+    const first = counted(options)
+    const stepper = first.client.step('go')
+    const actions = await drive(stepper)
+    assert.deepEqual(
+      actions.map((a) => (a.kind === 'summary_request' || a.kind === 'model_request' ? `${a.kind}:${a.step}` : a.kind)),
+      ['model_request:0', 'tool_call', 'model_request:1', 'tool_call', 'summary_request:2', 'model_request:2', 'done'],
+    )
+    assert.equal(actions[4].turnId, stepper.turnId)
+    const summary = stepper.journal()[4]
+    assert.equal(summary.kind, 'model_response')
+    assert.equal(summary.summary, true)
+    assert.equal(summary.reply.text, 'SUMMARY: two reads.')
+    assert.equal(actions.at(-1).result.finalText, 'all done')
+    // A summary's result does not answer the model request of the same step, nor the reverse.
+    const again = counted(options)
+    const replay = again.client.step('go', stepper.options())
+    const journal = stepper.journal()
+    for (const [i, recorded] of journal.entries()) {
+      const action = await replay.next()
+      if (action.kind === 'summary_request') {
+        assert.throws(() => replay.feed({ ...recorded, summary: false }), StepError)
+      }
+      if (action.kind === 'model_request' && action.step === 2) {
+        assert.throws(() => replay.feed({ ...journal[i - 1] }), StepError)
+      }
+      replay.feed(recorded)
+    }
+    const done = await replay.next()
+    assert.equal(done.kind, 'done')
+    assert.equal(done.result.finalText, 'all done')
+    assert.deepEqual([again.counts.reads, again.counts.writes], [0, 0])
+    first.client.close()
+    again.client.close()
+  })
+
+  test('bad start options and a closed client are refused before the turn', () => {
     const { client } = counted()
     for (const clockMs of [-1, 1.5, Number.NaN, 2 ** 60]) {
       assert.throws(() => client.step('go', { clockMs }), (e) => e instanceof ConfigurationError && e.option === 'clockMs', String(clockMs))
@@ -271,9 +314,6 @@ describe('client.step', () => {
     assert.throws(() => client.step('go', { allow: [''] }), ConfigurationError)
     client.close()
     assert.throws(() => client.step('go'), /closed/)
-    const compacting = counted({ compaction: { thresholdTokens: 1000 } })
-    assert.throws(() => compacting.client.step('go'), (e) => e instanceof ConfigurationError && /compact/.test(e.message))
-    compacting.client.close()
   })
 
   test('cancel and an aborted signal end the turn as cancelled', async () => {
