@@ -192,6 +192,15 @@ export class Client<O = unknown> {
     options: RunOptions & StepOptions & { outputSchema?: S } = {},
   ): Stepper<RunOutput<S, O>> {
     const own = outputSpec(options.outputSchema)
+    for (const [option, type] of [['turnId', 'string'], ['clockMs', 'number']] as const) {
+      const value: unknown = options[option]
+      if (value !== undefined && value !== null && typeof value !== type) {
+        throw new ConfigurationError(`${option} must be a ${type} (a stepper's options().${option}), got ${JSON.stringify(value) ?? String(value)}`, {
+          option,
+          value: JSON.stringify(value) ?? null,
+        })
+      }
+    }
     const { token, unlink } = linkSignal(options.signal)
     try {
       const handle = this.#native.step(

@@ -311,6 +311,14 @@ describe('client.step', () => {
     for (const clockMs of [-1, 1.5, Number.NaN, 2 ** 60]) {
       assert.throws(() => client.step('go', { clockMs }), (e) => e instanceof ConfigurationError && e.option === 'clockMs', String(clockMs))
     }
+    for (const turnId of [5, {}, true]) {
+      assert.throws(() => client.step('go', { turnId }), (e) => e instanceof ConfigurationError && e.option === 'turnId', String(turnId))
+    }
+    assert.throws(() => client.step('go', { clockMs: '123' }), (e) => e instanceof ConfigurationError && e.option === 'clockMs')
+    // null is absent, as undefined: a turn id and a clock drawn now.
+    const drawn = client.step('go', { turnId: null, clockMs: null })
+    assert.match(drawn.turnId, /^turn_[0-9a-f]{32}$/)
+    drawn.cancel()
     assert.throws(() => client.step('go', { allow: [''] }), ConfigurationError)
     client.close()
     assert.throws(() => client.step('go'), /closed/)
