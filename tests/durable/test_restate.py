@@ -34,7 +34,7 @@ from conftest import (
     assert_model_called_once_per_step,
     tool_messages,
 )
-from servers import Restate, free_port, restate_server, wait_port, wait_until
+from servers import Restate, fake_model, free_port, restate_server, wait_port, wait_until
 
 HERE = Path(__file__).resolve().parent
 APP = ["node", str(HERE / "restate" / "app.mjs")]
@@ -348,3 +348,77 @@ def test_stepped_a_non_answer_is_refused_and_the_ask_stays_open(
     assert state["outcome"] == "done", state
     assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["B1"]
     assert_model_called_once_per_step(procs.model, 2)
+
+
+def write_call(call_id: str, path: str) -> dict[str, Any]:
+    return {"id": call_id, "name": "write", "arguments": {"path": path, "content": "numbers"}}
+
+
+COMPACTING_TURN = {
+    "name": "durable_compacting_turn",
+    "style": "openai",
+    "model": [
+        {"tool_calls": [write_call("call_1", "a.txt")]},
+        {
+            "tool_calls": [write_call("call_2", "b.txt")],
+            "usage": {"input_tokens": 1500, "output_tokens": 5},
+        },
+        {"text": "SUMMARY: two files written."},
+        {"text": "Wrote both."},
+    ],
+    "prompt": "Write a.txt and b.txt.",
+}
+
+
+def test_stepped_compaction_summary_is_journaled_and_not_sent_again(
+    tmp_path: Path, restate: Restate
+) -> None:
+    """A compacting client on the stepped workflow: the compaction's summary request is its own
+    ``ctx.run`` (``summary:2``). A dies after it was journaled, its next model request held; B
+    replays both model requests, both tool calls and the summary from the journal and sends only
+    the last request: 4 requests in all, each tool call ran once, the last request carries the
+    summary."""
+    script = tmp_path / "compacting.json"
+    script.write_text(json.dumps(COMPACTING_TURN))
+    work = tmp_path / "work"
+    work.mkdir()
+    with fake_model(script) as model:
+        procs = Processes(work, model)
+        try:
+            env = {"DURABLE_GATE": "allow", "DURABLE_COMPACTION_TOKENS": "1000"}
+            key = "s-compacting"
+            turn = Turn(procs, restate, key, STEPPED)
+            hang = {"DURABLE_MODEL_HANGS": "A", "DURABLE_MODEL_PASSES": "3"}
+            a = start(procs, restate, turn, **hang, **env)
+
+            def held() -> list[dict[str, Any]]:
+                assert a.poll() is None, f"A exited: {procs.log('A')}"
+                return procs.records("model-hangs.jsonl")
+
+            wait_until("A's request after the summary is held", held, timeout=60)
+            procs.kill(a)
+            assert len(model.requests()) == 3
+            turn.endpoint("B1", **env)
+            state = turn.result()
+            assert state["outcome"] == "done", state
+            assert state["finalText"] == "Wrote both."
+            runs = procs.records("tool-runs.jsonl")
+            assert [(r["role"], r["key"]) for r in runs] == [
+                ("A", f"{key}:call_1"),
+                ("A", f"{key}:call_2"),
+            ], runs
+            requests = assert_model_called_once_per_step(model, 4)
+            last = json.dumps(requests[3])
+            assert "SUMMARY: two files written." in last
+            entries = journal(restate, key)
+            names = [e.get("name") for e in entries if e.get("entry_type") == "Command: Run"]
+            assert [n for n in names if n] == [
+                "model:0",
+                "tool:call_1",
+                "model:1",
+                "tool:call_2",
+                "summary:2",
+                "model:2",
+            ], names
+        finally:
+            procs.stop_all()

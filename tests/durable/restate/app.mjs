@@ -54,15 +54,16 @@ const write = tool({
 })
 
 // DURABLE_MODEL_HANGS=ROLE: this process's model requests go through a proxy on 127.0.0.1 that
-// passes the first on to the fake model server and holds every later one unanswered (logged in
-// model-hangs.jsonl), so the test can kill the process between two model requests.
+// passes the first DURABLE_MODEL_PASSES (default 1) on to the fake model server and holds every
+// later one unanswered (logged in model-hangs.jsonl), so the test can kill the process between
+// two model requests.
 let baseUrl = env.DURABLE_BASE_URL
 if (env.DURABLE_MODEL_HANGS === env.DURABLE_ROLE) {
   const upstream = new URL(env.DURABLE_BASE_URL)
   let seen = 0
   const proxy = http.createServer((req, res) => {
     seen += 1
-    if (seen > 1) {
+    if (seen > Number(env.DURABLE_MODEL_PASSES ?? 1)) {
       log('model-hangs.jsonl', { request: seen })
       return
     }
@@ -90,6 +91,8 @@ function makeClient(waitFor) {
     hooks: { beforeTool },
     waitFor,
     ...(env.DURABLE_MAX_TURNS ? { maxTurns: Number(env.DURABLE_MAX_TURNS) } : {}),
+    // DURABLE_COMPACTION_TOKENS: compact past that many input tokens, keeping the last message.
+    ...(env.DURABLE_COMPACTION_TOKENS ? { compaction: { thresholdTokens: Number(env.DURABLE_COMPACTION_TOKENS), keepRecent: 1 } } : {}),
   })
 }
 
