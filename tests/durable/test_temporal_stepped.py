@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import History
 from temporalio.worker import Worker
 
@@ -227,3 +228,46 @@ def test_stepped_worker_keeps_the_base_or_queries_the_workflow(
         # each rebuilt stepper runs the gate again on the recorded model reply
         assert [g["role"] for g in procs.records("gate.jsonl")] == ["W", "W", "W"]
     assert_deltas_only(recorded(temporal, workflow_id))
+
+
+def test_stepped_continues_as_new_at_its_history_bound(
+    procs: Processes, temporal: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bound of 12 events: the run continues as new after the first action, carrying the
+    journal; the kept stepper still serves the next run (its chain matches), nothing repeats."""
+    for key, value in procs.env("W", DURABLE_GATE="allow").items():
+        if key.startswith("DURABLE_"):
+            monkeypatch.setenv(key, value)
+    from agent import make_client
+
+    activities = SteppedActivities(make_client)
+
+    async def turn() -> tuple[dict[str, Any], list[int]]:
+        async with Worker(
+            temporal.client,
+            task_queue="s-can",
+            workflows=[SteppedTurnWorkflow],
+            activities=activities.all(),
+        ):
+            handle = await start_stepped_turn(
+                temporal.client, "Write the report.", workflow_id="s-can", task_queue="s-can",
+                max_history_events=12,
+            )  # fmt: skip
+            state: dict[str, Any] = await handle.result()
+            first = temporal.client.get_workflow_handle(
+                "s-can", run_id=handle.first_execution_run_id
+            )
+            kinds = []
+            async for event in first.fetch_history_events():
+                kinds.append(event.event_type)
+            return state, kinds
+
+    state, first_run = temporal.run(turn(), timeout=60)
+    activities.close()
+    assert state["outcome"] == "done" and state["final_text"] == "Wrote the report.", state
+    assert first_run[-1] == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, first_run
+    assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["W"]
+    assert_model_called_once_per_step(procs.model, 2)
+    assert (activities.hits, activities.queries) == (2, 0)
+    # the last run: its input is the journal so far, its activities still deltas
+    assert_deltas_only(recorded(temporal, "s-can"))
