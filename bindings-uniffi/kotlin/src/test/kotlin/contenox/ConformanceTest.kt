@@ -861,8 +861,8 @@ private class RemoteSetup(private val binary: String, private val file: File) {
     }
 }
 
-/** The fake model server, a child process that exits when its stdin closes. */
-private class FakeServer(private val process: Process, val port: Int) {
+/** The fake model server, a child process that exits when its stdin closes (also StepperTest's). */
+internal class FakeServer(private val process: Process, val port: Int) {
     fun baseUrl(style: String) = if (style.startsWith("openai")) "http://127.0.0.1:$port/v1" else "http://127.0.0.1:$port"
 
     fun requests(): String {
