@@ -165,7 +165,8 @@ final class StepperTests: XCTestCase {
             let options = stepper.options()
             c1.shutdown()
             XCTAssertEqual(first.all, [1, 1, 0])
-            XCTAssertEqual(try JSON.parse(try await server.requests()).array?.count, 2)
+            let sent = try await server.requests()
+            XCTAssertEqual(try JSON.parse(sent).array?.count, 2)
             let stored = try journal.map { try $0.toJson() }
             XCTAssertEqual(try stored.map { try JSON.parse($0)["kind"]?.string ?? "" },
                            ["model_response", "tool_result", "answer", "tool_result", "model_response"])
@@ -197,7 +198,8 @@ final class StepperTests: XCTestCase {
             XCTAssertEqual(replay.journal(), journal)
             c2.shutdown()
             XCTAssertEqual(again.all, [0, 0, 0], "the replay ran no tool and asked nobody")
-            XCTAssertEqual(try JSON.parse(try await server.requests()).array?.count, 2, "the replay sent no request")
+            let sentAfter = try await server.requests()
+            XCTAssertEqual(try JSON.parse(sentAfter).array?.count, 2, "the replay sent no request")
             await server.stop()
         } catch {
             await server.stop()
@@ -213,7 +215,8 @@ final class StepperTests: XCTestCase {
         refused("call next() first") { try stepper.feed(result: .toolResult(callId: "c0", output: x)) }
         let first = try await stepper.next()
         XCTAssertEqual(kind(first), "model_request")
-        XCTAssertEqual(describe(try await stepper.next()), describe(first), "asking twice gives the same action")
+        let again = try await stepper.next()
+        XCTAssertEqual(describe(again), describe(first), "asking twice gives the same action")
         refused("a ask result does not answer it") { try stepper.feed(result: .answer(callId: "c0", answer: .approve)) }
         refused("step 0") { try stepper.feed(result: .modelResponse(step: 3, replyJson: "{\"text\":\"x\"}", error: nil)) }
         refused("either a reply or an error") { try stepper.feed(result: .modelResponse(step: 0, replyJson: nil, error: nil)) }
@@ -259,7 +262,8 @@ final class StepperTests: XCTestCase {
         } catch ContenoxError.Step(let detail) {
             XCTAssertTrue(detail.contains("the turn is done"), detail)
         }
-        XCTAssertEqual(kind(try await stepper.next()), "done")
+        let last = try await stepper.next()
+        XCTAssertEqual(kind(last), "done")
         c.shutdown()
         XCTAssertEqual(counts.all, [0, 0, 0])
     }
