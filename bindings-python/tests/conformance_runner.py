@@ -576,8 +576,8 @@ class Subagents:
 
 def _action(action: Any) -> dict[str, Any]:
     """An action as the trace records it (extension `step`)."""
-    if action["kind"] == "model_request":
-        return {"kind": "model_request", "step": action["step"]}
+    if action["kind"] in ("model_request", "summary_request"):
+        return {"kind": action["kind"], "step": action["step"]}
     if action["kind"] == "tool_call":
         call = action["call"]
         return {

@@ -7,8 +7,8 @@ use serde_json::Value;
 use crate::check::Trace;
 use crate::scenario::Expect;
 
-/// An action object of the trace as its pattern: `model_request:STEP`, `tool_call:NAME`,
-/// `ask:CALL_ID`, `done`.
+/// An action object of the trace as its pattern: `model_request:STEP`,
+/// `summary_request:STEP`, `tool_call:NAME`, `ask:CALL_ID`, `done`.
 fn pattern(action: &Value) -> String {
     let field = |k: &str| match action.get(k) {
         Some(Value::String(s)) => s.clone(),
@@ -17,6 +17,7 @@ fn pattern(action: &Value) -> String {
     };
     match action.get("kind").and_then(Value::as_str) {
         Some("model_request") => format!("model_request:{}", field("step")),
+        Some("summary_request") => format!("summary_request:{}", field("step")),
         Some("tool_call") => format!("tool_call:{}", field("name")),
         Some("ask") => format!("ask:{}", field("call_id")),
         Some("done") => "done".into(),

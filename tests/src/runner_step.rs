@@ -18,6 +18,7 @@ pub struct Stepped {
 fn action_value(action: &Action) -> Value {
     match action {
         Action::ModelRequest { step, .. } => json!({"kind": "model_request", "step": step}),
+        Action::SummaryRequest { step, .. } => json!({"kind": "summary_request", "step": step}),
         Action::ToolCall {
             call,
             idempotency_key,
