@@ -225,9 +225,9 @@ impl Client {
     /// `perform()` to have the engine do it now), then `Action.Done` with what `run` returns.
     /// `options`: the turn's id and clock; give a recorded stepper's `options()` to replay it
     /// (`null`: a new id, now). `allow`, `settings_json`, `output_schema_json` as for `run`.
-    /// A stepped turn runs its calls one at a time, and its asks cannot suspend (the host
-    /// holds its state). Throws `Config` for a client that compacts (a summary request is not
-    /// an action yet), otherwise as `stream`.
+    /// A stepped turn runs its calls one at a time, its compaction's summary request is an
+    /// action too (`Action.SummaryRequest`), and its asks cannot suspend (the host holds its
+    /// state). Throws as `stream` does.
     #[uniffi::method(default(
         options = None,
         allow = None,

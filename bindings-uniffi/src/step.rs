@@ -1,6 +1,6 @@
 //! `Stepper`: a turn stepped by its host (the engine's `contenox::step`) as a UniFFI object.
-//! `Client.step(prompt, options)` starts it; `next()` hands out each model request, tool call
-//! and ask as an [`Action`], and the turn goes on only with the [`ActionResult`] the host gives
+//! `Client.step(prompt, options)` starts it; `next()` hands out each model request, tool call,
+//! compaction summary request and ask as an [`Action`], and the turn goes on only with the [`ActionResult`] the host gives
 //! back: one it recorded before (`feed`: no I/O) or the one the engine gets by doing the I/O now
 //! (`perform`). The same `options()` and the same results give the same actions, so a durable
 //! engine records each result and replays them after a crash.
@@ -77,6 +77,17 @@ pub enum Action {
         /// `turn_id:call_id`, what the tool's `ToolContext` gets too.
         idempotency_key: String,
     },
+    /// The turn compacts its conversation before model request `step`: send this summary
+    /// request and give back `ActionResult.ModelResponse` of the same `step` with `summary`
+    /// true (or let `perform()` send it).
+    SummaryRequest {
+        /// The turn's id.
+        turn_id: String,
+        /// The model request it comes before.
+        step: u32,
+        /// The request body as JSON text: the older messages written out, no tools.
+        request_json: String,
+    },
     /// The gate asks: give back `ActionResult.Answer` of its call id (or let `perform()` ask the
     /// client's `WaitFor`).
     Ask {
@@ -111,6 +122,15 @@ impl Action {
                 call: via_json(&call)?,
                 idempotency_key,
             },
+            Core::SummaryRequest {
+                turn_id,
+                step,
+                request,
+            } => Action::SummaryRequest {
+                turn_id,
+                step,
+                request_json: request.to_string(),
+            },
             Core::Ask { request } => Action::Ask {
                 request: via_json(&request)?,
             },
@@ -127,8 +147,8 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, uniffi::Enum)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ActionResult {
-    /// For `Action.ModelRequest` of the same `step`: the reply, or why there is none (exactly
-    /// one of the two).
+    /// For `Action.ModelRequest` of the same `step` (with `summary`: `Action.SummaryRequest`):
+    /// the reply, or why there is none (exactly one of the two).
     ModelResponse {
         /// The step of the request it answers.
         step: u32,
@@ -144,6 +164,10 @@ pub enum ActionResult {
         /// Why there is no reply.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<ModelFailure>,
+        /// It answers an `Action.SummaryRequest` (a compaction's), not a model request.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        #[uniffi(default = false)]
+        summary: bool,
     },
     /// For `Action.ToolCall` of the same call id: the tool's result.
     ToolResult {

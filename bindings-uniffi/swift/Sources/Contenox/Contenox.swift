@@ -946,9 +946,9 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * `perform()` to have the engine do it now), then `Action.Done` with what `run` returns.
      * `options`: the turn's id and clock; give a recorded stepper's `options()` to replay it
      * (`null`: a new id, now). `allow`, `settings_json`, `output_schema_json` as for `run`.
-     * A stepped turn runs its calls one at a time, and its asks cannot suspend (the host
-     * holds its state). Throws `Config` for a client that compacts (a summary request is not
-     * an action yet), otherwise as `stream`.
+     * A stepped turn runs its calls one at a time, its compaction's summary request is an
+     * action too (`Action.SummaryRequest`), and its asks cannot suspend (the host holds its
+     * state). Throws as `stream` does.
      */
     func step(prompt: String, options: StepOptions?, allow: [String]?, settingsJson: String?, outputSchemaJson: String?) async throws  -> Stepper
     
@@ -1385,9 +1385,9 @@ open func shutdown()  {try! rustCall() {
      * `perform()` to have the engine do it now), then `Action.Done` with what `run` returns.
      * `options`: the turn's id and clock; give a recorded stepper's `options()` to replay it
      * (`null`: a new id, now). `allow`, `settings_json`, `output_schema_json` as for `run`.
-     * A stepped turn runs its calls one at a time, and its asks cannot suspend (the host
-     * holds its state). Throws `Config` for a client that compacts (a summary request is not
-     * an action yet), otherwise as `stream`.
+     * A stepped turn runs its calls one at a time, its compaction's summary request is an
+     * action too (`Action.SummaryRequest`), and its asks cannot suspend (the host holds its
+     * state). Throws as `stream` does.
      */
 open func step(prompt: String, options: StepOptions? = nil, allow: [String]? = nil, settingsJson: String? = nil, outputSchemaJson: String? = nil)async throws  -> Stepper  {
     return
@@ -7537,6 +7537,22 @@ public enum Action {
          */idempotencyKey: String
     )
     /**
+     * The turn compacts its conversation before model request `step`: send this summary
+     * request and give back `ActionResult.ModelResponse` of the same `step` with `summary`
+     * true (or let `perform()` send it).
+     */
+    case summaryRequest(
+        /**
+         * The turn's id.
+         */turnId: String, 
+        /**
+         * The model request it comes before.
+         */step: UInt32, 
+        /**
+         * The request body as JSON text: the older messages written out, no tools.
+         */requestJson: String
+    )
+    /**
      * The gate asks: give back `ActionResult.Answer` of its call id (or let `perform()` ask the
      * client's `WaitFor`).
      */
@@ -7580,10 +7596,13 @@ public struct FfiConverterTypeAction: FfiConverterRustBuffer {
         case 2: return .toolCall(call: try FfiConverterTypeToolCall.read(from: &buf), idempotencyKey: try FfiConverterString.read(from: &buf)
         )
         
-        case 3: return .ask(request: try FfiConverterTypePendingRequest.read(from: &buf)
+        case 3: return .summaryRequest(turnId: try FfiConverterString.read(from: &buf), step: try FfiConverterUInt32.read(from: &buf), requestJson: try FfiConverterString.read(from: &buf)
         )
         
-        case 4: return .done(result: try FfiConverterTypeTurnResult.read(from: &buf)
+        case 4: return .ask(request: try FfiConverterTypePendingRequest.read(from: &buf)
+        )
+        
+        case 5: return .done(result: try FfiConverterTypeTurnResult.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -7607,13 +7626,20 @@ public struct FfiConverterTypeAction: FfiConverterRustBuffer {
             FfiConverterString.write(idempotencyKey, into: &buf)
             
         
-        case let .ask(request):
+        case let .summaryRequest(turnId,step,requestJson):
             writeInt(&buf, Int32(3))
+            FfiConverterString.write(turnId, into: &buf)
+            FfiConverterUInt32.write(step, into: &buf)
+            FfiConverterString.write(requestJson, into: &buf)
+            
+        
+        case let .ask(request):
+            writeInt(&buf, Int32(4))
             FfiConverterTypePendingRequest.write(request, into: &buf)
             
         
         case let .done(result):
-            writeInt(&buf, Int32(4))
+            writeInt(&buf, Int32(5))
             FfiConverterTypeTurnResult.write(result, into: &buf)
             
         }
@@ -7646,8 +7672,8 @@ public func FfiConverterTypeAction_lower(_ value: Action) -> RustBuffer {
 public enum ActionResult: Equatable, Hashable {
     
     /**
-     * For `Action.ModelRequest` of the same `step`: the reply, or why there is none (exactly
-     * one of the two).
+     * For `Action.ModelRequest` of the same `step` (with `summary`: `Action.SummaryRequest`):
+     * the reply, or why there is none (exactly one of the two).
      */
     case modelResponse(
         /**
@@ -7659,7 +7685,10 @@ public enum ActionResult: Equatable, Hashable {
          */replyJson: String?, 
         /**
          * Why there is no reply.
-         */error: ModelFailure?
+         */error: ModelFailure?, 
+        /**
+         * It answers an `Action.SummaryRequest` (a compaction's), not a model request.
+         */summary: Bool = false
     )
     /**
      * For `Action.ToolCall` of the same call id: the tool's result.
@@ -7719,7 +7748,7 @@ public struct FfiConverterTypeActionResult: FfiConverterRustBuffer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .modelResponse(step: try FfiConverterUInt32.read(from: &buf), replyJson: try FfiConverterOptionString.read(from: &buf), error: try FfiConverterOptionTypeModelFailure.read(from: &buf)
+        case 1: return .modelResponse(step: try FfiConverterUInt32.read(from: &buf), replyJson: try FfiConverterOptionString.read(from: &buf), error: try FfiConverterOptionTypeModelFailure.read(from: &buf), summary: try FfiConverterBool.read(from: &buf)
         )
         
         case 2: return .toolResult(callId: try FfiConverterString.read(from: &buf), output: try FfiConverterTypeToolOutput.read(from: &buf)
@@ -7736,11 +7765,12 @@ public struct FfiConverterTypeActionResult: FfiConverterRustBuffer {
         switch value {
         
         
-        case let .modelResponse(step,replyJson,error):
+        case let .modelResponse(step,replyJson,error,summary):
             writeInt(&buf, Int32(1))
             FfiConverterUInt32.write(step, into: &buf)
             FfiConverterOptionString.write(replyJson, into: &buf)
             FfiConverterOptionTypeModelFailure.write(error, into: &buf)
+            FfiConverterBool.write(summary, into: &buf)
             
         
         case let .toolResult(callId,output):
@@ -11611,7 +11641,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_contenox_uniffi_checksum_method_client_shutdown() != 59147) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_contenox_uniffi_checksum_method_client_step() != 7687) {
+    if (uniffi_contenox_uniffi_checksum_method_client_step() != 31560) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_stream() != 29104) {

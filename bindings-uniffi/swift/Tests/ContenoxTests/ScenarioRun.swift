@@ -265,6 +265,8 @@ final class ScenarioRun: @unchecked Sendable {
             switch a {
             case .modelRequest(_, let step, _):
                 return .object(["kind": .string("model_request"), "step": .int(Int64(step))])
+            case .summaryRequest(_, let step, _):
+                return .object(["kind": .string("summary_request"), "step": .int(Int64(step))])
             case .toolCall(let call, let key):
                 return .object(["kind": .string("tool_call"), "name": .string(call.name), "call_id": .string(call.id),
                                 "idempotency_key": .string(key)])

@@ -88,6 +88,7 @@ final class StepperTests: XCTestCase {
     private func describe(_ action: Action) -> String {
         switch action {
         case .modelRequest(let turnId, let step, let body): return "model_request \(turnId) \(step) \(body)"
+        case .summaryRequest(let turnId, let step, let body): return "summary_request \(turnId) \(step) \(body)"
         case .toolCall(let call, let key): return "tool_call \(call.id) \(call.name) \(call.argumentsJson) \(key)"
         case .ask(let r): return "ask \(r.callId) \(r.name) \(r.argumentsJson) \(r.timeoutMs.map(String.init) ?? "-")"
         case .done(let result): return "done \(result.finalText)"
@@ -219,12 +220,15 @@ final class StepperTests: XCTestCase {
         XCTAssertEqual(describe(again), describe(first), "asking twice gives the same action")
         refused("a ask result does not answer it") { try stepper.feed(result: .answer(callId: "c0", answer: .approve)) }
         refused("step 0") { try stepper.feed(result: .modelResponse(step: 3, replyJson: "{\"text\":\"x\"}", error: nil)) }
+        refused("a summary_request result does not answer it") {
+            try stepper.feed(result: .modelResponse(step: 0, replyJson: "{\"text\":\"x\"}", error: nil, summary: true))
+        }
         refused("either a reply or an error") { try stepper.feed(result: .modelResponse(step: 0, replyJson: nil, error: nil)) }
         refused("not an action result") { try stepper.feed(result: .modelResponse(step: 0, replyJson: "not json", error: nil)) }
         refused("not an action result") { _ = try actionResultFromJson(json: "{\"kind\":\"nonsense\"}") }
         refused("not an action result") { _ = try actionResultFromJson(json: "{") }
 
-        guard case .modelResponse(let step, let reply, _) = try await stepper.perform() else { return XCTFail("no reply") }
+        guard case .modelResponse(let step, let reply, _, _) = try await stepper.perform() else { return XCTFail("no reply") }
         XCTAssertEqual(step, 0)
         XCTAssertEqual(try JSON.parse(reply ?? "null")["calls"]?.array?.count, 2)
         guard case .toolCall(let read, _) = try await stepper.next() else { return XCTFail("no read") }

@@ -323,6 +323,7 @@ private class ScenarioRun(
 
         private fun json(a: Action): JSONObject = when (a) {
             is Action.ModelRequest -> JSONObject().put("kind", "model_request").put("step", a.step.toLong())
+            is Action.SummaryRequest -> JSONObject().put("kind", "summary_request").put("step", a.step.toLong())
             is Action.ToolCall -> JSONObject().put("kind", "tool_call").put("name", a.call.name)
                 .put("call_id", a.call.id).put("idempotency_key", a.idempotencyKey)
             is Action.Ask -> JSONObject().put("kind", "ask").put("call_id", a.request.callId)

@@ -99,6 +99,7 @@ class StepperTest {
     private fun kinds(actions: List<Action>) = actions.map {
         when (it) {
             is Action.ModelRequest -> "model_request"
+            is Action.SummaryRequest -> "summary_request"
             is Action.ToolCall -> "tool_call"
             is Action.Ask -> "ask"
             is Action.Done -> "done"
@@ -221,6 +222,9 @@ class StepperTest {
                     stepper.feed(ActionResult.Answer("c0", Answer.Approve))
                 }
                 refused("step 0") { stepper.feed(ActionResult.ModelResponse(3u, """{"text":"x"}""", null)) }
+                refused("a summary_request result does not answer it") {
+                    stepper.feed(ActionResult.ModelResponse(0u, """{"text":"x"}""", null, summary = true))
+                }
                 refused("either a reply or an error") { stepper.feed(ActionResult.ModelResponse(0u, null, null)) }
                 refused("not an action result") { stepper.feed(ActionResult.ModelResponse(0u, "not json", null)) }
                 refused("not an action result") { actionResultFromJson("""{"kind":"nonsense"}""") }
