@@ -12,7 +12,7 @@ use contenox::durable::{Answers, CHECKPOINT_VERSION};
 use contenox::policy::Policy;
 use contenox::{
     async_trait, tool_fn, Answer, CancellationToken, Client, ErrorKind, Event, Hints, HostError,
-    Outcome, PendingRequest, ScriptEntry, ToolOutput, ToolSpec, TurnResult, WaitFor,
+    Outcome, PendingRequest, RunOptions, ScriptEntry, ToolOutput, ToolSpec, TurnResult, WaitFor,
 };
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -512,6 +512,71 @@ async fn a_version_1_checkpoint_with_an_approved_call_is_refused() {
     assert_eq!(e.kind(), ErrorKind::Checkpoint);
     assert!(e.to_string().contains("no approved calls"), "{e}");
     assert!(parts.ran().is_empty());
+}
+
+/// Suspends the first ask; at the second, cancels the turn and waits until the wait is over.
+struct CancelAtSecond {
+    turn: CancellationToken,
+    asked: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl WaitFor for CancelAtSecond {
+    async fn wait_for(
+        &self,
+        request: PendingRequest,
+        cancel: CancellationToken,
+    ) -> Result<Answer, HostError> {
+        let first = {
+            let mut asked = self.asked.lock().unwrap();
+            asked.push(request.call_id);
+            asked.len() == 1
+        };
+        if first {
+            return Ok(Answer::Suspend);
+        }
+        self.turn.cancel();
+        cancel.cancelled().await;
+        Ok(Answer::Approve)
+    }
+}
+
+#[tokio::test]
+async fn a_held_ask_cut_by_cancel_waits_for_the_resume_not_cancelled_for_good() {
+    let parts = Parts::default();
+    let turn = CancellationToken::new();
+    let host = Arc::new(CancelAtSecond {
+        turn: turn.clone(),
+        asked: Mutex::default(),
+    });
+    let a = Client::builder()
+        .script(vec![reply(&[("c1", "write", 1), ("c2", "send", 2)])])
+        .tool(logged("write", false, parts.log.clone()))
+        .tool(logged("send", false, parts.log.clone()))
+        .policy(policy(&[]))
+        .wait_for(host.clone())
+        .build()
+        .unwrap();
+    let options = RunOptions {
+        cancel: Some(turn),
+        ..RunOptions::default()
+    };
+    let first = a.run_with("go", options).await.unwrap();
+    assert_eq!(*host.asked.lock().unwrap(), ["c1", "c2"]);
+    // The suspension stands; the cut ask is no answer: c2 is gated and asked again at resume.
+    assert_eq!(first.outcome, Outcome::Suspended, "{:?}", first.error);
+    assert_eq!(pending_ids(&first), ["c1"]);
+    let (text, cp) = checkpoint(&first);
+    assert_eq!(states(&cp), ["asked", "untaken"]);
+    let host = Scripted::new([Answer::Approve]);
+    let b = parts.client(vec![ScriptEntry::text("done")], policy(&[]), host.clone());
+    let done = b
+        .resume(text, answers(&[("c1", Answer::Approve)]))
+        .await
+        .unwrap();
+    assert_eq!(done.outcome, Outcome::Done, "{:?}", done.error);
+    assert_eq!(host.asked(), ["c2"]);
+    assert_eq!(parts.ran(), ["write:1", "send:2"]);
 }
 
 /// The checkpoint `v` sealed again (its digest is a plain SHA-256: anyone can reseal).
