@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use contenox::durable::{Answers, CHECKPOINT_VERSION};
 use contenox::policy::Policy;
+use contenox::step::{Action, ActionResult};
 use contenox::{
     async_trait, tool_fn, Answer, CancellationToken, Client, ErrorKind, Event, Hints, HostError,
     Outcome, PendingRequest, RunOptions, ScriptEntry, ToolOutput, ToolSpec, TurnResult, WaitFor,
@@ -577,6 +578,53 @@ async fn a_held_ask_cut_by_cancel_waits_for_the_resume_not_cancelled_for_good() 
     assert_eq!(done.outcome, Outcome::Done, "{:?}", done.error);
     assert_eq!(host.asked(), ["c2"]);
     assert_eq!(parts.ran(), ["write:1", "send:2"]);
+}
+
+#[tokio::test]
+async fn a_stepped_turn_holds_nothing_its_suspend_is_a_denial() {
+    // A stepped turn's host answers every ask: suspend there denies that call only, and the
+    // later call is asked and runs as in any turn (nothing held, no checkpoint).
+    let parts = Parts::default();
+    let client = parts.client(
+        vec![
+            reply(&[("c1", "write", 1), ("c2", "send", 2)]),
+            ScriptEntry::text("done"),
+        ],
+        policy(&[]),
+        not_asked(),
+    );
+    let stepper = client.step("go").unwrap();
+    let mut asked = Vec::new();
+    let mut result = None;
+    for _ in 0..30 {
+        match stepper.next().await.unwrap() {
+            Action::Done { result: r } => {
+                result = Some(r);
+                break;
+            }
+            Action::Ask { request } => {
+                let answer = match asked.is_empty() {
+                    true => json!({"suspend": true}),
+                    false => json!({"approve": true}),
+                };
+                asked.push(request.call_id.clone());
+                let call_id = request.call_id;
+                stepper
+                    .feed(ActionResult::Answer { call_id, answer })
+                    .unwrap();
+            }
+            _ => {
+                stepper.perform().await.unwrap();
+            }
+        }
+    }
+    let result = result.expect("the stepped turn ended");
+    assert_eq!(result.outcome, Outcome::Done, "{:?}", result.error);
+    assert!(result.checkpoint.is_none() && result.pending.is_empty());
+    assert_eq!(asked, ["c1", "c2"]);
+    assert_eq!(parts.ran(), ["send:2"]);
+    let r = results(&result.transcript);
+    assert!(r[0].2 && r[0].1.contains("cannot suspend"), "{r:?}");
 }
 
 /// The checkpoint `v` sealed again (its digest is a plain SHA-256: anyone can reseal).
