@@ -85,9 +85,11 @@ def activity_inputs(history: History) -> list[dict[str, Any]]:
     return inputs
 
 
-def assert_deltas_only(history: History) -> None:
+def assert_deltas_only(history: History, holding_the_call: int = 1) -> None:
     """No activity input holds the conversation: no request body, no model reply, no prompt
-    past the first (whose delta is the whole, empty, journal); no planted secret anywhere."""
+    past the first (whose delta is the whole, empty, journal); no planted secret anywhere.
+    ``holding_the_call``: how many payloads hold the model's call (its reply, and an ask's
+    request in the same result; a second ask's request is one more)."""
     texts = payload_texts(history)
     assert any("Write the report." in t for t in texts)  # the workflow's input: decoded
     assert not any(PLANTED_KEY in t for t in texts)
@@ -98,7 +100,7 @@ def assert_deltas_only(history: History) -> None:
         if inp["base"] > 0:
             assert inp["start"] is None and "Write the report." not in text, inp
     # The model's reply is recorded once: the result of the activity that asked for it.
-    assert sum("quarterly numbers" in t for t in texts) == 1, texts
+    assert sum("quarterly numbers" in t for t in texts) == holding_the_call, texts
 
 
 def test_stepped_crash_at_ask_then_approve(procs: Processes, temporal: Server) -> None:
@@ -121,7 +123,7 @@ def test_stepped_crash_at_ask_then_approve(procs: Processes, temporal: Server) -
     ids = [inp["id"] for inp in activity_inputs(history)]
     # model 0 (in A: a new turn's first action), after the answer whatever comes (the
     # tool, in B), then model 1.
-    assert ids == ["0:next", "2:next", "3:model:1"], ids
+    assert ids == ["0:next", "2:next", "3:model_request:1"], ids
 
 
 def test_stepped_policy_changed_to_deny_before_b(procs: Processes, temporal: Server) -> None:
@@ -271,3 +273,37 @@ def test_stepped_continues_as_new_at_its_history_bound(
     assert (activities.hits, activities.queries) == (2, 0)
     # the last run: its input is the journal so far, its activities still deltas
     assert_deltas_only(recorded(temporal, "s-can"))
+
+
+def test_stepped_an_answer_to_another_request_is_dropped_and_asked_again(
+    procs: Processes, temporal: Server
+) -> None:
+    """B's gate asks something else than A's did (its config changed): the answer given to A's
+    request does not stand in for it. B drops it (so does the workflow's journal) and the
+    call is asked again; the second answer runs the tool, once."""
+    start_and_crash(procs, temporal, "s-reask", **STEPPED)
+    changed = {"DURABLE_ASK_PROMPT": "Overwrite report.txt?", **STEPPED}
+    b = finish(procs, temporal, "s-reask", "B1", APPROVE, **changed)
+    handle = temporal.client.get_workflow_handle("s-reask")
+
+    def asked_again() -> list[dict[str, Any]]:
+        assert b.poll() is None, procs.log("B1")
+        pending: list[dict[str, Any]] = temporal.run(handle.query("pending"))
+        return [p for p in pending if p["prompt"] == "Overwrite report.txt?"]
+
+    (request,) = wait_until("the call is asked again", asked_again, timeout=60)
+    assert procs.records("tool-runs.jsonl") == []
+    temporal.run(handle.execute_update("answer", args=[request["call_id"], {"approve": True}]))
+    state = procs.output(b, "B1", timeout=90)
+    assert state["outcome"] == "done", state
+    assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["B1"]
+    assert_model_called_once_per_step(procs.model, 2)
+    history = recorded(temporal, "s-reask")
+    results = [
+        json.loads(e.activity_task_completed_event_attributes.result.payloads[0].data)
+        for e in history.events
+        if e.HasField("activity_task_completed_event_attributes")
+    ]
+    # model 0 (A), the dropped answer (B: asks again), the tool, model 1
+    assert [r["dropped"] for r in results] == [[], [1], [], []], results
+    assert_deltas_only(history, holding_the_call=2)
