@@ -149,6 +149,9 @@ pub(crate) struct Compaction<'a> {
     pub cancel: &'a CancellationToken,
     /// The client's lifecycle hooks (`before_compact`).
     pub lifecycle: &'a Lifecycle,
+    /// In a turn stepped by its host: its seam, and the model request the compaction comes
+    /// before (the summary request is an action, [`crate::step::Action::SummaryRequest`]).
+    pub stepped: Option<(&'a crate::step::Seam, u32)>,
 }
 
 impl Compaction<'_> {
@@ -299,10 +302,17 @@ impl Compaction<'_> {
         // The summary's own text and requests are not the turn's: only the compact event
         // reports it.
         let quiet = EventSink::discard();
+        let request = complete_with_retry(self.backend, &body, self.retry, &quiet, 0, None);
+        let request = async {
+            match self.stepped {
+                Some((seam, step)) => seam.summary(step, &body, request).await,
+                None => request.await,
+            }
+        };
         let response = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return Err(CompactFailed::Cancelled),
-            r = complete_with_retry(self.backend, &body, self.retry, &quiet, 0, None) => r,
+            r = request => r,
         };
         let response = response.map_err(|f| {
             CompactFailed::Failed(format!(
