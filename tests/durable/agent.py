@@ -11,6 +11,7 @@ same config in each, read from the environment the test sets, as a real deployme
 - ``DURABLE_ASK_TIMEOUT_MS``: the ask's timeout, when set.
 - ``DURABLE_ASK_PROMPT``: the ask's prompt (default ``Write the file?``; a process that asks
   something else asks a different request).
+- ``DURABLE_COMPACTION``: ``1`` = the client compacts past 1 000 tokens, keeping 1 message.
 - ``DURABLE_API_KEY``: the model's API key: a planted secret no engine record may hold.
 - ``DURABLE_TOOL_HANGS``: the role whose ``write`` hangs once it has logged its run (the test
   kills that process while the tool runs).
@@ -69,6 +70,9 @@ def make_client(wait_for: contenox.WaitFor) -> contenox.Client:
         root=str(files),
         hooks={"before_tool": before_tool},
         wait_for=wait_for,
+        compaction={"threshold_tokens": 1000, "keep_recent": 1}
+        if os.environ.get("DURABLE_COMPACTION") == "1"
+        else None,
     )
 
     @client.tool

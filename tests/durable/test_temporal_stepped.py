@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,13 +17,19 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import History
 from temporalio.worker import Worker
 
-from conftest import PLANTED_KEY, Processes, assert_model_called_once_per_step, tool_messages
+from conftest import (
+    HERE,
+    PLANTED_KEY,
+    Processes,
+    assert_model_called_once_per_step,
+    tool_messages,
+)
 from contenox.durable.temporal_stepped import (
     SteppedActivities,
     SteppedTurnWorkflow,
     start_stepped_turn,
 )
-from servers import wait_until
+from servers import fake_model, wait_until
 from test_temporal import (
     APP,
     APPROVE,
@@ -307,3 +314,61 @@ def test_stepped_an_answer_to_another_request_is_dropped_and_asked_again(
     # model 0 (A), the dropped answer (B: asks again), the tool, model 1
     assert [r["dropped"] for r in results] == [[], [1], [], []], results
     assert_deltas_only(history, holding_the_call=2)
+
+
+@pytest.mark.parametrize("cache_size", [256, 0])
+def test_stepped_compaction_summary_is_an_activity(
+    tmp_path: Path, temporal: Server, cache_size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that compacts: its summary request is one activity of its own (before model
+    request 2), with a delta input like the others; a worker that keeps no stepper replays the
+    compaction from the journal (the summary fed, not asked again): 4 requests in all."""
+    with fake_model(HERE / "compaction_turn.json") as model:
+        monkeypatch.setenv("DURABLE_BASE_URL", model.base_url("openai"))
+        monkeypatch.setenv("DURABLE_WORKDIR", str(tmp_path))
+        monkeypatch.setenv("DURABLE_ROLE", "W")
+        monkeypatch.setenv("DURABLE_GATE", "allow")
+        monkeypatch.setenv("DURABLE_COMPACTION", "1")
+        monkeypatch.setenv("DURABLE_API_KEY", PLANTED_KEY)
+        from agent import make_client
+
+        activities = SteppedActivities(make_client, cache_size=cache_size)
+        workflow_id = f"s-compact-{cache_size}"
+
+        async def turn() -> dict[str, Any]:
+            async with Worker(
+                temporal.client,
+                task_queue=workflow_id,
+                workflows=[SteppedTurnWorkflow],
+                activities=activities.all(),
+            ):
+                handle = await start_stepped_turn(
+                    temporal.client,
+                    "Write OLD-TEXT-1 to old.txt, then KEPT-TEXT to kept.txt.",
+                    workflow_id=workflow_id,
+                    task_queue=workflow_id,
+                )
+                state: dict[str, Any] = await handle.result()
+                return state
+
+        state = temporal.run(turn(), timeout=60)
+        activities.close()
+        assert state["outcome"] == "done" and state["final_text"] == "done", state
+        requests = assert_model_called_once_per_step(model, 4)
+    summary_request = json.dumps(requests[2])
+    assert "OLD-TEXT-1" in summary_request  # the summary request sees the old turn
+    assert "OLD-TEXT-1" not in json.dumps(requests[3])  # compacted away before request 3
+    history = recorded(temporal, workflow_id)
+    ids = [inp["id"] for inp in activity_inputs(history)]
+    assert ids == [
+        "0:next",
+        "1:tool_call:call_1",
+        "2:model_request:1",
+        "3:tool_call:call_2",
+        "4:summary_request:2",
+        "5:model_request:2",
+    ], ids
+    for inp in activity_inputs(history)[1:]:  # the first carries the turn's start (prompt)
+        assert '"messages"' not in json.dumps(inp) and "KEPT-TEXT" not in json.dumps(inp), inp
+    assert not any(PLANTED_KEY in t for t in payload_texts(history))
+    assert (activities.queries > 0) == (cache_size == 0)
