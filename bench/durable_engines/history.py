@@ -248,6 +248,11 @@ async def stepped(args: argparse.Namespace, tmp: Path, temporal: Client) -> None
         task_queue="bench-stepped-cold",
         workflows=[SteppedTurnWorkflow],
         activities=cold.all(),
+    ), Worker(
+        temporal,
+        task_queue="bench",
+        workflows=[TurnWorkflow],
+        activities=TurnActivities(make_client).all(),
     ):  # fmt: skip
         for shape, carry, sizes in (
             ("tools", "delta", args.stepped_sizes),
@@ -285,8 +290,39 @@ async def stepped(args: argparse.Namespace, tmp: Path, temporal: Client) -> None
                 if args.out is not None:
                     with open(args.out, "a") as f:
                         f.write(json.dumps(line) + "\n")
+        await stepped_overhead(args, tmp, temporal)
     activities.close()
     cold.close()
+
+
+async def stepped_overhead(args: argparse.Namespace, tmp: Path, temporal: Client) -> None:
+    """One turn with one ask answered at once: plain, the checkpoint adapter, the stepped one
+    (median of ``--repeat`` interleaved runs)."""
+    if args.repeat <= 0:
+        return
+    ASK["mode"] = True
+    model = Model(scenario(2, tmp))
+    MODEL["url"] = model.url
+    times: dict[str, list[float]] = {"plain": [], "temporal": [], "temporal_stepped": []}
+    try:
+        for i in range(args.repeat):
+            t0 = time.perf_counter()
+            client = make_client(approve)
+            r = await client.run("go")
+            client.close()
+            times["plain"].append(time.perf_counter() - t0)
+            assert r.outcome == "done", r
+            t0 = time.perf_counter()
+            await temporal_turn(temporal, f"overhead-{i}")
+            times["temporal"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            state = await stepped_turn(temporal, f"stepped-overhead-{i}", "delta")
+            times["temporal_stepped"].append(time.perf_counter() - t0)
+            assert state["outcome"] == "done", state
+    finally:
+        model.stop()
+    medians = {k: round(statistics.median(v) * 1000, 1) for k, v in times.items()}
+    print(json.dumps({"measure": "stepped_overhead", "runs": args.repeat, "median_ms": medians}))
 
 
 # --- the measurements -------------------------------------------------------------------------
