@@ -7,6 +7,7 @@ new worker, without A's steppers: it asks the workflow for the journal) finishes
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -15,6 +16,9 @@ from typing import Any
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import History
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from conftest import (
@@ -25,8 +29,11 @@ from conftest import (
     tool_messages,
 )
 from contenox.durable.temporal_stepped import (
+    ActionInput,
     SteppedActivities,
     SteppedTurnWorkflow,
+    chain_next,
+    chain_start,
     start_stepped_turn,
 )
 from servers import fake_model, wait_until
@@ -372,3 +379,87 @@ def test_stepped_compaction_summary_is_an_activity(
         assert '"messages"' not in json.dumps(inp) and "KEPT-TEXT" not in json.dumps(inp), inp
     assert not any(PLANTED_KEY in t for t in payload_texts(history))
     assert (activities.queries > 0) == (cache_size == 0)
+
+
+def test_stepped_refuses_bad_answers_and_a_second_one(
+    procs: Processes, temporal: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The update `answer` refuses, changing nothing: a call with no open ask, an answer that is
+    not one, `suspend` (the workflow keeps the state); the first good answer counts and a
+    second one is refused."""
+    for key, value in procs.env("W").items():
+        if key.startswith("DURABLE_"):
+            monkeypatch.setenv(key, value)
+    from agent import make_client
+
+    activities = SteppedActivities(make_client)
+
+    async def turn() -> tuple[list[str], dict[str, Any]]:
+        async with Worker(
+            temporal.client,
+            task_queue="s-answers",
+            workflows=[SteppedTurnWorkflow],
+            activities=activities.all(),
+        ):
+            handle = await start_stepped_turn(
+                temporal.client, "Write the report.", workflow_id="s-answers",
+                task_queue="s-answers",
+            )  # fmt: skip
+            pending: list[dict[str, Any]] = []
+            while not pending:
+                await asyncio.sleep(0.05)
+                pending = await handle.query(SteppedTurnWorkflow.pending)
+            refused = []
+            for call_id, answer in (
+                ("call_9", {"approve": True}),
+                ("call_1", {"approve": "yes"}),
+                ("call_1", {"suspend": True}),
+                ("call_1", {"message": "no approve, no result"}),
+            ):
+                try:
+                    await handle.execute_update(SteppedTurnWorkflow.answer, args=[call_id, answer])
+                except WorkflowUpdateFailedError as e:
+                    refused.append(str(e.cause))
+            await handle.execute_update(SteppedTurnWorkflow.answer, args=["call_1", APPROVED])
+            try:
+                await handle.execute_update(
+                    SteppedTurnWorkflow.answer, args=["call_1", {"approve": False}]
+                )
+            except WorkflowUpdateFailedError as e:
+                refused.append(str(e.cause))
+            except RPCError as e:  # the turn already finished: refused by the server
+                refused.append(str(e))
+            state: dict[str, Any] = await handle.result()
+            return refused, state
+
+    refused, state = temporal.run(turn(), timeout=60)
+    activities.close()
+    assert len(refused) == 5, refused
+    assert "no open ask for call call_9" in refused[0]
+    assert "suspend" in refused[2]
+    assert any(w in refused[4] for w in ("already answered", "no open ask", "completed")), refused
+    assert state["outcome"] == "done", state
+    assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["W"]  # approved: ran once
+
+
+APPROVED = {"approve": True}
+
+
+def test_stepped_activity_refuses_a_delta_that_does_not_lead_to_its_head() -> None:
+    """A tampered input (a delta entry changed after the workflow hashed it) is refused before
+    any stepper is touched, not retried."""
+    activities = SteppedActivities(lambda wait_for: pytest.fail("no client may be built"))
+    start = chain_start("turn_" + "0" * 32, 1, "go")
+    entry = {"kind": "answer", "call_id": "call_1", "answer": {"approve": False}}
+    inp = ActionInput(
+        turn_id="turn_" + "0" * 32,
+        expect="",
+        base=0,
+        base_link=start,
+        delta=[{**entry, "answer": {"approve": True}}],
+        head=chain_next(start, entry),
+        start={"prompt": "go", "clock_ms": 1},
+    )
+    with pytest.raises(ApplicationError, match="does not lead to its head") as e:
+        asyncio.run(activities._act(inp))
+    assert e.value.non_retryable
