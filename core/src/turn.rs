@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client_state::ClientState;
 use crate::code::inner_calls_made;
-use crate::compact::CompactFailed;
+use crate::compact::{CompactFailed, SummaryRoute};
 use crate::config::ToolConcurrency;
 use crate::durable::{
     digests, now_ms, CallState, Checkpoint, Durable, Reply, Resumed, RunRecord, Suspended,
@@ -1124,10 +1124,11 @@ impl Turn<'_> {
         let Some(settings) = &self.inner.config().compaction else {
             return Ok(Usage::default());
         };
+        let route = self.stepped.map(|seam| seam.summary_at(index));
         let mut compaction = self
             .inner
             .compaction(settings, tools, self.sink, self.cancel);
-        compaction.stepped = self.stepped.map(|seam| (seam, index));
+        compaction.route = route.as_ref().map(|r| r as &dyn SummaryRoute);
         let pre = compaction.measure();
         if pre <= settings.threshold_tokens {
             return Ok(Usage::default());
@@ -1153,10 +1154,11 @@ impl Turn<'_> {
                  `compaction` option, or compact the conversation before the next turn)"
             )));
         };
+        let route = self.stepped.map(|seam| seam.summary_at(index));
         let mut compaction = self
             .inner
             .compaction(settings, tools, self.sink, self.cancel);
-        compaction.stepped = self.stepped.map(|seam| (seam, index));
+        compaction.route = route.as_ref().map(|r| r as &dyn SummaryRoute);
         let pre = compaction.measure();
         match compaction.run(CompactTrigger::Auto, pre).await {
             Ok(Some(notice)) => Ok(notice.usage),
