@@ -5,7 +5,7 @@
     .venv/bin/python bench/durable_engines/history.py [--sizes 10,100,1000] [--ask-sizes 10,100]
         [--repeat 15]
     .venv/bin/python bench/durable_engines/history.py --stepped [--stepped-sizes 10,100,1000]
-        [--journal-sizes 10,100] [--ask-sizes 10,100] [--out FILE]
+        [--journal-sizes 10,100] [--ask-sizes 10,100] [--query-sizes 10,100] [--out FILE]
 
 Prints JSON lines (docs/benchmarks.md, "Durable engines"):
 
@@ -20,7 +20,9 @@ Prints JSON lines (docs/benchmarks.md, "Durable engines"):
   adapter's default) or the whole journal (``carry=journal``: what an activity without a base
   on its worker needs, i.e. the conversation in every input): the history of every run, the
   largest run, how many runs (it continues as new at 10 000 events) and the activity inputs'
-  bytes. ``--out FILE`` also writes them as JSON lines (plot_history.py draws them).
+  bytes; and (``query``) the delta on a worker that keeps no stepper, so every action asks
+  the workflow for the journal (the fallback's cost in time; the history is the same).
+  ``--out FILE`` also writes them as JSON lines (plot_history.py draws them).
 - ``overhead``: the wall time of one turn with one ask (answered at once) run plainly
   (``client.run`` with a ``wait_for`` that approves) and through each adapter, median of
   ``--repeat`` runs, interleaved.
@@ -187,9 +189,11 @@ async def temporal_recorded(client: Client, turn_id: str) -> tuple[int, int]:
     return max(sizes), sum(sizes)
 
 
-async def stepped_turn(client: Client, workflow_id: str, carry: str) -> dict[str, Any]:
+async def stepped_turn(
+    client: Client, workflow_id: str, carry: str, queue: str = "bench-stepped"
+) -> dict[str, Any]:
     handle = await start_stepped_turn(
-        client, "go", workflow_id=workflow_id, task_queue="bench-stepped", carry=carry
+        client, "go", workflow_id=workflow_id, task_queue=queue, carry=carry
     )
     result = asyncio.ensure_future(handle.result(follow_runs=True))
     answered: set[str] = set()
@@ -231,16 +235,30 @@ async def stepped_recorded(client: Client, workflow_id: str) -> dict[str, int]:
 
 async def stepped(args: argparse.Namespace, tmp: Path, temporal: Client) -> None:
     activities = SteppedActivities(make_client)
+    # A worker that keeps no stepper: every action after the first asks the workflow for the
+    # journal (the fallback's cost; the history is the same).
+    cold = SteppedActivities(make_client, cache_size=0)
     async with Worker(
         temporal,
         task_queue="bench-stepped",
         workflows=[SteppedTurnWorkflow],
         activities=activities.all(),
-    ):
+    ), Worker(
+        temporal,
+        task_queue="bench-stepped-cold",
+        workflows=[SteppedTurnWorkflow],
+        activities=cold.all(),
+    ), Worker(
+        temporal,
+        task_queue="bench",
+        workflows=[TurnWorkflow],
+        activities=TurnActivities(make_client).all(),
+    ):  # fmt: skip
         for shape, carry, sizes in (
             ("tools", "delta", args.stepped_sizes),
             ("tools", "journal", args.journal_sizes),
             ("asks", "delta", args.ask_sizes),
+            ("tools", "query", args.query_sizes),
         ):
             ASK["mode"] = shape == "asks"
             for n in sizes:
@@ -248,9 +266,16 @@ async def stepped(args: argparse.Namespace, tmp: Path, temporal: Client) -> None
                 MODEL["url"] = model.url
                 try:
                     workflow_id = f"stepped-{shape}-{carry}-{n}"
+                    queries = cold.queries + activities.queries
                     t0 = time.perf_counter()
-                    state = await stepped_turn(temporal, workflow_id, carry)
+                    if carry == "query":
+                        state = await stepped_turn(
+                            temporal, workflow_id, "delta", "bench-stepped-cold"
+                        )
+                    else:
+                        state = await stepped_turn(temporal, workflow_id, carry)
                     seconds = time.perf_counter() - t0
+                    queries = cold.queries + activities.queries - queries
                     assert state["outcome"] == "done", state
                     # visibility (list_workflows) lags the close a little
                     await asyncio.sleep(1.5)
@@ -259,13 +284,45 @@ async def stepped(args: argparse.Namespace, tmp: Path, temporal: Client) -> None
                     model.stop()
                 line = {
                     "measure": "stepped", "shape": shape, "carry": carry, "model_requests": n,
-                    **recorded, "s": round(seconds, 2),
+                    **recorded, "journal_queries": queries, "s": round(seconds, 2),
                 }  # fmt: skip
                 print(json.dumps(line), flush=True)
                 if args.out is not None:
                     with open(args.out, "a") as f:
                         f.write(json.dumps(line) + "\n")
+        await stepped_overhead(args, tmp, temporal)
     activities.close()
+    cold.close()
+
+
+async def stepped_overhead(args: argparse.Namespace, tmp: Path, temporal: Client) -> None:
+    """One turn with one ask answered at once: plain, the checkpoint adapter, the stepped one
+    (median of ``--repeat`` interleaved runs)."""
+    if args.repeat <= 0:
+        return
+    ASK["mode"] = True
+    model = Model(scenario(2, tmp))
+    MODEL["url"] = model.url
+    times: dict[str, list[float]] = {"plain": [], "temporal": [], "temporal_stepped": []}
+    try:
+        for i in range(args.repeat):
+            t0 = time.perf_counter()
+            client = make_client(approve)
+            r = await client.run("go")
+            client.close()
+            times["plain"].append(time.perf_counter() - t0)
+            assert r.outcome == "done", r
+            t0 = time.perf_counter()
+            await temporal_turn(temporal, f"overhead-{i}")
+            times["temporal"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            state = await stepped_turn(temporal, f"stepped-overhead-{i}", "delta")
+            times["temporal_stepped"].append(time.perf_counter() - t0)
+            assert state["outcome"] == "done", state
+    finally:
+        model.stop()
+    medians = {k: round(statistics.median(v) * 1000, 1) for k, v in times.items()}
+    print(json.dumps({"measure": "stepped_overhead", "runs": args.repeat, "median_ms": medians}))
 
 
 # --- the measurements -------------------------------------------------------------------------
@@ -352,10 +409,12 @@ def main() -> None:
     parser.add_argument("--stepped", action="store_true", help="only the stepped Temporal adapter")
     parser.add_argument("--stepped-sizes", default="10,100,1000")
     parser.add_argument("--journal-sizes", default="10,100")
+    parser.add_argument("--query-sizes", default="10,100")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     args.stepped_sizes = [int(s) for s in args.stepped_sizes.split(",") if s]
     args.journal_sizes = [int(s) for s in args.journal_sizes.split(",") if s]
+    args.query_sizes = [int(s) for s in args.query_sizes.split(",") if s]
     args.sizes = [int(s) for s in args.sizes.split(",")]
     args.ask_sizes = [int(s) for s in args.ask_sizes.split(",") if s]
     with tempfile.TemporaryDirectory() as tmp_dir:

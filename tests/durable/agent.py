@@ -9,6 +9,9 @@ same config in each, read from the environment the test sets, as a real deployme
 - ``DURABLE_STEPPED``: ``1`` = the DBOS app uses ``DBOSSteppedTurns`` (a step per model request
   and tool call).
 - ``DURABLE_ASK_TIMEOUT_MS``: the ask's timeout, when set.
+- ``DURABLE_ASK_PROMPT``: the ask's prompt (default ``Write the file?``; a process that asks
+  something else asks a different request).
+- ``DURABLE_COMPACTION``: ``1`` = the client compacts past 1 000 tokens, keeping 1 message.
 - ``DURABLE_API_KEY``: the model's API key: a planted secret no engine record may hold.
 - ``DURABLE_TOOL_HANGS``: the role whose ``write`` hangs once it has logged its run (the test
   kills that process while the tool runs).
@@ -48,7 +51,9 @@ def before_tool(event: contenox.ToolCallEvent) -> contenox.Ask | contenox.Deny |
         return None
     timeout = os.environ.get("DURABLE_ASK_TIMEOUT_MS")
     return contenox.pending(
-        kind="approval", prompt="Write the file?", timeout_ms=int(timeout) if timeout else None
+        kind="approval",
+        prompt=os.environ.get("DURABLE_ASK_PROMPT", "Write the file?"),
+        timeout_ms=int(timeout) if timeout else None,
     )
 
 
@@ -65,6 +70,9 @@ def make_client(wait_for: contenox.WaitFor) -> contenox.Client:
         root=str(files),
         hooks={"before_tool": before_tool},
         wait_for=wait_for,
+        compaction={"threshold_tokens": 1000, "keep_recent": 1}
+        if os.environ.get("DURABLE_COMPACTION") == "1"
+        else None,
     )
 
     @client.tool

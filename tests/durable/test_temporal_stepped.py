@@ -7,22 +7,36 @@ new worker, without A's steppers: it asks the workflow for the journal) finishes
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import History
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 from temporalio.worker import Worker
 
-from conftest import PLANTED_KEY, Processes, assert_model_called_once_per_step, tool_messages
+from conftest import (
+    HERE,
+    PLANTED_KEY,
+    Processes,
+    assert_model_called_once_per_step,
+    tool_messages,
+)
 from contenox.durable.temporal_stepped import (
+    ActionInput,
     SteppedActivities,
     SteppedTurnWorkflow,
+    chain_next,
+    chain_start,
     start_stepped_turn,
 )
-from servers import wait_until
+from servers import fake_model, wait_until
 from test_temporal import (
     APP,
     APPROVE,
@@ -85,9 +99,11 @@ def activity_inputs(history: History) -> list[dict[str, Any]]:
     return inputs
 
 
-def assert_deltas_only(history: History) -> None:
+def assert_deltas_only(history: History, holding_the_call: int = 1) -> None:
     """No activity input holds the conversation: no request body, no model reply, no prompt
-    past the first (whose delta is the whole, empty, journal); no planted secret anywhere."""
+    past the first (whose delta is the whole, empty, journal); no planted secret anywhere.
+    ``holding_the_call``: how many payloads hold the model's call (its reply, and an ask's
+    request in the same result; a second ask's request is one more)."""
     texts = payload_texts(history)
     assert any("Write the report." in t for t in texts)  # the workflow's input: decoded
     assert not any(PLANTED_KEY in t for t in texts)
@@ -98,7 +114,7 @@ def assert_deltas_only(history: History) -> None:
         if inp["base"] > 0:
             assert inp["start"] is None and "Write the report." not in text, inp
     # The model's reply is recorded once: the result of the activity that asked for it.
-    assert sum("quarterly numbers" in t for t in texts) == 1, texts
+    assert sum("quarterly numbers" in t for t in texts) == holding_the_call, texts
 
 
 def test_stepped_crash_at_ask_then_approve(procs: Processes, temporal: Server) -> None:
@@ -121,7 +137,7 @@ def test_stepped_crash_at_ask_then_approve(procs: Processes, temporal: Server) -
     ids = [inp["id"] for inp in activity_inputs(history)]
     # model 0 (in A: a new turn's first action), after the answer whatever comes (the
     # tool, in B), then model 1.
-    assert ids == ["0:next", "2:next", "3:model:1"], ids
+    assert ids == ["0:next", "2:next", "3:model_request:1"], ids
 
 
 def test_stepped_policy_changed_to_deny_before_b(procs: Processes, temporal: Server) -> None:
@@ -271,3 +287,179 @@ def test_stepped_continues_as_new_at_its_history_bound(
     assert (activities.hits, activities.queries) == (2, 0)
     # the last run: its input is the journal so far, its activities still deltas
     assert_deltas_only(recorded(temporal, "s-can"))
+
+
+def test_stepped_an_answer_to_another_request_is_dropped_and_asked_again(
+    procs: Processes, temporal: Server
+) -> None:
+    """B's gate asks something else than A's did (its config changed): the answer given to A's
+    request does not stand in for it. B drops it (so does the workflow's journal) and the
+    call is asked again; the second answer runs the tool, once."""
+    start_and_crash(procs, temporal, "s-reask", **STEPPED)
+    changed = {"DURABLE_ASK_PROMPT": "Overwrite report.txt?", **STEPPED}
+    b = finish(procs, temporal, "s-reask", "B1", APPROVE, **changed)
+    handle = temporal.client.get_workflow_handle("s-reask")
+
+    def asked_again() -> list[dict[str, Any]]:
+        assert b.poll() is None, procs.log("B1")
+        pending: list[dict[str, Any]] = temporal.run(handle.query("pending"))
+        return [p for p in pending if p["prompt"] == "Overwrite report.txt?"]
+
+    (request,) = wait_until("the call is asked again", asked_again, timeout=60)
+    assert procs.records("tool-runs.jsonl") == []
+    temporal.run(handle.execute_update("answer", args=[request["call_id"], {"approve": True}]))
+    state = procs.output(b, "B1", timeout=90)
+    assert state["outcome"] == "done", state
+    assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["B1"]
+    assert_model_called_once_per_step(procs.model, 2)
+    history = recorded(temporal, "s-reask")
+    results = [
+        json.loads(e.activity_task_completed_event_attributes.result.payloads[0].data)
+        for e in history.events
+        if e.HasField("activity_task_completed_event_attributes")
+    ]
+    # model 0 (A), the dropped answer (B: asks again), the tool, model 1
+    assert [r["dropped"] for r in results] == [[], [1], [], []], results
+    assert_deltas_only(history, holding_the_call=2)
+
+
+@pytest.mark.parametrize("cache_size", [256, 0])
+def test_stepped_compaction_summary_is_an_activity(
+    tmp_path: Path, temporal: Server, cache_size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that compacts: its summary request is one activity of its own (before model
+    request 2), with a delta input like the others; a worker that keeps no stepper replays the
+    compaction from the journal (the summary fed, not asked again): 4 requests in all."""
+    with fake_model(HERE / "compaction_turn.json") as model:
+        monkeypatch.setenv("DURABLE_BASE_URL", model.base_url("openai"))
+        monkeypatch.setenv("DURABLE_WORKDIR", str(tmp_path))
+        monkeypatch.setenv("DURABLE_ROLE", "W")
+        monkeypatch.setenv("DURABLE_GATE", "allow")
+        monkeypatch.setenv("DURABLE_COMPACTION", "1")
+        monkeypatch.setenv("DURABLE_API_KEY", PLANTED_KEY)
+        from agent import make_client
+
+        activities = SteppedActivities(make_client, cache_size=cache_size)
+        workflow_id = f"s-compact-{cache_size}"
+
+        async def turn() -> dict[str, Any]:
+            async with Worker(
+                temporal.client,
+                task_queue=workflow_id,
+                workflows=[SteppedTurnWorkflow],
+                activities=activities.all(),
+            ):
+                handle = await start_stepped_turn(
+                    temporal.client,
+                    "Write OLD-TEXT-1 to old.txt, then KEPT-TEXT to kept.txt.",
+                    workflow_id=workflow_id,
+                    task_queue=workflow_id,
+                )
+                state: dict[str, Any] = await handle.result()
+                return state
+
+        state = temporal.run(turn(), timeout=60)
+        activities.close()
+        assert state["outcome"] == "done" and state["final_text"] == "done", state
+        requests = assert_model_called_once_per_step(model, 4)
+    summary_request = json.dumps(requests[2])
+    assert "OLD-TEXT-1" in summary_request  # the summary request sees the old turn
+    assert "OLD-TEXT-1" not in json.dumps(requests[3])  # compacted away before request 3
+    history = recorded(temporal, workflow_id)
+    ids = [inp["id"] for inp in activity_inputs(history)]
+    assert ids == [
+        "0:next",
+        "1:tool_call:call_1",
+        "2:model_request:1",
+        "3:tool_call:call_2",
+        "4:summary_request:2",
+        "5:model_request:2",
+    ], ids
+    for inp in activity_inputs(history)[1:]:  # the first carries the turn's start (prompt)
+        assert '"messages"' not in json.dumps(inp) and "KEPT-TEXT" not in json.dumps(inp), inp
+    assert not any(PLANTED_KEY in t for t in payload_texts(history))
+    assert (activities.queries > 0) == (cache_size == 0)
+
+
+def test_stepped_refuses_bad_answers_and_a_second_one(
+    procs: Processes, temporal: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The update `answer` refuses, changing nothing: a call with no open ask, an answer that is
+    not one, `suspend` (the workflow keeps the state); the first good answer counts and a
+    second one is refused."""
+    for key, value in procs.env("W").items():
+        if key.startswith("DURABLE_"):
+            monkeypatch.setenv(key, value)
+    from agent import make_client
+
+    activities = SteppedActivities(make_client)
+
+    async def turn() -> tuple[list[str], dict[str, Any]]:
+        async with Worker(
+            temporal.client,
+            task_queue="s-answers",
+            workflows=[SteppedTurnWorkflow],
+            activities=activities.all(),
+        ):
+            handle = await start_stepped_turn(
+                temporal.client, "Write the report.", workflow_id="s-answers",
+                task_queue="s-answers",
+            )  # fmt: skip
+            pending: list[dict[str, Any]] = []
+            while not pending:
+                await asyncio.sleep(0.05)
+                pending = await handle.query(SteppedTurnWorkflow.pending)
+            refused = []
+            for call_id, answer in (
+                ("call_9", {"approve": True}),
+                ("call_1", {"approve": "yes"}),
+                ("call_1", {"suspend": True}),
+                ("call_1", {"message": "no approve, no result"}),
+            ):
+                try:
+                    await handle.execute_update(SteppedTurnWorkflow.answer, args=[call_id, answer])
+                except WorkflowUpdateFailedError as e:
+                    refused.append(str(e.cause))
+            await handle.execute_update(SteppedTurnWorkflow.answer, args=["call_1", APPROVED])
+            try:
+                await handle.execute_update(
+                    SteppedTurnWorkflow.answer, args=["call_1", {"approve": False}]
+                )
+            except WorkflowUpdateFailedError as e:
+                refused.append(str(e.cause))
+            except RPCError as e:  # the turn already finished: refused by the server
+                refused.append(str(e))
+            state: dict[str, Any] = await handle.result()
+            return refused, state
+
+    refused, state = temporal.run(turn(), timeout=60)
+    activities.close()
+    assert len(refused) == 5, refused
+    assert "no open ask for call call_9" in refused[0]
+    assert "suspend" in refused[2]
+    assert any(w in refused[4] for w in ("already answered", "no open ask", "completed")), refused
+    assert state["outcome"] == "done", state
+    assert [r["role"] for r in procs.records("tool-runs.jsonl")] == ["W"]  # approved: ran once
+
+
+APPROVED = {"approve": True}
+
+
+def test_stepped_activity_refuses_a_delta_that_does_not_lead_to_its_head() -> None:
+    """A tampered input (a delta entry changed after the workflow hashed it) is refused before
+    any stepper is touched, not retried."""
+    activities = SteppedActivities(lambda wait_for: pytest.fail("no client may be built"))
+    start = chain_start("turn_" + "0" * 32, 1, "go")
+    entry = {"kind": "answer", "call_id": "call_1", "answer": {"approve": False}}
+    inp = ActionInput(
+        turn_id="turn_" + "0" * 32,
+        expect="",
+        base=0,
+        base_link=start,
+        delta=[{**entry, "answer": {"approve": True}}],
+        head=chain_next(start, entry),
+        start={"prompt": "go", "clock_ms": 1},
+    )
+    with pytest.raises(ApplicationError, match="does not lead to its head") as e:
+        asyncio.run(activities._act(inp))
+    assert e.value.non_retryable

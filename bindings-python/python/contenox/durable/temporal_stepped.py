@@ -110,8 +110,8 @@ class SteppedInput:
     next: dict[str, Any] | None = None
     """The next action as the last activity saw it (``None``: not known yet)."""
     carry: str = "delta"
-    """``delta`` (the default) or ``journal``: every activity carries the whole journal and
-    builds its stepper from it (what an adapter without a base would do; for measuring)."""
+    """``delta`` (the default) or ``journal``: every activity's input carries the whole journal
+    (what an adapter whose workers keep no base must send; kept for measuring)."""
     activity_timeout_s: float = 1800.0
     """How long one action's activity may take (a model request or a tool call)."""
     heartbeat_timeout_s: float = 30.0
@@ -127,7 +127,8 @@ class ActionInput:
 
     turn_id: str
     expect: str
-    """``model:STEP``, ``tool:CALL_ID``, or ``""`` after an answer (whatever comes next)."""
+    """``model_request:STEP``, ``tool_call:CALL_ID`` (``KIND:STEP`` for another kind the engine
+    hands out), or ``""`` after an answer (whatever comes next)."""
     base: int
     """How many journal entries come before ``delta``."""
     base_link: str
@@ -160,11 +161,15 @@ def _never_asked(request: contenox.PendingRequest, cancel: Any) -> dict[str, Any
     return {"approve": False, "message": "no host answers asks here"}
 
 
+def _performable(action: Any) -> bool:
+    """An action a worker performs (a model request, a tool call, or a kind a newer engine
+    hands out, such as a compaction's summary request): every kind but ``ask`` and ``done``."""
+    return action["kind"] not in ("ask", "done")
+
+
 def _descriptor(action: Any) -> dict[str, Any]:
     """What the workflow needs to know of an action: small, never the conversation."""
     kind = action["kind"]
-    if kind == "model_request":
-        return {"kind": kind, "step": action["step"]}
     if kind == "tool_call":
         call = action["call"]
         return {
@@ -175,7 +180,9 @@ def _descriptor(action: Any) -> dict[str, Any]:
         }
     if kind == "ask":
         return {"kind": kind, "request": dict(action["request"])}
-    return {"kind": "done", "state": dict(state_of(action["result"]))}
+    if kind == "done":
+        return {"kind": kind, "state": dict(state_of(action["result"]))}
+    return {"kind": kind, "step": action.get("step")}
 
 
 class SteppedActivities:
@@ -249,7 +256,7 @@ class SteppedActivities:
             dropped = await self._feed(live, todo, offset)
             action = await live.stepper.next()
             performed = None
-            if action["kind"] in ("model_request", "tool_call"):
+            if _performable(action):
                 performed = await live.stepper.perform()
                 live.chain.append(chain_next(live.chain[-1], performed))
                 action = await live.stepper.next()
@@ -393,10 +400,10 @@ class SteppedTurnWorkflow:
             base = 0 if turn.carry == "journal" else synced
             if nxt is None:
                 expect = ""
-            elif kind == "model_request":
-                expect = f"model:{nxt['step']}"
+            elif kind == "tool_call":
+                expect = f"tool_call:{nxt['call_id']}"
             else:
-                expect = f"tool:{nxt['call_id']}"
+                expect = f"{kind}:{nxt['step']}"
             out = await workflow.execute_activity(
                 "contenox.action",
                 ActionInput(
@@ -438,6 +445,8 @@ class SteppedTurnWorkflow:
             answer = self._answers[call_id]
         except asyncio.TimeoutError:
             answer = {"approve": False, "message": TIMEOUT_DENIAL}
+        # Taken: if the gate asks this call again (its request changed), a new answer counts.
+        self._answers.pop(call_id, None)
         self._pending = []
         return {
             "kind": "answer",
@@ -449,7 +458,10 @@ class SteppedTurnWorkflow:
     @workflow.update(name="answer")
     def answer(self, call_id: str, answer: dict[str, Any]) -> None:
         """Answer the ask of ``call_id`` (``{"approve": bool, "message"?}`` or
-        ``{"result": value}``)."""
+        ``{"result": value}``). The first answer counts; a second one, even when both passed
+        the validator in one workflow task, is refused."""
+        if call_id in self._answers or not any(p["call_id"] == call_id for p in self._pending):
+            raise ApplicationError(f"the ask of {call_id} is already answered")
         self._answers[call_id] = answer
 
     @answer.validator
