@@ -4,6 +4,8 @@
     (cd bindings-python && VIRTUAL_ENV=../.venv ../.venv/bin/maturin develop)
     .venv/bin/python bench/durable_engines/history.py [--sizes 10,100,1000] [--ask-sizes 10,100]
         [--repeat 15]
+    .venv/bin/python bench/durable_engines/history.py --stepped [--stepped-sizes 10,100,1000]
+        [--journal-sizes 10,100] [--ask-sizes 10,100] [--out FILE]
 
 Prints JSON lines (docs/benchmarks.md, "Durable engines"):
 
@@ -12,6 +14,13 @@ Prints JSON lines (docs/benchmarks.md, "Durable engines"):
   DBOSClient; Temporal: the workflow's event history, every run of it), in two shapes:
   ``tools`` (each reply but the last calls a tool the gate allows: no ask) and ``asks`` (each
   call is asked and answered: N - 1 asks, each a suspend and a resume).
+- ``stepped`` (``--stepped``: only these): the stepped Temporal adapter
+  (contenox.durable.temporal_stepped, an activity per model request and per tool call) for a
+  turn of N model requests, each activity's input a delta of the journal (``carry=delta``, the
+  adapter's default) or the whole journal (``carry=journal``: what an activity without a base
+  on its worker needs, i.e. the conversation in every input): the history of every run, the
+  largest run, how many runs (it continues as new at 10 000 events) and the activity inputs'
+  bytes. ``--out FILE`` also writes them as JSON lines (plot_history.py draws them).
 - ``overhead``: the wall time of one turn with one ask (answered at once) run plainly
   (``client.run`` with a ``wait_for`` that approves) and through each adapter, median of
   ``--repeat`` runs, interleaved.
@@ -46,6 +55,11 @@ from temporalio.worker import Worker  # noqa: E402
 import contenox  # noqa: E402
 from contenox.durable.dbos import DBOSTurns  # noqa: E402
 from contenox.durable.temporal import TurnActivities, TurnWorkflow, start_turn  # noqa: E402
+from contenox.durable.temporal_stepped import (  # noqa: E402
+    SteppedActivities,
+    SteppedTurnWorkflow,
+    start_stepped_turn,
+)
 from servers import free_port, temporal_binary  # noqa: E402
 
 ASK = {"mode": False}  # whether the gate asks before each call (set per measurement)
@@ -173,6 +187,87 @@ async def temporal_recorded(client: Client, turn_id: str) -> tuple[int, int]:
     return max(sizes), sum(sizes)
 
 
+async def stepped_turn(client: Client, workflow_id: str, carry: str) -> dict[str, Any]:
+    handle = await start_stepped_turn(
+        client, "go", workflow_id=workflow_id, task_queue="bench-stepped", carry=carry
+    )
+    result = asyncio.ensure_future(handle.result(follow_runs=True))
+    answered: set[str] = set()
+    while not result.done():
+        try:
+            current = client.get_workflow_handle(workflow_id)
+            for request in await current.query(SteppedTurnWorkflow.pending):
+                if request["call_id"] not in answered:
+                    answered.add(request["call_id"])
+                    await current.execute_update(
+                        SteppedTurnWorkflow.answer, args=[request["call_id"], {"approve": True}]
+                    )
+        except Exception:
+            pass  # between runs (continued as new), or the update raced the ask's end
+        await asyncio.sleep(0.005)
+    state: dict[str, Any] = await result
+    return state
+
+
+async def stepped_recorded(client: Client, workflow_id: str) -> dict[str, int]:
+    """Bytes of every run's history (and the largest), runs, and the activity inputs' bytes."""
+    sizes, inputs, largest_input = [], 0, 0
+    async for wf in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
+        history = await client.get_workflow_handle(workflow_id, run_id=wf.run_id).fetch_history()
+        sizes.append(len(history.to_json()))
+        for event in history.events:
+            if event.HasField("activity_task_scheduled_event_attributes"):
+                n = event.activity_task_scheduled_event_attributes.input.ByteSize()
+                inputs += n
+                largest_input = max(largest_input, n)
+    return {
+        "all_runs_bytes": sum(sizes),
+        "largest_run_bytes": max(sizes),
+        "runs": len(sizes),
+        "activity_input_bytes": inputs,
+        "largest_activity_input_bytes": largest_input,
+    }
+
+
+async def stepped(args: argparse.Namespace, tmp: Path, temporal: Client) -> None:
+    activities = SteppedActivities(make_client)
+    async with Worker(
+        temporal,
+        task_queue="bench-stepped",
+        workflows=[SteppedTurnWorkflow],
+        activities=activities.all(),
+    ):
+        for shape, carry, sizes in (
+            ("tools", "delta", args.stepped_sizes),
+            ("tools", "journal", args.journal_sizes),
+            ("asks", "delta", args.ask_sizes),
+        ):
+            ASK["mode"] = shape == "asks"
+            for n in sizes:
+                model = Model(scenario(n, tmp))
+                MODEL["url"] = model.url
+                try:
+                    workflow_id = f"stepped-{shape}-{carry}-{n}"
+                    t0 = time.perf_counter()
+                    state = await stepped_turn(temporal, workflow_id, carry)
+                    seconds = time.perf_counter() - t0
+                    assert state["outcome"] == "done", state
+                    # visibility (list_workflows) lags the close a little
+                    await asyncio.sleep(1.5)
+                    recorded = await stepped_recorded(temporal, workflow_id)
+                finally:
+                    model.stop()
+                line = {
+                    "measure": "stepped", "shape": shape, "carry": carry, "model_requests": n,
+                    **recorded, "s": round(seconds, 2),
+                }  # fmt: skip
+                print(json.dumps(line), flush=True)
+                if args.out is not None:
+                    with open(args.out, "a") as f:
+                        f.write(json.dumps(line) + "\n")
+    activities.close()
+
+
 # --- the measurements -------------------------------------------------------------------------
 
 
@@ -181,6 +276,9 @@ async def measure(args: argparse.Namespace, tmp: Path) -> None:
         dev_server_existing_path=temporal_binary(), ip="127.0.0.1", port=free_port()
     )
     try:
+        if args.stepped:
+            await stepped(args, tmp, env.client)
+            return
         async with Worker(
             env.client,
             task_queue="bench",
@@ -251,9 +349,15 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,100,1000")
     parser.add_argument("--ask-sizes", default="10,100")
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--stepped", action="store_true", help="only the stepped Temporal adapter")
+    parser.add_argument("--stepped-sizes", default="10,100,1000")
+    parser.add_argument("--journal-sizes", default="10,100")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    args.stepped_sizes = [int(s) for s in args.stepped_sizes.split(",") if s]
+    args.journal_sizes = [int(s) for s in args.journal_sizes.split(",") if s]
     args.sizes = [int(s) for s in args.sizes.split(",")]
-    args.ask_sizes = [int(s) for s in args.ask_sizes.split(",")]
+    args.ask_sizes = [int(s) for s in args.ask_sizes.split(",") if s]
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         args.db = f"sqlite:///{tmp / 'dbos.sqlite'}"

@@ -128,12 +128,15 @@ impl Client {
             if waiting.contains(&id.as_str()) {
                 continue;
             }
-            let done = cp
-                .calls
-                .iter()
-                .any(|c| matches!(c, CallState::Done { call_id, .. } if call_id == id));
-            return refuse(if done {
+            let state = cp.calls.iter().find(|c| c.call_id() == id);
+            return refuse(if let Some(CallState::Done { .. }) = state {
                 format!("call {id} was already answered: its result is in the checkpoint")
+            } else if let Some(CallState::Approved { .. }) = state {
+                format!(
+                    "call {id} was already approved: its approval is in the checkpoint (it \
+                     runs after the calls waiting: {})",
+                    waiting.join(", ")
+                )
             } else {
                 format!(
                     "no call {id} is waiting for an answer in this checkpoint (waiting: {})",

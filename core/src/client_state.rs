@@ -408,7 +408,7 @@ impl ClientState {
             sink,
             cancel,
             lifecycle: &self.lifecycle,
-            stepped: None,
+            route: None,
         }
     }
 

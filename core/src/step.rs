@@ -285,8 +285,13 @@ impl Seam {
         })
     }
 
+    /// The route of a compaction's summary request before model request `step`.
+    pub(crate) fn summary_at(&self, step: u32) -> SummaryAt<'_> {
+        SummaryAt { seam: self, step }
+    }
+
     /// A compaction's summary request before model request `step`: `perform` sends it.
-    pub(crate) async fn summary<F>(
+    async fn summary<F>(
         &self,
         step: u32,
         body: &[u8],
@@ -361,6 +366,22 @@ impl Seam {
             Answer::Suspend => Answer::deny(crate::gate::SUSPEND_UNAVAILABLE),
             a => a,
         })
+    }
+}
+
+/// A stepped turn's summary requests before model request `step` go out as actions.
+pub(crate) struct SummaryAt<'a> {
+    seam: &'a Seam,
+    step: u32,
+}
+
+impl crate::compact::SummaryRoute for SummaryAt<'_> {
+    fn summary<'a>(
+        &'a self,
+        body: &'a [u8],
+        perform: futures::future::BoxFuture<'a, Result<ModelResponse, RequestFailed>>,
+    ) -> futures::future::BoxFuture<'a, Result<ModelResponse, RequestFailed>> {
+        Box::pin(self.seam.summary(self.step, body, perform))
     }
 }
 

@@ -13,11 +13,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client_state::ClientState;
 use crate::code::inner_calls_made;
-use crate::compact::CompactFailed;
+use crate::compact::{CompactFailed, SummaryRoute};
 use crate::config::ToolConcurrency;
 use crate::durable::{
-    digests, now_ms, CallState, Checkpoint, Durable, Reply, Resumed, RunRecord, Suspended,
-    CHECKPOINT_VERSION,
+    digests, now_ms, Approval, CallState, Checkpoint, Durable, Held, Reply, Resumed, RunRecord,
+    Suspended, Suspension, CHECKPOINT_VERSION,
 };
 use crate::event::{CompactTrigger, Event, GateVerdict, Outcome, StopReason, TurnResult, Usage};
 use crate::gate::{
@@ -56,6 +56,22 @@ pub const STOPPED_REPLY_RESULT: &str =
 /// The result of a call whose ask answered suspend, where a result must be shown (its reply
 /// abandoned when the stream failed afterwards); a suspended turn's checkpoint holds the ask.
 const SUSPENDED_RESULT: &str = "not executed: the turn was suspended at this call's ask";
+
+/// The placeholder result of a call held after an earlier call of its reply suspended (never
+/// in the conversation: the checkpoint holds the call's state).
+const HELD_RESULT: &str = "not executed: an earlier call of the reply suspended the turn";
+
+/// How a call is taken through the gate ([`Turn::admit_call`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Taking {
+    /// A call made inside another (js_execution's, a chain task's): it does not suspend.
+    Inner,
+    /// One of the reply's own calls: its ask may suspend the turn.
+    Own,
+    /// One of the reply's own calls after one suspended: gated and asked (it may suspend
+    /// too), never run; the gate's approvals are kept for the resume.
+    Held,
+}
 
 /// How one turn runs, beyond its prompt: what `run_with` / `stream_with` pass, and what a
 /// subagent's tool call sets for its child's turn.
@@ -860,15 +876,16 @@ impl Turn<'_> {
             // this step when they reached a ceiling).
             let mut inner_exhausted = None;
             let mut replayed = replay.as_ref().map(Replay::results).unwrap_or_default();
-            let suspended_id = || self.durable.and_then(Durable::suspended_id);
+            let waits = |id: &str| self.durable.is_some_and(|d| d.waits(id));
             let mut done = |c: &ToolCall, out: ToolOutput, spent: Usage| {
                 // A recorded result goes back into the conversation as it was (its events were
-                // emitted when it ran); the call that suspended has none yet.
+                // emitted when it ran); the calls that suspended, or wait after one that did,
+                // have none yet.
                 if let Some(recorded) = replayed.remove(&c.id) {
                     step.push(recorded);
                     return;
                 }
-                if suspended_id().as_deref() == Some(c.id.as_str()) {
+                if waits(&c.id) {
                     return;
                 }
                 // What the call spent on models (a subagent's turn) is the turn's too.
@@ -885,25 +902,29 @@ impl Turn<'_> {
                 step.push(self.result_message(c, out, spent));
             };
             for (i, call) in calls.iter().enumerate().skip(runner.taken()) {
-                if self.suspending() {
-                    // The calls after the one that suspended are gated at resume.
-                    break;
-                }
                 runner.clear_for(call).await;
                 runner.hand_on(&calls, &mut done);
-                runner.take(call, settled(i)).await;
+                if self.suspending() {
+                    // After a call suspended, the later ones are gated and asked in the model's
+                    // order, but none runs (it may depend on the suspended one): each waits for
+                    // the resume, or gets its result from the gate (a denial).
+                    let waiting = ToolOutput::error(HELD_RESULT);
+                    runner.take_held(call, settled(i), waiting).await;
+                } else {
+                    runner.take(call, settled(i)).await;
+                }
                 runner.hand_on(&calls, &mut done);
             }
             runner.finish(&calls, &mut done).await;
             let suspension = self
                 .durable
-                .and_then(|d| d.take_suspended().map(|s| (d, s)));
-            if let Some((durable, suspended)) = suspension {
+                .and_then(|d| d.take_suspension().map(|s| (d, s)));
+            if let Some((durable, suspension)) = suspension {
                 let exhausted = spend.and_then(|s| s.exhausted).or(inner_exhausted);
                 let cp = self.checkpoint(
                     durable,
                     CheckpointParts {
-                        suspended,
+                        suspension,
                         step,
                         reply: Reply {
                             text: final_text.clone(),
@@ -1124,10 +1145,11 @@ impl Turn<'_> {
         let Some(settings) = &self.inner.config().compaction else {
             return Ok(Usage::default());
         };
+        let route = self.stepped.map(|seam| seam.summary_at(index));
         let mut compaction = self
             .inner
             .compaction(settings, tools, self.sink, self.cancel);
-        compaction.stepped = self.stepped.map(|seam| (seam, index));
+        compaction.route = route.as_ref().map(|r| r as &dyn SummaryRoute);
         let pre = compaction.measure();
         if pre <= settings.threshold_tokens {
             return Ok(Usage::default());
@@ -1153,10 +1175,11 @@ impl Turn<'_> {
                  `compaction` option, or compact the conversation before the next turn)"
             )));
         };
+        let route = self.stepped.map(|seam| seam.summary_at(index));
         let mut compaction = self
             .inner
             .compaction(settings, tools, self.sink, self.cancel);
-        compaction.stepped = self.stepped.map(|seam| (seam, index));
+        compaction.route = route.as_ref().map(|r| r as &dyn SummaryRoute);
         let pre = compaction.measure();
         match compaction.run(CompactTrigger::Auto, pre).await {
             Ok(Some(notice)) => Ok(notice.usage),
@@ -1283,7 +1306,7 @@ impl Turn<'_> {
     /// What the call spends on models (a subagent's turn) is added to `spent`.
     /// Such a call (js_execution's inner call, a chain task's) does not suspend.
     pub(crate) async fn handle_call(&self, call: &ToolCall, spent: &UsageCell) -> ToolOutput {
-        match self.admit_call(call, false).await {
+        match self.admit_call(call, Taking::Inner).await {
             Admission::Settled(out) => out,
             Admission::Run { entry, event } => self.execute(&entry, &event, spent).await,
         }
@@ -1291,8 +1314,21 @@ impl Turn<'_> {
 
     /// Check one call and pass it through the gate (its asks answered): either its result
     /// without running (an error, a denial, an answer given as the result) or the go-ahead.
-    /// `own`: one of the reply's own calls, which may suspend the turn.
-    pub(crate) async fn admit_call(&self, call: &ToolCall, own: bool) -> Admission {
+    /// `taking` says whether its ask may suspend the turn, and whether it is held (then a
+    /// go-ahead, or an ask cut by the turn's cancel, leaves it waiting for the resume, noted in
+    /// the turn's durable state with the approvals the gate got).
+    pub(crate) async fn admit_call(&self, call: &ToolCall, taking: Taking) -> Admission {
+        let own = taking != Taking::Inner;
+        let held = self.durable.filter(|_| taking == Taking::Held);
+        let hold = |entry: &Entry, approvals: Vec<(usize, String)>| {
+            if let Some(durable) = held {
+                durable.hold(Held {
+                    call_id: call.id.clone(),
+                    approvals,
+                    tool_digest: digests::tool(&entry.spec),
+                });
+            }
+        };
         let allowed = |n: &str| self.allowed(n);
         if call.name == CALL_TOOL && call.via.is_none() {
             return Admission::Settled(self.call_tool_search(call));
@@ -1338,6 +1374,8 @@ impl Turn<'_> {
             agent: self.scope.agent(),
         };
         let Some(gated) = self.gate(&event).await else {
+            // Cancelled: a held call is gated again at resume.
+            hold(&entry, Vec::new());
             return settled(ToolOutput::error(CANCELLED_RESULT));
         };
         let gate = |decision: GateVerdict, message: Option<String>| {
@@ -1350,16 +1388,19 @@ impl Turn<'_> {
         }
         if gated.asks.is_empty() {
             gate(GateVerdict::Allow, None);
+            hold(&entry, Vec::new());
             return Admission::Run { entry, event };
         }
         gate(GateVerdict::Ask, None);
         let rule = gated.rule.clone();
+        let mut approvals = Vec::new();
         // Every gate that asked must approve, the innermost first.
         for (level, mut request) in gated.asks {
             request.call_id = event.call_id.clone();
             request.name = event.name.clone();
             request.arguments = event.arguments.clone();
             let Some((answer, deadline_ms)) = self.ask(request.clone(), level).await else {
+                hold(&entry, Vec::new());
                 return settled(ToolOutput::error(CANCELLED_RESULT));
             };
             let answer = match (answer, self.durable.filter(|_| own)) {
@@ -1386,7 +1427,7 @@ impl Turn<'_> {
                 agent: Vec::new(),
             });
             match answer {
-                Answer::Approve => {}
+                Answer::Approve => approvals.push((level, digests::request(&request))),
                 Answer::Deny(message) => {
                     return settled(ToolOutput::error(
                         message.unwrap_or_else(|| DEFAULT_DENIAL.to_string()),
@@ -1396,6 +1437,7 @@ impl Turn<'_> {
                 Answer::Suspend => unreachable!("a suspend answer was handled above"),
             }
         }
+        hold(&entry, approvals);
         Admission::Run { entry, event }
     }
 
@@ -1640,7 +1682,8 @@ impl Replay {
 
 /// What a suspended step's checkpoint is made of.
 struct CheckpointParts<'s> {
-    suspended: Suspended,
+    /// The calls that suspended and those held after them.
+    suspension: Suspension,
     /// The reply's message and the results that came in, in the model's order.
     step: Vec<Message>,
     reply: Reply,
@@ -1674,7 +1717,7 @@ impl Turn<'_> {
                 _ => None,
             })
             .collect();
-        let s = &parts.suspended;
+        let Suspension { suspended, held } = &parts.suspension;
         let calls = parts
             .reply
             .calls
@@ -1687,7 +1730,7 @@ impl Turn<'_> {
                         result: m.clone(),
                     };
                 }
-                if call.id == s.call_id {
+                if let Some(s) = suspended.iter().find(|s| s.call_id == call.id) {
                     return CallState::Asked {
                         call_id: call.id.clone(),
                         request: Box::new(s.request.clone()),
@@ -1697,6 +1740,22 @@ impl Turn<'_> {
                         call_digest: crate::durable::call_digest(call),
                         level: s.level,
                         rule: s.rule.clone(),
+                    };
+                }
+                let kept = held.iter().find(|h| h.call_id == call.id);
+                if let Some(h) = kept.filter(|h| !h.approvals.is_empty()) {
+                    return CallState::Approved {
+                        call_id: call.id.clone(),
+                        approvals: h
+                            .approvals
+                            .iter()
+                            .map(|(level, d)| Approval {
+                                level: *level,
+                                request_digest: d.clone(),
+                            })
+                            .collect(),
+                        tool_digest: h.tool_digest.clone(),
+                        call_digest: crate::durable::call_digest(call),
                     };
                 }
                 CallState::Untaken {
@@ -1758,7 +1817,18 @@ impl CallRunner for Turn<'_> {
     }
 
     fn admit<'s>(&'s self, call: &'s ToolCall) -> BoxFuture<'s, Admission> {
-        Box::pin(self.admit_call(call, true))
+        Box::pin(self.admit_call(call, Taking::Own))
+    }
+
+    fn hold<'s>(&'s self, call: &'s ToolCall) -> BoxFuture<'s, Option<ToolOutput>> {
+        Box::pin(async move {
+            match self.admit_call(call, Taking::Held).await {
+                Admission::Run { .. } => None,
+                // Suspended too, or its ask cut by the turn's cancel: it waits.
+                Admission::Settled(_) if self.durable.is_some_and(|d| d.waits(&call.id)) => None,
+                Admission::Settled(out) => Some(out),
+            }
+        })
     }
 
     fn run(&self, entry: Arc<Entry>, event: ToolCallEvent) -> BoxFuture<'_, (ToolOutput, Usage)> {

@@ -46,6 +46,11 @@ pub(crate) trait CallRunner: Sync {
     fn runs_beside(&self, call: &ToolCall, mode: ToolConcurrency) -> bool;
     /// Check `call` and pass it through the gate (its asks answered).
     fn admit<'s>(&'s self, call: &'s ToolCall) -> BoxFuture<'s, Admission>;
+    /// Check `call` and pass it through the gate without running it (an earlier call of the
+    /// reply suspended, and a later call may depend on it): its result when the gate settled
+    /// it (denied, answered with a result, not a call it may make), `None` when it waits for
+    /// the resume (its ask suspended too, or the gate let it through).
+    fn hold<'s>(&'s self, call: &'s ToolCall) -> BoxFuture<'s, Option<ToolOutput>>;
     /// Run an admitted call: its result and what it spent on models.
     fn run(&self, entry: Arc<Entry>, event: ToolCallEvent) -> BoxFuture<'_, (ToolOutput, Usage)>;
 }
@@ -121,19 +126,8 @@ impl<'t, R: CallRunner> ReplyCalls<'t, R> {
             return;
         }
         // Gate this call while the ones already running go on.
-        let admission = {
-            let admit = self.turn.admit(call);
-            tokio::pin!(admit);
-            loop {
-                tokio::select! {
-                    biased;
-                    a = &mut admit => break a,
-                    Some(ended) = self.running.next(), if !self.running.is_empty() => {
-                        self.finished[ended.0] = Some((ended.1, ended.2));
-                    }
-                }
-            }
-        };
+        let turn = self.turn;
+        let admission = self.beside(turn.admit(call)).await;
         let (entry, event) = match admission {
             Admission::Settled(out) => {
                 self.end((i, out, Usage::default()));
@@ -161,6 +155,42 @@ impl<'t, R: CallRunner> ReplyCalls<'t, R> {
         // comes before the next call's gate, and a host tool is on its way.
         while let Poll::Ready(Some(ended)) = futures::poll!(self.running.next()) {
             self.end(ended);
+        }
+    }
+
+    /// Take the reply's next call after one of its calls suspended: gated and asked while the
+    /// calls already running go on, never run. A call that waits for the resume gets
+    /// `waiting` as its slot's result, which the turn does not hand on into the conversation
+    /// (it knows which calls wait).
+    pub(crate) async fn take_held(
+        &mut self,
+        call: &ToolCall,
+        settled: Option<ToolOutput>,
+        waiting: ToolOutput,
+    ) {
+        let i = self.finished.len();
+        self.finished.push(None);
+        let out = match settled {
+            Some(out) => Some(out),
+            None => {
+                let turn = self.turn;
+                self.beside(turn.hold(call)).await
+            }
+        };
+        self.end((i, out.unwrap_or(waiting), Usage::default()));
+    }
+
+    /// Wait for `admit` while the calls already running go on.
+    async fn beside<F: std::future::Future>(&mut self, admit: F) -> F::Output {
+        tokio::pin!(admit);
+        loop {
+            tokio::select! {
+                biased;
+                a = &mut admit => break a,
+                Some(ended) = self.running.next(), if !self.running.is_empty() => {
+                    self.end(ended);
+                }
+            }
         }
     }
 

@@ -29,7 +29,11 @@ def temporal_servers() -> set[int]:
 
 @pytest.mark.parametrize(
     ("example", "wrote"),
-    [("durable_dbos.py", "notes.txt: hello"), ("durable_temporal.py", "a.txt: hi")],
+    [
+        ("durable_dbos.py", "notes.txt: hello"),
+        ("durable_temporal.py", "a.txt: hi"),
+        ("durable_temporal_stepped.py", "a.txt: hi"),
+    ],
 )
 def test_example_runs(example: str, wrote: str) -> None:
     before = temporal_servers()

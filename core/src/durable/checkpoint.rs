@@ -21,7 +21,10 @@ use crate::transcript::{Message, Part, ToolCall, Transcript};
 
 /// The checkpoint format this engine writes, and the newest it reads. A checkpoint with a
 /// higher `version` is refused ([`crate::Error::Checkpoint`]): a newer engine wrote it.
-pub const CHECKPOINT_VERSION: u32 = 1;
+///
+/// Version 2 added the call state `approved` (a call after the first suspended one whose ask
+/// was approved before the turn suspended); version 1 checkpoints are still read.
+pub const CHECKPOINT_VERSION: u32 = 2;
 
 /// The largest checkpoint text a resume reads: 256 MiB. A longer text is refused
 /// ([`crate::Error::Checkpoint`]) before it is parsed. A checkpoint grows by about 265 bytes
@@ -110,8 +113,18 @@ pub(crate) enum CallState {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rule: Option<String>,
     },
-    /// Not taken yet: gated at resume. `settled` is its result without running (a ceiling
-    /// reached), when it has one.
+    /// Gated and approved after an earlier call of the reply suspended, not run (it may depend
+    /// on that call): gated again at resume, where each kept approval answers the gate's ask
+    /// only while it asks the same (same level, same request digest). Since version 2.
+    Approved {
+        call_id: String,
+        approvals: Vec<Approval>,
+        tool_digest: String,
+        call_digest: String,
+    },
+    /// Not taken yet (or let through by the gate without an ask after an earlier call
+    /// suspended): gated at resume. `settled` is its result without running (a ceiling
+    /// reached), when it has one (written by version 1 only).
     Untaken {
         call_id: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,11 +134,20 @@ pub(crate) enum CallState {
     },
 }
 
+/// One approval an `approved` call keeps: which gate asked, and the digest of its request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Approval {
+    pub level: usize,
+    pub request_digest: String,
+}
+
 impl CallState {
     pub fn call_id(&self) -> &str {
         match self {
             CallState::Done { call_id, .. }
             | CallState::Asked { call_id, .. }
+            | CallState::Approved { call_id, .. }
             | CallState::Untaken { call_id, .. } => call_id,
         }
     }
@@ -249,6 +271,25 @@ impl Checkpoint {
                     if request.call_id != call.id || *d != call_digest(call) {
                         return refuse(format!(
                             "the ask of {} does not match the call (its digest differs)",
+                            call.id
+                        ));
+                    }
+                }
+                CallState::Approved {
+                    call_digest: d,
+                    approvals,
+                    ..
+                } => {
+                    if self.version < 2 {
+                        return refuse(format!(
+                            "its version {} has no approved calls, but {} is one",
+                            self.version, call.id
+                        ));
+                    }
+                    if approvals.is_empty() || *d != call_digest(call) {
+                        return refuse(format!(
+                            "the approval of {} does not match the call (its digest differs, \
+                             or it holds none)",
                             call.id
                         ));
                     }

@@ -74,10 +74,10 @@ use std::collections::BTreeMap;
 
 use crate::gate::Answer;
 
-pub(crate) use checkpoint::{call_digest, CallState, Checkpoint, Reply, RunRecord};
+pub(crate) use checkpoint::{call_digest, Approval, CallState, Checkpoint, Reply, RunRecord};
 pub use checkpoint::{CHECKPOINT_VERSION, MAX_CHECKPOINT_BYTES};
 pub(crate) use digest::config as config_digest;
-pub(crate) use suspension::{new_turn_id, now_ms, Durable, Resumed, Suspended};
+pub(crate) use suspension::{new_turn_id, now_ms, Durable, Held, Resumed, Suspended, Suspension};
 
 /// The answers a resume brings, keyed by the call id of each pending request.
 pub type Answers = BTreeMap<String, Answer>;

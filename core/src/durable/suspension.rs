@@ -1,5 +1,6 @@
-//! A root turn's durable state: its id, whether one of its calls suspended, and, for a resumed
-//! turn, the answers and digests its checkpoint brought.
+//! A root turn's durable state: its id, which of its calls suspended (and which were held
+//! after the first: gated and asked, not run), and, for a resumed turn, the answers, kept
+//! approvals and digests its checkpoint brought.
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -36,11 +37,30 @@ pub(crate) struct Suspended {
     pub tool_digest: String,
 }
 
-/// An ask of the checkpoint, at resume.
+/// A call of a suspending reply after its first suspended call that the gate let through
+/// (allowed, or every ask approved): it does not run before the suspended calls are answered
+/// (it may depend on them). `approvals` are the asks approved now, each `(level, request
+/// digest)`: kept in the checkpoint, they stand in for the human at resume while the gate
+/// asks the same again.
+#[derive(Debug, Clone)]
+pub(crate) struct Held {
+    pub call_id: String,
+    pub approvals: Vec<(usize, String)>,
+    pub tool_digest: String,
+}
+
+/// What a suspending reply's calls left waiting: the asks answered suspend and the calls held
+/// after the first, each in the model's order.
+#[derive(Debug, Default)]
+pub(crate) struct Suspension {
+    pub suspended: Vec<Suspended>,
+    pub held: Vec<Held>,
+}
+
+/// An ask of the checkpoint (or an approval it kept), at resume.
 struct Asked {
     request_digest: String,
     deadline_ms: Option<u64>,
-    level: usize,
     answer: Option<Answer>,
 }
 
@@ -64,9 +84,9 @@ pub(crate) struct Durable {
     pub seq: u32,
     pub prompt: String,
     pub run: RunRecord,
-    suspended: Mutex<Option<Suspended>>,
-    /// For a resumed turn: the checkpoint's asks by call id.
-    asked: Mutex<BTreeMap<String, Asked>>,
+    suspension: Mutex<Suspension>,
+    /// For a resumed turn: the checkpoint's asks and kept approvals by call id and gate level.
+    asked: Mutex<BTreeMap<(String, usize), Asked>>,
     /// For a resumed turn: the reply's calls' tool digests by call id.
     tool_digests: BTreeMap<String, String>,
     /// For a resumed turn: the config digest differs from the checkpoint's.
@@ -81,7 +101,7 @@ impl Durable {
             seq: 0,
             prompt,
             run,
-            suspended: Mutex::new(None),
+            suspension: Mutex::default(),
             asked: Mutex::default(),
             tool_digests: BTreeMap::new(),
             config_changed: false,
@@ -109,14 +129,32 @@ impl Durable {
                 } => {
                     tool_digests.insert(call_id.clone(), tool_digest.clone());
                     asked.insert(
-                        call_id.clone(),
+                        (call_id.clone(), *level),
                         Asked {
                             request_digest: request_digest.clone(),
                             deadline_ms: *deadline_ms,
-                            level: *level,
                             answer: answers.remove(call_id),
                         },
                     );
+                }
+                CallState::Approved {
+                    call_id,
+                    approvals,
+                    tool_digest,
+                    ..
+                } => {
+                    tool_digests.insert(call_id.clone(), tool_digest.clone());
+                    // Approved in time: no deadline can deny it any more.
+                    for a in approvals {
+                        asked.insert(
+                            (call_id.clone(), a.level),
+                            Asked {
+                                request_digest: a.request_digest.clone(),
+                                deadline_ms: None,
+                                answer: Some(Answer::Approve),
+                            },
+                        );
+                    }
                 }
                 CallState::Untaken {
                     call_id,
@@ -133,31 +171,43 @@ impl Durable {
             seq: cp.seq.saturating_add(1),
             prompt: cp.prompt.clone(),
             run: cp.run.clone(),
-            suspended: Mutex::new(None),
+            suspension: Mutex::default(),
             asked: Mutex::new(asked),
             tool_digests,
             config_changed: cp.config_digest != config_digest,
         }
     }
 
-    /// Note that a call suspended (the first one wins; the turn takes no call after it).
+    /// Note that a call suspended: the reply's later calls are gated and asked, but none runs.
     pub fn suspend(&self, s: Suspended) {
-        self.suspended.lock().get_or_insert(s);
+        self.suspension.lock().suspended.push(s);
+    }
+
+    /// Note a call held after the first suspension (let through by the gate, not run).
+    pub fn hold(&self, h: Held) {
+        self.suspension.lock().held.push(h);
     }
 
     /// Whether a call suspended.
     pub fn suspending(&self) -> bool {
-        self.suspended.lock().is_some()
+        !self.suspension.lock().suspended.is_empty()
     }
 
-    /// The call that suspended, taken.
-    pub fn take_suspended(&self) -> Option<Suspended> {
-        self.suspended.lock().take()
+    /// The calls that suspended and the ones held after them, taken; `None` when none
+    /// suspended.
+    pub fn take_suspension(&self) -> Option<Suspension> {
+        let mut s = self.suspension.lock();
+        if s.suspended.is_empty() {
+            return None;
+        }
+        Some(std::mem::take(&mut *s))
     }
 
-    /// The call id that suspended, if one did.
-    pub fn suspended_id(&self) -> Option<String> {
-        self.suspended.lock().as_ref().map(|s| s.call_id.clone())
+    /// Whether call `call_id` suspended or is held: it has no result in this reply.
+    pub fn waits(&self, call_id: &str) -> bool {
+        let s = self.suspension.lock();
+        s.suspended.iter().any(|c| c.call_id == call_id)
+            || s.held.iter().any(|c| c.call_id == call_id)
     }
 
     /// Why a call of the resumed reply must not run (fail closed), if it must not: the config
@@ -182,22 +232,20 @@ impl Durable {
     }
 
     /// What the ask `request` (at gate `level`) starts from at resume. The checkpoint's answer
-    /// is handed out once.
+    /// (or kept approval) is handed out once, and only while the gate asks the same (same
+    /// call, level and request digest).
     pub fn resumed_ask(&self, request: &PendingRequest, level: usize) -> Resumed {
         let mut asked = self.asked.lock();
-        let Some(a) = asked.get_mut(&request.call_id) else {
+        // Asked once: a second ask of the same call and level is a new one.
+        let Some(a) = asked.remove(&(request.call_id.clone(), level)) else {
             return Resumed::New;
         };
-        if a.level != level || a.request_digest != digest::request(request) {
+        if a.request_digest != digest::request(request) {
             return Resumed::New;
         }
-        let deadline_ms = a.deadline_ms;
-        let answer = a.answer.take();
-        // Asked once: a second ask of the same call (another level) is a new one.
-        asked.remove(&request.call_id);
         Resumed::Same {
-            deadline_ms,
-            answer,
+            deadline_ms: a.deadline_ms,
+            answer: a.answer,
         }
     }
 }

@@ -16,6 +16,7 @@ mod compaction;
 mod concurrent_calls;
 mod durable;
 mod durable_hostile;
+mod durable_multi;
 mod errors;
 mod file_confinement;
 mod hooks_file;

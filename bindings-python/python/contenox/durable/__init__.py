@@ -10,6 +10,11 @@ The adapters are optional: each imports its engine, which the default install do
   workflow; the model requests and tool calls between two asks are one activity, an ask is an
   update keyed by its call id; the workflow continues as new at every ask, so a run's history
   holds one checkpoint, never the whole conversation again and again.
+- :mod:`contenox.durable.dbos_stepped` and :mod:`contenox.durable.temporal_stepped`: the same
+  engines on the stepped turn (``client.step``): each model request and each tool call is a
+  step or an activity of its own, so a crash repeats only the action that was running. On
+  Temporal the workflow holds the turn's journal and each activity gets a delta of it, never
+  the conversation.
 
 Both build on the engine's suspend and resume (``{"suspend": True}``, ``client.resume``): the
 ask is the durable boundary. What runs between two asks is recorded only when it has finished:
