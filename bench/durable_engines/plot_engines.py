@@ -32,7 +32,8 @@ def main() -> None:
         ax.plot(xs, ys, marker=markers[i % len(markers)], label=s["series"])
     x0, y0 = 10, 3533
     ax.plot([x0, 1000], [y0, y0 * 100], ":", color="grey", label="slope 1 (linear)")
-    ax.plot([x0, 1000], [y0 * 10, y0 * 10 * 10_000], "--", color="grey", label="slope 2 (quadratic)")
+    quadratic = [y0 * 10, y0 * 10 * 10_000]
+    ax.plot([x0, 1000], quadratic, "--", color="grey", label="slope 2 (quadratic)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("model requests in one turn")
