@@ -211,7 +211,7 @@ class BindingTest {
                 runBlocking { b.resume(checkpoint, mapOf("nope" to Answer.Approve)) }
             }
             assertTrue(wrong.toString().contains("no call nope"), wrong.toString())
-            val newer = JSONObject(checkpoint).put("version", 2).toString()
+            val newer = JSONObject(checkpoint).let { it.put("version", it.getInt("version") + 1) }.toString()
             assertThrows<ContenoxException.Checkpoint> { runBlocking { b.resume(newer, mapOf()) } }
             val run = b.resumeStream(checkpoint, mapOf("c1" to Answer.Approve))
             val events = run.events().toList()
