@@ -31,7 +31,7 @@
  *
  * The layer is split by concept in `lib/` (the same names as the Python layer's modules and the
  * native side's `src/` files where they exist): `client`, `run`, `transcript`, `events`,
- * `gate`, `tools`, `options`, `errors`, `source` (what MCP and remote share), `mcp`, `remote`,
+ * `gate`, `tools`, `options`, `errors`, `step`, `source` (what MCP and remote share), `mcp`, `remote`,
  * `policy`, `compaction`, `websearch`, `output`, and the translation helpers `convert` and `host`. This
  * file only re-exports the public names.
  *
@@ -60,6 +60,19 @@ export type { ChainRunOptions, RunOutput } from './lib/client'
 export type { InferOutput, OutputSchema, StandardResult, StandardSchemaV1 } from './lib/output'
 export { BackgroundShells } from './lib/shells'
 export { Run } from './lib/run'
+export { Stepper } from './lib/step'
+export type {
+  Action,
+  ActionResult,
+  AskAction,
+  DoneAction,
+  ModelFailure,
+  ModelReply,
+  ModelRequestAction,
+  StepOptions,
+  SummaryRequestAction,
+  ToolCallAction,
+} from './lib/step'
 export type { ImageDataPart, ImagePathPart, Prompt, PromptPart, TextPart } from './lib/prompt'
 export type { TurnResult } from './lib/run'
 export { Transcript } from './lib/transcript'
@@ -115,6 +128,7 @@ export {
   InternalError,
   ModelError,
   SerializationError,
+  StepError,
   ToolDefinitionError,
   TranscriptError,
   TransportError,

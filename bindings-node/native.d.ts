@@ -76,6 +76,12 @@ export declare class NativeClient {
   /** Start a turn and return its handle (events, cancel, result). */
   stream(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null, outputJson?: string | undefined | null): NativeRun
   /**
+   * Start a turn stepped by the host (the engine's `Client::step_with`): `turn_id` and
+   * `clock_ms` are its start state (a recorded stepper's `options()`, to replay it; absent:
+   * drawn now).
+   */
+  step(prompt: string | Array<Record<string, unknown>>, allow?: Array<string> | undefined | null, cancel?: NativeCancel | undefined | null, settingsJson?: string | undefined | null, outputJson?: string | undefined | null, turnId?: string | undefined | null, clockMs?: number | undefined | null): NativeStepper
+  /**
    * Resume a suspended turn from its checkpoint with the answers (JSON text of call id to
    * answer); the engine checks both before anything runs.
    */
@@ -143,6 +149,29 @@ export declare class NativeSource {
   get closed(): boolean
 }
 
+/** A stepped turn. Collected before its turn ended, it cancels the turn (its run does). */
+export declare class NativeStepper {
+  /** The next action (the one waiting, if there is one; asking twice gives the same). */
+  next(): Promise<NativeAction>
+  /**
+   * Give the waiting action its result (JSON text in JavaScript's spelling); throws
+   * `StepError`, changing nothing, when it is not a result or does not fit.
+   */
+  feed(resultJson: string): void
+  /** Do the waiting action's I/O now; resolves with its result (JSON text) to record. */
+  perform(): Promise<string>
+  /** Every result given so far, in order, as a JSON array in JavaScript's spelling. */
+  journal(): string
+  /** The start state a replay gives again, as JSON `{turnId, clockMs}`. */
+  options(): string
+  /** The turn's id (the prefix of every idempotency key). */
+  get turnId(): string
+  /** The events emitted so far and not yet taken, as a JSON array (maybe empty). */
+  events(): string
+  /** Cancel the turn: `next()` then gives `done` with outcome `cancelled`. */
+  cancel(): void
+}
+
 /**
  * A tool of another source (an MCP server's tool, a resource tool, a remote hook's tool, a
  * subagent), registered as it is.
@@ -189,6 +218,20 @@ export declare function listModels(optionsJson: string): Promise<string>
  * authorized with OAuth through the host (crate::mcp_auth).
  */
 export declare function loadSource(kind: 'mcp' | 'remote', json: string, onMember?: (name: string, stateJson: string) => void, redirectUri?: string, auth?: (op: string, argsJson: string) => Promise<string>): Promise<NativeSource>
+
+/**
+ * An action: `json` is the action in JavaScript's spelling (`{"kind": "done"}` for the end),
+ * `result` the turn's result when the kind is `done`.
+ */
+export interface NativeAction {
+  /**
+   * The action as JSON text: `model_request` `{turnId, step, request}`, `tool_call` `{call,
+   * idempotencyKey}`, `ask` `{request}`, or `{"kind": "done"}`.
+   */
+  json: string
+  /** For `done`: what `run` would have returned. */
+  result?: NativeTurnResult
+}
 
 /** What a finished turn returns. */
 export interface NativeTurnResult {

@@ -27,11 +27,17 @@
  * it has finished; a crash inside it runs it again, so a tool with side effects should use the
  * idempotency key its context gives it.
  *
+ * {@link steppedTurnWorkflow} (`contenox-stepped-turn`, the same handlers) journals each model
+ * request and tool call as its own `ctx.run` instead (the stepped turn, `client.step`), so a
+ * crash between two of them repeats neither; its limit (a gate that changes while an ask waits)
+ * is on it.
+ *
  * @packageDocumentation
  */
 
 import * as restate from '@restatedev/restate-sdk'
-import type { Answer, Client, JsonValue, TurnResult, WaitFor } from './index'
+import { StepError } from './index'
+import type { ActionResult, Answer, Client, JsonValue, PendingRequest, TurnResult, WaitFor } from './index'
 
 /**
  * `makeClient(waitFor)`: builds the client a turn runs on, with the same config in every process
@@ -226,4 +232,137 @@ export function turnWorkflow(makeClient: ClientFactory, options: { name?: string
       ),
     },
   })
+}
+
+// --- The stepped turn ---------------------------------------------------------------------------
+
+// What the engine says when an ask's time ran out (its ASK_TIMEOUT_DENIAL): the stepped workflow
+// answers an ask unanswered by its deadline with it, as the engine's own wait does.
+const TIMEOUT_DENIAL = 'Approval timed out. The operation was automatically denied.'
+
+/** A stepped turn's asks are actions the workflow answers; its client's `waitFor` is not called. */
+const neverAsked: WaitFor = async () => ({ approve: false, message: 'no host answers asks here' })
+
+/**
+ * The turn workflow on the stepped turn (`client.step`; name `contenox-stepped-turn` unless
+ * `options.name` says otherwise), with the handlers of {@link turnWorkflow} (`run`, `pending`,
+ * `answer`) and `refused` (the last answer the turn did not take: not an answer, and why; the ask
+ * stays open under a new awakeable, its deadline unchanged). Each model request, compaction
+ * summary request and tool call is its own `ctx.run` journal entry (`model:STEP`,
+ * `summary:STEP`, `tool:CALL_ID`) that performs it and records its result; an ask is an
+ * awakeable, as in {@link turnWorkflow}. After a crash Restate runs the handler again from its
+ * start: the turn is stepped again (turn id = the workflow key, clock = a journaled
+ * `ctx.date.now()`) and each action with a journal entry is fed its recorded result (no request
+ * sent again, no tool run again), so the turn goes on from the first action without one.
+ *
+ * What is not exactly-once: a process that dies while a tool runs has not journaled its result,
+ * so the tool runs again, with the same idempotency key (`workflowKey:callId`). The gate's hooks
+ * run again on replay; one that decides otherwise than before the crash (a policy changed to
+ * deny while an ask waited) makes the replay ask for other actions than the journal holds, which
+ * Restate refuses (a journal mismatch: the invocation retries and does not finish). Use
+ * {@link turnWorkflow} when the gate may change while an ask waits: its resume runs the gate
+ * afresh.
+ */
+export function steppedTurnWorkflow(makeClient: ClientFactory, options: { name?: string } = {}) {
+  return restate.workflow({
+    name: options.name ?? 'contenox-stepped-turn',
+    handlers: {
+      run: async (ctx: restate.WorkflowContext, input: { prompt: string }): Promise<TurnState> => {
+        const clockMs = await ctx.date.now()
+        const client = makeClient(neverAsked)
+        const stepper = client.step(input.prompt, { turnId: ctx.key, clockMs })
+        try {
+          for (;;) {
+            const action = await stepper.next()
+            if (action.kind === 'done') {
+              ctx.set('pending', [])
+              return stateOf(action.result)
+            }
+            if (action.kind === 'ask') {
+              const { request } = action
+              const deadline = request.timeoutMs === undefined ? undefined : (await ctx.date.now()) + request.timeoutMs
+              for (;;) {
+                const answer = await askOnce(ctx, request, deadline)
+                try {
+                  stepper.feed({ kind: 'answer', callId: request.callId, answer })
+                  break
+                } catch (e) {
+                  if (!(e instanceof StepError)) throw e
+                  // Not an answer ({"maybe": true}): the ask stays open under a new awakeable,
+                  // its deadline unchanged; `refused` says why the last answer was not taken.
+                  ctx.set('refused', { callId: request.callId, reason: e.message })
+                }
+              }
+              continue
+            }
+            const name =
+              action.kind === 'model_request'
+                ? `model:${action.step}`
+                : action.kind === 'summary_request'
+                  ? `summary:${action.step}`
+                  : `tool:${action.call.id}`
+            let performed = false
+            const result = await ctx.run(name, async () => {
+              performed = true
+              try {
+                return (await stepper.perform()) as unknown as JsonValue
+              } catch (e) {
+                // The turn ended under the action (closed client): retrying cannot perform it.
+                if (e instanceof StepError) throw new restate.TerminalError(e.message)
+                throw e
+              }
+            })
+            // Restate gave the journaled result without running the closure: replay it.
+            if (!performed) stepper.feed(result as unknown as ActionResult)
+          }
+        } finally {
+          stepper.cancel()
+          client.close()
+        }
+      },
+
+      /** The open asks (each with its call id, awakeable id and request). */
+      pending: restate.handlers.workflow.shared(
+        async (ctx: restate.WorkflowSharedContext): Promise<OpenAsk[]> => (await ctx.get<OpenAsk[]>('pending')) ?? [],
+      ),
+
+      /** The last answer the turn did not take (not an answer), and why; `null` when none. */
+      refused: restate.handlers.workflow.shared(
+        async (ctx: restate.WorkflowSharedContext): Promise<{ callId: string; reason: string } | null> =>
+          (await ctx.get<{ callId: string; reason: string }>('refused')) ?? null,
+      ),
+
+      /** Answer the ask of `callId` (today's answer shape); an error when no such ask is open. */
+      answer: restate.handlers.workflow.shared(
+        async (ctx: restate.WorkflowSharedContext, input: { callId: string; answer: JsonValue }): Promise<void> => {
+          const open = ((await ctx.get<OpenAsk[]>('pending')) ?? []).find((a) => a.callId === input.callId)
+          if (open === undefined) throw new restate.TerminalError(`no open ask for call ${input.callId}`)
+          ctx.resolveAwakeable(open.awakeable, input.answer)
+        },
+      ),
+    },
+  })
+}
+
+/**
+ * One wait of a stepped turn's ask: an awakeable in the workflow's state until it is resolved or
+ * the ask's `deadline` (its `timeoutMs` after a journaled now) passes, then the timeout denial.
+ */
+async function askOnce(ctx: restate.WorkflowContext, request: PendingRequest, deadline: number | undefined): Promise<Answer> {
+  const { id, promise } = ctx.awakeable<JsonValue>()
+  const held = JSON.parse(JSON.stringify(deadline === undefined ? request : { ...request, deadlineMs: deadline })) as JsonValue
+  ctx.set('pending', [{ callId: request.callId, awakeable: id, request: held } as OpenAsk])
+  let answer: JsonValue
+  if (deadline === undefined) {
+    answer = await promise
+  } else {
+    try {
+      answer = await promise.orTimeout(Math.max(0, deadline - (await ctx.date.now())))
+    } catch (e) {
+      if (!(e instanceof restate.TimeoutError)) throw e
+      answer = { approve: false, message: TIMEOUT_DENIAL }
+    }
+  }
+  ctx.set('pending', [])
+  return answer as unknown as Answer
 }

@@ -3,12 +3,15 @@
     scripts/setup.sh && cargo build -p contenox-conformance
     (cd bindings-node && npm run build:debug)
     .venv/bin/python bench/durable_engines/restate_history.py [--ask-sizes 10,100] [--repeat 15]
+        [--workflow contenox-turn | contenox-stepped-turn]
 
 Prints JSON lines (docs/benchmarks.md, "Durable engines"): for a turn of N model requests whose
 every ``write`` call is asked and answered, the bytes of the turn's journal entries
 (``sys_journal.raw_length``, through Restate's SQL); and the median wall time of a turn with one
 ask answered at once. The endpoint is tests/durable/restate/app.mjs (the crash tests' agent),
 the server restate-server on 127.0.0.1, the model the fake model server (``--by-turn-step``).
+``--workflow contenox-stepped-turn`` measures steppedTurnWorkflow (one ``ctx.run`` per model
+request and tool call) instead of turnWorkflow.
 """
 
 from __future__ import annotations
@@ -126,10 +129,13 @@ def journal_bytes(restate: Restate, turn_id: str) -> int:
 
 
 def main() -> None:
+    global WORKFLOW
     parser = argparse.ArgumentParser()
     parser.add_argument("--ask-sizes", default="10,100")
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--workflow", default=WORKFLOW)
     args = parser.parse_args()
+    WORKFLOW = args.workflow
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         with restate_server(tmp) as restate:
@@ -143,7 +149,8 @@ def main() -> None:
                     endpoint.stop()
                 assert state["outcome"] == "done", state
                 print(json.dumps({
-                    "measure": "history", "engine": "restate", "shape": "asks",
+                    "measure": "history", "engine": "restate", "workflow": WORKFLOW,
+                    "shape": "asks",
                     "model_requests": n, "journal_bytes": journal_bytes(restate, f"asks-{n}"),
                     "seconds": round(seconds, 2),
                 }), flush=True)  # fmt: skip
@@ -157,7 +164,8 @@ def main() -> None:
             finally:
                 endpoint.stop()
             median_ms = round(statistics.median(times) * 1000, 1)
-            print(json.dumps({"measure": "overhead", "engine": "restate", "median_ms": median_ms}))
+            print(json.dumps({"measure": "overhead", "engine": "restate", "workflow": WORKFLOW,
+                              "median_ms": median_ms}))  # fmt: skip
 
 
 if __name__ == "__main__":

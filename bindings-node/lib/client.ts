@@ -17,6 +17,8 @@ import { outputSpec } from './output'
 import type { InferOutput, OutputSchema, OutputSpec } from './output'
 import { BackgroundShells } from './shells'
 import { SourceTool } from './source'
+import { Stepper } from './step'
+import type { StepOptions } from './step'
 import { hostTracer } from './telemetry'
 import type { ToolDefinition } from './tools'
 import { Transcript } from './transcript'
@@ -170,6 +172,47 @@ export class Client<O = unknown> {
         outputJson(own, options.outputRetries),
       )
       return new Run<RunOutput<S, O>>(handle, unlink, own ?? this.#output)
+    } catch (e) {
+      unlink()
+      throw e
+    }
+  }
+
+  /**
+   * Start a turn stepped by the host: each model request, tool call (with its idempotency key
+   * `turnId:callId`) and ask waits for its result, fed from a record (`stepper.feed`: no I/O)
+   * or performed now (`stepper.perform`); see `Stepper`. `turnId` and `clockMs` are the start
+   * state a replay gives again (`stepper.options()`). A stepped turn runs its calls one at a
+   * time, an ask's `{ suspend: true }` is a denial (the host holds its state), and a
+   * compaction's summary request is an action of its own (`summary_request`, answered by a
+   * `model_response` with `summary: true`). Aborting `signal` cancels the turn.
+   */
+  step<S extends OutputSchema | undefined = undefined>(
+    prompt: Prompt,
+    options: RunOptions & StepOptions & { outputSchema?: S } = {},
+  ): Stepper<RunOutput<S, O>> {
+    const own = outputSpec(options.outputSchema)
+    for (const [option, type] of [['turnId', 'string'], ['clockMs', 'number']] as const) {
+      const value: unknown = options[option]
+      if (value !== undefined && value !== null && typeof value !== type) {
+        throw new ConfigurationError(`${option} must be a ${type} (a stepper's options().${option}), got ${JSON.stringify(value) ?? String(value)}`, {
+          option,
+          value: JSON.stringify(value) ?? null,
+        })
+      }
+    }
+    const { token, unlink } = linkSignal(options.signal)
+    try {
+      const handle = this.#native.step(
+        promptValue(prompt),
+        options.allow,
+        token,
+        settingsJson(options.settings),
+        outputJson(own, options.outputRetries),
+        options.turnId,
+        options.clockMs,
+      )
+      return new Stepper<RunOutput<S, O>>(handle, unlink, own ?? this.#output)
     } catch (e) {
       unlink()
       throw e

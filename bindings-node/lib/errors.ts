@@ -84,6 +84,13 @@ export class ContenoxIOError extends ContenoxError {}
  */
 export class CheckpointError extends ContenoxError {}
 
+/**
+ * A stepper refused a result (`stepper.feed`, `stepper.perform`): it is not one, no action
+ * waits for it (call `next()` first; the turn may be done), or it is for another action (another
+ * kind, step or call id). Nothing changed: the action still waits.
+ */
+export class StepError extends ContenoxError {}
+
 /** One link of an engine error's cause chain. */
 export class ContenoxCause extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -107,6 +114,7 @@ const ERROR_CLASSES: Record<string, ErrorClass> = {
   serialization: SerializationError,
   io: ContenoxIOError,
   checkpoint: CheckpointError,
+  step: StepError,
 }
 
 // The native side makes every engine error through this, on the JavaScript thread (see

@@ -17,6 +17,7 @@ use crate::host::{
 };
 use crate::run::{NativeRun, NativeTurnResult};
 use crate::shells::NativeBackgroundShells;
+use crate::step::NativeStepper;
 use crate::telemetry::JsHostTracer;
 use crate::transcript::{NativeTranscript, Snapshots};
 use crate::{convert, error};
@@ -340,6 +341,58 @@ impl NativeClient {
                 .stream_with(prompt, options)
                 .map_err(|e| error::to_js(env, e))?;
             Ok(NativeRun::new(run, self.snapshots.clone()))
+        })
+    }
+
+    /// Start a turn stepped by the host (the engine's `Client::step_with`): `turn_id` and
+    /// `clock_ms` are its start state (a recorded stepper's `options()`, to replay it; absent:
+    /// drawn now).
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn step(
+        &self,
+        env: &Env,
+        #[napi(ts_arg_type = "string | Array<Record<string, unknown>>")] prompt: Value,
+        allow: Option<Vec<String>>,
+        cancel: Option<&NativeCancel>,
+        settings_json: Option<String>,
+        output_json: Option<String>,
+        turn_id: Option<String>,
+        clock_ms: Option<f64>,
+    ) -> Result<NativeStepper> {
+        let prompt = contenox::Prompt::from_json(&prompt).map_err(|e| error::to_js(env, e))?;
+        let options = self.traced(
+            env,
+            run_options(env, allow, cancel, settings_json, output_json)?,
+        );
+        let clock_ms = clock_ms
+            .map(|ms| {
+                // A whole, non-negative number of milliseconds that u64 holds exactly.
+                if ms.fract() == 0.0 && (0.0..=9_007_199_254_740_991.0).contains(&ms) {
+                    Ok(ms as u64)
+                } else {
+                    Err(error::to_js(
+                        env,
+                        contenox::Error::Config(
+                            contenox::ConfigError::new(
+                                "clockMs",
+                                "the turn's clock is whole milliseconds since 1970, 0 or more \
+                                 (a stepper's options().clockMs)",
+                            )
+                            .with_value(ms.to_string()),
+                        ),
+                    ))
+                }
+            })
+            .transpose()?;
+        let start = contenox::step::StepOptions { turn_id, clock_ms };
+        // Core spawns the turn on the current tokio runtime: napi's.
+        napi::bindgen_prelude::within_runtime_if_available(|| {
+            let stepper = self
+                .client
+                .step_with(prompt, options, start)
+                .map_err(|e| error::to_js(env, e))?;
+            Ok(NativeStepper::new(stepper, self.snapshots.clone()))
         })
     }
 

@@ -287,6 +287,97 @@ pub fn models(models: &[ModelInfo]) -> String {
     .to_string()
 }
 
+/// A stepped turn's action or action result (`contenox::step`) in the spelling `f` gives:
+/// the keys of the action, of its `call` (`args`), of an ask's `request` (as `waitFor` sees
+/// it), of a result's `output` (as `afterTool` sees it) and `error`, and of a reply with its
+/// `usage` and `calls`. A model request's body, a reply's `extra` parts, an answer and a
+/// tool's content are the model's or the host's and keep their keys, so `camel` then `snake`
+/// gives back the same document.
+fn step_json(value: Value, f: fn(&str) -> String) -> Value {
+    let Value::Object(map) = value else {
+        return value;
+    };
+    let kind = map
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    Value::Object(
+        map.into_iter()
+            .map(|(k, v)| {
+                let key = f(&k);
+                let v = match (kind.as_str(), snake(&key).as_str()) {
+                    ("ask", "request") | (_, "call" | "output" | "error") => rename_value(v, f),
+                    ("model_response", "reply") => reply(v, f),
+                    _ => v,
+                };
+                (key, v)
+            })
+            .collect(),
+    )
+}
+
+/// A model reply's keys, its `usage`'s and its `calls`' (`arguments` <-> `args`).
+fn reply(value: Value, f: fn(&str) -> String) -> Value {
+    let Value::Object(map) = value else {
+        return value;
+    };
+    Value::Object(
+        map.into_iter()
+            .map(|(k, v)| {
+                let key = f(&k);
+                let v = match (snake(&key).as_str(), v) {
+                    ("usage", v) => rename_value(v, f),
+                    ("calls", Value::Array(calls)) => {
+                        Value::Array(calls.into_iter().map(|c| rename_value(c, f)).collect())
+                    }
+                    (_, v) => v,
+                };
+                (key, v)
+            })
+            .collect(),
+    )
+}
+
+/// An action of a stepped turn as JavaScript reads it (not `done`, whose result crosses as a
+/// turn result): `{kind: 'model_request', turnId, step, request}`, `{kind: 'tool_call', call:
+/// {id, name, args}, idempotencyKey}`, `{kind: 'ask', request}`.
+pub fn step_action(action: &contenox::step::Action) -> Value {
+    serde_json::to_value(action)
+        .map(|v| step_json(v, camel))
+        .unwrap_or(Value::Null)
+}
+
+/// An action result as JavaScript reads it: `{kind: 'model_response', step, reply | error}`,
+/// `{kind: 'tool_result', callId, output: {content, isError}}`, `{kind: 'answer', callId,
+/// answer}`.
+pub fn step_result(result: &contenox::step::ActionResult) -> Value {
+    serde_json::to_value(result)
+        .map(|v| step_json(v, camel))
+        .unwrap_or(Value::Null)
+}
+
+/// An action result given by JavaScript (as [`step_result`] spells it) in core's shape.
+pub fn step_result_from_js(value: Value) -> Result<contenox::step::ActionResult, String> {
+    if !value.is_object() {
+        return Err(format!(
+            "not an action result: an object {{kind, ...}} is, got {}",
+            short(&value)
+        ));
+    }
+    serde_json::from_value(step_json(value, snake))
+        .map_err(|e| format!("not an action result: {e}"))
+}
+
+/// A value for a message: its JSON text, cut to 80 characters.
+fn short(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(80) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -460,6 +551,75 @@ mod tests {
         let out = tool_output_from_js(json!({"content": {"a": 1}, "isError": true})).unwrap();
         assert!(out.is_error);
         assert!(tool_output_from_js(json!({"isError": true})).is_err());
+    }
+
+    #[test]
+    fn step_documents_rename_the_engines_keys_and_round_trip() {
+        use contenox::step::{Action, ActionResult};
+        let action: Action = serde_json::from_value(json!({"kind": "tool_call",
+            "call": {"id": "c1", "name": "write", "arguments": {"file_path": "x"}},
+            "idempotency_key": "turn_1:c1"}))
+        .unwrap();
+        assert_eq!(
+            step_action(&action),
+            json!({"kind": "tool_call", "call": {"id": "c1", "name": "write",
+                   "args": {"file_path": "x"}}, "idempotencyKey": "turn_1:c1"})
+        );
+        let action: Action = serde_json::from_value(json!({"kind": "model_request",
+            "turn_id": "t", "step": 0, "request": {"max_tokens": 5, "tool_choice": "auto"}}))
+        .unwrap();
+        assert_eq!(
+            step_action(&action),
+            json!({"kind": "model_request", "turnId": "t", "step": 0,
+                   "request": {"max_tokens": 5, "tool_choice": "auto"}})
+        );
+        let action: Action = serde_json::from_value(json!({"kind": "summary_request",
+            "turn_id": "t", "step": 2, "request": {"max_tokens": 5}}))
+        .unwrap();
+        assert_eq!(
+            step_action(&action),
+            json!({"kind": "summary_request", "turnId": "t", "step": 2,
+                   "request": {"max_tokens": 5}})
+        );
+        for core in [
+            json!({"kind": "model_response", "step": 2, "summary": true,
+                   "reply": {"text": "the summary"}}),
+            json!({"kind": "model_response", "step": 1, "reply": {"text": "t",
+                   "calls": [{"id": "c", "name": "n", "arguments": "{\"a_b\":1}"}],
+                   "extra": [[0, {"type": "reasoning", "text": "r", "signature": "s"}]],
+                   "usage": {"input_tokens": 3, "output_tokens": 1}, "paused": false}}),
+            json!({"kind": "model_response", "step": 0, "error": {"message": "m",
+                   "context_overflow": true, "malformed_call": "x", "status": 400}}),
+            json!({"kind": "tool_result", "call_id": "c",
+                   "output": {"content": {"some_key": 1}, "is_error": true,
+                              "metadata": {"next_offset": 2}}}),
+            json!({"kind": "answer", "call_id": "c", "answer": {"result": {"a_b": 1}}}),
+        ] {
+            let result: ActionResult = serde_json::from_value(core.clone()).unwrap();
+            let js = step_result(&result);
+            let text = js.to_string();
+            assert!(
+                !text.contains("call_id") && !text.contains("is_error"),
+                "{text}"
+            );
+            assert_eq!(step_result_from_js(js).unwrap(), result);
+        }
+        let js = step_result(
+            &serde_json::from_value(json!({"kind": "tool_result",
+            "call_id": "c", "output": {"content": "x", "is_error": false}}))
+            .unwrap(),
+        );
+        assert_eq!(
+            js,
+            json!({"kind": "tool_result", "callId": "c",
+                   "output": {"content": "x", "isError": false}})
+        );
+        let err = step_result_from_js(json!("x".repeat(200))).unwrap_err();
+        assert!(
+            err.starts_with("not an action result") && err.len() < 200,
+            "{err}"
+        );
+        assert!(step_result_from_js(json!({"kind": "nope"})).is_err());
     }
 
     #[test]

@@ -53,8 +53,18 @@ fn describe(e: &contenox::Error) -> (&'static str, Value) {
 
 /// An engine error as the binding's error object (thrown or used to reject on return).
 pub fn to_js(env: &Env, e: contenox::Error) -> Error {
-    let message = e.to_string();
     let (kind, details) = describe(&e);
+    make(env, kind, e.to_string(), details)
+}
+
+/// A stepper's refusal (`contenox::step::StepError`) as the binding's `StepError`: a result
+/// that does not fit the action waiting, or no action waiting; nothing changed.
+pub fn step(env: &Env, e: contenox::step::StepError) -> Error {
+    make(env, "step", e.to_string(), json!({"causes": []}))
+}
+
+/// The factory's error of `kind` (a plain `Error` before the factory is set).
+fn make(env: &Env, kind: &str, message: String, details: Value) -> Error {
     let made = env
         .get_instance_data::<Errors>()
         .ok()

@@ -27,6 +27,7 @@ mod mcp_auth;
 mod run;
 mod shells;
 mod source;
+mod step;
 mod telemetry;
 mod transcript;
 
@@ -34,4 +35,5 @@ pub use client::{js_name, list_models, policy_preset, NativeCancel, NativeClient
 pub use error::set_error_factory;
 pub use run::{NativeRun, NativeTurnResult, NativeUsage};
 pub use source::{load_source, NativeSource, NativeTool};
+pub use step::{NativeAction, NativeStepper};
 pub use transcript::NativeTranscript;

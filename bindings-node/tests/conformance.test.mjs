@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import { describe, test } from 'node:test'
 
-import { CheckpointError, ConfigurationError, compactor, createClient, deny, loadMcp, loadRemote, pending, tool } from 'contenox'
+import { CheckpointError, ConfigurationError, StepError, compactor, createClient, deny, loadMcp, loadRemote, pending, tool } from 'contenox'
 
 import { conformanceCheck, repoDir, startFakeRemote, startFakeServer } from './helpers.mjs'
 
@@ -429,6 +429,96 @@ function lifecycleHooks(spec, log) {
   )
 }
 
+/** A stepped turn's action as the trace has it (extension `step`). */
+function traceAction(action) {
+  switch (action.kind) {
+    case 'model_request':
+      return { kind: 'model_request', step: action.step }
+    case 'summary_request':
+      return { kind: 'summary_request', step: action.step }
+    case 'tool_call':
+      return { kind: 'tool_call', name: action.call.name, call_id: action.call.id, idempotency_key: action.idempotencyKey }
+    case 'ask':
+      return { kind: 'ask', call_id: action.request.callId }
+    case 'done':
+      return { kind: 'done' }
+    default:
+      throw new Error(`step: unknown action ${JSON.stringify(action)}`)
+  }
+}
+
+/** A feed the stepper must refuse: its StepError's message, or nothing when it was taken. */
+function refusedFeed(stepper, result, errors) {
+  try {
+    stepper.feed(result)
+  } catch (e) {
+    if (!(e instanceof StepError)) throw e
+    errors.push(e.message)
+  }
+}
+
+/**
+ * Extension `step`: the prompt as a turn stepped by hand (`client.step`), each action performed;
+ * with `wrong_feed`, a result for no waiting call fed before the first action and after the
+ * end; with `replay`, the journal fed to a stepper of a client built again from the same start.
+ */
+async function runStepped(scenario, client, build, deadline) {
+  const { replay = false, wrong_feed: wrongFeed = false } = scenario.step
+  const stepper = client.step(scenario.prompt, { signal: deadline })
+  const stepErrors = []
+  const events = []
+  const drain = () => events.push(...stepper.events().map(traceEvent))
+  if (wrongFeed) {
+    const first = await stepper.next()
+    if (first.kind !== 'model_request') throw new Error(`step: the first action is ${first.kind}`)
+    refusedFeed(stepper, { kind: 'tool_result', callId: 'nope', output: { content: 'x', isError: false } }, stepErrors)
+  }
+  const actions = []
+  let done
+  for (let i = 0; !done; i++) {
+    if (i > 1000) throw new Error('step: no done after 1000 actions')
+    const action = await stepper.next()
+    actions.push(traceAction(action))
+    if (action.kind === 'done') done = action.result
+    else {
+      await stepper.perform()
+      drain()
+    }
+  }
+  drain()
+  if (wrongFeed) refusedFeed(stepper, { kind: 'answer', callId: 'nope', answer: { approve: true } }, stepErrors)
+  const trace = {
+    outcome: done.outcome,
+    final_text: done.finalText,
+    usage: renameKeys(done.usage, snake),
+    output: done.output ?? null,
+    events,
+    turn_id: stepper.turnId,
+    actions,
+    step_errors: stepErrors,
+  }
+  if (replay) {
+    const journal = stepper.journal()
+    const start = stepper.options()
+    client.close()
+    const again = build()
+    const replayer = again.step(scenario.prompt, { ...start, signal: deadline })
+    const replayed = []
+    for (let i = 0; ; i++) {
+      const action = await replayer.next()
+      replayed.push(traceAction(action))
+      if (action.kind === 'done') {
+        trace.replay_final_text = action.result.finalText ?? null
+        break
+      }
+      if (i >= journal.length) throw new Error(`step: the replay wants a result past the journal's ${journal.length}`)
+      replayer.feed(journal[i])
+    }
+    trace.replay_actions = replayed
+  }
+  return trace
+}
+
 async function runScenario(file, scenario, deadline) {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'contenox-node-conformance-')))
   const server = await startFakeServer(file)
@@ -490,6 +580,18 @@ async function runScenario(file, scenario, deadline) {
     }
     if (remote?.unreachable) await remote.up()
     if (scenario.transcript !== undefined) client.setTranscript(scenario.transcript)
+    if (scenario.step !== undefined) {
+      const stepped = await runStepped(scenario, client, build, deadline)
+      return {
+        scenario: scenario.name,
+        binding: 'node',
+        ...stepped,
+        requests: await server.requests(),
+        workspace: snapshot(root),
+        remote_requests: remote ? await remote.requests() : [],
+        compactions: [...compactions],
+      }
+    }
     const actions = scenario.actions ?? []
     const fired = actions.map(() => false)
     const events = []

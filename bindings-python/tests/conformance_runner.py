@@ -574,6 +574,85 @@ class Subagents:
             c.close()
 
 
+def _action(action: Any) -> dict[str, Any]:
+    """An action as the trace records it (extension `step`)."""
+    if action["kind"] in ("model_request", "summary_request"):
+        return {"kind": action["kind"], "step": action["step"]}
+    if action["kind"] == "tool_call":
+        call = action["call"]
+        return {
+            "kind": "tool_call",
+            "name": call["name"],
+            "call_id": call["id"],
+            "idempotency_key": action["idempotency_key"],
+        }
+    if action["kind"] == "ask":
+        return {"kind": "ask", "call_id": action["request"]["call_id"]}
+    return {"kind": "done"}
+
+
+def _refused_feed(stepper: contenox.Stepper, result: dict[str, Any], errors: list[str]) -> None:
+    """A feed that must be refused: its message joins `errors` (nothing when it was taken)."""
+    try:
+        stepper.feed(result)
+    except contenox.StepError as e:
+        errors.append(str(e))
+
+
+async def _run_stepped(
+    spec: dict[str, Any],
+    prompt: str,
+    client: contenox.Client,
+    build: Any,
+    events: list[dict[str, Any]],
+) -> tuple[contenox.TurnResult, dict[str, Any]]:
+    """Extension `step` (tests/conformance/README.md): every action performed, then with
+    `replay` the same turn in a second client fed from the first one's journal."""
+    stepper = client.step(prompt)
+    actions: list[dict[str, Any]] = []
+    errors: list[str] = []
+    if spec.get("wrong_feed"):
+        await stepper.next()
+        wrong = {
+            "kind": "tool_result",
+            "call_id": "nope",
+            "output": {"content": "x", "is_error": False},
+        }
+        _refused_feed(stepper, wrong, errors)
+    while True:
+        action = await stepper.next()
+        actions.append(_action(action))
+        if action["kind"] == "done":
+            result = action["result"]
+            break
+        await stepper.perform()
+        events.extend(e.to_dict() for e in stepper.events())
+    events.extend(e.to_dict() for e in stepper.events())
+    if spec.get("wrong_feed"):
+        late = {"kind": "answer", "call_id": "nope", "answer": {"approve": True}}
+        _refused_feed(stepper, late, errors)
+    extra: dict[str, Any] = {"turn_id": stepper.turn_id, "actions": actions}
+    if spec.get("wrong_feed"):
+        extra["step_errors"] = errors
+    if spec.get("replay"):
+        journal = iter(stepper.journal)
+        client2 = build()
+        try:
+            replay = client2.step(prompt, **stepper.options)
+            replayed: list[dict[str, Any]] = []
+            while True:
+                action = await replay.next()
+                replayed.append(_action(action))
+                if action["kind"] == "done":
+                    extra["replay_final_text"] = action["result"].final_text
+                    break
+                replay.feed(next(journal))
+        finally:
+            client2.close()
+        extra["replay_actions"] = replayed
+    return result, extra
+
+
 async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
     """Run one scenario; return its trace."""
     scenario = json.loads(path.read_text())
@@ -665,6 +744,13 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
         chain = scenario.get("chain")
         chain_error: str | None = None
         prompts = [scenario["prompt"], *(scenario.get("more_prompts") or [])]
+        step_extra: dict[str, Any] = {}
+        if "step" in scenario:
+            # Extension `step`: the prompt as a turn stepped by its host (no loop below).
+            result, step_extra = await _run_stepped(
+                scenario["step"], scenario["prompt"], client, build, events
+            )
+            prompts = []
         for i, prompt in enumerate(prompts):
             if i > 0 and scenario.get("restart_between_prompts"):
                 saved = work / "transcript.json"
@@ -759,7 +845,9 @@ async def run_scenario(path: Path, work: Path) -> dict[str, Any]:
             "chain_error": chain_error,
         }
     assert result is not None
-    extra: dict[str, Any] = {} if resume_error is None else {"resume_error": resume_error}
+    extra: dict[str, Any] = dict(step_extra)
+    if resume_error is not None:
+        extra["resume_error"] = resume_error
     if "lifecycle" in scenario:
         extra["lifecycle"] = list(lifecycle_log)
     return {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use contenox::step::StepOptions;
 use contenox::{CancellationToken, CompactNotice, ModelInfo, RunOptions, SubagentOptions};
 
 use crate::convert::{via_json, Answer, ToolSpec, Transcript, TurnResult};
@@ -18,6 +19,7 @@ use crate::prompt::{to_prompt, PromptPart};
 use crate::run::Run;
 use crate::shells::BackgroundShells;
 use crate::source::SourceTool;
+use crate::step::Stepper;
 
 /// An agent client: one conversation, its tools, its gate and its model.
 ///
@@ -215,6 +217,36 @@ impl Client {
         let options = self.turn_options(allow, settings_json, output_schema_json)?;
         let run = self.inner.stream_with(prompt, options)?;
         Ok(Arc::new(Run::new(run)))
+    }
+
+    /// Start a turn stepped by its host: the returned `Stepper`'s `next()` gives each model
+    /// request, tool call (with its idempotency key `turnId:callId`) and ask as an `Action`,
+    /// and the turn waits until the host gives its result (`feed` one recorded before, or
+    /// `perform()` to have the engine do it now), then `Action.Done` with what `run` returns.
+    /// `options`: the turn's id and clock; give a recorded stepper's `options()` to replay it
+    /// (`null`: a new id, now). `allow`, `settings_json`, `output_schema_json` as for `run`.
+    /// A stepped turn runs its calls one at a time, its compaction's summary request is an
+    /// action too (`Action.SummaryRequest`), and its asks cannot suspend (the host holds its
+    /// state). Throws as `stream` does.
+    #[uniffi::method(default(
+        options = None,
+        allow = None,
+        settings_json = None,
+        output_schema_json = None
+    ))]
+    pub async fn step(
+        &self,
+        prompt: String,
+        options: Option<StepOptions>,
+        allow: Option<Vec<String>>,
+        settings_json: Option<String>,
+        output_schema_json: Option<String>,
+    ) -> Result<Arc<Stepper>, ContenoxError> {
+        let run_options = self.turn_options(allow, settings_json, output_schema_json)?;
+        let stepper = self
+            .inner
+            .step_with(prompt, run_options, options.unwrap_or_default())?;
+        Ok(Arc::new(Stepper::new(stepper)))
     }
 
     /// [`Client::run`] with a prompt of parts: text and images in order

@@ -95,6 +95,15 @@ pub enum ContenoxError {
         /// Why.
         detail: String,
     },
+    /// A stepped turn (`Stepper`) refused a result, changing nothing: no action waits for one
+    /// (call `next()` first; the turn may be done), it is for another action (kind, step or
+    /// call id), or it does not read. Raised by `Stepper.feed` / `perform` / `next` and
+    /// `actionResultFromJson`; the caller gives the waiting action its own result.
+    #[error("{detail}")]
+    Step {
+        /// Why.
+        detail: String,
+    },
     /// Raised by host code (a tool, a hook, a wait_for): the model sees `detail` as the error
     /// result of that call.
     #[error("{detail}")]
@@ -155,6 +164,13 @@ impl From<contenox::Error> for ContenoxError {
                 detail,
             },
         }
+    }
+}
+
+impl From<contenox::step::StepError> for ContenoxError {
+    /// A stepped turn's refusal (the engine's own error type for it) as this binding's kind.
+    fn from(e: contenox::step::StepError) -> Self {
+        ContenoxError::Step { detail: e.0 }
     }
 }
 

@@ -7,7 +7,8 @@
 //! backgroundShells)`, each after the first optional; config is the engine's `Config` JSON, the
 //! same keys in every binding) and its [`Run`] (`nextBatch()`, `cancel()`, `result()`); the
 //! typed [`Event`] (a sealed class in Kotlin, an enum in Swift; `toJson()` is the engine's JSON);
-//! [`Transcript`], [`BackgroundShells`]; MCP through [`load_mcp`] -> [`McpSource`] and its
+//! a turn stepped by its host through `step(prompt, options)` -> [`Stepper`] ([`Action`] out,
+//! [`ActionResult`] in); [`Transcript`], [`BackgroundShells`]; MCP through [`load_mcp`] -> [`McpSource`] and its
 //! [`SourceTool`]s, remote tools through [`load_remote`] -> [`RemoteSource`]; host code as
 //! foreign traits with async methods ([`HostTool`], [`Hooks`], [`LifecycleHooks`], [`WaitFor`],
 //! [`WebSearchProvider`], `OnCompact`); errors as
@@ -35,6 +36,7 @@ mod remote;
 mod run;
 mod shells;
 mod source;
+mod step;
 
 pub use client::{list_models, policy_preset, Client};
 pub use convert::{
@@ -52,5 +54,6 @@ pub use remote::{load_remote, RemoteHookListener, RemoteHookState, RemoteSource}
 pub use run::Run;
 pub use shells::BackgroundShells;
 pub use source::SourceTool;
+pub use step::{action_result_from_json, Action, ActionResult, Stepper, ToolCall};
 
 uniffi::setup_scaffolding!("contenox");

@@ -408,6 +408,7 @@ impl ClientState {
             sink,
             cancel,
             lifecycle: &self.lifecycle,
+            route: None,
         }
     }
 

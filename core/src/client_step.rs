@@ -3,7 +3,7 @@
 use tokio::sync::mpsc::unbounded_channel;
 
 use crate::client::{run_record, trace_parent, Client};
-use crate::error::{ConfigError, Error, Result};
+use crate::error::Result;
 use crate::prompt::Prompt;
 use crate::run::{Run, RunOptions};
 use crate::step::{StepOptions, Stepper};
@@ -18,8 +18,10 @@ impl Client {
     /// stepped turn runs its calls one at a time, and an ask's answer cannot suspend it (the
     /// host holds its state). Needs a tokio runtime (the turn is spawned on it).
     ///
-    /// `Err(`[`Error::Config`]`)` when the client compacts its conversation (a summary request
-    /// is not an action yet); otherwise as [`Client::stream`].
+    /// A compaction's summary request is an action too
+    /// ([`Action::SummaryRequest`](crate::step::Action::SummaryRequest)); a host
+    /// [`Compactor`](crate::Compactor) and the lifecycle hooks are called as in `run` (again on
+    /// a replay, as the gate's hooks are). Errors as [`Client::stream`].
     pub fn step(&self, prompt: impl Into<Prompt>) -> Result<Stepper> {
         self.step_with(prompt, RunOptions::default(), StepOptions::default())
     }
@@ -33,15 +35,6 @@ impl Client {
         step: StepOptions,
     ) -> Result<Stepper> {
         self.check_open()?;
-        if self.state().config().compaction.is_some() {
-            return Err(Error::Config(ConfigError {
-                option: "compaction".into(),
-                value: None,
-                reason: "a stepped turn does not compact yet (its summary request is not an \
-                         action); step a client without compaction"
-                    .into(),
-            }));
-        }
         let prompt = prompt.into();
         prompt.check()?;
         self.check_prompt_images(&prompt)?;

@@ -58,6 +58,16 @@ pub enum Action {
         /// `turn_id:call_id`.
         idempotency_key: String,
     },
+    /// Send this summary request (the turn compacts its conversation before model request
+    /// `step`) and give back the reply ([`ActionResult::ModelResponse`] with `summary: true`).
+    SummaryRequest {
+        /// The turn's id.
+        turn_id: String,
+        /// The model request it comes before.
+        step: u32,
+        /// The request body (JSON): the older messages written out, no tools.
+        request: Value,
+    },
     /// The gate asks: give back the host's answer ([`ActionResult::Answer`]).
     Ask {
         /// What `wait_for` would get.
@@ -71,10 +81,12 @@ pub enum Action {
 }
 
 impl Action {
-    /// The action's kind as its wire spelling (`model_request`, `tool_call`, `ask`, `done`).
+    /// The action's kind as its wire spelling (`model_request`, `summary_request`,
+    /// `tool_call`, `ask`, `done`).
     pub fn kind(&self) -> &'static str {
         match self {
             Action::ModelRequest { .. } => "model_request",
+            Action::SummaryRequest { .. } => "summary_request",
             Action::ToolCall { .. } => "tool_call",
             Action::Ask { .. } => "ask",
             Action::Done { .. } => "done",
@@ -137,10 +149,14 @@ pub struct ModelFailure {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ActionResult {
-    /// For [`Action::ModelRequest`] of the same `step`: the reply, or why there is none.
+    /// For [`Action::ModelRequest`] of the same `step` (or, with `summary`,
+    /// [`Action::SummaryRequest`]): the reply, or why there is none.
     ModelResponse {
         /// The step of the request it answers.
         step: u32,
+        /// It answers a summary request (a compaction's), not a model request.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        summary: bool,
         /// The reply (exactly one of `reply` and `error`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reply: Option<ModelReply>,
@@ -169,6 +185,7 @@ pub enum ActionResult {
 impl ActionResult {
     fn kind(&self) -> &'static str {
         match self {
+            ActionResult::ModelResponse { summary: true, .. } => "summary_request",
             ActionResult::ModelResponse { .. } => "model_request",
             ActionResult::ToolResult { .. } => "tool_call",
             ActionResult::Answer { .. } => "ask",
@@ -246,40 +263,56 @@ impl Seam {
     where
         F: std::future::Future<Output = Result<Answered<usize>, RequestFailed>>,
     {
-        let request = serde_json::from_slice(body)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
         let action = Action::ModelRequest {
             turn_id: self.turn_id.clone(),
             step,
-            request,
+            request: body_value(body),
         };
         let fed = match self.exchange(action).await {
             None => return Err(failed(STEPPER_GONE.into())),
             Some(Directive::Feed(r)) => r,
             Some(Directive::Perform(back)) => {
                 let answered = perform.await;
-                let _ = back.send(model_result(step, &answered));
+                let reply = answered.as_ref().map(|a| &a.response);
+                let _ = back.send(model_result(step, false, reply));
                 return answered;
             }
         };
-        match fed {
-            ActionResult::ModelResponse {
-                reply: Some(reply), ..
-            } => Ok(Answered {
-                response: reply.into(),
-                slot,
-                rendered: len,
-            }),
-            ActionResult::ModelResponse { error: Some(e), .. } => Err(RequestFailed {
-                message: e.message,
-                context_overflow: e.context_overflow,
-                malformed_call: e.malformed_call,
-                fall_back: false,
-                status: e.status,
-            }),
-            _ => Err(failed(
-                "a model_response without a reply or an error".into(),
-            )),
+        fed_reply(fed).map(|response| Answered {
+            response,
+            slot,
+            rendered: len,
+        })
+    }
+
+    /// The route of a compaction's summary request before model request `step`.
+    pub(crate) fn summary_at(&self, step: u32) -> SummaryAt<'_> {
+        SummaryAt { seam: self, step }
+    }
+
+    /// A compaction's summary request before model request `step`: `perform` sends it.
+    async fn summary<F>(
+        &self,
+        step: u32,
+        body: &[u8],
+        perform: F,
+    ) -> Result<ModelResponse, RequestFailed>
+    where
+        F: std::future::Future<Output = Result<ModelResponse, RequestFailed>>,
+    {
+        let action = Action::SummaryRequest {
+            turn_id: self.turn_id.clone(),
+            step,
+            request: body_value(body),
+        };
+        match self.exchange(action).await {
+            None => Err(failed(STEPPER_GONE.into())),
+            Some(Directive::Feed(r)) => fed_reply(r),
+            Some(Directive::Perform(back)) => {
+                let answered = perform.await;
+                let _ = back.send(model_result(step, true, answered.as_ref()));
+                answered
+            }
         }
     }
 
@@ -336,6 +369,47 @@ impl Seam {
     }
 }
 
+/// A stepped turn's summary requests before model request `step` go out as actions.
+pub(crate) struct SummaryAt<'a> {
+    seam: &'a Seam,
+    step: u32,
+}
+
+impl crate::compact::SummaryRoute for SummaryAt<'_> {
+    fn summary<'a>(
+        &'a self,
+        body: &'a [u8],
+        perform: futures::future::BoxFuture<'a, Result<ModelResponse, RequestFailed>>,
+    ) -> futures::future::BoxFuture<'a, Result<ModelResponse, RequestFailed>> {
+        Box::pin(self.seam.summary(self.step, body, perform))
+    }
+}
+
+/// A request body as the action shows it (JSON; text if it is not JSON).
+fn body_value(body: &[u8]) -> Value {
+    serde_json::from_slice(body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
+}
+
+/// A fed model response as the request's outcome (`feed` checked it has a reply or an error).
+fn fed_reply(fed: ActionResult) -> Result<ModelResponse, RequestFailed> {
+    match fed {
+        ActionResult::ModelResponse {
+            reply: Some(reply), ..
+        } => Ok(reply.into()),
+        ActionResult::ModelResponse { error: Some(e), .. } => Err(RequestFailed {
+            message: e.message,
+            context_overflow: e.context_overflow,
+            malformed_call: e.malformed_call,
+            fall_back: false,
+            status: e.status,
+        }),
+        _ => Err(failed(
+            "a model_response without a reply or an error".into(),
+        )),
+    }
+}
+
 fn failed(message: String) -> RequestFailed {
     RequestFailed {
         message,
@@ -346,15 +420,21 @@ fn failed(message: String) -> RequestFailed {
     }
 }
 
-fn model_result(step: u32, answered: &Result<Answered<usize>, RequestFailed>) -> ActionResult {
+fn model_result(
+    step: u32,
+    summary: bool,
+    answered: Result<&ModelResponse, &RequestFailed>,
+) -> ActionResult {
     match answered {
-        Ok(a) => ActionResult::ModelResponse {
+        Ok(response) => ActionResult::ModelResponse {
             step,
-            reply: Some(ModelReply::from(&a.response)),
+            summary,
+            reply: Some(ModelReply::from(response)),
             error: None,
         },
         Err(f) => ActionResult::ModelResponse {
             step,
+            summary,
             reply: None,
             error: Some(ModelFailure {
                 message: f.message.clone(),
@@ -581,13 +661,14 @@ impl Stepper {
 fn check_fits(action: &Action, result: &ActionResult) -> Result<(), StepError> {
     let fits = match (action, result) {
         (
-            Action::ModelRequest { step, .. },
+            Action::ModelRequest { step, .. } | Action::SummaryRequest { step, .. },
             ActionResult::ModelResponse {
                 step: s,
+                summary,
                 reply,
                 error,
             },
-        ) => {
+        ) if *summary == matches!(action, Action::SummaryRequest { .. }) => {
             if reply.is_some() == error.is_some() {
                 return Err(StepError(
                     "a model_response has either a reply or an error".into(),
@@ -616,7 +697,9 @@ fn check_fits(action: &Action, result: &ActionResult) -> Result<(), StepError> {
             "the result is for another {} than the one waiting ({})",
             action.kind(),
             match action {
-                Action::ModelRequest { step, .. } => format!("step {step}"),
+                Action::ModelRequest { step, .. } | Action::SummaryRequest { step, .. } => {
+                    format!("step {step}")
+                }
                 Action::ToolCall { call, .. } => format!("call {}", call.id),
                 Action::Ask { request } => format!("call {}", request.call_id),
                 Action::Done { .. } => String::new(),

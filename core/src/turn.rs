@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client_state::ClientState;
 use crate::code::inner_calls_made;
-use crate::compact::CompactFailed;
+use crate::compact::{CompactFailed, SummaryRoute};
 use crate::config::ToolConcurrency;
 use crate::durable::{
     digests, now_ms, Approval, CallState, Checkpoint, Durable, Held, Reply, Resumed, RunRecord,
@@ -552,7 +552,7 @@ impl Turn<'_> {
         let mut corrections = 0u32;
         loop {
             let tools = inner.toolkit().offered(&allowed);
-            match self.compact_when_over(&tools).await {
+            match self.compact_when_over(&tools, index).await {
                 Ok(cost) => {
                     self.spend(spent, cost);
                     this_request.add(cost);
@@ -628,7 +628,7 @@ impl Turn<'_> {
                     (a.response, a.rendered, name)
                 }
                 Err(f) if f.context_overflow && !compacted_for_refusal => {
-                    match self.compact_for_refusal(&tools, &f.message).await {
+                    match self.compact_for_refusal(&tools, index, &f.message).await {
                         Ok(cost) => {
                             self.spend(spent, cost);
                             this_request.add(cost);
@@ -1142,13 +1142,19 @@ impl Turn<'_> {
 
     /// Compact before a request when the context is measured over the threshold; what the
     /// summary cost.
-    async fn compact_when_over(&self, tools: &[Arc<ToolSpec>]) -> Result<Usage, Response> {
+    async fn compact_when_over(
+        &self,
+        tools: &[Arc<ToolSpec>],
+        index: u32,
+    ) -> Result<Usage, Response> {
         let Some(settings) = &self.inner.config().compaction else {
             return Ok(Usage::default());
         };
-        let compaction = self
+        let route = self.stepped.map(|seam| seam.summary_at(index));
+        let mut compaction = self
             .inner
             .compaction(settings, tools, self.sink, self.cancel);
+        compaction.route = route.as_ref().map(|r| r as &dyn SummaryRoute);
         let pre = compaction.measure();
         if pre <= settings.threshold_tokens {
             return Ok(Usage::default());
@@ -1165,6 +1171,7 @@ impl Turn<'_> {
     async fn compact_for_refusal(
         &self,
         tools: &[Arc<ToolSpec>],
+        index: u32,
         refusal: &str,
     ) -> Result<Usage, Response> {
         let Some(settings) = &self.inner.config().compaction else {
@@ -1173,9 +1180,11 @@ impl Turn<'_> {
                  `compaction` option, or compact the conversation before the next turn)"
             )));
         };
-        let compaction = self
+        let route = self.stepped.map(|seam| seam.summary_at(index));
+        let mut compaction = self
             .inner
             .compaction(settings, tools, self.sink, self.cancel);
+        compaction.route = route.as_ref().map(|r| r as &dyn SummaryRoute);
         let pre = compaction.measure();
         match compaction.run(CompactTrigger::Auto, pre).await {
             Ok(Some(notice)) => Ok(notice.usage),

@@ -532,6 +532,7 @@ fn check_expect(e: &Expect, style: Style, trace: &Trace, fails: &mut Vec<String>
             ));
         }
     }
+    crate::check_step::check_step(e, trace.final_text.as_deref(), &trace.extra, fails);
     if let Some(want) = &e.resume_error_contains {
         let error = trace.extra.get("resume_error").and_then(Value::as_str);
         for w in &want.0 {

@@ -111,10 +111,25 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
     let mut events = Vec::new();
     let mut fired = vec![false; scenario.actions.len()];
     let mut last = None;
-    for (i, prompt) in std::iter::once(&scenario.prompt)
-        .chain(&scenario.more_prompts)
-        .enumerate()
-    {
+    // Extension `step`: the prompt as a turn stepped by its host (tests/src/runner_step.rs).
+    let mut step_extra = serde_json::Map::new();
+    let stepped = scenario.extra.get("step");
+    if let Some(spec) = stepped {
+        let s = crate::runner_step::run_stepped(spec, &scenario.prompt, &client, || {
+            build_client(scenario, &parts)
+        })
+        .await?;
+        events = s.events;
+        last = Some(s.result);
+        step_extra = s.extra;
+    }
+    let prompts = match stepped {
+        Some(_) => Vec::new(),
+        None => std::iter::once(&scenario.prompt)
+            .chain(&scenario.more_prompts)
+            .collect(),
+    };
+    for (i, prompt) in prompts.into_iter().enumerate() {
         if restart && i > 0 {
             // Save the transcript as JSON, drop the client, and continue in a new one.
             let saved = client.transcript().to_json();
@@ -254,7 +269,7 @@ async fn run_inner(scenario: &Scenario) -> Result<Trace, String> {
     if let Some(r) = remote {
         r.close().await;
     }
-    let mut extra = serde_json::Map::new();
+    let mut extra = step_extra;
     if let Some(e) = chain_error {
         extra.insert("chain_error".into(), json!(e));
     }

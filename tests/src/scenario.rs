@@ -1040,6 +1040,18 @@ pub struct Expect {
     /// `compact` event of the trace with the same numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compactions: Option<Vec<ExpectCompaction>>,
+    /// Extension `step`: the stepper's actions in order (`model_request:STEP`,
+    /// `tool_call:NAME`, `ask:CALL_ID`, `done`): the trace's `actions`, same length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<String>>,
+    /// Extension `step`: the turn replayed from its journal gave the same actions and final
+    /// text (the trace's `replay_actions`, `replay_final_text`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_same: Option<bool>,
+    /// Extension `step`: the feeds the binding refused, exactly this many, entry i holding
+    /// text i (the trace's `step_errors`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_errors_contain: Option<Vec<String>>,
     /// Extension: the scenario's lifecycle hooks (top-level `lifecycle`) were called exactly
     /// these times, in this order (`on_prompt`, `on_tool_error:NAME`, `on_notification:KIND`,
     /// `before_compact:TRIGGER`, `on_turn_end:OUTCOME`, ...): the trace's `lifecycle`.

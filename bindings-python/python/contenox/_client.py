@@ -524,7 +524,7 @@ class Client:
         fed from a record (no I/O) or performed now. ``turn_id`` and ``clock_ms`` are the
         start state a replay gives again (``stepper.options``). A stepped turn runs its calls
         one at a time, an ask's ``{"suspend": True}`` is a denial (the host holds its state),
-        and a client with ``compaction`` is refused (:class:`ConfigurationError`)."""
+        and a compaction's summary request is an action too (``summary_request``)."""
         schema, retries, parse = self._output_for(output_schema, output_retries)
         native = self._native.step(
             prompt,

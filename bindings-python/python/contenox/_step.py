@@ -28,6 +28,17 @@ class ModelRequestAction(TypedDict):
     """The request body as the model's wire style has it (never headers, so never a key)."""
 
 
+class SummaryRequestAction(TypedDict):
+    """Send this summary request (the turn compacts before model request ``step``); give back
+    a ``model_response`` result with ``"summary": True``."""
+
+    kind: Literal["summary_request"]
+    turn_id: str
+    step: int
+    request: Any
+    """The request body: the older messages written out, no tools."""
+
+
 class ToolCallAction(TypedDict):
     """Run this call (it passed the gate); give back a ``tool_result`` result."""
 
@@ -51,11 +62,12 @@ class DoneAction(TypedDict):
     result: TurnResult
 
 
-Action = Union[ModelRequestAction, ToolCallAction, AskAction, DoneAction]
+Action = Union[ModelRequestAction, SummaryRequestAction, ToolCallAction, AskAction, DoneAction]
 """What a stepped turn waits for next (``action["kind"]`` tells which)."""
 
 ActionResult = dict[str, Any]
-"""``{"kind": "model_response", "step", "reply" | "error"}``, ``{"kind": "tool_result",
+"""``{"kind": "model_response", "step", "reply" | "error"}`` (and ``"summary": True`` for a
+``summary_request``), ``{"kind": "tool_result",
 "call_id", "output": {"content", "is_error"}}`` or ``{"kind": "answer", "call_id", "answer"}``
 (the answer in ``wait_for``'s shape)."""
 

@@ -52,6 +52,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -60,7 +61,7 @@ use crate::config::{CompactionConfig, RetryPolicy};
 use crate::event::{CompactTrigger, Event, Usage};
 use crate::hooks::Lifecycle;
 use crate::lifecycle::{CompactAction, CompactRequest};
-use crate::model::{complete_with_retry, Backend, ModelRequest};
+use crate::model::{complete_with_retry, Backend, ModelRequest, ModelResponse, RequestFailed};
 use crate::tool::{EventSink, HostError, ToolSpec};
 use crate::transcript::{Message, Transcript};
 
@@ -149,6 +150,21 @@ pub(crate) struct Compaction<'a> {
     pub cancel: &'a CancellationToken,
     /// The client's lifecycle hooks (`before_compact`).
     pub lifecycle: &'a Lifecycle,
+    /// In a turn stepped by its host, where the summary request goes instead of straight to
+    /// the model (it is an action there: `crate::step`'s `summary_request`).
+    pub route: Option<&'a dyn SummaryRoute>,
+}
+
+/// A summary request's way out other than the model: what a stepped turn's seam implements
+/// (defined here so that compaction needs nothing of the engine above it).
+pub(crate) trait SummaryRoute: Send + Sync {
+    /// Hand the summary request `body` out; `perform` sends it to the model when the host asks
+    /// the engine to.
+    fn summary<'a>(
+        &'a self,
+        body: &'a [u8],
+        perform: BoxFuture<'a, Result<ModelResponse, RequestFailed>>,
+    ) -> BoxFuture<'a, Result<ModelResponse, RequestFailed>>;
 }
 
 impl Compaction<'_> {
@@ -299,10 +315,17 @@ impl Compaction<'_> {
         // The summary's own text and requests are not the turn's: only the compact event
         // reports it.
         let quiet = EventSink::discard();
+        let request = complete_with_retry(self.backend, &body, self.retry, &quiet, 0, None);
+        let request = async {
+            match self.route {
+                Some(route) => route.summary(&body, Box::pin(request)).await,
+                None => request.await,
+            }
+        };
         let response = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return Err(CompactFailed::Cancelled),
-            r = complete_with_retry(self.backend, &body, self.retry, &quiet, 0, None) => r,
+            r = request => r,
         };
         let response = response.map_err(|f| {
             CompactFailed::Failed(format!(

@@ -300,12 +300,14 @@ async fn results_that_do_not_fit_are_refused_and_change_nothing() {
         .to_string()
         .contains("the action waiting is a model_request; a ask result"));
     let wrong_step = stepper.feed(ActionResult::ModelResponse {
+        summary: false,
         step: 7,
         reply: Some(Default::default()),
         error: None,
     });
     assert!(wrong_step.unwrap_err().to_string().contains("step 0"));
     let empty = stepper.feed(ActionResult::ModelResponse {
+        summary: false,
         step: 0,
         reply: None,
         error: None,
@@ -395,6 +397,7 @@ async fn a_stepped_turn_refuses_to_suspend_and_a_failed_request_can_be_fed() {
     stepper
         .feed(ActionResult::ModelResponse {
             step: 0,
+            summary: false,
             reply: None,
             error: Some(contenox::step::ModelFailure {
                 message: "model server answered HTTP 503".into(),
@@ -441,10 +444,11 @@ async fn a_stepped_turn_refuses_to_suspend_and_a_failed_request_can_be_fed() {
     assert_eq!(parts.writes.load(Ordering::SeqCst), 0);
 }
 
-#[tokio::test]
-async fn a_client_that_compacts_is_refused_before_anything_runs() {
+/// A client whose restored conversation is over its compaction threshold.
+fn compacting(script: Vec<ScriptEntry>) -> Client {
     let client = Client::builder()
-        .script(vec![ScriptEntry::text("never asked")])
+        .script(script)
+        .builtins(Vec::<String>::new())
         .compaction(contenox::CompactionConfig {
             threshold_tokens: 1_000,
             keep_recent: 1,
@@ -452,10 +456,77 @@ async fn a_client_that_compacts_is_refused_before_anything_runs() {
         })
         .build()
         .unwrap();
-    let Err(e) = client.step("go") else {
-        panic!("a client with compaction was stepped");
+    client
+        .set_transcript(contenox::Transcript {
+            messages: vec![
+                contenox::Message::user(format!("remember {}", "y".repeat(8_000))),
+                contenox::Message::assistant("remembered", vec![]),
+            ],
+        })
+        .unwrap();
+    client
+}
+
+#[tokio::test]
+async fn a_compaction_summary_request_is_an_action_and_replays_without_io() {
+    let client = compacting(vec![
+        ScriptEntry::text("The user asked to remember a long text."),
+        ScriptEntry::text("it was y"),
+    ]);
+    let stepper = client.step("what was it?").unwrap();
+    let mut kinds = Vec::new();
+    let result = loop {
+        let action = stepper.next().await.unwrap();
+        kinds.push(action.kind());
+        match action {
+            Action::Done { result } => break result,
+            Action::SummaryRequest { step, .. } => {
+                // Before model request 0 (its body: the conformance scenario on a wire style).
+                assert_eq!(step, 0);
+                // A plain model response does not answer it, and changes nothing.
+                let wrong = stepper.feed(ActionResult::ModelResponse {
+                    step: 0,
+                    summary: false,
+                    reply: Some(Default::default()),
+                    error: None,
+                });
+                assert!(wrong.unwrap_err().to_string().contains("summary_request"));
+                stepper.perform().await.unwrap();
+            }
+            _ => {
+                stepper.perform().await.unwrap();
+            }
+        }
     };
-    assert_eq!(e.kind(), contenox::ErrorKind::Config);
-    assert!(e.to_string().contains("compact"), "{e}");
-    assert!(client.transcript().messages.is_empty());
+    assert_eq!(kinds, ["summary_request", "model_request", "done"]);
+    assert_eq!(result.outcome, Outcome::Done);
+    assert_eq!(result.final_text, "it was y");
+    let events = stepper.events();
+    assert_eq!(events.iter().filter(|e| e.kind() == "compact").count(), 1);
+    let journal = stepper.journal();
+    assert!(matches!(
+        journal[0],
+        ActionResult::ModelResponse { summary: true, .. }
+    ));
+
+    // The same turn replayed from its journal on a client whose model has nothing to say.
+    let again = compacting(Vec::new());
+    let replay = again
+        .step_with("what was it?", RunOptions::default(), stepper.options())
+        .unwrap();
+    let mut fed = journal.into_iter();
+    let mut replayed = Vec::new();
+    let text = loop {
+        let action = replay.next().await.unwrap();
+        replayed.push(action.kind());
+        if let Action::Done { result } = action {
+            break result.final_text;
+        }
+        replay.feed(fed.next().unwrap()).unwrap();
+    };
+    assert_eq!(replayed, kinds);
+    assert_eq!(text, "it was y");
+    // The conversation was compacted the same way: a summary, the kept message, the turn's.
+    let t = again.transcript();
+    assert!(t.messages[0].text().starts_with(contenox::SUMMARY_HEADER));
 }

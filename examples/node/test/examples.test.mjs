@@ -15,6 +15,7 @@ const expected = {
   'transcript.js': /^done: Your name is Ada\./m,
   'output_schema.js': /^done: Oslo 3\.5$/m,
   'telemetry.js': /^done: Researcher says 42\.$/m,
+  'stepped.js': /^done: Saved the note\.\nreplayed: 4 results, Saved the note\. \(save ran 1 time in all\)$/m,
   'images.js': /^done: Two red pixels\.\nsent: text, image, image\nrefused: prompt\[0\]\.data$/m,
   'host_hooks.js':
     /^asked: Run bash\?\nwebsearch: 1\. About contenox\nwrite: no writes in this session\nbash: Started in the background as shell shell_1\..*\nshells: \["shell_1"\]\ndone: Searched; the write was refused/m,

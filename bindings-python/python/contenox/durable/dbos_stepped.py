@@ -86,6 +86,8 @@ class DBOSSteppedTurns(DBOSTurns):
                         continue
                     if action["kind"] == "model_request":
                         name_ = f"model:{action['step']}"
+                    elif action["kind"] == "summary_request":
+                        name_ = f"summary:{action['step']}"
                     else:
                         name_ = f"tool:{action['call']['id']}"
                     recorded = len(stepper.journal)

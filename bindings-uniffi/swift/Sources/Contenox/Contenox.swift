@@ -940,6 +940,19 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func shutdown() 
     
     /**
+     * Start a turn stepped by its host: the returned `Stepper`'s `next()` gives each model
+     * request, tool call (with its idempotency key `turnId:callId`) and ask as an `Action`,
+     * and the turn waits until the host gives its result (`feed` one recorded before, or
+     * `perform()` to have the engine do it now), then `Action.Done` with what `run` returns.
+     * `options`: the turn's id and clock; give a recorded stepper's `options()` to replay it
+     * (`null`: a new id, now). `allow`, `settings_json`, `output_schema_json` as for `run`.
+     * A stepped turn runs its calls one at a time, its compaction's summary request is an
+     * action too (`Action.SummaryRequest`), and its asks cannot suspend (the host holds its
+     * state). Throws as `stream` does.
+     */
+    func step(prompt: String, options: StepOptions?, allow: [String]?, settingsJson: String?, outputSchemaJson: String?) async throws  -> Stepper
+    
+    /**
      * Start a turn and return its `Run`: events as they happen (`nextBatch()`), `cancel()`,
      * and `result()`. See the Kotlin `Run.events()` Flow and the Swift `Run.events`
      * AsyncStream helpers.
@@ -1363,6 +1376,33 @@ open func shutdown()  {try! rustCall() {
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 }
+}
+    
+    /**
+     * Start a turn stepped by its host: the returned `Stepper`'s `next()` gives each model
+     * request, tool call (with its idempotency key `turnId:callId`) and ask as an `Action`,
+     * and the turn waits until the host gives its result (`feed` one recorded before, or
+     * `perform()` to have the engine do it now), then `Action.Done` with what `run` returns.
+     * `options`: the turn's id and clock; give a recorded stepper's `options()` to replay it
+     * (`null`: a new id, now). `allow`, `settings_json`, `output_schema_json` as for `run`.
+     * A stepped turn runs its calls one at a time, its compaction's summary request is an
+     * action too (`Action.SummaryRequest`), and its asks cannot suspend (the host holds its
+     * state). Throws as `stream` does.
+     */
+open func step(prompt: String, options: StepOptions? = nil, allow: [String]? = nil, settingsJson: String? = nil, outputSchemaJson: String? = nil)async throws  -> Stepper  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_client_step(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(prompt),FfiConverterOptionTypeStepOptions.lower(options),FfiConverterOptionSequenceString.lower(allow),FfiConverterOptionString.lower(settingsJson),FfiConverterOptionString.lower(outputSchemaJson)
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeStepper_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
 }
     
     /**
@@ -4698,6 +4738,287 @@ public func FfiConverterTypeSourceTool_lower(_ value: SourceTool) -> UInt64 {
 
 
 /**
+ * A turn stepped by its host. Freeing it (Kotlin `close()`, Swift `deinit`) before the turn
+ * ended cancels the turn.
+ */
+public protocol StepperProtocol: AnyObject, Sendable {
+    
+    /**
+     * Cancel the turn: `next()` then gives `Action.Done` with outcome `Cancelled`.
+     */
+    func cancel() 
+    
+    /**
+     * The events the turn emitted so far and not yet taken, without waiting.
+     */
+    func events()  -> [Event]
+    
+    /**
+     * Give the waiting action its result (one recorded before); the engine does no I/O for
+     * it. Throws `ContenoxError.Step`, changing nothing, when no action waits (call `next()`
+     * first; the turn may be done) or when `result` is for another action (another kind, step
+     * or call id; a model response with both or neither of reply and error).
+     */
+    func feed(result: ActionResult) throws 
+    
+    /**
+     * Every result given so far (fed or performed), in order: with `options()`, what a replay
+     * feeds again.
+     */
+    func journal()  -> [ActionResult]
+    
+    /**
+     * The next action: the one still waiting for its result if there is one (asking twice
+     * gives the same action), else the turn runs on to its next model request, tool call, ask
+     * or its end (`Action.Done`). Throws `ContenoxError.Step` only when the turn's task failed
+     * (a bug).
+     */
+    func next() async throws  -> Action
+    
+    /**
+     * The start state a replay gives `Client.step` again (`turnId`, `clockMs`).
+     */
+    func options()  -> StepOptions
+    
+    /**
+     * Do the waiting action's I/O now (the model request with the client's retries, the tool,
+     * the client's `WaitFor`) and return its result, which the turn goes on with: record it
+     * to replay. Throws `ContenoxError.Step` when no action waits.
+     */
+    func perform() async throws  -> ActionResult
+    
+    /**
+     * The turn's id (`turn_` + 32 hex; the prefix of every idempotency key).
+     */
+    func turnId()  -> String
+    
+}
+/**
+ * A turn stepped by its host. Freeing it (Kotlin `close()`, Swift `deinit`) before the turn
+ * ended cancels the turn.
+ */
+open class Stepper: StepperProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_contenox_uniffi_fn_clone_stepper(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_contenox_uniffi_fn_free_stepper(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Cancel the turn: `next()` then gives `Action.Done` with outcome `Cancelled`.
+     */
+open func cancel()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_stepper_cancel(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * The events the turn emitted so far and not yet taken, without waiting.
+     */
+open func events() -> [Event]  {
+    return try!  FfiConverterSequenceTypeEvent.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_stepper_events(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Give the waiting action its result (one recorded before); the engine does no I/O for
+     * it. Throws `ContenoxError.Step`, changing nothing, when no action waits (call `next()`
+     * first; the turn may be done) or when `result` is for another action (another kind, step
+     * or call id; a model response with both or neither of reply and error).
+     */
+open func feed(result: ActionResult)throws   {try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_stepper_feed(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeActionResult_lower(result),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Every result given so far (fed or performed), in order: with `options()`, what a replay
+     * feeds again.
+     */
+open func journal() -> [ActionResult]  {
+    return try!  FfiConverterSequenceTypeActionResult.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_stepper_journal(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next action: the one still waiting for its result if there is one (asking twice
+     * gives the same action), else the turn runs on to its next model request, tool call, ask
+     * or its end (`Action.Done`). Throws `ContenoxError.Step` only when the turn's task failed
+     * (a bug).
+     */
+open func next()async throws  -> Action  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_stepper_next(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeAction_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
+     * The start state a replay gives `Client.step` again (`turnId`, `clockMs`).
+     */
+open func options() -> StepOptions  {
+    return try!  FfiConverterTypeStepOptions_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_stepper_options(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Do the waiting action's I/O now (the model request with the client's retries, the tool,
+     * the client's `WaitFor`) and return its result, which the turn goes on with: record it
+     * to replay. Throws `ContenoxError.Step` when no action waits.
+     */
+open func perform()async throws  -> ActionResult  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_contenox_uniffi_fn_method_stepper_perform(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_contenox_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_contenox_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_contenox_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeActionResult_lift,
+            errorHandler: FfiConverterTypeContenoxError_lift
+        )
+}
+    
+    /**
+     * The turn's id (`turn_` + 32 hex; the prefix of every idempotency key).
+     */
+open func turnId() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_stepper_turn_id(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStepper: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Stepper
+
+    public static func lift(_ handle: UInt64) throws -> Stepper {
+        return Stepper(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Stepper) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Stepper {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Stepper, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStepper_lift(_ handle: UInt64) throws -> Stepper {
+    return try FfiConverterTypeStepper.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStepper_lower(_ value: Stepper) -> UInt64 {
+    return FfiConverterTypeStepper.lower(value)
+}
+
+
+
+
+
+
+/**
  * Reports progress of one tool call as `progress` events of the turn. Valid while the call
  * runs: reports made after it returned are dropped.
  */
@@ -5845,6 +6166,68 @@ public func FfiConverterTypeMcpServer_lower(_ value: McpServer) -> RustBuffer {
 }
 
 
+public struct ModelFailure: Equatable, Hashable {
+    public var message: String
+    public var contextOverflow: Bool
+    public var malformedCall: String?
+    public var status: UInt16?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(message: String, contextOverflow: Bool = false, malformedCall: String? = nil, status: UInt16? = nil) {
+        self.message = message
+        self.contextOverflow = contextOverflow
+        self.malformedCall = malformedCall
+        self.status = status
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ModelFailure: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeModelFailure: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ModelFailure {
+        return
+            try ModelFailure(
+                message: FfiConverterString.read(from: &buf), 
+                contextOverflow: FfiConverterBool.read(from: &buf), 
+                malformedCall: FfiConverterOptionString.read(from: &buf), 
+                status: FfiConverterOptionUInt16.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ModelFailure, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.message, into: &buf)
+        FfiConverterBool.write(value.contextOverflow, into: &buf)
+        FfiConverterOptionString.write(value.malformedCall, into: &buf)
+        FfiConverterOptionUInt16.write(value.status, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeModelFailure_lift(_ buf: RustBuffer) throws -> ModelFailure {
+    return try FfiConverterTypeModelFailure.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeModelFailure_lower(_ value: ModelFailure) -> RustBuffer {
+    return FfiConverterTypeModelFailure.lower(value)
+}
+
+
 public struct ModelInfo: Equatable, Hashable {
     public var id: String
     public var displayName: String?
@@ -6273,6 +6656,159 @@ public func FfiConverterTypeSearchResult_lift(_ buf: RustBuffer) throws -> Searc
 #endif
 public func FfiConverterTypeSearchResult_lower(_ value: SearchResult) -> RustBuffer {
     return FfiConverterTypeSearchResult.lower(value)
+}
+
+
+public struct StepOptions: Equatable, Hashable {
+    public var turnId: String?
+    public var clockMs: UInt64?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(turnId: String? = nil, clockMs: UInt64? = nil) {
+        self.turnId = turnId
+        self.clockMs = clockMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension StepOptions: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStepOptions: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StepOptions {
+        return
+            try StepOptions(
+                turnId: FfiConverterOptionString.read(from: &buf), 
+                clockMs: FfiConverterOptionUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: StepOptions, into buf: inout [UInt8]) {
+        FfiConverterOptionString.write(value.turnId, into: &buf)
+        FfiConverterOptionUInt64.write(value.clockMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStepOptions_lift(_ buf: RustBuffer) throws -> StepOptions {
+    return try FfiConverterTypeStepOptions.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStepOptions_lower(_ value: StepOptions) -> RustBuffer {
+    return FfiConverterTypeStepOptions.lower(value)
+}
+
+
+/**
+ * A tool call a stepped turn hands out to be run (it passed the gate).
+ */
+public struct ToolCall: Equatable, Hashable {
+    /**
+     * The call id (the engine's for styles without ids on the wire).
+     */
+    public var id: String
+    /**
+     * The tool's name (for a call made through `call_tool`, the real tool's).
+     */
+    public var name: String
+    /**
+     * The arguments as JSON text (a JSON string holding the raw text when they were not JSON).
+     */
+    public var argumentsJson: String
+    /**
+     * True when the model's arguments were not valid JSON.
+     */
+    public var rawArguments: Bool
+    /**
+     * Set when the model reached the tool through `call_tool`.
+     */
+    public var via: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The call id (the engine's for styles without ids on the wire).
+         */id: String, 
+        /**
+         * The tool's name (for a call made through `call_tool`, the real tool's).
+         */name: String, 
+        /**
+         * The arguments as JSON text (a JSON string holding the raw text when they were not JSON).
+         */argumentsJson: String, 
+        /**
+         * True when the model's arguments were not valid JSON.
+         */rawArguments: Bool, 
+        /**
+         * Set when the model reached the tool through `call_tool`.
+         */via: String?) {
+        self.id = id
+        self.name = name
+        self.argumentsJson = argumentsJson
+        self.rawArguments = rawArguments
+        self.via = via
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ToolCall: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolCall: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCall {
+        return
+            try ToolCall(
+                id: FfiConverterString.read(from: &buf), 
+                name: FfiConverterString.read(from: &buf), 
+                argumentsJson: FfiConverterString.read(from: &buf), 
+                rawArguments: FfiConverterBool.read(from: &buf), 
+                via: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ToolCall, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.id, into: &buf)
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.argumentsJson, into: &buf)
+        FfiConverterBool.write(value.rawArguments, into: &buf)
+        FfiConverterOptionString.write(value.via, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCall_lift(_ buf: RustBuffer) throws -> ToolCall {
+    return try FfiConverterTypeToolCall.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCall_lower(_ value: ToolCall) -> RustBuffer {
+    return FfiConverterTypeToolCall.lower(value)
 }
 
 
@@ -6968,6 +7504,308 @@ public func FfiConverterTypeUsage_lower(_ value: Usage) -> RustBuffer {
 
 
 /**
+ * What a stepped turn waits for next.
+ */
+
+public enum Action {
+    
+    /**
+     * Send this request to the model and give back `ActionResult.ModelResponse` of the same
+     * `step` (or let `perform()` send it).
+     */
+    case modelRequest(
+        /**
+         * The turn's id.
+         */turnId: String, 
+        /**
+         * The turn's model request number, from 0.
+         */step: UInt32, 
+        /**
+         * The request body as the model's wire style has it, as JSON text (no headers: no key).
+         */requestJson: String
+    )
+    /**
+     * Run this call and give back `ActionResult.ToolResult` of its id (or let `perform()` run
+     * it). A tool with side effects should use `idempotency_key`.
+     */
+    case toolCall(
+        /**
+         * The call.
+         */call: ToolCall, 
+        /**
+         * `turn_id:call_id`, what the tool's `ToolContext` gets too.
+         */idempotencyKey: String
+    )
+    /**
+     * The turn compacts its conversation before model request `step`: send this summary
+     * request and give back `ActionResult.ModelResponse` of the same `step` with `summary`
+     * true (or let `perform()` send it).
+     */
+    case summaryRequest(
+        /**
+         * The turn's id.
+         */turnId: String, 
+        /**
+         * The model request it comes before.
+         */step: UInt32, 
+        /**
+         * The request body as JSON text: the older messages written out, no tools.
+         */requestJson: String
+    )
+    /**
+     * The gate asks: give back `ActionResult.Answer` of its call id (or let `perform()` ask the
+     * client's `WaitFor`).
+     */
+    case ask(
+        /**
+         * What `WaitFor` would get.
+         */request: PendingRequest
+    )
+    /**
+     * The turn ended; every later `next()` gives it again.
+     */
+    case done(
+        /**
+         * What `run` would have returned.
+         */result: TurnResult
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension Action: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAction: FfiConverterRustBuffer {
+    typealias SwiftType = Action
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Action {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .modelRequest(turnId: try FfiConverterString.read(from: &buf), step: try FfiConverterUInt32.read(from: &buf), requestJson: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 2: return .toolCall(call: try FfiConverterTypeToolCall.read(from: &buf), idempotencyKey: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 3: return .summaryRequest(turnId: try FfiConverterString.read(from: &buf), step: try FfiConverterUInt32.read(from: &buf), requestJson: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 4: return .ask(request: try FfiConverterTypePendingRequest.read(from: &buf)
+        )
+        
+        case 5: return .done(result: try FfiConverterTypeTurnResult.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: Action, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .modelRequest(turnId,step,requestJson):
+            writeInt(&buf, Int32(1))
+            FfiConverterString.write(turnId, into: &buf)
+            FfiConverterUInt32.write(step, into: &buf)
+            FfiConverterString.write(requestJson, into: &buf)
+            
+        
+        case let .toolCall(call,idempotencyKey):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeToolCall.write(call, into: &buf)
+            FfiConverterString.write(idempotencyKey, into: &buf)
+            
+        
+        case let .summaryRequest(turnId,step,requestJson):
+            writeInt(&buf, Int32(3))
+            FfiConverterString.write(turnId, into: &buf)
+            FfiConverterUInt32.write(step, into: &buf)
+            FfiConverterString.write(requestJson, into: &buf)
+            
+        
+        case let .ask(request):
+            writeInt(&buf, Int32(4))
+            FfiConverterTypePendingRequest.write(request, into: &buf)
+            
+        
+        case let .done(result):
+            writeInt(&buf, Int32(5))
+            FfiConverterTypeTurnResult.write(result, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAction_lift(_ buf: RustBuffer) throws -> Action {
+    return try FfiConverterTypeAction.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAction_lower(_ value: Action) -> RustBuffer {
+    return FfiConverterTypeAction.lower(value)
+}
+
+
+
+/**
+ * What the host gives back for an [`Action`]; each names the action it answers. `toJson()`
+ * is the engine's JSON (the same in every binding), `actionResultFromJson` reads it back: a
+ * durable host stores the journal that way.
+ */
+
+public enum ActionResult: Equatable, Hashable {
+    
+    /**
+     * For `Action.ModelRequest` of the same `step` (with `summary`: `Action.SummaryRequest`):
+     * the reply, or why there is none (exactly one of the two).
+     */
+    case modelResponse(
+        /**
+         * The step of the request it answers.
+         */step: UInt32, 
+        /**
+         * The model's whole reply as the engine's JSON text (`{"text", "calls", "usage", ...}`),
+         * as `perform()` recorded it.
+         */replyJson: String?, 
+        /**
+         * Why there is no reply.
+         */error: ModelFailure?, 
+        /**
+         * It answers an `Action.SummaryRequest` (a compaction's), not a model request.
+         */summary: Bool = false
+    )
+    /**
+     * For `Action.ToolCall` of the same call id: the tool's result.
+     */
+    case toolResult(
+        /**
+         * The call it answers.
+         */callId: String, 
+        /**
+         * The tool's result.
+         */output: ToolOutput
+    )
+    /**
+     * For `Action.Ask` of the same call id: the host's answer (`Suspend` is not one here: a
+     * stepped turn's host keeps its state, so it denies).
+     */
+    case answer(
+        /**
+         * The call whose ask it answers.
+         */callId: String, 
+        /**
+         * The answer.
+         */answer: Answer
+    )
+
+
+
+    /**
+     * The engine's JSON of this result (`{"kind": "tool_result", "call_id", "output"}`, ...).
+     * Throws `ContenoxError.Step` only for a result the host made with a `…Json` field that is
+     * not JSON text (every result the engine gives converts).
+     */
+public func toJson()throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_method_actionresult_to_json(
+            FfiConverterTypeActionResult_lower(self),uniffiCallStatus
+    )
+})
+}
+
+
+
+}
+
+#if compiler(>=6)
+extension ActionResult: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeActionResult: FfiConverterRustBuffer {
+    typealias SwiftType = ActionResult
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ActionResult {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .modelResponse(step: try FfiConverterUInt32.read(from: &buf), replyJson: try FfiConverterOptionString.read(from: &buf), error: try FfiConverterOptionTypeModelFailure.read(from: &buf), summary: try FfiConverterBool.read(from: &buf)
+        )
+        
+        case 2: return .toolResult(callId: try FfiConverterString.read(from: &buf), output: try FfiConverterTypeToolOutput.read(from: &buf)
+        )
+        
+        case 3: return .answer(callId: try FfiConverterString.read(from: &buf), answer: try FfiConverterTypeAnswer.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ActionResult, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .modelResponse(step,replyJson,error,summary):
+            writeInt(&buf, Int32(1))
+            FfiConverterUInt32.write(step, into: &buf)
+            FfiConverterOptionString.write(replyJson, into: &buf)
+            FfiConverterOptionTypeModelFailure.write(error, into: &buf)
+            FfiConverterBool.write(summary, into: &buf)
+            
+        
+        case let .toolResult(callId,output):
+            writeInt(&buf, Int32(2))
+            FfiConverterString.write(callId, into: &buf)
+            FfiConverterTypeToolOutput.write(output, into: &buf)
+            
+        
+        case let .answer(callId,answer):
+            writeInt(&buf, Int32(3))
+            FfiConverterString.write(callId, into: &buf)
+            FfiConverterTypeAnswer.write(answer, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeActionResult_lift(_ buf: RustBuffer) throws -> ActionResult {
+    return try FfiConverterTypeActionResult.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeActionResult_lower(_ value: ActionResult) -> RustBuffer {
+    return FfiConverterTypeActionResult.lower(value)
+}
+
+
+
+/**
  * The host's answer to a pending request.
  */
 
@@ -7347,6 +8185,17 @@ enum ContenoxError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError 
          */detail: String
     )
     /**
+     * A stepped turn (`Stepper`) refused a result, changing nothing: no action waits for one
+     * (call `next()` first; the turn may be done), it is for another action (kind, step or
+     * call id), or it does not read. Raised by `Stepper.feed` / `perform` / `next` and
+     * `actionResultFromJson`; the caller gives the waiting action its own result.
+     */
+    case Step(
+        /**
+         * Why.
+         */detail: String
+    )
+    /**
      * Raised by host code (a tool, a hook, a wait_for): the model sees `detail` as the error
      * result of that call.
      */
@@ -7432,10 +8281,13 @@ public struct FfiConverterTypeContenoxError: FfiConverterRustBuffer {
         case 12: return .Checkpoint(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 13: return .Host(
+        case 13: return .Step(
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 14: return .Unexpected(
+        case 14: return .Host(
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 15: return .Unexpected(
             reason: try FfiConverterString.read(from: &buf)
             )
 
@@ -7514,13 +8366,18 @@ public struct FfiConverterTypeContenoxError: FfiConverterRustBuffer {
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Host(detail):
+        case let .Step(detail):
             writeInt(&buf, Int32(13))
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .Unexpected(reason):
+        case let .Host(detail):
             writeInt(&buf, Int32(14))
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .Unexpected(reason):
+            writeInt(&buf, Int32(15))
             FfiConverterString.write(reason, into: &buf)
             
         }
@@ -9919,6 +10776,54 @@ fileprivate struct FfiConverterOptionTypeElicitation: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeModelFailure: FfiConverterRustBuffer {
+    typealias SwiftType = ModelFailure?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeModelFailure.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeModelFailure.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeStepOptions: FfiConverterRustBuffer {
+    typealias SwiftType = StepOptions?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeStepOptions.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeStepOptions.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeToolOutput: FfiConverterRustBuffer {
     typealias SwiftType = ToolOutput?
 
@@ -10232,6 +11137,31 @@ fileprivate struct FfiConverterSequenceTypeToolSpec: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeToolSpec.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeActionResult: FfiConverterRustBuffer {
+    typealias SwiftType = [ActionResult]
+
+    public static func write(_ value: [ActionResult], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeActionResult.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ActionResult] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [ActionResult]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeActionResult.read(from: &buf))
         }
         return seq
     }
@@ -10605,6 +11535,18 @@ public func loadRemote(hooksJson: String, onHook: RemoteHookListener? = nil)asyn
             errorHandler: FfiConverterTypeContenoxError_lift
         )
 }
+/**
+ * A result saved with `toJson()` (or written by another binding), read back; not one is
+ * `ContenoxError.Step`.
+ */
+public func actionResultFromJson(json: String)throws  -> ActionResult  {
+    return try  FfiConverterTypeActionResult_lift(try rustCallWithError(FfiConverterTypeContenoxError_lift) {
+        uniffiCallStatus in
+    uniffi_contenox_uniffi_fn_func_action_result_from_json(
+        FfiConverterString.lower(json),uniffiCallStatus
+    )
+})
+}
 
 private enum InitializationResult {
     case ok
@@ -10640,6 +11582,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_func_load_remote() != 8151) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_func_action_result_from_json() != 64550) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_as_tool_with() != 47011) {
@@ -10694,6 +11639,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_shutdown() != 59147) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_client_step() != 31560) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_client_stream() != 29104) {
@@ -10856,6 +11804,30 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_method_sourcetool_spec() != 57741) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_stepper_cancel() != 58760) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_stepper_events() != 65525) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_stepper_feed() != 56321) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_stepper_journal() != 7582) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_stepper_next() != 22911) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_stepper_options() != 4507) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_stepper_perform() != 64802) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_contenox_uniffi_checksum_method_stepper_turn_id() != 26876) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_contenox_uniffi_checksum_constructor_client_new() != 33020) {

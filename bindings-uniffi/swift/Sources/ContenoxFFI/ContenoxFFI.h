@@ -564,6 +564,11 @@ void uniffi_contenox_uniffi_fn_method_client_set_transcript(uint64_t ptr, uint64
 void uniffi_contenox_uniffi_fn_method_client_shutdown(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STEP
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STEP
+uint64_t uniffi_contenox_uniffi_fn_method_client_step(uint64_t ptr, RustBuffer prompt, RustBuffer options, RustBuffer allow, RustBuffer settings_json, RustBuffer output_schema_json
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_CLIENT_STREAM
 uint64_t uniffi_contenox_uniffi_fn_method_client_stream(uint64_t ptr, RustBuffer prompt, RustBuffer allow, RustBuffer settings_json, RustBuffer output_schema_json
@@ -1056,6 +1061,56 @@ RustBuffer uniffi_contenox_uniffi_fn_method_sourcetool_source(uint64_t ptr, Rust
 RustBuffer uniffi_contenox_uniffi_fn_method_sourcetool_spec(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_STEPPER
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_CLONE_STEPPER
+uint64_t uniffi_contenox_uniffi_fn_clone_stepper(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_STEPPER
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FREE_STEPPER
+void uniffi_contenox_uniffi_fn_free_stepper(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_CANCEL
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_CANCEL
+void uniffi_contenox_uniffi_fn_method_stepper_cancel(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_EVENTS
+RustBuffer uniffi_contenox_uniffi_fn_method_stepper_events(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_FEED
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_FEED
+void uniffi_contenox_uniffi_fn_method_stepper_feed(uint64_t ptr, RustBuffer result, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_JOURNAL
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_JOURNAL
+RustBuffer uniffi_contenox_uniffi_fn_method_stepper_journal(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_NEXT
+uint64_t uniffi_contenox_uniffi_fn_method_stepper_next(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_OPTIONS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_OPTIONS
+RustBuffer uniffi_contenox_uniffi_fn_method_stepper_options(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_PERFORM
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_PERFORM
+uint64_t uniffi_contenox_uniffi_fn_method_stepper_perform(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_TURN_ID
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_STEPPER_TURN_ID
+RustBuffer uniffi_contenox_uniffi_fn_method_stepper_turn_id(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_EVENT_AGENT
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_EVENT_AGENT
 RustBuffer uniffi_contenox_uniffi_fn_method_event_agent(RustBuffer ptr, RustCallStatus *_Nonnull out_status
@@ -1074,6 +1129,11 @@ RustBuffer uniffi_contenox_uniffi_fn_method_event_to_json(RustBuffer ptr, RustCa
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_EVENT_TOOL_NAME
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_EVENT_TOOL_NAME
 RustBuffer uniffi_contenox_uniffi_fn_method_event_tool_name(RustBuffer ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_ACTIONRESULT_TO_JSON
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_METHOD_ACTIONRESULT_TO_JSON
+RustBuffer uniffi_contenox_uniffi_fn_method_actionresult_to_json(RustBuffer ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LIST_MODELS
@@ -1109,6 +1169,11 @@ uint64_t uniffi_contenox_uniffi_fn_func_load_mcp(RustBuffer config_json, RustBuf
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LOAD_REMOTE
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_LOAD_REMOTE
 uint64_t uniffi_contenox_uniffi_fn_func_load_remote(RustBuffer hooks_json, RustBuffer on_hook
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_ACTION_RESULT_FROM_JSON
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_FN_FUNC_ACTION_RESULT_FROM_JSON
+RustBuffer uniffi_contenox_uniffi_fn_func_action_result_from_json(RustBuffer json, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_FFI_CONTENOX_UNIFFI_RUSTBUFFER_ALLOC
@@ -1413,6 +1478,12 @@ uint16_t uniffi_contenox_uniffi_checksum_func_load_remote(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_ACTION_RESULT_FROM_JSON
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_FUNC_ACTION_RESULT_FROM_JSON
+uint16_t uniffi_contenox_uniffi_checksum_func_action_result_from_json(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_AS_TOOL_WITH
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_AS_TOOL_WITH
 uint16_t uniffi_contenox_uniffi_checksum_method_client_as_tool_with(void
@@ -1518,6 +1589,12 @@ uint16_t uniffi_contenox_uniffi_checksum_method_client_set_transcript(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_SHUTDOWN
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_SHUTDOWN
 uint16_t uniffi_contenox_uniffi_checksum_method_client_shutdown(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_STEP
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_CLIENT_STEP
+uint16_t uniffi_contenox_uniffi_checksum_method_client_step(void
     
 );
 #endif
@@ -1842,6 +1919,54 @@ uint16_t uniffi_contenox_uniffi_checksum_method_sourcetool_source(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_SOURCETOOL_SPEC
 #define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_SOURCETOOL_SPEC
 uint16_t uniffi_contenox_uniffi_checksum_method_sourcetool_spec(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_CANCEL
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_CANCEL
+uint16_t uniffi_contenox_uniffi_checksum_method_stepper_cancel(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_EVENTS
+uint16_t uniffi_contenox_uniffi_checksum_method_stepper_events(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_FEED
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_FEED
+uint16_t uniffi_contenox_uniffi_checksum_method_stepper_feed(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_JOURNAL
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_JOURNAL
+uint16_t uniffi_contenox_uniffi_checksum_method_stepper_journal(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_NEXT
+uint16_t uniffi_contenox_uniffi_checksum_method_stepper_next(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_OPTIONS
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_OPTIONS
+uint16_t uniffi_contenox_uniffi_checksum_method_stepper_options(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_PERFORM
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_PERFORM
+uint16_t uniffi_contenox_uniffi_checksum_method_stepper_perform(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_TURN_ID
+#define UNIFFI_FFIDEF_UNIFFI_CONTENOX_UNIFFI_CHECKSUM_METHOD_STEPPER_TURN_ID
+uint16_t uniffi_contenox_uniffi_checksum_method_stepper_turn_id(void
     
 );
 #endif

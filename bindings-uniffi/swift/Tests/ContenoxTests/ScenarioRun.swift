@@ -121,7 +121,15 @@ final class ScenarioRun: @unchecked Sendable {
         // trace's `chain_error` (nothing runs).
         let chain = scenario["chain"].flatMap { $0 == .null ? nil : $0.text }
         var chainError: String? = nil
+        // Extension `step`: the prompt is one turn the runner steps (its only prompt).
+        var stepped: Stepped? = nil
+        if let spec = scenario["step"], spec != .null {
+            let s = Stepped(spec)
+            last = try await s.run(current, prompts[0], &events) { try self.build(config) } release: { self.release() }
+            stepped = s
+        }
         for (i, prompt) in prompts.enumerated() {
+            if stepped != nil { break }
             if restart && i > 0 {
                 // save the conversation as JSON, continue in a new client built from it
                 let saved = current.transcript().toJson()
@@ -231,7 +239,112 @@ final class ScenarioRun: @unchecked Sendable {
             + ",\"compactions\":[\(told.joined(separator: ","))]"
             + (resumeError.map { ",\"resume_error\":\(jsonQuote($0))" } ?? "")
             + (lifecycle.map { ",\"lifecycle\":" + JSON.array($0.calls().map { .string($0) }).text } ?? "")
+            + (stepped?.traceMembers() ?? "")
             + ",\"output\":\(result.outputJson ?? "null")}"
+    }
+
+    /// Extension `step` (tests/conformance/README.md): the prompt as a turn stepped by the runner
+    /// through `client.step`, every action performed (an ask's `perform` asks the scripted
+    /// `waitFor`); with `wrong_feed`, a result for no waiting action is fed before the first action
+    /// is answered and after done (each refusal's text is a `step_errors` entry); with `replay`, a
+    /// client built again steps the same prompt from the first stepper's `options()` and is fed its
+    /// `journal()` (the fake server's script is used up: real I/O would show).
+    final class Stepped {
+        private let spec: JSON
+        private var actions: [JSON] = []
+        private var replayActions: [JSON] = []
+        private var errors: [JSON] = []
+        private var turnId = ""
+        private var replayFinalText: String? = nil
+        /// The most actions a stepped turn may take (a bound, not an expectation).
+        private static let maxActions = 200
+
+        init(_ spec: JSON) { self.spec = spec }
+
+        private func json(_ a: Action) -> JSON {
+            switch a {
+            case .modelRequest(_, let step, _):
+                return .object(["kind": .string("model_request"), "step": .int(Int64(step))])
+            case .summaryRequest(_, let step, _):
+                return .object(["kind": .string("summary_request"), "step": .int(Int64(step))])
+            case .toolCall(let call, let key):
+                return .object(["kind": .string("tool_call"), "name": .string(call.name), "call_id": .string(call.id),
+                                "idempotency_key": .string(key)])
+            case .ask(let request):
+                return .object(["kind": .string("ask"), "call_id": .string(request.callId)])
+            case .done:
+                return .object(["kind": .string("done")])
+            }
+        }
+
+        /// A feed that must be refused: its message is a `step_errors` entry (none if it was not).
+        private func refused(_ feed: () throws -> Void) throws {
+            do {
+                try feed()
+            } catch ContenoxError.Step(let detail) {
+                errors.append(.string(detail))
+            }
+        }
+
+        /// Step the turn; its result. `again` builds the replay's client after `release`.
+        func run(_ client: Client, _ prompt: String, _ events: inout [String],
+                 again: () throws -> Client, release: () -> Void) async throws -> TurnResult {
+            let wrongFeed = spec["wrong_feed"]?.bool ?? false
+            let stepper = try await client.step(prompt: prompt)
+            turnId = stepper.turnId()
+            if wrongFeed {
+                _ = try await stepper.next()
+                try refused {
+                    try stepper.feed(result: .toolResult(
+                        callId: "nope", output: ToolOutput(content: "x", isError: false, metadataJson: nil)))
+                }
+            }
+            var done: TurnResult? = nil
+            for _ in 0..<Stepped.maxActions {
+                let action = try await stepper.next()
+                actions.append(json(action))
+                if case .done(let result) = action {
+                    done = result
+                    break
+                }
+                _ = try await stepper.perform()
+                events += stepper.events().map { $0.toJson() }
+            }
+            events += stepper.events().map { $0.toJson() }
+            guard let result = done else { throw RunnerError("step: no done after \(Stepped.maxActions) actions") }
+            if wrongFeed {
+                try refused { try stepper.feed(result: .answer(callId: "nope", answer: .approve)) }
+            }
+            if spec["replay"]?.bool ?? false {
+                let journal = stepper.journal()
+                let options = stepper.options()
+                release()
+                let replay = try await again().step(prompt: prompt, options: options)
+                for n in 0...journal.count {
+                    let action = try await replay.next()
+                    replayActions.append(json(action))
+                    if case .done(let r) = action {
+                        replayFinalText = r.finalText
+                        break
+                    }
+                    // a refusal here is the runner's error: the scenario fails
+                    guard n < journal.count else { throw RunnerError("replay: an action beyond the journal") }
+                    try replay.feed(result: journal[n])
+                }
+            }
+            return result
+        }
+
+        /// The trace's step members, each after a comma.
+        func traceMembers() -> String {
+            var out = ",\"turn_id\":\(jsonQuote(turnId)),\"actions\":\(JSON.array(actions).text)"
+                + ",\"step_errors\":\(JSON.array(errors).text)"
+            if spec["replay"]?.bool ?? false {
+                out += ",\"replay_actions\":\(JSON.array(replayActions).text)"
+                    + ",\"replay_final_text\":\(replayFinalText.map(jsonQuote) ?? "null")"
+            }
+            return out
+        }
     }
 
     /// Shut down and drop the current client, if any (the last reference frees it).

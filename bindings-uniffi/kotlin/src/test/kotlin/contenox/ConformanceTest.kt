@@ -171,7 +171,12 @@ private class ScenarioRun(
             // the trace's `chain_error` (nothing runs).
             val chain = scenario.opt("chain")?.toString()
             var chainError: String? = null
+            // Extension `step`: the prompt is one turn the runner steps (its only prompt).
+            val stepped = scenario.optJSONObject("step")?.let { spec ->
+                Stepped(spec).also { last = it.run(current, prompts[0], events) { build(config) } }
+            }
             for ((i, prompt) in prompts.withIndex()) {
+                if (stepped != null) break
                 if (restart && i > 0) {
                     // save the conversation as JSON, continue in a new client built from it
                     val saved = current.transcript().toJson()
@@ -286,6 +291,7 @@ private class ScenarioRun(
                 append(",\"output\":").append(result.outputJson ?: "null")
                 resumeError?.let { append(",\"resume_error\":").append(JSONObject.quote(it)) }
                 if (scenario.has("lifecycle")) append(",\"lifecycle\":").append(JSONArray(lifecycleLog.toList()))
+                stepped?.let { append(it.traceMembers()) }
                 append("}")
             }
         } finally {
@@ -297,6 +303,93 @@ private class ScenarioRun(
             withContext(NonCancellable) { mcp.close() }
             withContext(NonCancellable) { remote.close() }
             server.stop()
+        }
+    }
+
+    /**
+     * Extension `step` (tests/conformance/README.md): the prompt as a turn stepped by the runner
+     * through `client.step`, every action performed (an ask's `perform` asks the scripted
+     * `waitFor`); with `wrong_feed`, a result for no waiting action is fed before the first
+     * action is answered and after done (each refusal's text is a `step_errors` entry); with
+     * `replay`, a client built again steps the same prompt from the first stepper's `options()`
+     * and is fed its `journal()` (the fake server's script is used up: real I/O would show).
+     */
+    private inner class Stepped(private val spec: JSONObject) {
+        private val actions = JSONArray()
+        private val replayActions = JSONArray()
+        private val errors = JSONArray()
+        private var turnId = ""
+        private var replayFinalText: String? = null
+
+        private fun json(a: Action): JSONObject = when (a) {
+            is Action.ModelRequest -> JSONObject().put("kind", "model_request").put("step", a.step.toLong())
+            is Action.SummaryRequest -> JSONObject().put("kind", "summary_request").put("step", a.step.toLong())
+            is Action.ToolCall -> JSONObject().put("kind", "tool_call").put("name", a.call.name)
+                .put("call_id", a.call.id).put("idempotency_key", a.idempotencyKey)
+            is Action.Ask -> JSONObject().put("kind", "ask").put("call_id", a.request.callId)
+            is Action.Done -> JSONObject().put("kind", "done")
+        }
+
+        /** A feed that must be refused: its message is a `step_errors` entry (none if it was not). */
+        private fun refused(feed: () -> Unit) {
+            try {
+                feed()
+            } catch (e: ContenoxException.Step) {
+                errors.put(e.detail)
+            }
+        }
+
+        /** Step the turn; its result. `again` builds the replay's client. */
+        suspend fun run(client: Client, prompt: String, events: MutableList<String>, again: () -> Client): TurnResult {
+            val wrongFeed = spec.optBoolean("wrong_feed", false)
+            val (result, journal, options) = client.step(prompt).use { stepper ->
+                turnId = stepper.turnId()
+                if (wrongFeed) {
+                    stepper.next()
+                    refused { stepper.feed(ActionResult.ToolResult("nope", ToolOutput("x", false, null))) }
+                }
+                var done: TurnResult? = null
+                for (n in 0 until MAX_ACTIONS) {
+                    val action = stepper.next()
+                    actions.put(json(action))
+                    if (action is Action.Done) {
+                        done = action.result
+                        break
+                    }
+                    stepper.perform()
+                    stepper.events().forEach { events.add(it.toJson()) }
+                }
+                stepper.events().forEach { events.add(it.toJson()) }
+                if (wrongFeed) refused { stepper.feed(ActionResult.Answer("nope", Answer.Approve)) }
+                Triple(done ?: error("step: no done after $MAX_ACTIONS actions"), stepper.journal(), stepper.options())
+            }
+            if (spec.optBoolean("replay", false)) {
+                release()
+                again().step(prompt, options).use { stepper ->
+                    for (n in 0..journal.size) {
+                        val action = stepper.next()
+                        replayActions.put(json(action))
+                        if (action is Action.Done) {
+                            replayFinalText = action.result.finalText
+                            break
+                        }
+                        // a refusal here is the runner's error: the scenario fails
+                        stepper.feed(journal.getOrNull(n) ?: error("replay: an action beyond the journal: $action"))
+                    }
+                }
+            }
+            return result
+        }
+
+        /** The trace's step members, each after a comma. */
+        fun traceMembers(): String = buildString {
+            append(",\"turn_id\":").append(JSONObject.quote(turnId))
+            append(",\"actions\":").append(actions)
+            append(",\"step_errors\":").append(errors)
+            if (spec.optBoolean("replay", false)) {
+                append(",\"replay_actions\":").append(replayActions)
+                append(",\"replay_final_text\":").append(replayFinalText?.let(JSONObject::quote) ?: "null")
+            }
         }
     }
 
@@ -861,8 +954,11 @@ private class RemoteSetup(private val binary: String, private val file: File) {
     }
 }
 
-/** The fake model server, a child process that exits when its stdin closes. */
-private class FakeServer(private val process: Process, val port: Int) {
+/** The most actions a stepped scenario's turn may take (a bound, not an expectation). */
+private const val MAX_ACTIONS = 200
+
+/** The fake model server, a child process that exits when its stdin closes (also StepperTest's). */
+internal class FakeServer(private val process: Process, val port: Int) {
     fun baseUrl(style: String) = if (style.startsWith("openai")) "http://127.0.0.1:$port/v1" else "http://127.0.0.1:$port"
 
     fun requests(): String {
