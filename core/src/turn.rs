@@ -819,6 +819,11 @@ impl Turn<'_> {
                 // stream that started over): those are cancelled, and its own calls run anew.
                 let spent = self.abandon(runner, &reply_cancel, &early_calls).await;
                 self.spend(&mut usage, spent);
+                // An abandoned call's suspension is no longer the reply's: its calls are asked
+                // anew.
+                if let Some(d) = self.durable {
+                    d.take_suspension();
+                }
                 runner = self.reply_calls(&anew_turn);
             }
             if replay.is_none() {
