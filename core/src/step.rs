@@ -236,13 +236,26 @@ pub(crate) struct Seam {
     pub turn_id: String,
     pub clock_ms: u64,
     out: mpsc::UnboundedSender<Out>,
+    /// The stepper's journal (shared: a performed result is journaled by the turn).
+    journal: Journal,
 }
+
+/// Every result given to a stepped turn so far, in order (fed by the host or performed).
+type Journal = std::sync::Arc<parking_lot::Mutex<Vec<ActionResult>>>;
 
 /// Why a stepped I/O point got no result: the host dropped the stepper, or fed one it could
 /// not use (refused before it got here, so this is the dropped case).
 const STEPPER_GONE: &str = "the stepper was dropped before it gave this action's result";
 
 impl Seam {
+    /// A performed action's result: journaled here, on the turn's side, so that it is kept
+    /// even when the host stopped waiting for `perform()` (its future dropped) while the turn
+    /// went on with it; then handed to `perform()`.
+    fn performed(&self, back: oneshot::Sender<ActionResult>, result: ActionResult) {
+        self.journal.lock().push(result.clone());
+        let _ = back.send(result);
+    }
+
     /// Hand `action` out and wait for its directive; `None` when the stepper is gone.
     async fn exchange(&self, action: Action) -> Option<Directive> {
         let (reply, directive) = oneshot::channel();
@@ -274,7 +287,7 @@ impl Seam {
             Some(Directive::Perform(back)) => {
                 let answered = perform.await;
                 let reply = answered.as_ref().map(|a| &a.response);
-                let _ = back.send(model_result(step, false, reply));
+                self.performed(back, model_result(step, false, reply));
                 return answered;
             }
         };
@@ -310,7 +323,7 @@ impl Seam {
             Some(Directive::Feed(r)) => fed_reply(r),
             Some(Directive::Perform(back)) => {
                 let answered = perform.await;
-                let _ = back.send(model_result(step, true, answered.as_ref()));
+                self.performed(back, model_result(step, true, answered.as_ref()));
                 answered
             }
         }
@@ -332,10 +345,11 @@ impl Seam {
             Some(Directive::Feed(_)) => ToolOutput::error("a result of another kind"),
             Some(Directive::Perform(back)) => {
                 let output = perform.await;
-                let _ = back.send(ActionResult::ToolResult {
+                let result = ActionResult::ToolResult {
                     call_id,
                     output: output.clone(),
-                });
+                };
+                self.performed(back, result);
                 output
             }
         }
@@ -354,10 +368,11 @@ impl Seam {
             Directive::Feed(_) => None,
             Directive::Perform(back) => {
                 let answer = perform.await?;
-                let _ = back.send(ActionResult::Answer {
+                let result = ActionResult::Answer {
                     call_id,
                     answer: answer.to_value(),
-                });
+                };
+                self.performed(back, result);
                 Some(answer)
             }
         };
@@ -493,6 +508,8 @@ pub struct Stepper {
     run: Run,
     actions: Mutex<mpsc::UnboundedReceiver<Out>>,
     state: parking_lot::Mutex<State>,
+    /// Every result given so far, in order: with the start options, a replay's input.
+    journal: Journal,
     turn_id: String,
     clock_ms: u64,
 }
@@ -502,8 +519,6 @@ struct State {
     /// The action handed out and not yet answered, with where its answer goes.
     waiting: Option<(Action, oneshot::Sender<Directive>)>,
     done: Option<Box<TurnResult>>,
-    /// Every result given so far, in order: with the start options, a replay's input.
-    journal: Vec<ActionResult>,
 }
 
 impl Stepper {
@@ -515,15 +530,18 @@ impl Stepper {
             .unwrap_or_else(crate::durable::new_turn_id);
         let clock_ms = options.clock_ms.unwrap_or_else(crate::durable::now_ms);
         let (out, rx) = mpsc::unbounded_channel();
+        let journal = Journal::default();
         let seam = Seam {
             turn_id: turn_id.clone(),
             clock_ms,
             out,
+            journal: journal.clone(),
         };
         let make = move |run: Run| Stepper {
             run,
             actions: Mutex::new(rx),
             state: parking_lot::Mutex::default(),
+            journal,
             turn_id,
             clock_ms,
         };
@@ -546,7 +564,7 @@ impl Stepper {
 
     /// Every result given so far, in order (fed or performed).
     pub fn journal(&self) -> Vec<ActionResult> {
-        self.state.lock().journal.clone()
+        self.journal.lock().clone()
     }
 
     /// The next action: the one still waiting for its result if there is one (asking twice
@@ -608,7 +626,7 @@ impl Stepper {
         }
         // cannot fail: `waiting` was checked to be Some above, under the same lock.
         let (_, reply) = state.waiting.take().expect("checked above");
-        state.journal.push(result.clone());
+        self.journal.lock().push(result.clone());
         // The turn is gone only when it was cancelled meanwhile; next() then reports its end.
         let _ = reply.send(Directive::Feed(result));
         Ok(())
@@ -636,7 +654,6 @@ impl Stepper {
         let result = result
             .await
             .map_err(|_| StepError("the turn ended while the action was performed".into()))?;
-        self.state.lock().journal.push(result.clone());
         Ok(result)
     }
 

@@ -530,3 +530,38 @@ async fn a_compaction_summary_request_is_an_action_and_replays_without_io() {
     let t = again.transcript();
     assert!(t.messages[0].text().starts_with(contenox::SUMMARY_HEADER));
 }
+
+#[tokio::test]
+async fn a_perform_the_host_stopped_waiting_for_is_still_journaled() {
+    let spec = ToolSpec::new("slow", "Takes a while.", json!({"type": "object"}))
+        .with_hints(Hints::read_only());
+    let slow = Arc::new(tool_fn(spec, |_args, _ctx| async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        Ok(ToolOutput::text("slow done"))
+    }));
+    let client = Client::builder()
+        .script(vec![
+            ScriptEntry::tool_call("c1", "slow", json!({})),
+            ScriptEntry::text("finished"),
+        ])
+        .builtins(Vec::<String>::new())
+        .tool(slow)
+        .build()
+        .unwrap();
+    let stepper = client.step("go").unwrap();
+    assert_eq!(stepper.next().await.unwrap().kind(), "model_request");
+    stepper.perform().await.unwrap();
+    assert_eq!(stepper.next().await.unwrap().kind(), "tool_call");
+    // The host stops waiting (its perform future dropped) while the tool runs on.
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(20), stepper.perform());
+    assert!(waited.await.is_err(), "the tool answered within 20 ms");
+    // The turn went on with the tool's result, and the journal has it: a replay can feed it.
+    assert_eq!(stepper.next().await.unwrap().kind(), "model_request");
+    let journal = stepper.journal();
+    assert_eq!(journal.len(), 2, "{journal:?}");
+    let ActionResult::ToolResult { call_id, output } = &journal[1] else {
+        panic!("the tool's result, got {:?}", journal[1]);
+    };
+    assert_eq!(call_id, "c1");
+    assert!(!output.is_error);
+}
